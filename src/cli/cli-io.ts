@@ -1,0 +1,10 @@
+// The CLI's only contact with the process: output streams and the exit code. Commands take it as an
+// argument so that they can be run in-process by tests.
+
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+  setExitCode(code: number): void;
+  readonly stderrIsTty: boolean;
+  readonly cpuCount: number;
+}

@@ -1,0 +1,76 @@
+// `cuda-patchelf print FILE...`: what the tool sees in each file.
+
+import type { Command } from 'commander';
+import { byteStringToText } from '../elf/byte-string.js';
+import { withElfImage } from '../elf/open-elf.js';
+import { summarize, type ElfSummary } from '../elf/summary.js';
+import { EXIT } from './exit-codes.js';
+import { errorJson, errorLine } from './report.js';
+import type { CliIo } from './cli-io.js';
+
+const hex = (value: number): string => `0x${value.toString(16)}`;
+
+function text(value: string | null): string {
+  return value === null ? '-' : byteStringToText(value);
+}
+
+/** The summary with byte strings decoded for output. */
+function summaryForOutput(summary: ElfSummary): ElfSummary {
+  return {
+    ...summary,
+    interpreter: summary.interpreter === null ? null : byteStringToText(summary.interpreter),
+    soname: summary.soname === null ? null : byteStringToText(summary.soname),
+    needed: summary.needed.map(byteStringToText),
+    rpath: summary.rpath === null ? null : byteStringToText(summary.rpath),
+    runpath: summary.runpath === null ? null : byteStringToText(summary.runpath),
+  };
+}
+
+function humanLines(file: string, s: ElfSummary): string[] {
+  const rows: [string, string][] = [
+    ['class', s.class],
+    ['byte order', s.byteOrder],
+    ['machine', s.machine],
+    ['type', s.type],
+    ['interpreter', text(s.interpreter)],
+    ['soname', text(s.soname)],
+    ['needed', s.needed.length === 0 ? '-' : s.needed.map(byteStringToText).join(' ')],
+    ['rpath', text(s.rpath)],
+    ['runpath', text(s.runpath)],
+    ['flags', s.flags.length === 0 ? '-' : s.flags.join(' ')],
+    ['flags_1', s.flags1.length === 0 ? '-' : s.flags1.join(' ')],
+    ...s.loads.map((load, i): [string, string] => [
+      i === 0 ? 'loads' : '',
+      `${load.flags} offset ${hex(load.offset)} vaddr ${hex(load.vaddr)} filesz ${hex(load.filesz)} memsz ${hex(load.memsz)} align ${hex(load.align)}`,
+    ]),
+    ['spare slots', s.spareDynamicSlots === null ? '-' : `${s.spareDynamicSlots} DT_NULL`],
+    ['apply', s.visit ? 'visits (dynamic ELF)' : `skips (${s.skipReason ?? ''})`],
+  ];
+  const width = Math.max(...rows.map(([label]) => label.length));
+  return [file, ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`)];
+}
+
+export function registerPrint(program: Command, io: CliIo): void {
+  program
+    .command('print')
+    .description('show class, machine, type, interpreter, soname, needed, rpath, runpath, flags, loads and spare dynamic slots')
+    .argument('<files...>', 'ELF files to describe')
+    .option('--json', 'one JSON array on stdout, an object per file (see README)')
+    .action(async (files: string[], options: { json?: boolean }) => {
+      let failed = false;
+      const records: object[] = [];
+      for (const file of files) {
+        try {
+          const summary = await withElfImage(file, summarize);
+          if (options.json) records.push({ file, ...summaryForOutput(summary) });
+          else io.out(humanLines(file, summary).join('\n'));
+        } catch (error) {
+          failed = true;
+          io.err(errorLine(error, file));
+          if (options.json) records.push({ file, error: errorJson(error) });
+        }
+      }
+      if (options.json) io.out(JSON.stringify(records, null, 2));
+      io.setExitCode(failed ? EXIT.someFilesFailed : EXIT.ok);
+    });
+}

@@ -1,0 +1,26 @@
+// The command tree. Usage errors exit 2 with commander's message; each command sets its own code.
+
+import { Command, CommanderError } from 'commander';
+import { EXIT } from './exit-codes.js';
+import { registerPrint } from './print-command.js';
+import type { CliIo } from './cli-io.js';
+
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  let exitCode: number = EXIT.ok;
+  const recordingIo: CliIo = { ...io, setExitCode: (code) => (exitCode = code) };
+  const program = new Command('cuda-patchelf')
+    .description('fix the runpaths of CUDA binaries: read, plan and patch DT_RUNPATH / DT_RPATH / DT_NEEDED')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
+  registerPrint(program, recordingIo);
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version end through here too, with exit code 0.
+      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    throw error;
+  }
+  return exitCode;
+}

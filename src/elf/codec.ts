@@ -1,0 +1,263 @@
+// One codec for every ELF flavour: records are described once as field lists per class, and every
+// read and write goes through the codec, which knows the class (32/64) and the byte order.
+
+import { formatError } from '../errors/cuda-patchelf-error.js';
+
+export type ElfClass = 32 | 64;
+
+/**
+ * Field widths. `word` is 4 bytes in both classes; `addr`, `off` and `xword` are 4 or 8 (the natural
+ * word of the class); `sxword` is the signed variant (d_tag).
+ */
+type FieldType = 'u8' | 'half' | 'word' | 'addr' | 'off' | 'xword' | 'sxword';
+
+type FieldList<N extends string> = readonly (readonly [N, FieldType])[];
+
+/** A record whose field order may differ between the classes (Elf32_Phdr vs Elf64_Phdr). */
+export interface RecordLayout<N extends string> {
+  readonly name: string;
+  readonly fields32: FieldList<N>;
+  readonly fields64: FieldList<N>;
+}
+
+export type RecordOf<L> = L extends RecordLayout<infer N> ? Record<N, number> : never;
+
+function width(type: FieldType, elfClass: ElfClass): number {
+  switch (type) {
+    case 'u8':
+      return 1;
+    case 'half':
+      return 2;
+    case 'word':
+      return 4;
+    default:
+      return elfClass === 64 ? 8 : 4;
+  }
+}
+
+interface PlacedField<N extends string> {
+  readonly name: N;
+  readonly type: FieldType;
+  readonly at: number;
+  readonly width: number;
+}
+
+interface PlacedLayout<N extends string> {
+  readonly size: number;
+  readonly fields: readonly PlacedField<N>[];
+  readonly byName: ReadonlyMap<N, PlacedField<N>>;
+}
+
+function place<N extends string>(fields: FieldList<N>, elfClass: ElfClass): PlacedLayout<N> {
+  let at = 0;
+  const placed: PlacedField<N>[] = [];
+  for (const [name, type] of fields) {
+    const w = width(type, elfClass);
+    placed.push({ name, type, at, width: w });
+    at += w;
+  }
+  return { size: at, fields: placed, byName: new Map(placed.map((f) => [f.name, f])) };
+}
+
+const TWO_32 = 2 ** 32;
+
+export class ElfCodec {
+  readonly elfClass: ElfClass;
+  readonly littleEndian: boolean;
+  /** Bytes in an address, offset or xword: 4 or 8. */
+  readonly wordSize: 4 | 8;
+  private readonly placed = new Map<RecordLayout<string>, PlacedLayout<string>>();
+
+  constructor(elfClass: ElfClass, littleEndian: boolean) {
+    this.elfClass = elfClass;
+    this.littleEndian = littleEndian;
+    this.wordSize = elfClass === 64 ? 8 : 4;
+  }
+
+  private layoutOf<N extends string>(layout: RecordLayout<N>): PlacedLayout<N> {
+    let placed = this.placed.get(layout);
+    if (placed === undefined) {
+      placed = place(this.elfClass === 64 ? layout.fields64 : layout.fields32, this.elfClass);
+      this.placed.set(layout, placed);
+    }
+    return placed as unknown as PlacedLayout<N>;
+  }
+
+  /** Size in bytes of one record of this layout in this class. */
+  sizeOf<N extends string>(layout: RecordLayout<N>): number {
+    return this.layoutOf(layout).size;
+  }
+
+  /** Byte offset of a field inside its record. */
+  fieldOffset<N extends string>(layout: RecordLayout<N>, field: N): number {
+    const placed = this.layoutOf(layout).byName.get(field);
+    if (placed === undefined) throw new Error(`${layout.name} has no field ${field}`);
+    return placed.at;
+  }
+
+  /**
+   * Decodes the record at `at` of `bytes`. 64-bit values above 2^53 come back rounded; every offset
+   * and size is bounds-checked against the file size by its user, which rejects such values anyway.
+   */
+  decode<N extends string>(layout: RecordLayout<N>, bytes: Uint8Array, at: number): Record<N, number> {
+    const placed = this.layoutOf(layout);
+    if (at < 0 || at + placed.size > bytes.length) {
+      throw formatError(`${layout.name} record runs past the end of the data read`, at);
+    }
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const out = {} as Record<N, number>;
+    for (const field of placed.fields) out[field.name] = this.readField(view, at + field.at, field);
+    return out;
+  }
+
+  /** Encodes `record` into `bytes` at `at`. Fields missing from `record` are left untouched. */
+  encode<N extends string>(layout: RecordLayout<N>, record: Partial<Record<N, number>>, bytes: Uint8Array, at: number): void {
+    const placed = this.layoutOf(layout);
+    if (at < 0 || at + placed.size > bytes.length) throw new RangeError(`${layout.name} does not fit at ${at}`);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (const field of placed.fields) {
+      const value = record[field.name];
+      if (value !== undefined) this.writeField(view, at + field.at, field, value);
+    }
+  }
+
+  /** A new zeroed buffer holding one encoded record. */
+  encodeRecord<N extends string>(layout: RecordLayout<N>, record: Record<N, number>): Uint8Array {
+    const bytes = new Uint8Array(this.sizeOf(layout));
+    this.encode(layout, record, bytes, 0);
+    return bytes;
+  }
+
+  private readField(view: DataView, at: number, field: PlacedField<string>): number {
+    const le = this.littleEndian;
+    switch (field.width) {
+      case 1:
+        return view.getUint8(at);
+      case 2:
+        return view.getUint16(at, le);
+      case 4:
+        return field.type === 'sxword' ? view.getInt32(at, le) : view.getUint32(at, le);
+      default: {
+        const lo = view.getUint32(le ? at : at + 4, le);
+        const hi = le ? view.getUint32(at + 4, le) : view.getUint32(at, le);
+        if (field.type === 'sxword' && hi >= 0x80000000) return (hi - TWO_32) * TWO_32 + lo;
+        return hi * TWO_32 + lo;
+      }
+    }
+  }
+
+  private writeField(view: DataView, at: number, field: PlacedField<string>, value: number): void {
+    const le = this.littleEndian;
+    if (!Number.isInteger(value)) throw new RangeError(`${field.name} = ${value} is not an integer`);
+    switch (field.width) {
+      case 1:
+        view.setUint8(at, value);
+        return;
+      case 2:
+        view.setUint16(at, value, le);
+        return;
+      case 4:
+        if (field.type === 'sxword') view.setInt32(at, value, le);
+        else view.setUint32(at, value, le);
+        return;
+      default: {
+        const hi = Math.floor(value / TWO_32);
+        const lo = value - hi * TWO_32;
+        view.setUint32(le ? at : at + 4, lo, le);
+        view.setUint32(le ? at + 4 : at, hi >>> 0, le);
+      }
+    }
+  }
+}
+
+/** Elf32_Ehdr / Elf64_Ehdr, after the 16 bytes of e_ident. */
+export const EHDR: RecordLayout<
+  | 'e_type'
+  | 'e_machine'
+  | 'e_version'
+  | 'e_entry'
+  | 'e_phoff'
+  | 'e_shoff'
+  | 'e_flags'
+  | 'e_ehsize'
+  | 'e_phentsize'
+  | 'e_phnum'
+  | 'e_shentsize'
+  | 'e_shnum'
+  | 'e_shstrndx'
+> = (() => {
+  const fields = [
+    ['e_type', 'half'],
+    ['e_machine', 'half'],
+    ['e_version', 'word'],
+    ['e_entry', 'addr'],
+    ['e_phoff', 'off'],
+    ['e_shoff', 'off'],
+    ['e_flags', 'word'],
+    ['e_ehsize', 'half'],
+    ['e_phentsize', 'half'],
+    ['e_phnum', 'half'],
+    ['e_shentsize', 'half'],
+    ['e_shnum', 'half'],
+    ['e_shstrndx', 'half'],
+  ] as const;
+  return { name: 'ELF header', fields32: fields, fields64: fields };
+})();
+
+/** Elf32_Phdr / Elf64_Phdr: p_flags moves to second place in ELF64. */
+export const PHDR: RecordLayout<'p_type' | 'p_flags' | 'p_offset' | 'p_vaddr' | 'p_paddr' | 'p_filesz' | 'p_memsz' | 'p_align'> = {
+  name: 'program header',
+  fields32: [
+    ['p_type', 'word'],
+    ['p_offset', 'off'],
+    ['p_vaddr', 'addr'],
+    ['p_paddr', 'addr'],
+    ['p_filesz', 'word'],
+    ['p_memsz', 'word'],
+    ['p_flags', 'word'],
+    ['p_align', 'word'],
+  ],
+  fields64: [
+    ['p_type', 'word'],
+    ['p_flags', 'word'],
+    ['p_offset', 'off'],
+    ['p_vaddr', 'addr'],
+    ['p_paddr', 'addr'],
+    ['p_filesz', 'xword'],
+    ['p_memsz', 'xword'],
+    ['p_align', 'xword'],
+  ],
+};
+
+/** Elf32_Shdr / Elf64_Shdr. */
+export const SHDR: RecordLayout<
+  'sh_name' | 'sh_type' | 'sh_flags' | 'sh_addr' | 'sh_offset' | 'sh_size' | 'sh_link' | 'sh_info' | 'sh_addralign' | 'sh_entsize'
+> = (() => {
+  const fields = [
+    ['sh_name', 'word'],
+    ['sh_type', 'word'],
+    ['sh_flags', 'xword'],
+    ['sh_addr', 'addr'],
+    ['sh_offset', 'off'],
+    ['sh_size', 'xword'],
+    ['sh_link', 'word'],
+    ['sh_info', 'word'],
+    ['sh_addralign', 'xword'],
+    ['sh_entsize', 'xword'],
+  ] as const;
+  return { name: 'section header', fields32: fields, fields64: fields };
+})();
+
+/** Elf32_Dyn / Elf64_Dyn. */
+export const DYN: RecordLayout<'d_tag' | 'd_val'> = (() => {
+  const fields = [
+    ['d_tag', 'sxword'],
+    ['d_val', 'xword'],
+  ] as const;
+  return { name: 'dynamic entry', fields32: fields, fields64: fields };
+})();
+
+export type ElfHeaderFields = RecordOf<typeof EHDR>;
+export type ProgramHeader = RecordOf<typeof PHDR>;
+export type SectionHeader = RecordOf<typeof SHDR>;
+export type DynamicEntry = RecordOf<typeof DYN>;

@@ -1,0 +1,181 @@
+// The lazy ELF reader: the header, the program header table, the dynamic array found through
+// PT_DYNAMIC and the strings it names. Section headers are read only on request (section-headers.ts):
+// stripped files have none, and the loader never looks at them.
+
+import { checkRange, type ByteSource } from './byte-source.js';
+import { DYN, EHDR, ElfCodec, PHDR, SHDR, type DynamicEntry, type ElfHeaderFields, type ProgramHeader } from './codec.js';
+import { DT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELF_MAGIC, EI_NIDENT, ET, PN_XNUM, PT } from './constants.js';
+import { bytesToByteString } from './byte-string.js';
+import { StringTable } from './string-table.js';
+import { formatError } from '../errors/cuda-patchelf-error.js';
+
+export interface ElfHeader extends ElfHeaderFields {
+  readonly osabi: number;
+  readonly abiversion: number;
+  /** The real number of program headers (e_phnum, or section 0's sh_info when e_phnum is PN_XNUM). */
+  readonly phnum: number;
+}
+
+export interface DynamicArray {
+  /** File offset and size of the array (PT_DYNAMIC's p_offset, p_filesz). */
+  readonly offset: number;
+  readonly vaddr: number;
+  /** How many entries fit in p_filesz. */
+  readonly capacity: number;
+  /** The live entries: those before the first DT_NULL, in file order. */
+  readonly entries: readonly DynamicEntry[];
+  /** DT_NULL entries right after the terminating one: room for new tags without moving the array. */
+  readonly spareSlots: number;
+}
+
+export interface ElfImage {
+  readonly source: ByteSource;
+  readonly codec: ElfCodec;
+  readonly header: ElfHeader;
+  readonly programHeaders: readonly ProgramHeader[];
+  readonly dynamic: DynamicArray | null;
+  /** PT_INTERP's path, as a byte string. */
+  readonly interpreter: string | null;
+  /** The dynamic string table (DT_STRTAB/DT_STRSZ), read lazily. */
+  readonly dynamicStrings: StringTable | null;
+}
+
+const ELF_HEADER_READ = 64; // e_ident + the ELF64 header; ELF32 headers are 52 bytes.
+
+/** Reads the header and the dynamic structures of an ELF file, with a few small positional reads. */
+export async function readElfImage(source: ByteSource): Promise<ElfImage> {
+  if (source.size < EI_NIDENT) {
+    throw formatError(source.size === 0 ? 'empty file, not an ELF file' : `too short for an ELF file (${source.size} bytes)`);
+  }
+  const ident = await source.read(0, Math.min(ELF_HEADER_READ, source.size), 'ELF header');
+  const codec = codecFromIdent(ident);
+  const headerSize = EI_NIDENT + codec.sizeOf(EHDR);
+  if (ident.length < headerSize) throw formatError(`too short for an ELF${codec.elfClass} header (${source.size} bytes)`);
+  const fields = codec.decode(EHDR, ident, EI_NIDENT);
+  const programHeaders = await readProgramHeaders(source, codec, fields);
+  const header: ElfHeader = {
+    ...fields,
+    osabi: ident[7] ?? 0,
+    abiversion: ident[8] ?? 0,
+    phnum: programHeaders.length,
+  };
+  const dynamic = await readDynamicArray(source, codec, programHeaders);
+  const interpreter = await readInterpreter(source, programHeaders);
+  const dynamicStrings = dynamic === null ? null : locateDynamicStrings(source, programHeaders, dynamic);
+  return { source, codec, header, programHeaders, dynamic, interpreter, dynamicStrings };
+}
+
+/** Class and byte order from e_ident, or a format error saying why this is not an ELF file we read. */
+export function codecFromIdent(ident: Uint8Array): ElfCodec {
+  for (let i = 0; i < ELF_MAGIC.length; i++) {
+    if (ident[i] !== ELF_MAGIC[i]) throw formatError('not an ELF file (no \\x7fELF magic)', 0);
+  }
+  const elfClass = ident[4];
+  const data = ident[5];
+  if (elfClass !== ELFCLASS32 && elfClass !== ELFCLASS64) throw formatError(`unknown ELF class ${elfClass} in e_ident[EI_CLASS]`, 4);
+  if (data !== ELFDATA2LSB && data !== ELFDATA2MSB) throw formatError(`unknown byte order ${data} in e_ident[EI_DATA]`, 5);
+  return new ElfCodec(elfClass === ELFCLASS64 ? 64 : 32, data === ELFDATA2LSB);
+}
+
+async function readProgramHeaders(source: ByteSource, codec: ElfCodec, fields: ElfHeaderFields): Promise<ProgramHeader[]> {
+  let count = fields.e_phnum;
+  if (count === 0) return [];
+  const entrySize = codec.sizeOf(PHDR);
+  if (fields.e_phentsize !== entrySize) {
+    throw formatError(`e_phentsize is ${fields.e_phentsize}, expected ${entrySize} for ELF${codec.elfClass}`);
+  }
+  if (count === PN_XNUM) count = await extendedProgramHeaderCount(source, codec, fields);
+  checkRange(source.size, fields.e_phoff, count * entrySize, `program header table (${count} entries)`);
+  const bytes = await source.read(fields.e_phoff, count * entrySize, 'program header table');
+  const headers: ProgramHeader[] = [];
+  for (let i = 0; i < count; i++) headers.push(codec.decode(PHDR, bytes, i * entrySize));
+  return headers;
+}
+
+/** With e_phnum = PN_XNUM the real count is section header 0's sh_info (gABI "extended numbering"). */
+async function extendedProgramHeaderCount(source: ByteSource, codec: ElfCodec, fields: ElfHeaderFields): Promise<number> {
+  if (fields.e_shoff === 0) throw formatError('e_phnum is PN_XNUM but there is no section header 0 holding the real count');
+  const bytes = await source.read(fields.e_shoff, codec.sizeOf(SHDR), 'section header 0 (extended program header count)');
+  return codec.decode(SHDR, bytes, 0).sh_info;
+}
+
+function onlyHeaderOfType(programHeaders: readonly ProgramHeader[], type: number, name: string): ProgramHeader | null {
+  const found = programHeaders.filter((ph) => ph.p_type === type);
+  if (found.length > 1) throw formatError(`${found.length} ${name} program headers, expected at most one`);
+  return found[0] ?? null;
+}
+
+async function readDynamicArray(source: ByteSource, codec: ElfCodec, programHeaders: readonly ProgramHeader[]): Promise<DynamicArray | null> {
+  const ph = onlyHeaderOfType(programHeaders, PT.PT_DYNAMIC, 'PT_DYNAMIC');
+  if (ph === null) return null;
+  const entrySize = codec.sizeOf(DYN);
+  const capacity = Math.floor(ph.p_filesz / entrySize);
+  if (capacity === 0) throw formatError(`PT_DYNAMIC is ${ph.p_filesz} bytes, too small for one entry`, ph.p_offset);
+  const bytes = await source.read(ph.p_offset, capacity * entrySize, 'dynamic array (PT_DYNAMIC)');
+  const entries: DynamicEntry[] = [];
+  let index = 0;
+  for (; index < capacity; index++) {
+    const entry = codec.decode(DYN, bytes, index * entrySize);
+    if (entry.d_tag === DT.DT_NULL) break;
+    entries.push(entry);
+  }
+  if (index === capacity) throw formatError('dynamic array has no DT_NULL terminator', ph.p_offset);
+  let spareSlots = 0;
+  for (let i = index + 1; i < capacity && codec.decode(DYN, bytes, i * entrySize).d_tag === DT.DT_NULL; i++) spareSlots++;
+  return { offset: ph.p_offset, vaddr: ph.p_vaddr, capacity, entries, spareSlots };
+}
+
+async function readInterpreter(source: ByteSource, programHeaders: readonly ProgramHeader[]): Promise<string | null> {
+  const ph = onlyHeaderOfType(programHeaders, PT.PT_INTERP, 'PT_INTERP');
+  if (ph === null) return null;
+  const bytes = await source.read(ph.p_offset, ph.p_filesz, 'interpreter path (PT_INTERP)');
+  const nul = bytes.indexOf(0);
+  if (nul < 0) throw formatError('interpreter path (PT_INTERP) has no NUL terminator', ph.p_offset);
+  return bytesToByteString(bytes.subarray(0, nul));
+}
+
+/** The file offset of `length` bytes at virtual address `vaddr`, through the PT_LOAD that maps them. */
+export function fileOffsetOf(programHeaders: readonly ProgramHeader[], vaddr: number, length: number, what: string): number {
+  for (const ph of programHeaders) {
+    if (ph.p_type !== PT.PT_LOAD) continue;
+    if (vaddr >= ph.p_vaddr && vaddr + length <= ph.p_vaddr + ph.p_filesz) return ph.p_offset + (vaddr - ph.p_vaddr);
+  }
+  throw formatError(`${what} (0x${length.toString(16)} bytes at address 0x${vaddr.toString(16)}) is not inside the file part of any PT_LOAD`);
+}
+
+/** The value of the first dynamic entry with this tag. */
+export function dynamicValue(dynamic: DynamicArray, tag: number): number | undefined {
+  return dynamic.entries.find((entry) => entry.d_tag === tag)?.d_val;
+}
+
+function locateDynamicStrings(source: ByteSource, programHeaders: readonly ProgramHeader[], dynamic: DynamicArray): StringTable | null {
+  const address = dynamicValue(dynamic, DT.DT_STRTAB);
+  const size = dynamicValue(dynamic, DT.DT_STRSZ);
+  if (address === undefined && size === undefined) return null;
+  if (address === undefined || size === undefined) {
+    throw formatError(`dynamic array has ${address === undefined ? 'DT_STRSZ without DT_STRTAB' : 'DT_STRTAB without DT_STRSZ'}`, dynamic.offset);
+  }
+  const offset = fileOffsetOf(programHeaders, address, size, 'dynamic string table (DT_STRTAB, DT_STRSZ)');
+  checkRange(source.size, offset, size, 'dynamic string table');
+  return new StringTable(source, offset, size, 'dynamic string table');
+}
+
+/** The strings of all dynamic entries with this tag (DT_NEEDED, DT_RUNPATH…), in order. */
+export async function dynamicStringsOf(image: ElfImage, tag: number): Promise<string[]> {
+  if (image.dynamic === null) return [];
+  const entries = image.dynamic.entries.filter((entry) => entry.d_tag === tag);
+  if (entries.length === 0) return [];
+  if (image.dynamicStrings === null) {
+    throw formatError('dynamic array names strings but has no DT_STRTAB', image.dynamic.offset);
+  }
+  const strings = image.dynamicStrings;
+  return Promise.all(entries.map((entry) => strings.get(entry.d_val)));
+}
+
+/** Why `apply` would leave a readable ELF file alone, or null when it would visit it. */
+export function skipReason(image: ElfImage): 'relocatable' | 'core' | 'static' | null {
+  if (image.header.e_type === ET.ET_REL) return 'relocatable';
+  if (image.header.e_type === ET.ET_CORE) return 'core';
+  if (image.dynamic === null) return 'static';
+  return null;
+}

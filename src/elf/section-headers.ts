@@ -1,0 +1,54 @@
+// Section headers, read only when asked for: the loader never uses them and stripped files have none,
+// but the rewriter keeps `.dynstr`/`.dynamic` headers in step with what it moves, and `print` shows them.
+
+import { checkRange } from './byte-source.js';
+import { SHDR, type SectionHeader } from './codec.js';
+import { SHT } from './constants.js';
+import type { ElfImage } from './elf-image.js';
+import { StringTable } from './string-table.js';
+import { formatError } from '../errors/cuda-patchelf-error.js';
+
+/** gABI: e_shstrndx = SHN_XINDEX means the index is in section header 0's sh_link. */
+const SHN_XINDEX = 0xffff;
+
+export interface Section extends SectionHeader {
+  readonly index: number;
+  /** The name from the section header string table, as a byte string ('' when there is none). */
+  readonly name: string;
+  /** File offset of this section's header (where a rewrite patches it). */
+  readonly headerOffset: number;
+}
+
+export async function readSectionHeaders(image: ElfImage): Promise<Section[]> {
+  const { source, codec, header } = image;
+  if (header.e_shoff === 0) return [];
+  const entrySize = codec.sizeOf(SHDR);
+  if (header.e_shentsize !== entrySize) {
+    throw formatError(`e_shentsize is ${header.e_shentsize}, expected ${entrySize} for ELF${codec.elfClass}`);
+  }
+  const first = codec.decode(SHDR, await source.read(header.e_shoff, entrySize, 'section header 0'), 0);
+  // Extended numbering: e_shnum = 0 with a table present puts the count in section 0's sh_size.
+  const count = header.e_shnum === 0 ? first.sh_size : header.e_shnum;
+  checkRange(source.size, header.e_shoff, count * entrySize, `section header table (${count} entries)`);
+  const bytes = await source.read(header.e_shoff, count * entrySize, 'section header table');
+  const raw: SectionHeader[] = [];
+  for (let i = 0; i < count; i++) raw.push(codec.decode(SHDR, bytes, i * entrySize));
+
+  const namesIndex = header.e_shstrndx === SHN_XINDEX ? first.sh_link : header.e_shstrndx;
+  let names: StringTable | null = null;
+  if (namesIndex !== 0) {
+    const namesHeader = raw[namesIndex];
+    if (namesHeader === undefined) throw formatError(`e_shstrndx ${namesIndex} is not a section (there are ${count})`);
+    if (namesHeader.sh_type === SHT.SHT_NOBITS) throw formatError('the section name table has no bytes in the file (SHT_NOBITS)');
+    checkRange(source.size, namesHeader.sh_offset, namesHeader.sh_size, 'section name table');
+    names = new StringTable(source, namesHeader.sh_offset, namesHeader.sh_size, 'section name table');
+  }
+  return Promise.all(
+    raw.map(async (sh, index) => ({
+      ...sh,
+      index,
+      name: names === null ? '' : await names.get(sh.sh_name),
+      headerOffset: header.e_shoff + index * entrySize,
+    })),
+  );
+}

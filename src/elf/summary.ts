@@ -1,0 +1,77 @@
+// What `cuda-patchelf print` reports about one file: a plain record with stable field names.
+
+import { DF_1_NAMES, DF_NAMES, DT, EM_NAMES, ET_NAMES, PT, flagNames, nameOf } from './constants.js';
+import { dynamicStringsOf, dynamicValue, skipReason, type ElfImage } from './elf-image.js';
+
+export interface LoadSummary {
+  readonly offset: number;
+  readonly vaddr: number;
+  readonly filesz: number;
+  readonly memsz: number;
+  readonly align: number;
+  /** `R`, `W`, `E` as readelf prints them, e.g. `R E`. */
+  readonly flags: string;
+}
+
+export interface ElfSummary {
+  readonly class: 'ELF32' | 'ELF64';
+  readonly byteOrder: 'little-endian' | 'big-endian';
+  readonly machine: string;
+  readonly type: string;
+  readonly interpreter: string | null;
+  readonly soname: string | null;
+  readonly needed: string[];
+  readonly rpath: string | null;
+  readonly runpath: string | null;
+  /** Names of the DT_FLAGS bits. */
+  readonly flags: string[];
+  /** Names of the DT_FLAGS_1 bits. */
+  readonly flags1: string[];
+  readonly loads: LoadSummary[];
+  /** DT_NULL slots after the terminator (room for new tags in place); null without a dynamic array. */
+  readonly spareDynamicSlots: number | null;
+  /** Whether `apply` visits this file, and why not when it does not. */
+  readonly visit: boolean;
+  readonly skipReason: string | null;
+}
+
+export function segmentFlags(p_flags: number): string {
+  return [(p_flags & 4) !== 0 ? 'R' : ' ', (p_flags & 2) !== 0 ? 'W' : ' ', (p_flags & 1) !== 0 ? 'E' : ' '].join('');
+}
+
+/** At most one string for a tag that should appear once (DT_SONAME, DT_RPATH, DT_RUNPATH). */
+async function singleString(image: ElfImage, tag: number): Promise<string | null> {
+  const values = await dynamicStringsOf(image, tag);
+  return values[0] ?? null;
+}
+
+export async function summarize(image: ElfImage): Promise<ElfSummary> {
+  const { header, codec, dynamic } = image;
+  const reason = skipReason(image);
+  return {
+    class: codec.elfClass === 64 ? 'ELF64' : 'ELF32',
+    byteOrder: codec.littleEndian ? 'little-endian' : 'big-endian',
+    machine: nameOf(EM_NAMES, header.e_machine),
+    type: nameOf(ET_NAMES, header.e_type),
+    interpreter: image.interpreter,
+    soname: await singleString(image, DT.DT_SONAME),
+    needed: await dynamicStringsOf(image, DT.DT_NEEDED),
+    rpath: await singleString(image, DT.DT_RPATH),
+    runpath: await singleString(image, DT.DT_RUNPATH),
+    flags: dynamic === null ? [] : flagNames(DF_NAMES, dynamicValue(dynamic, DT.DT_FLAGS) ?? 0),
+    flags1: dynamic === null ? [] : flagNames(DF_1_NAMES, dynamicValue(dynamic, DT.DT_FLAGS_1) ?? 0),
+    loads: image.programHeaders
+      .filter((ph) => ph.p_type === PT.PT_LOAD)
+      .map((ph) => ({
+        offset: ph.p_offset,
+        vaddr: ph.p_vaddr,
+        filesz: ph.p_filesz,
+        memsz: ph.p_memsz,
+        align: ph.p_align,
+        flags: segmentFlags(ph.p_flags),
+      })),
+    spareDynamicSlots: dynamic === null ? null : dynamic.spareSlots,
+    visit: reason === null,
+    skipReason: reason,
+  };
+}

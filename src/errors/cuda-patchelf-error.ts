@@ -1,0 +1,42 @@
+/**
+ * What went wrong, as a stable word a caller can branch on and a report can count.
+ * - `format`: the file is not a valid ELF file, or a structure in it is out of bounds or inconsistent.
+ * - `io`: the file could not be opened, read or written (missing, permission, not a regular file…).
+ * - `unsupported`: a valid ELF file that this edit cannot be carried out on, whole.
+ * - `usage`: the request itself is wrong (bad option, unknown hook, cycle…).
+ * - `changed`: the file changed on disk between reading and writing.
+ */
+export type ErrorKind = 'format' | 'io' | 'unsupported' | 'usage' | 'changed';
+
+/** The one error base class of cuda-patchelf: a kind, the file it concerns, and where in it. */
+export class CudaPatchelfError extends Error {
+  readonly kind: ErrorKind;
+  readonly file: string | undefined;
+  readonly offset: number | undefined;
+
+  constructor(kind: ErrorKind, message: string, options: { file?: string; offset?: number; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'CudaPatchelfError';
+    this.kind = kind;
+    this.file = options.file;
+    this.offset = options.offset;
+  }
+
+  /** One line for a person: `FILE: MESSAGE (at offset 0x…)`. */
+  describe(): string {
+    const where = this.offset === undefined ? '' : ` (at offset 0x${this.offset.toString(16)})`;
+    return `${this.file === undefined ? '' : `${this.file}: `}${this.message}${where}`;
+  }
+
+  /** The same error attributed to a file, for errors raised below the layer that knows the path. */
+  withFile(file: string): CudaPatchelfError {
+    if (this.file !== undefined) return this;
+    const copy = new CudaPatchelfError(this.kind, this.message, { file, cause: this.cause, ...(this.offset === undefined ? {} : { offset: this.offset }) });
+    return copy;
+  }
+}
+
+/** Shorthand for the most common error: a structure of the file is malformed. */
+export function formatError(message: string, offset?: number): CudaPatchelfError {
+  return new CudaPatchelfError('format', message, offset === undefined ? {} : { offset });
+}
