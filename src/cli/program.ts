@@ -2,7 +2,10 @@
 
 import { Command, CommanderError } from 'commander';
 import { EXIT } from './exit-codes.js';
+import { registerEditCommands } from './edit-commands.js';
 import { registerPrint } from './print-command.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { errorLine } from './report.js';
 import type { CliIo } from './cli-io.js';
 
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
@@ -13,12 +16,17 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
   registerPrint(program, recordingIo);
+  registerEditCommands(program, recordingIo);
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (error) {
     if (error instanceof CommanderError) {
       // --help and --version end through here too, with exit code 0.
       return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (error instanceof CudaPatchelfError && error.kind === 'usage') {
+      io.err(errorLine(error));
+      return EXIT.usage;
     }
     throw error;
   }

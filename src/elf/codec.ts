@@ -261,3 +261,47 @@ export type ElfHeaderFields = RecordOf<typeof EHDR>;
 export type ProgramHeader = RecordOf<typeof PHDR>;
 export type SectionHeader = RecordOf<typeof SHDR>;
 export type DynamicEntry = RecordOf<typeof DYN>;
+
+/** Elf_Verneed / Elf_Vernaux / Elf_Verdef / Elf_Verdaux: the same in both classes. */
+export const VERNEED: RecordLayout<'vn_version' | 'vn_cnt' | 'vn_file' | 'vn_aux' | 'vn_next'> = (() => {
+  const fields = [
+    ['vn_version', 'half'],
+    ['vn_cnt', 'half'],
+    ['vn_file', 'word'],
+    ['vn_aux', 'word'],
+    ['vn_next', 'word'],
+  ] as const;
+  return { name: 'version need entry', fields32: fields, fields64: fields };
+})();
+
+export const VERNAUX: RecordLayout<'vna_hash' | 'vna_flags' | 'vna_other' | 'vna_name' | 'vna_next'> = (() => {
+  const fields = [
+    ['vna_hash', 'word'],
+    ['vna_flags', 'half'],
+    ['vna_other', 'half'],
+    ['vna_name', 'word'],
+    ['vna_next', 'word'],
+  ] as const;
+  return { name: 'version need aux entry', fields32: fields, fields64: fields };
+})();
+
+export const VERDEF: RecordLayout<'vd_version' | 'vd_flags' | 'vd_ndx' | 'vd_cnt' | 'vd_hash' | 'vd_aux' | 'vd_next'> = (() => {
+  const fields = [
+    ['vd_version', 'half'],
+    ['vd_flags', 'half'],
+    ['vd_ndx', 'half'],
+    ['vd_cnt', 'half'],
+    ['vd_hash', 'word'],
+    ['vd_aux', 'word'],
+    ['vd_next', 'word'],
+  ] as const;
+  return { name: 'version definition entry', fields32: fields, fields64: fields };
+})();
+
+export const VERDAUX: RecordLayout<'vda_name' | 'vda_next'> = (() => {
+  const fields = [
+    ['vda_name', 'word'],
+    ['vda_next', 'word'],
+  ] as const;
+  return { name: 'version definition aux entry', fields32: fields, fields64: fields };
+})();

@@ -195,6 +195,9 @@ export const SHT_NAMES = table(SHT, [
   { low: 0x80000000, high: 0xffffffff, base: 'SHT_LOUSER' },
 ]);
 
+/** sh_flags: the section occupies memory at run time. */
+export const SHF_ALLOC = 0x2;
+
 /** DT_FLAGS bits. */
 export const DF_NAMES: ReadonlyMap<number, string> = new Map([
   [0x1, 'ORIGIN'],

@@ -45,10 +45,7 @@ export class StringTable {
       throw formatError(`string index ${index} is outside the ${this.what} (size ${this.size})`, this.offset);
     }
     if (this.size <= READ_WHOLE_UP_TO || this.whole !== null) {
-      const table = await this.readAll();
-      const nul = table.indexOf(0, index);
-      if (nul < 0) throw this.unterminated(index);
-      return bytesToByteString(table.subarray(index, nul));
+      return stringAt(await this.readAll(), index, this.what);
     }
     const parts: Uint8Array[] = [];
     let at = index;
@@ -63,10 +60,16 @@ export class StringTable {
       parts.push(bytes);
       at += length;
     }
-    throw this.unterminated(index);
+    throw formatError(`string at index ${index} of the ${this.what} has no NUL terminator`, this.offset + index);
   }
+}
 
-  private unterminated(index: number): Error {
-    return formatError(`string at index ${index} of the ${this.what} has no NUL terminator`, this.offset + index);
+/** The NUL-terminated byte string at `index` of a table held in memory. */
+export function stringAt(table: Uint8Array, index: number, what = 'dynamic string table'): string {
+  if (!Number.isSafeInteger(index) || index < 0 || index >= table.length) {
+    throw formatError(`string index ${index} is outside the ${what} (size ${table.length})`);
   }
+  const nul = table.indexOf(0, index);
+  if (nul < 0) throw formatError(`string at index ${index} of the ${what} has no NUL terminator`);
+  return bytesToByteString(table.subarray(index, nul));
 }

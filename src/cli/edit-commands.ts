@@ -1,0 +1,123 @@
+// The editing subcommands: set-runpath, add-runpath, remove-runpath, add-needed, remove-needed,
+// replace-needed. Each edits every file given, reports the tier it took, and goes on after failures.
+
+import type { Command } from 'commander';
+import { textToByteString } from '../elf/byte-string.js';
+import { editElfFile, type EditOperations, type EditOptions, type EditResult } from '../edit/edit-file.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { addRunpathEntries, removeRunpathEntries, type RunpathTagPolicy } from '../plan/dynamic-editor.js';
+import { bytesWritten } from '../plan/plan.js';
+import type { CliIo } from './cli-io.js';
+import { EXIT } from './exit-codes.js';
+import { errorJson, errorLine } from './report.js';
+
+interface CommonOptions {
+  forceRpath?: boolean;
+  output?: string;
+  durable?: boolean;
+  makeWritable?: boolean;
+  dryRun?: boolean;
+  json?: boolean;
+}
+
+function withCommonOptions(command: Command): Command {
+  return command
+    .option('--force-rpath', 'write DT_RPATH (converting a DT_RUNPATH) instead of keeping the kind the file has')
+    .option('--output <file>', 'write the result to FILE and leave the input alone (one input file only)')
+    .option('--durable', 'fsync between the data and the header writes')
+    .option('--make-writable', 'edit read-only files too (their mode is restored afterwards)')
+    .option('--dry-run', 'plan only: report the tier each file would take, write nothing')
+    .option('--json', 'one JSON array on stdout, an object per file');
+}
+
+export function resultJson(result: EditResult): object {
+  return { file: result.file, tier: result.tier, bytesWritten: result.bytesWritten, plannedBytes: bytesWritten(result.plan), sizeBefore: result.oldSize, sizeAfter: result.plan.newSize };
+}
+
+/** Runs `operations` on each file, printing one line (or JSON object) per file. */
+export async function editFiles(io: CliIo, files: readonly string[], operations: EditOperations, options: CommonOptions): Promise<void> {
+  if (options.output !== undefined && files.length !== 1) {
+    throw new CudaPatchelfError('usage', '--output takes exactly one input file');
+  }
+  const editOptions: EditOptions = {
+    ...(options.output === undefined ? {} : { output: options.output }),
+    durable: options.durable === true,
+    makeWritable: options.makeWritable === true,
+    dryRun: options.dryRun === true,
+  };
+  let failed = false;
+  const records: object[] = [];
+  for (const file of files) {
+    try {
+      const result = await editElfFile(file, operations, editOptions);
+      if (options.json) records.push(resultJson(result));
+      else io.out(`${file}: ${result.tier}${options.dryRun ? ' (dry run)' : `, ${result.bytesWritten} bytes written`}`);
+    } catch (error) {
+      failed = true;
+      io.err(errorLine(error, file));
+      if (options.json) records.push({ file, error: errorJson(error) });
+    }
+  }
+  if (options.json) io.out(JSON.stringify(records, null, 2));
+  io.setExitCode(failed ? EXIT.someFilesFailed : EXIT.ok);
+}
+
+const policyOf = (options: CommonOptions): RunpathTagPolicy => (options.forceRpath ? 'rpath' : 'keep');
+const dirsOf = (value: string): string[] => textToByteString(value).split(':');
+
+export function registerEditCommands(program: Command, io: CliIo): void {
+  withCommonOptions(program.command('set-runpath'))
+    .description('set the runpath (DT_RUNPATH, or DT_RPATH where the file has that) to VALUE')
+    .argument('<value>', 'colon-separated directories')
+    .argument('<files...>')
+    .action((value: string, files: string[], options: CommonOptions) =>
+      editFiles(io, files, (editor) => editor.setRunpath(textToByteString(value), policyOf(options)), options),
+    );
+
+  withCommonOptions(program.command('add-runpath'))
+    .description('add directories to the runpath (before the existing ones unless --append)')
+    .argument('<dirs>', 'colon-separated directories')
+    .argument('<files...>')
+    .option('--append', 'add after the existing entries')
+    .option('--dedupe', 'skip directories already present and drop empty entries')
+    .action((dirs: string, files: string[], options: CommonOptions & { append?: boolean; dedupe?: boolean }) =>
+      editFiles(
+        io,
+        files,
+        (editor) => editor.setRunpath(addRunpathEntries(editor.runpath(), dirsOf(dirs), options.append ? 'append' : 'prepend', options.dedupe === true), policyOf(options)),
+        options,
+      ),
+    );
+
+  withCommonOptions(program.command('remove-runpath'))
+    .description('remove directories from the runpath, or the whole runpath with --all')
+    .argument('<dirs-or-files...>', 'colon-separated directories, then files (with --all: files only)')
+    .option('--all', 'remove DT_RUNPATH and DT_RPATH entirely')
+    .action((args: string[], options: CommonOptions & { all?: boolean }) => {
+      if (options.all) return editFiles(io, args, (editor) => editor.setRunpath(null), options);
+      const [dirs, ...files] = args;
+      if (dirs === undefined || files.length === 0) throw new CudaPatchelfError('usage', 'remove-runpath needs DIRS and at least one file (or --all and files)');
+      return editFiles(io, files, (editor) => editor.setRunpath(removeRunpathEntries(editor.runpath(), dirsOf(dirs)), policyOf(options)), options);
+    });
+
+  withCommonOptions(program.command('add-needed'))
+    .description('add a DT_NEEDED entry (before the existing ones)')
+    .argument('<library>')
+    .argument('<files...>')
+    .action((library: string, files: string[], options: CommonOptions) => editFiles(io, files, (editor) => editor.addNeeded(textToByteString(library)), options));
+
+  withCommonOptions(program.command('remove-needed'))
+    .description('remove DT_NEEDED entries naming LIBRARY')
+    .argument('<library>')
+    .argument('<files...>')
+    .action((library: string, files: string[], options: CommonOptions) => editFiles(io, files, (editor) => editor.removeNeeded(textToByteString(library)), options));
+
+  withCommonOptions(program.command('replace-needed'))
+    .description('rename a DT_NEEDED entry (and the version needs that name it)')
+    .argument('<old>')
+    .argument('<new>')
+    .argument('<files...>')
+    .action((from: string, to: string, files: string[], options: CommonOptions) =>
+      editFiles(io, files, (editor) => editor.replaceNeeded(textToByteString(from), textToByteString(to)), options),
+    );
+}

@@ -1,0 +1,126 @@
+// Editing one file: read what is needed, plan, and write — or refuse with the file untouched.
+
+import { chmod, copyFile, open, stat, type FileHandle } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { FileByteSource, ioError } from '../elf/byte-source.js';
+import { currentEntries, readEditFacts, type EditFacts } from '../elf/edit-facts.js';
+import { readElfImage, type ElfImage } from '../elf/elf-image.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { DynamicEditor } from '../plan/dynamic-editor.js';
+import { planEdit } from '../plan/plan-edit.js';
+import type { Plan, Tier } from '../plan/plan.js';
+import { applyPlan } from '../write/apply-plan.js';
+
+export interface EditOptions {
+  /** Write the result to this file and leave the input alone. */
+  readonly output?: string;
+  /** fsync between the data and the header writes. */
+  readonly durable?: boolean;
+  /** Edit files without write permission (the mode is restored afterwards). */
+  readonly makeWritable?: boolean;
+  /** Plan only. */
+  readonly dryRun?: boolean;
+}
+
+export interface EditResult {
+  readonly file: string;
+  readonly tier: Tier;
+  readonly bytesWritten: number;
+  readonly plan: Plan;
+  readonly oldSize: number;
+}
+
+/** The operations to carry out on a file's dynamic array; may read the image (e.g. e_machine). */
+export type EditOperations = (editor: DynamicEditor, image: ElfImage) => void | Promise<void>;
+
+/** Reads, plans and writes one file. Errors name the file; a refused file is left byte-identical. */
+export async function editElfFile(path: string, operations: EditOperations, options: EditOptions = {}): Promise<EditResult> {
+  try {
+    return await edit(path, operations, options);
+  } catch (error) {
+    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
+  }
+}
+
+async function edit(path: string, operations: EditOperations, options: EditOptions): Promise<EditResult> {
+  const source = await FileByteSource.open(path);
+  let facts: EditFacts;
+  let plan: Plan;
+  try {
+    const image = await readElfImage(source);
+    facts = await readEditFacts(image);
+    const editor = new DynamicEditor(currentEntries(facts));
+    await operations(editor, image);
+    plan = planEdit(facts, editor.wanted());
+  } finally {
+    await source.close();
+  }
+  const result = (written: number): EditResult => ({ file: path, tier: plan.tier, bytesWritten: written, plan, oldSize: facts.fileSize });
+  if (options.dryRun) return result(0);
+  if (options.output !== undefined) {
+    await copyTo(path, options.output);
+    return result(await writePlan(options.output, plan, null, options));
+  }
+  if (plan.tier === 'noop') return result(0);
+  return result(await writePlan(path, plan, source.stats, options));
+}
+
+async function copyTo(from: string, to: string): Promise<void> {
+  try {
+    await copyFile(from, to);
+  } catch (error) {
+    throw ioError(to, 'write the output file', error);
+  }
+}
+
+/**
+ * Opens the file for writing and checks it is still the file that was planned for (same inode, size
+ * and mtime), then applies the plan. Root can write anything, so the mode is checked here.
+ */
+async function writePlan(path: string, plan: Plan, planned: Stats | null, options: EditOptions): Promise<number> {
+  const before = await statOrThrow(path);
+  const readOnly = (before.mode & 0o222) === 0;
+  if (readOnly && !options.makeWritable) {
+    throw new CudaPatchelfError('io', `read-only file (mode ${(before.mode & 0o7777).toString(8)}); pass --make-writable to edit it anyway`, { file: path });
+  }
+  if (readOnly) await chmodOrThrow(path, before.mode | 0o200);
+  let handle: FileHandle | undefined;
+  try {
+    try {
+      handle = await open(path, 'r+');
+    } catch (error) {
+      throw ioError(path, 'open for writing', error);
+    }
+    if (planned !== null) {
+      const now = await handle.stat();
+      if (now.ino !== planned.ino || now.dev !== planned.dev || now.size !== planned.size || now.mtimeMs !== planned.mtimeMs) {
+        throw new CudaPatchelfError('changed', 'the file changed on disk while it was being planned; left alone', { file: path });
+      }
+    }
+    try {
+      return await applyPlan(handle, plan, options.durable === undefined ? {} : { durable: options.durable });
+    } catch (error) {
+      throw ioError(path, 'write', error);
+    }
+  } finally {
+    await handle?.close();
+    if (readOnly) await chmodOrThrow(path, before.mode);
+  }
+}
+
+async function statOrThrow(path: string): Promise<Stats> {
+  try {
+    return await stat(path);
+  } catch (error) {
+    throw ioError(path, 'stat', error);
+  }
+}
+
+async function chmodOrThrow(path: string, mode: number): Promise<void> {
+  try {
+    await chmod(path, mode & 0o7777);
+  } catch (error) {
+    throw ioError(path, 'change the mode of', error);
+  }
+}
+

@@ -1,0 +1,96 @@
+// Everything the planner needs to know about a file, read up front, so that planning is pure.
+
+import { formatError } from '../errors/cuda-patchelf-error.js';
+import type { ElfCodec, ProgramHeader } from './codec.js';
+import { DT, PT } from './constants.js';
+import { dynamicValue, type DynamicArray, type ElfHeader, type ElfImage } from './elf-image.js';
+import { readSectionHeaders, type Section } from './section-headers.js';
+import { readStringReferences, type StringReference } from './string-references.js';
+import { stringAt } from './string-table.js';
+
+/** Tags whose d_val is an index into the dynamic string table. */
+export const STRING_TAGS: ReadonlySet<number> = new Set([
+  DT.DT_NEEDED,
+  DT.DT_SONAME,
+  DT.DT_RPATH,
+  DT.DT_RUNPATH,
+  DT.DT_AUXILIARY,
+  DT.DT_FILTER,
+  DT.DT_CONFIG,
+  DT.DT_DEPAUDIT,
+  DT.DT_AUDIT,
+]);
+
+export interface DynamicStringTable {
+  readonly offset: number;
+  readonly vaddr: number;
+  readonly bytes: Uint8Array;
+}
+
+/** A file range that the program header table may grow over once its bytes are copied elsewhere. */
+export interface MovableRange {
+  readonly offset: number;
+  readonly bytes: Uint8Array;
+}
+
+export interface EditFacts {
+  readonly fileSize: number;
+  readonly codec: ElfCodec;
+  readonly header: ElfHeader;
+  readonly programHeaders: readonly ProgramHeader[];
+  readonly dynamic: DynamicArray;
+  readonly dynstr: DynamicStringTable;
+  /** References into .dynstr from outside the dynamic array. */
+  readonly references: readonly StringReference[];
+  readonly sections: readonly Section[];
+  /** The bytes of PT_INTERP and PT_NOTE ranges (what may be moved to make room after the table). */
+  readonly movableRanges: readonly MovableRange[];
+  /** The bytes that follow the program header table, up to a small bound (gap checks). */
+  readonly afterProgramHeaders: Uint8Array;
+}
+
+/** How far past the program header table the planner may look for room. */
+const LOOK_AFTER_TABLE = 4096;
+
+export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
+  const { source, header, programHeaders, dynamic, dynamicStrings, codec } = image;
+  if (dynamic === null) throw formatError('no dynamic section (PT_DYNAMIC): a static file has no runpath to edit');
+  if (dynamicStrings === null) throw formatError('dynamic array has no string table (DT_STRTAB)', dynamic.offset);
+  const strtabAddress = dynamicValue(dynamic, DT.DT_STRTAB) ?? 0;
+  const movableRanges: MovableRange[] = [];
+  for (const ph of programHeaders) {
+    if (ph.p_type !== PT.PT_INTERP && ph.p_type !== PT.PT_NOTE) continue;
+    if (movableRanges.some((range) => range.offset === ph.p_offset)) continue;
+    movableRanges.push({ offset: ph.p_offset, bytes: await source.read(ph.p_offset, ph.p_filesz, 'interpreter or note segment') });
+  }
+  const tableEnd = header.e_phoff + header.phnum * header.e_phentsize;
+  const after = Math.max(0, Math.min(LOOK_AFTER_TABLE, source.size - tableEnd));
+  return {
+    fileSize: source.size,
+    codec,
+    header,
+    programHeaders,
+    dynamic,
+    dynstr: { offset: dynamicStrings.offset, vaddr: strtabAddress, bytes: await dynamicStrings.readAll() },
+    references: await readStringReferences(image),
+    sections: await readSectionHeaders(image),
+    movableRanges,
+    afterProgramHeaders: await source.read(tableEnd, after, 'bytes after the program header table'),
+  };
+}
+
+/** The current entries with their strings resolved, as the edit operations see them. */
+export interface CurrentEntry {
+  readonly d_tag: number;
+  readonly d_val: number;
+  /** The string for string-valued tags, null otherwise. */
+  readonly text: string | null;
+}
+
+export function currentEntries(facts: EditFacts): CurrentEntry[] {
+  return facts.dynamic.entries.map((entry) => ({
+    d_tag: entry.d_tag,
+    d_val: entry.d_val,
+    text: STRING_TAGS.has(entry.d_tag) ? stringAt(facts.dynstr.bytes, entry.d_val) : null,
+  }));
+}

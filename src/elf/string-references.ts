@@ -1,0 +1,146 @@
+// Every place outside the dynamic array that refers into the dynamic string table: symbol names
+// (.dynsym), version needs (.gnu.version_r) and version definitions (.gnu.version_d). A string's bytes
+// may only be reused or cleared when nothing here points into them (the linker shares string tails).
+
+import type { ByteSource } from './byte-source.js';
+import { VERDAUX, VERDEF, VERNAUX, VERNEED, type ElfCodec, type RecordLayout } from './codec.js';
+import { DT, SHT } from './constants.js';
+import { dynamicValue, fileOffsetOf, type ElfImage } from './elf-image.js';
+import { readSectionHeaders } from './section-headers.js';
+import { formatError } from '../errors/cuda-patchelf-error.js';
+
+/** Bytes of a GNU hash chain read at a time. */
+const CHAIN_CHUNK = 4096;
+
+export interface StringReference {
+  /** Index into the dynamic string table. */
+  readonly index: number;
+  readonly source: 'symbol' | 'version-need-file' | 'version-need-name' | 'version-definition';
+  /** File offset of the 4-byte field that holds the index (so a rename can rewrite it). */
+  readonly fieldOffset: number;
+}
+
+/** Reads one record of `layout` at a file offset. */
+async function readRecord<N extends string>(source: ByteSource, codec: ElfCodec, layout: RecordLayout<N>, offset: number): Promise<Record<N, number>> {
+  return codec.decode(layout, await source.read(offset, codec.sizeOf(layout), layout.name), 0);
+}
+
+export async function readStringReferences(image: ElfImage): Promise<StringReference[]> {
+  const references: StringReference[] = [];
+  await symbolNameReferences(image, references);
+  await versionNeedReferences(image, references);
+  await versionDefinitionReferences(image, references);
+  return references;
+}
+
+async function symbolNameReferences(image: ElfImage, out: StringReference[]): Promise<void> {
+  const dynamic = image.dynamic;
+  if (dynamic === null) return;
+  const address = dynamicValue(dynamic, DT.DT_SYMTAB);
+  if (address === undefined) return;
+  const entrySize = dynamicValue(dynamic, DT.DT_SYMENT) ?? (image.codec.elfClass === 64 ? 24 : 16);
+  if (entrySize < 4) throw formatError(`DT_SYMENT ${entrySize} is smaller than a symbol name field`, dynamic.offset);
+  const count = await dynamicSymbolCount(image);
+  if (count === 0) return;
+  const offset = fileOffsetOf(image.programHeaders, address, count * entrySize, 'dynamic symbol table (DT_SYMTAB)');
+  const bytes = await image.source.read(offset, count * entrySize, 'dynamic symbol table');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let i = 0; i < count; i++) {
+    // st_name is the first word of Elf32_Sym and Elf64_Sym alike.
+    const index = view.getUint32(i * entrySize, image.codec.littleEndian);
+    out.push({ index, source: 'symbol', fieldOffset: offset + i * entrySize });
+  }
+}
+
+/**
+ * The number of .dynsym entries. The dynamic array does not say it directly: DT_HASH's nchain does;
+ * else it is found by walking DT_GNU_HASH's chains to the last symbol; else from the section header.
+ */
+export async function dynamicSymbolCount(image: ElfImage): Promise<number> {
+  const dynamic = image.dynamic;
+  if (dynamic === null) return 0;
+  const { source, codec, programHeaders } = image;
+  const le = codec.littleEndian;
+  const hash = dynamicValue(dynamic, DT.DT_HASH);
+  if (hash !== undefined) {
+    const at = fileOffsetOf(programHeaders, hash, 8, 'symbol hash table (DT_HASH)');
+    const words = await source.read(at, 8, 'symbol hash table header');
+    return new DataView(words.buffer).getUint32(4, le);
+  }
+  const gnuHash = dynamicValue(dynamic, DT.DT_GNU_HASH);
+  if (gnuHash !== undefined) return gnuHashSymbolCount(image, gnuHash);
+  const sections = await readSectionHeaders(image);
+  const dynsym = sections.find((s) => s.sh_type === SHT.SHT_DYNSYM);
+  return dynsym === undefined || dynsym.sh_entsize === 0 ? 0 : Math.floor(dynsym.sh_size / dynsym.sh_entsize);
+}
+
+async function gnuHashSymbolCount(image: ElfImage, address: number): Promise<number> {
+  const { source, codec, programHeaders } = image;
+  const le = codec.littleEndian;
+  const headerAt = fileOffsetOf(programHeaders, address, 16, 'GNU hash table (DT_GNU_HASH)');
+  const header = new DataView((await source.read(headerAt, 16, 'GNU hash table header')).buffer);
+  const bucketCount = header.getUint32(0, le);
+  const symbolOffset = header.getUint32(4, le);
+  const bloomWords = header.getUint32(8, le);
+  const bucketsAt = headerAt + 16 + bloomWords * codec.wordSize;
+  const buckets = new DataView((await source.read(bucketsAt, bucketCount * 4, 'GNU hash buckets')).buffer);
+  let last = 0;
+  for (let i = 0; i < bucketCount; i++) last = Math.max(last, buckets.getUint32(i * 4, le));
+  if (last < symbolOffset) return symbolOffset;
+  // Walk the chain of the highest bucket's symbols until the entry with the end bit, a chunk at a time.
+  const chainsAt = bucketsAt + bucketCount * 4;
+  for (let symbol = last; ; ) {
+    const at = chainsAt + (symbol - symbolOffset) * 4;
+    const chunk = await source.read(at, Math.min(CHAIN_CHUNK, source.size - at - ((source.size - at) % 4)), 'GNU hash chain');
+    if (chunk.length === 0) throw formatError('GNU hash chain runs past the end of the file', at);
+    const view = new DataView(chunk.buffer);
+    for (let i = 0; i < chunk.length; i += 4, symbol++) {
+      if ((view.getUint32(i, le) & 1) !== 0) return symbol + 1;
+    }
+  }
+}
+
+async function versionNeedReferences(image: ElfImage, out: StringReference[]): Promise<void> {
+  const dynamic = image.dynamic;
+  if (dynamic === null) return;
+  const address = dynamicValue(dynamic, DT.DT_VERNEED);
+  if (address === undefined) return;
+  const { source, codec, programHeaders } = image;
+  const count = Math.min(dynamicValue(dynamic, DT.DT_VERNEEDNUM) ?? 0, source.size / codec.sizeOf(VERNEED));
+  let at = fileOffsetOf(programHeaders, address, codec.sizeOf(VERNEED), 'version needs (DT_VERNEED)');
+  for (let i = 0; i < count; i++) {
+    const need = await readRecord(source, codec, VERNEED, at);
+    out.push({ index: need.vn_file, source: 'version-need-file', fieldOffset: at + codec.fieldOffset(VERNEED, 'vn_file') });
+    let auxAt = at + need.vn_aux;
+    for (let j = 0; j < need.vn_cnt; j++) {
+      const aux = await readRecord(source, codec, VERNAUX, auxAt);
+      out.push({ index: aux.vna_name, source: 'version-need-name', fieldOffset: auxAt + codec.fieldOffset(VERNAUX, 'vna_name') });
+      if (aux.vna_next === 0) break;
+      auxAt += aux.vna_next;
+    }
+    if (need.vn_next === 0) break;
+    at += need.vn_next;
+  }
+}
+
+async function versionDefinitionReferences(image: ElfImage, out: StringReference[]): Promise<void> {
+  const dynamic = image.dynamic;
+  if (dynamic === null) return;
+  const address = dynamicValue(dynamic, DT.DT_VERDEF);
+  if (address === undefined) return;
+  const { source, codec, programHeaders } = image;
+  const count = Math.min(dynamicValue(dynamic, DT.DT_VERDEFNUM) ?? 0, source.size / codec.sizeOf(VERDEF));
+  let at = fileOffsetOf(programHeaders, address, codec.sizeOf(VERDEF), 'version definitions (DT_VERDEF)');
+  for (let i = 0; i < count; i++) {
+    const definition = await readRecord(source, codec, VERDEF, at);
+    let auxAt = at + definition.vd_aux;
+    for (let j = 0; j < definition.vd_cnt; j++) {
+      const aux = await readRecord(source, codec, VERDAUX, auxAt);
+      out.push({ index: aux.vda_name, source: 'version-definition', fieldOffset: auxAt + codec.fieldOffset(VERDAUX, 'vda_name') });
+      if (aux.vda_next === 0) break;
+      auxAt += aux.vda_next;
+    }
+    if (definition.vd_next === 0) break;
+    at += definition.vd_next;
+  }
+}

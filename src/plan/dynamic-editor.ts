@@ -1,0 +1,142 @@
+// The edit operations on a file's dynamic array: runpath and DT_NEEDED changes, as a person asks for
+// them, turned into the WantedDynamic the planner places. Pure: strings are byte strings.
+
+import { DT } from '../elf/constants.js';
+import type { CurrentEntry } from '../elf/edit-facts.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import type { WantedDynamic, WantedEntry } from './wanted.js';
+
+/**
+ * Which tag a new runpath value is written with:
+ * - `keep`: the kind the file has (DT_RUNPATH when it has neither) — the default;
+ * - `runpath`: DT_RUNPATH, converting a DT_RPATH (what patchelf --set-rpath does);
+ * - `rpath`: DT_RPATH, converting a DT_RUNPATH (patchelf --force-rpath).
+ */
+export type RunpathTagPolicy = 'keep' | 'runpath' | 'rpath';
+
+interface WorkingEntry {
+  d_tag: number;
+  readonly d_val: number;
+  text: string | null;
+  /** The index of the original string, when this entry came from the file. */
+  readonly previous: number | null;
+}
+
+const isRunpathTag = (tag: number): boolean => tag === DT.DT_RPATH || tag === DT.DT_RUNPATH;
+
+function checkString(value: string, what: string): void {
+  if (value.includes('\0')) throw new CudaPatchelfError('usage', `${what} must not contain a NUL byte`);
+}
+
+export class DynamicEditor {
+  private readonly entries: WorkingEntry[];
+  private readonly renames = new Map<string, string>();
+
+  constructor(current: readonly CurrentEntry[]) {
+    this.entries = current.map((e) => ({ d_tag: e.d_tag, d_val: e.d_val, text: e.text, previous: e.text === null ? null : e.d_val }));
+  }
+
+  /** The search path the loader uses: DT_RUNPATH if there is one, else DT_RPATH; null when neither. */
+  runpath(): string | null {
+    const runpath = this.entries.find((e) => e.d_tag === DT.DT_RUNPATH);
+    return (runpath ?? this.entries.find((e) => e.d_tag === DT.DT_RPATH))?.text ?? null;
+  }
+
+  /** The tag of the current runpath entry, or null when there is none. */
+  runpathTag(): number | null {
+    return this.entries.find((e) => isRunpathTag(e.d_tag))?.d_tag ?? null;
+  }
+
+  needed(): string[] {
+    return this.entries.filter((e) => e.d_tag === DT.DT_NEEDED).map((e) => e.text ?? '');
+  }
+
+  soname(): string | null {
+    return this.entries.find((e) => e.d_tag === DT.DT_SONAME)?.text ?? null;
+  }
+
+  /** Sets the runpath (null removes DT_RUNPATH and DT_RPATH entirely). */
+  setRunpath(value: string | null, policy: RunpathTagPolicy = 'keep'): void {
+    const existing = this.entries.filter((e) => isRunpathTag(e.d_tag));
+    if (value === null) {
+      for (const entry of existing) this.entries.splice(this.entries.indexOf(entry), 1);
+      return;
+    }
+    checkString(value, 'a runpath');
+    if (policy === 'keep' && existing.length > 0) {
+      // Both kinds present: both get the value, each keeps its tag.
+      for (const entry of existing) entry.text = value;
+      return;
+    }
+    const tag = policy === 'rpath' ? DT.DT_RPATH : DT.DT_RUNPATH;
+    const [first, ...extra] = existing;
+    if (first === undefined) {
+      this.entries.push({ d_tag: tag, d_val: 0, text: value, previous: null });
+      return;
+    }
+    first.d_tag = tag;
+    first.text = value;
+    for (const entry of extra) this.entries.splice(this.entries.indexOf(entry), 1);
+  }
+
+  /** Adds a DT_NEEDED entry before the existing ones (as patchelf does), unless the name is there. */
+  addNeeded(name: string): void {
+    checkString(name, 'a needed library name');
+    if (this.needed().includes(name)) return;
+    const firstNeeded = this.entries.findIndex((e) => e.d_tag === DT.DT_NEEDED);
+    this.entries.splice(Math.max(firstNeeded, 0), 0, { d_tag: DT.DT_NEEDED, d_val: 0, text: name, previous: null });
+  }
+
+  removeNeeded(name: string): void {
+    for (let i = this.entries.length - 1; i >= 0; i--) {
+      const entry = this.entries[i];
+      if (entry?.d_tag === DT.DT_NEEDED && entry.text === name) this.entries.splice(i, 1);
+    }
+  }
+
+  /** Renames a DT_NEEDED entry; the version needs that name the library follow. */
+  replaceNeeded(from: string, to: string): void {
+    checkString(to, 'a needed library name');
+    for (const entry of this.entries) {
+      if (entry.d_tag === DT.DT_NEEDED && entry.text === from) {
+        entry.text = to;
+        this.renames.set(from, to);
+      }
+    }
+  }
+
+  /** What the planner should make of the dynamic array. */
+  wanted(): WantedDynamic {
+    const entries = this.entries.map((e): WantedEntry => {
+      if (e.text === null) return { d_tag: e.d_tag, d_val: e.d_val };
+      return { d_tag: e.d_tag, text: e.text, previous: e.previous };
+    });
+    return { entries, versionNeedRenames: new Map(this.renames) };
+  }
+}
+
+/** A runpath as its list of directories ("" is no directory at all). */
+export function splitRunpath(value: string | null): string[] {
+  return value === null || value === '' ? [] : value.split(':');
+}
+
+/**
+ * Adds directories to a runpath. With `dedupe`, entries already present are not added again and
+ * empty entries are dropped.
+ */
+export function addRunpathEntries(value: string | null, dirs: readonly string[], position: 'prepend' | 'append', dedupe: boolean): string {
+  const old = splitRunpath(value);
+  const added = position === 'prepend' ? [...dirs, ...old] : [...old, ...dirs];
+  return (dedupe ? dedupeEntries(added) : added).join(':');
+}
+
+export function removeRunpathEntries(value: string | null, dirs: readonly string[]): string {
+  return splitRunpath(value)
+    .filter((dir) => !dirs.includes(dir))
+    .join(':');
+}
+
+/** First occurrence wins; empty entries go. */
+export function dedupeEntries(entries: readonly string[]): string[] {
+  return [...new Set(entries.filter((dir) => dir !== ''))];
+}

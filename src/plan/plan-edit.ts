@@ -1,0 +1,247 @@
+// The planner: from what a file has (EditFacts) and what it should have (WantedDynamic) to an ordered
+// list of positional writes, cheapest tier first. Pure: it reads nothing and writes nothing.
+
+import { DYN, EHDR, PHDR, SHDR, type DynamicEntry, type ProgramHeader } from '../elf/codec.js';
+import { DT, EI_NIDENT, PT, SHT } from '../elf/constants.js';
+import { STRING_TAGS, type EditFacts } from '../elf/edit-facts.js';
+import { stringAt } from '../elf/string-table.js';
+import type { Section } from '../elf/section-headers.js';
+import type { Plan, PlannedWrite, WritePhase } from './plan.js';
+import { layoutSegment, type FinishedLayout, type MovedRange, type SegmentLayout } from './segment-layout.js';
+import { placeStrings, type StringPlacement, type StringRequest } from './string-placement.js';
+import { isStringEntry, type WantedDynamic, type WantedEntry } from './wanted.js';
+
+/** DT_NULL slots a moved dynamic array gets beyond what it needs, so that later edits fit in place. */
+const SPARE_DYNAMIC_SLOTS = 4;
+
+interface Writes {
+  add(phase: WritePhase, offset: number, bytes: Uint8Array, what: string): void;
+  list(): PlannedWrite[];
+}
+
+function writeList(): Writes {
+  const writes: PlannedWrite[] = [];
+  const order: WritePhase[] = ['data', 'headers', 'dynamic', 'sections', 'cleanup'];
+  return {
+    add: (phase, offset, bytes, what) => writes.push({ phase, offset, bytes, what }),
+    // Stable sort by phase: within a phase, writes keep the order they were added in.
+    list: () => writes.map((w, i) => ({ w, i })).sort((a, b) => order.indexOf(a.w.phase) - order.indexOf(b.w.phase) || a.i - b.i).map(({ w }) => w),
+  };
+}
+
+/** A wanted string entry whose text is what its previous index already holds is simply kept. */
+function normalize(facts: EditFacts, entry: WantedEntry): WantedEntry {
+  if (isStringEntry(entry) && entry.previous !== null && stringAt(facts.dynstr.bytes, entry.previous) === entry.text) {
+    return { d_tag: entry.d_tag, d_val: entry.previous };
+  }
+  return entry;
+}
+
+export function planEdit(facts: EditFacts, wanted: WantedDynamic): Plan {
+  const table = facts.dynstr.bytes;
+  const entries = wanted.entries.map((entry) => normalize(facts, entry));
+  const renamed = facts.references.filter((ref) => ref.source === 'version-need-file' && wanted.versionNeedRenames.has(stringAt(table, ref.index)));
+  const current = facts.dynamic.entries;
+  const unchanged =
+    renamed.length === 0 &&
+    entries.length === current.length &&
+    entries.every((entry, i) => !isStringEntry(entry) && entry.d_tag === current[i]?.d_tag && entry.d_val === current[i]?.d_val);
+  if (unchanged) return { tier: 'noop', writes: [], newSize: facts.fileSize };
+
+  // Strings: what stays referenced, what is released, what must be placed.
+  const live = [
+    ...facts.references.filter((ref) => !renamed.includes(ref)).map((ref) => ref.index),
+    ...entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
+  ];
+  const released = [...current.filter((e) => STRING_TAGS.has(e.d_tag)).map((e) => e.d_val), ...renamed.map((ref) => ref.index)];
+  const requests: StringRequest[] = [
+    ...entries.filter(isStringEntry).map((e) => ({ text: e.text, previous: e.previous })),
+    ...renamed.map((ref) => ({ text: wanted.versionNeedRenames.get(stringAt(table, ref.index)) ?? '', previous: null })),
+  ];
+  const placement = placeStrings(table, live, released, requests);
+
+  const tableGrows = placement.table.length > placement.oldSize;
+  const dynamicEntries = entries.map((entry): DynamicEntry =>
+    isStringEntry(entry) ? { d_tag: entry.d_tag, d_val: placement.indexOf.get(entry.text) ?? 0 } : { d_tag: entry.d_tag, d_val: entry.d_val },
+  );
+  const dynamicMoves = dynamicEntries.length + 1 > facts.dynamic.capacity;
+  const writes = writeList();
+
+  let layout: SegmentLayout | null = null;
+  let tableOffset = facts.dynstr.offset;
+  let tableVaddr = facts.dynstr.vaddr;
+  let dynamicOffset = facts.dynamic.offset;
+  let dynamicVaddr = facts.dynamic.vaddr;
+  const dynamicCapacity = dynamicMoves ? dynamicEntries.length + 1 + SPARE_DYNAMIC_SLOTS : facts.dynamic.capacity;
+  const entrySize = facts.codec.sizeOf(DYN);
+
+  if (tableGrows || dynamicMoves) {
+    layout = layoutSegment(facts);
+    const region = layout.region;
+    if (dynamicMoves) {
+      dynamicOffset = region.reserve(dynamicCapacity * entrySize, facts.codec.wordSize);
+      dynamicVaddr = layout.vaddrOf(dynamicOffset);
+    }
+    if (tableGrows) {
+      // A table that already ends the file inside the segment being extended grows where it is.
+      const growsAtEnd = layout.extendsSegment && facts.dynstr.offset + placement.oldSize === facts.fileSize && region.endOffset === facts.fileSize;
+      if (growsAtEnd) {
+        const tailAt = region.reserve(placement.table.length - placement.oldSize, 1);
+        region.fill(tailAt, placement.table.subarray(placement.oldSize));
+      } else {
+        tableOffset = region.reserve(placement.table.length, 1);
+        tableVaddr = layout.vaddrOf(tableOffset);
+        region.fill(tableOffset, placement.table);
+      }
+    }
+  }
+  const tableMoved = tableOffset !== facts.dynstr.offset;
+
+  const finalEntries = dynamicEntries.map((entry) => {
+    if (entry.d_tag === DT.DT_STRTAB) return { ...entry, d_val: tableVaddr };
+    if (entry.d_tag === DT.DT_STRSZ) return { ...entry, d_val: placement.table.length };
+    return entry;
+  });
+
+  // Strings written into the live table before or as the switch (only when the table stays put).
+  if (!tableMoved) {
+    for (const range of placement.slackWrites) writes.add('data', facts.dynstr.offset + range.start, placement.table.slice(range.start, range.end), 'new string in zeroed slack of .dynstr');
+    for (const range of placement.inPlaceWrites) writes.add('dynamic', facts.dynstr.offset + range.start, placement.table.slice(range.start, range.end), 'string rewritten in place in .dynstr');
+  }
+
+  if (layout !== null) {
+    if (dynamicMoves) layout.region.fill(dynamicOffset, encodeDynamic(facts, finalEntries, dynamicCapacity));
+    const finished = layout.finish({ writable: dynamicMoves });
+    const programHeaders = dynamicMoves ? withMovedDynamic(finished.programHeaders, dynamicOffset, dynamicVaddr, dynamicCapacity * entrySize) : finished.programHeaders;
+    addHeaderWrites(facts, { ...finished, programHeaders }, layout, writes);
+  }
+
+  if (!dynamicMoves) addDynamicWrite(facts, finalEntries, writes);
+  for (const ref of renamed) {
+    const index = placement.indexOf.get(wanted.versionNeedRenames.get(stringAt(table, ref.index)) ?? '') ?? 0;
+    writes.add('dynamic', ref.fieldOffset, encodeWord(facts, index), 'version need file name (vn_file)');
+  }
+
+  addSectionWrites(facts, writes, {
+    table: tableMoved || tableGrows ? { offset: tableOffset, vaddr: tableVaddr, size: placement.table.length } : null,
+    dynamic: dynamicMoves ? { offset: dynamicOffset, vaddr: dynamicVaddr, size: dynamicCapacity * entrySize } : null,
+    moved: layout?.moved ?? [],
+  });
+
+  for (const range of placement.deadRanges) {
+    writes.add('cleanup', facts.dynstr.offset + range.start, new Uint8Array(range.end - range.start), 'dead string zeroed in .dynstr');
+  }
+  const newSize = layout === null ? facts.fileSize : layout.region.endOffset;
+  return { tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize };
+}
+
+function encodeWord(facts: EditFacts, value: number): Uint8Array {
+  const bytes = new Uint8Array(4);
+  new DataView(bytes.buffer).setUint32(0, value, facts.codec.littleEndian);
+  return bytes;
+}
+
+function encodeDynamic(facts: EditFacts, entries: readonly DynamicEntry[], capacity: number): Uint8Array {
+  const size = facts.codec.sizeOf(DYN);
+  const bytes = new Uint8Array(capacity * size);
+  entries.forEach((entry, i) => facts.codec.encode(DYN, entry, bytes, i * size));
+  return bytes;
+}
+
+/** One write covering the changed span of the dynamic array, in place: it switches everything at once. */
+function addDynamicWrite(facts: EditFacts, entries: readonly DynamicEntry[], writes: Writes): void {
+  const size = facts.codec.sizeOf(DYN);
+  const slots = Math.max(entries.length, facts.dynamic.entries.length) + 1;
+  const next = encodeDynamic(facts, entries, slots);
+  const old = encodeDynamic(facts, facts.dynamic.entries, slots);
+  let first = -1;
+  let last = -1;
+  for (let i = 0; i < slots; i++) {
+    if (Buffer.compare(next.subarray(i * size, (i + 1) * size), old.subarray(i * size, (i + 1) * size)) !== 0) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  }
+  if (first < 0) return;
+  writes.add('dynamic', facts.dynamic.offset + first * size, next.slice(first * size, (last + 1) * size), 'dynamic array entries');
+}
+
+function withMovedDynamic(programHeaders: ProgramHeader[], offset: number, vaddr: number, size: number): ProgramHeader[] {
+  return programHeaders.map((ph) =>
+    ph.p_type === PT.PT_DYNAMIC ? { ...ph, p_offset: offset, p_vaddr: vaddr, p_paddr: vaddr, p_filesz: size, p_memsz: size } : ph,
+  );
+}
+
+function encodeProgramHeaders(facts: EditFacts, programHeaders: readonly ProgramHeader[]): Uint8Array {
+  const size = facts.codec.sizeOf(PHDR);
+  const bytes = new Uint8Array(programHeaders.length * size);
+  programHeaders.forEach((ph, i) => facts.codec.encode(PHDR, ph, bytes, i * size));
+  return bytes;
+}
+
+/**
+ * The appended region first (invisible until mapped), then the program headers that map it. A table
+ * that grows in place goes out together with the ELF header in one write, so e_phnum and the entries
+ * change at once; a moved table becomes live with the one ELF header write that points at it.
+ */
+function addHeaderWrites(facts: EditFacts, finished: FinishedLayout, layout: SegmentLayout, writes: Writes): void {
+  const { codec, header } = facts;
+  const table = encodeProgramHeaders(facts, finished.programHeaders);
+  if (finished.strategy === 'move-table') layout.region.fill(finished.tableOffset, table);
+  writes.add('data', layout.region.start, layout.region.bytes(), 'appended tables');
+
+  const headerBytes = new Uint8Array(EI_NIDENT + codec.sizeOf(EHDR));
+  codec.encode(EHDR, { ...header, e_phoff: finished.tableOffset, e_phnum: finished.phnum }, headerBytes, EI_NIDENT);
+  if (finished.strategy === 'move-table') {
+    const at = codec.fieldOffset(EHDR, 'e_phoff');
+    const end = codec.fieldOffset(EHDR, 'e_shentsize');
+    writes.add('headers', EI_NIDENT + at, headerBytes.slice(EI_NIDENT + at, EI_NIDENT + end), 'ELF header (e_phoff, e_phnum)');
+    return;
+  }
+  if (finished.strategy === 'grow-in-place') {
+    const at = EI_NIDENT + codec.fieldOffset(EHDR, 'e_phnum');
+    const combined = new Uint8Array(header.e_phoff + table.length - at);
+    combined.set(headerBytes.subarray(at), 0);
+    combined.set(table, header.e_phoff - at);
+    writes.add('headers', at, combined, 'ELF header e_phnum and the grown program header table');
+    return;
+  }
+  // Same number of entries in place: write the span that changed.
+  const old = encodeProgramHeaders(facts, facts.programHeaders);
+  let first = 0;
+  while (first < table.length && table[first] === old[first]) first++;
+  let last = table.length;
+  while (last > first && table[last - 1] === old[last - 1]) last--;
+  if (first < last) writes.add('headers', header.e_phoff + first, table.slice(first, last), 'program headers');
+}
+
+interface MovedTable {
+  readonly offset: number;
+  readonly vaddr: number;
+  readonly size: number;
+}
+
+/** Section headers follow what moved, so that readelf, strip and debuggers see the new places. */
+function addSectionWrites(
+  facts: EditFacts,
+  writes: Writes,
+  moves: { table: MovedTable | null; dynamic: MovedTable | null; moved: readonly MovedRange[] },
+): void {
+  const update = (section: Section, fields: Partial<Section>, what: string): void => {
+    const bytes = new Uint8Array(facts.codec.sizeOf(SHDR));
+    facts.codec.encode(SHDR, { ...section, ...fields }, bytes, 0);
+    writes.add('sections', section.headerOffset, bytes, what);
+  };
+  for (const section of facts.sections) {
+    if (moves.table !== null && section.sh_type === SHT.SHT_STRTAB && section.sh_offset === facts.dynstr.offset && section.sh_addr === facts.dynstr.vaddr) {
+      update(section, { sh_offset: moves.table.offset, sh_addr: moves.table.vaddr, sh_size: moves.table.size }, 'section header of .dynstr');
+    } else if (moves.dynamic !== null && section.sh_type === SHT.SHT_DYNAMIC) {
+      update(section, { sh_offset: moves.dynamic.offset, sh_addr: moves.dynamic.vaddr, sh_size: moves.dynamic.size }, 'section header of .dynamic');
+    } else {
+      const range = moves.moved.find((m) => section.sh_size > 0 && section.sh_offset >= m.from && section.sh_offset + section.sh_size <= m.from + m.size);
+      if (range !== undefined) {
+        update(section, { sh_offset: section.sh_offset + (range.to - range.from), sh_addr: section.sh_addr + range.vaddrDelta }, `section header of ${section.name}`);
+      }
+    }
+  }
+}

@@ -1,0 +1,40 @@
+// A plan: the ordered positional writes that turn a file into its edited form, cheapest tier first.
+
+/**
+ * - `noop`: nothing to change, nothing is written (not even the timestamp).
+ * - `in-place`: strings and tags fit where they are (old string bytes, zeroed slack, spare DT_NULL slots).
+ * - `append`: tables copied or grown at the end of the file, mapped by a new or extended PT_LOAD.
+ * - `rewrite`: a whole new file (not offered: such plans are refused with an `unsupported` error).
+ */
+export type Tier = 'noop' | 'in-place' | 'append' | 'rewrite';
+
+/**
+ * When a write becomes visible to the loader:
+ * - `data`: bytes nothing references yet (appended tables, strings put into unused slack);
+ * - `headers`: program headers and the ELF header that map the new data;
+ * - `dynamic`: the dynamic array entries that switch to the new tables and values;
+ * - `sections`: section headers describing what moved (tools only, never the loader);
+ * - `cleanup`: dead strings overwritten with zeros.
+ * `--durable` syncs the file to disk between phases.
+ */
+export type WritePhase = 'data' | 'headers' | 'dynamic' | 'sections' | 'cleanup';
+
+export interface PlannedWrite {
+  readonly phase: WritePhase;
+  readonly offset: number;
+  readonly bytes: Uint8Array;
+  /** What the bytes are, for reports and errors. */
+  readonly what: string;
+}
+
+export interface Plan {
+  readonly tier: Tier;
+  /** In execution order: every prefix of this list leaves a valid, loadable ELF file. */
+  readonly writes: readonly PlannedWrite[];
+  /** The file size after the plan (the original size, or more when data is appended). */
+  readonly newSize: number;
+}
+
+export function bytesWritten(plan: Plan): number {
+  return plan.writes.reduce((sum, write) => sum + write.bytes.length, 0);
+}

@@ -1,0 +1,218 @@
+// Mapping appended data: extend the segment a previous edit appended, or add one PT_LOAD, finding a
+// program header slot without moving anything the loader or the kernel finds by position (DESIGN §3–4).
+
+import type { ProgramHeader } from '../elf/codec.js';
+import { ET, PF_R, PF_W, PF_X, PT, SHF_ALLOC, SHT, machinePageSize } from '../elf/constants.js';
+import type { EditFacts, MovableRange } from '../elf/edit-facts.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { AppendedRegion, alignUp } from './region.js';
+
+/** What the appended data is mapped by. */
+export interface SegmentLayout {
+  readonly region: AppendedRegion;
+  /** True when the region extends the segment that ends the file (data there grows contiguously). */
+  readonly extendsSegment: boolean;
+  /** The virtual address of a file offset inside the region. */
+  vaddrOf(offset: number): number;
+  /**
+   * Completes the layout once every item is reserved: the new program header table and ELF header
+   * fields, and where the table lives.
+   */
+  finish(options: { writable: boolean }): FinishedLayout;
+  /** Reserves region space for the bytes that must move to make room (grown table strategy). */
+  readonly moved: readonly MovedRange[];
+}
+
+export interface MovedRange {
+  readonly from: number;
+  readonly to: number;
+  readonly size: number;
+  /** to-vaddr minus from-vaddr. */
+  readonly vaddrDelta: number;
+}
+
+export interface FinishedLayout {
+  readonly programHeaders: ProgramHeader[];
+  /** Where the program header table is written: in place at e_phoff, or moved into the region. */
+  readonly tableOffset: number;
+  readonly phnum: number;
+  /** How the table write must be done: whole header+table at once when the table grows in place. */
+  readonly strategy: 'extend' | 'null-slot' | 'grow-in-place' | 'move-table';
+}
+
+function isLoad(ph: ProgramHeader): boolean {
+  return ph.p_type === PT.PT_LOAD;
+}
+
+/** The highest PT_LOAD, if it is one that appended data can simply extend. */
+function extendableSegment(facts: EditFacts): number | null {
+  let highest = -1;
+  facts.programHeaders.forEach((ph, index) => {
+    const current = facts.programHeaders[highest];
+    if (isLoad(ph) && (current === undefined || ph.p_vaddr > current.p_vaddr)) highest = index;
+  });
+  const ph = facts.programHeaders[highest];
+  if (ph === undefined) return null;
+  const endsAtEof = ph.p_offset + ph.p_filesz === facts.fileSize;
+  return endsAtEof && ph.p_filesz === ph.p_memsz && (ph.p_flags & PF_X) === 0 ? highest : null;
+}
+
+function unsupported(message: string): CudaPatchelfError {
+  return new CudaPatchelfError('unsupported', message);
+}
+
+/** Chooses how the region at the end of the file will be mapped. */
+export function layoutSegment(facts: EditFacts): SegmentLayout {
+  const extend = extendableSegment(facts);
+  if (extend !== null) return extendLayout(facts, extend);
+  return newLoadLayout(facts);
+}
+
+function extendLayout(facts: EditFacts, index: number): SegmentLayout {
+  const segment = facts.programHeaders[index] as ProgramHeader;
+  const region = new AppendedRegion(facts.fileSize);
+  return {
+    region,
+    extendsSegment: true,
+    moved: [],
+    vaddrOf: (offset) => segment.p_vaddr + (offset - segment.p_offset),
+    finish: ({ writable }) => {
+      const programHeaders = facts.programHeaders.map((ph) => ({ ...ph }));
+      const size = region.endOffset - segment.p_offset;
+      programHeaders[index] = { ...segment, p_filesz: size, p_memsz: size, p_flags: segment.p_flags | PF_R | (writable ? PF_W : 0) };
+      return { programHeaders, tableOffset: facts.header.e_phoff, phnum: programHeaders.length, strategy: 'extend' };
+    },
+  };
+}
+
+function newLoadLayout(facts: EditFacts): SegmentLayout {
+  const { header, programHeaders, codec } = facts;
+  const pageSize = machinePageSize(header.e_machine);
+  const loads = programHeaders.filter(isLoad);
+  if (loads.length === 0) throw unsupported('no PT_LOAD segment to place new data after');
+  const highestEnd = Math.max(...loads.map((ph) => ph.p_vaddr + ph.p_memsz));
+  const region = new AppendedRegion(facts.fileSize);
+  // p_vaddr ≡ p_offset (mod page size) with the page size as p_align: no file padding needed.
+  const vaddr = alignUp(highestEnd, pageSize) + (region.start % pageSize);
+  const vaddrOf = (offset: number): number => vaddr + (offset - region.start);
+  if (codec.elfClass === 32 && vaddrOf(facts.fileSize * 2) > 0xffffffff) throw unsupported('no room for a new segment in a 32-bit address space');
+  const entrySize = header.e_phentsize;
+  const nullSlot = programHeaders.findIndex((ph) => ph.p_type === PT.PT_NULL);
+  const grow = nullSlot >= 0 ? null : growInPlace(facts, entrySize);
+  const isSharedObject = header.e_type === ET.ET_DYN && !programHeaders.some((ph) => ph.p_type === PT.PT_INTERP);
+  if (nullSlot < 0 && grow === null && !isSharedObject) {
+    throw unsupported(
+      'needs one more program header, but the table cannot grow in place (no PT_NULL slot, and what follows it cannot move) ' +
+        'and an executable\'s table cannot move; a whole-file rewrite is not supported',
+    );
+  }
+  if (programHeaders.length + 2 >= 0xffff) throw unsupported('program header table is full (PN_XNUM)');
+
+  const moved: MovedRange[] = (grow ?? []).map((range) => {
+    const to = region.reserve(range.bytes.length, 16);
+    region.fill(to, range.bytes);
+    return { from: range.offset, to, size: range.bytes.length, vaddrDelta: vaddrOf(to) - vaddrAtOffset(facts, range.offset) };
+  });
+  const strategy: FinishedLayout['strategy'] = nullSlot >= 0 ? 'null-slot' : grow !== null ? 'grow-in-place' : 'move-table';
+  const hasPhdr = programHeaders.some((ph) => ph.p_type === PT.PT_PHDR);
+  const movedCount = programHeaders.length + 1 + (hasPhdr ? 0 : 1);
+  const movedTableAt = strategy === 'move-table' ? region.reserve(movedCount * entrySize, codec.wordSize) : -1;
+
+  return {
+    region,
+    extendsSegment: false,
+    moved,
+    vaddrOf,
+    finish: ({ writable }) => {
+      const end = region.endOffset;
+      const load: ProgramHeader = {
+        p_type: PT.PT_LOAD,
+        p_flags: PF_R | (writable ? PF_W : 0),
+        p_offset: region.start,
+        p_vaddr: vaddr,
+        p_paddr: vaddr,
+        p_filesz: end - region.start,
+        p_memsz: end - region.start,
+        p_align: pageSize,
+      };
+      const shifted = programHeaders.map((ph) => shiftIntoMoved(ph, moved));
+      if (strategy === 'null-slot') {
+        const list = shifted.filter((_, i) => i !== nullSlot);
+        list.push(load);
+        return { programHeaders: list, tableOffset: header.e_phoff, phnum: list.length, strategy };
+      }
+      if (strategy === 'grow-in-place') {
+        const list = shifted.map((ph) => (ph.p_type === PT.PT_PHDR ? { ...ph, p_filesz: ph.p_filesz + entrySize, p_memsz: ph.p_memsz + entrySize } : ph));
+        list.push(load);
+        return { programHeaders: list, tableOffset: header.e_phoff, phnum: list.length, strategy };
+      }
+      // The table moves into the new segment; PT_PHDR (first, as the gABI asks) tells glibc where it is.
+      const tableVaddr = vaddrOf(movedTableAt);
+      const tableSize = movedCount * entrySize;
+      const phdr: ProgramHeader = {
+        p_type: PT.PT_PHDR,
+        p_flags: PF_R,
+        p_offset: movedTableAt,
+        p_vaddr: tableVaddr,
+        p_paddr: tableVaddr,
+        p_filesz: tableSize,
+        p_memsz: tableSize,
+        p_align: codec.wordSize,
+      };
+      const list = [phdr, ...shifted.filter((ph) => ph.p_type !== PT.PT_PHDR), load];
+      return { programHeaders: list, tableOffset: movedTableAt, phnum: list.length, strategy };
+    },
+  };
+}
+
+function vaddrAtOffset(facts: EditFacts, offset: number): number {
+  const load = facts.programHeaders.find((ph) => isLoad(ph) && offset >= ph.p_offset && offset < ph.p_offset + ph.p_filesz);
+  if (load === undefined) throw unsupported(`bytes at 0x${offset.toString(16)} are not in any PT_LOAD`);
+  return load.p_vaddr + (offset - load.p_offset);
+}
+
+/** A program header whose range lies inside a moved range follows it. */
+function shiftIntoMoved(ph: ProgramHeader, moved: readonly MovedRange[]): ProgramHeader {
+  const range = moved.find((m) => ph.p_type !== PT.PT_LOAD && ph.p_offset >= m.from && ph.p_offset + ph.p_filesz <= m.from + m.size);
+  if (range === undefined) return ph;
+  return { ...ph, p_offset: ph.p_offset + (range.to - range.from), p_vaddr: ph.p_vaddr + range.vaddrDelta, p_paddr: ph.p_paddr + range.vaddrDelta };
+}
+
+/**
+ * Room for one more entry right after the table: the bytes there must be a PT_INTERP or PT_NOTE range
+ * (which can move, the headers that point at them updated) or zero padding outside every section, all
+ * inside the PT_LOAD that maps the table. The table must follow the ELF header directly, so that the
+ * header and the grown table go out in one write.
+ */
+function growInPlace(facts: EditFacts, entrySize: number): MovableRange[] | null {
+  const { header, programHeaders, sections } = facts;
+  if (header.e_phoff !== header.e_ehsize) return null;
+  const tableEnd = header.e_phoff + programHeaders.length * entrySize;
+  const windowEnd = tableEnd + entrySize;
+  const covering = programHeaders.find((ph) => isLoad(ph) && ph.p_offset <= header.e_phoff && windowEnd <= ph.p_offset + ph.p_filesz);
+  if (covering === undefined) return null;
+  const toMove = facts.movableRanges.filter((range) => range.offset < windowEnd && range.offset + range.bytes.length > tableEnd);
+  if (toMove.some((range) => range.offset < tableEnd)) return null;
+  const inMoved = (offset: number): boolean => toMove.some((r) => offset >= r.offset && offset < r.offset + r.bytes.length);
+  for (let offset = tableEnd; offset < windowEnd; offset++) {
+    if (!inMoved(offset) && facts.afterProgramHeaders[offset - tableEnd] !== 0) return null;
+  }
+  const blocking = programHeaders.some(
+    (ph) =>
+      ph.p_type !== PT.PT_LOAD &&
+      ph.p_type !== PT.PT_PHDR &&
+      ph.p_offset < windowEnd &&
+      ph.p_offset + ph.p_filesz > tableEnd &&
+      !toMove.some((r) => ph.p_offset >= r.offset && ph.p_offset + ph.p_filesz <= r.offset + r.bytes.length),
+  );
+  const sectionInWay = sections.some(
+    (s) =>
+      (s.sh_flags & SHF_ALLOC) !== 0 &&
+      s.sh_size > 0 &&
+      s.sh_type !== SHT.SHT_NOBITS &&
+      s.sh_offset < windowEnd &&
+      s.sh_offset + s.sh_size > tableEnd &&
+      !toMove.some((r) => s.sh_offset >= r.offset && s.sh_offset + s.sh_size <= r.offset + r.bytes.length),
+  );
+  return blocking || sectionInWay ? null : toMove;
+}

@@ -1,0 +1,186 @@
+// Where each new string goes in the dynamic string table, cheapest first: a string that is already
+// there, the entry's own old bytes, zeroed slack left by earlier edits, and last the end of the table
+// (which makes the table move or grow). Strings nothing refers to any more are zeroed, so that no
+// dead store path lingers in the file.
+
+import { byteStringToBytes } from '../elf/byte-string.js';
+
+/** A half-open byte range [start, end) of the table. */
+export interface Range {
+  readonly start: number;
+  readonly end: number;
+}
+
+export interface StringRequest {
+  readonly text: string;
+  /** The index of the string this one replaces, when it belongs to the same entry. */
+  readonly previous: number | null;
+}
+
+export interface StringPlacement {
+  /** Where each requested text ends up. */
+  readonly indexOf: ReadonlyMap<string, number>;
+  /** The table as it will be: new strings put in, dead strings zeroed, appended strings at the end. */
+  readonly table: Uint8Array;
+  /** The size of the old table (bytes from here on are appended). */
+  readonly oldSize: number;
+  /** Ranges of the old table that take a new string before anything refers to it (invisible writes). */
+  readonly slackWrites: readonly Range[];
+  /** Ranges of the old table overwritten in place: an entry's own string, changed where it stands. */
+  readonly inPlaceWrites: readonly Range[];
+  /** Ranges zeroed once nothing refers to them. */
+  readonly deadRanges: readonly Range[];
+}
+
+/** Sorted, deduplicated indices with a range query. */
+class IndexSet {
+  private readonly sorted: number[];
+
+  constructor(indices: Iterable<number>) {
+    this.sorted = [...new Set(indices)].sort((a, b) => a - b);
+  }
+
+  /** The smallest index in [low, high], or undefined. */
+  firstIn(low: number, high: number): number | undefined {
+    let lo = 0;
+    let hi = this.sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.sorted[mid] ?? 0) < low) lo = mid + 1;
+      else hi = mid;
+    }
+    const found = this.sorted[lo];
+    return found !== undefined && found <= high ? found : undefined;
+  }
+}
+
+function overlaps(a: Range, b: Range): boolean {
+  return a.start < b.end && b.start < a.end;
+}
+
+/**
+ * The bytes of the string at `index` that nothing live refers to: from `index` up to the first live
+ * reference inside it. Empty when a live reference covers `index` itself (the string is shared as the
+ * tail of, or equal to, a live string).
+ */
+function deadRangeOf(table: Uint8Array, live: IndexSet, index: number): Range | null {
+  const end = table.indexOf(0, index);
+  if (end <= index) return null;
+  const chunkStart = index === 0 ? 0 : table.lastIndexOf(0, index - 1) + 1;
+  if (live.firstIn(chunkStart, index) !== undefined) return null;
+  const shared = live.firstIn(index + 1, end - 1);
+  return { start: index, end: shared ?? end };
+}
+
+function findOccurrence(table: Uint8Array, needle: Uint8Array, avoid: readonly Range[]): number | undefined {
+  const buffer = Buffer.from(table.buffer, table.byteOffset, table.byteLength);
+  for (let at = buffer.indexOf(needle); at >= 0; at = buffer.indexOf(needle, at + 1)) {
+    const range = { start: at, end: at + needle.length };
+    if (!avoid.some((dead) => overlaps(dead, range))) return at;
+  }
+  return undefined;
+}
+
+/**
+ * A run of zeros that can hold `length` bytes plus a terminator: it starts right after a NUL and no
+ * live reference points into it. Such runs are what earlier edits left after zeroing dead strings.
+ */
+function findSlack(table: Uint8Array, length: number, live: IndexSet, taken: readonly Range[]): number | undefined {
+  let runStart = -1;
+  for (let i = 0; i < table.length; i++) {
+    if (table[i] !== 0) {
+      runStart = -1;
+      continue;
+    }
+    if (runStart < 0) runStart = i;
+    // The run [runStart, i] holds a terminator of what precedes it, then `length` bytes, then a NUL.
+    const start = i - length;
+    if (start - 1 < runStart) continue;
+    const range = { start, end: i };
+    if (live.firstIn(start, i - 1) === undefined && !taken.some((t) => overlaps(t, range))) return start;
+  }
+  return undefined;
+}
+
+/**
+ * Places `requests` in `table`. `live` are the indices that stay referenced (kept entries, symbols,
+ * version records); `released` are indices whose referrers go away (candidates for zeroing).
+ */
+export function placeStrings(
+  table: Uint8Array,
+  live: Iterable<number>,
+  released: Iterable<number>,
+  requests: readonly StringRequest[],
+): StringPlacement {
+  const liveIndices = new Set(live);
+  const indexOf = new Map<string, number>();
+  const pending: StringRequest[] = [];
+  const releasedList = [...new Set(released)].filter((index) => !liveIndices.has(index));
+
+  // A released string equal to a requested one is simply kept.
+  for (const request of requests) {
+    if (indexOf.has(request.text)) continue;
+    const same = releasedList.find((index) => stringEquals(table, index, request.text));
+    if (same !== undefined) {
+      indexOf.set(request.text, same);
+      liveIndices.add(same);
+    } else pending.push(request);
+  }
+  const liveSet = new IndexSet(liveIndices);
+  const dead: Range[] = [];
+  for (const index of releasedList) {
+    if (liveIndices.has(index)) continue;
+    const range = deadRangeOf(table, liveSet, index);
+    if (range !== null) dead.push(range);
+  }
+
+  const result = Uint8Array.from(table);
+  const slackWrites: Range[] = [];
+  const inPlaceWrites: Range[] = [];
+  const reused: Range[] = [];
+  const appended: Uint8Array[] = [];
+  let appendAt = table.length;
+  for (const request of pending) {
+    if (indexOf.has(request.text)) continue;
+    const bytes = byteStringToBytes(request.text);
+    const withNul = new Uint8Array(bytes.length + 1);
+    withNul.set(bytes);
+    const existing = findOccurrence(table, withNul, [...dead, ...slackWrites, ...inPlaceWrites]);
+    if (existing !== undefined) {
+      indexOf.set(request.text, existing);
+      reused.push({ start: existing, end: existing + withNul.length });
+      continue;
+    }
+    const own = request.previous === null ? undefined : dead.find((range) => range.start === request.previous);
+    // The entry's own old bytes: the new string and its NUL must fit before the range ends, or end
+    // exactly on the old terminator.
+    if (own !== undefined && (bytes.length < own.end - own.start || (bytes.length === own.end - own.start && table[own.end] === 0))) {
+      result.fill(0, own.start, own.end);
+      result.set(bytes, own.start);
+      inPlaceWrites.push(own);
+      dead.splice(dead.indexOf(own), 1);
+      indexOf.set(request.text, own.start);
+      continue;
+    }
+    const slack = findSlack(table, bytes.length, liveSet, [...slackWrites, ...dead, ...reused]);
+    if (slack !== undefined) {
+      result.set(bytes, slack);
+      slackWrites.push({ start: slack, end: slack + bytes.length });
+      indexOf.set(request.text, slack);
+      continue;
+    }
+    indexOf.set(request.text, appendAt);
+    appended.push(withNul);
+    appendAt += withNul.length;
+  }
+  for (const range of dead) result.fill(0, range.start, range.end);
+  const table2 = appended.length === 0 ? result : Buffer.concat([result, ...appended]);
+  return { indexOf, table: new Uint8Array(table2.buffer, table2.byteOffset, table2.byteLength), oldSize: table.length, slackWrites, inPlaceWrites, deadRanges: dead };
+}
+
+function stringEquals(table: Uint8Array, index: number, text: string): boolean {
+  const bytes = byteStringToBytes(text);
+  if (index + bytes.length >= table.length || table[index + bytes.length] !== 0) return false;
+  for (let i = 0; i < bytes.length; i++) if (table[index + i] !== bytes[i]) return false;
+  return true;
+}

@@ -1,0 +1,28 @@
+// What the edit operations ask of the planner: the dynamic array as it should end up.
+
+/** An entry kept as it is (its value is not a new string). */
+export interface KeptEntry {
+  readonly d_tag: number;
+  readonly d_val: number;
+}
+
+/** An entry whose value is a string the planner must place in the dynamic string table. */
+export interface StringEntry {
+  readonly d_tag: number;
+  readonly text: string;
+  /** The table index of the string this entry replaces: its bytes may be reused in place. */
+  readonly previous: number | null;
+}
+
+export type WantedEntry = KeptEntry | StringEntry;
+
+export interface WantedDynamic {
+  /** The live entries, in order (the terminating DT_NULL is implied). */
+  readonly entries: readonly WantedEntry[];
+  /** DT_NEEDED renames that the version needs (.gnu.version_r vn_file) must follow, old → new. */
+  readonly versionNeedRenames: ReadonlyMap<string, string>;
+}
+
+export function isStringEntry(entry: WantedEntry): entry is StringEntry {
+  return 'text' in entry;
+}
