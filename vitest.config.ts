@@ -7,5 +7,6 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 600_000,
     pool: 'forks',
+    reporters: ['default', './test/helpers/summary-reporter.ts'],
   },
 });

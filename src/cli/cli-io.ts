@@ -4,6 +4,8 @@
 export interface CliIo {
   out(line: string): void;
   err(line: string): void;
+  /** Writes to stderr without a newline (progress redraws). */
+  errRaw(text: string): void;
   setExitCode(code: number): void;
   readonly stderrIsTty: boolean;
   readonly cpuCount: number;

@@ -18,6 +18,8 @@ interface CommonOptions {
   makeWritable?: boolean;
   dryRun?: boolean;
   json?: boolean;
+  /** No line per edited file (patchelf's silence on success). */
+  quiet?: boolean;
 }
 
 function withCommonOptions(command: Command): Command {
@@ -51,7 +53,7 @@ export async function editFiles(io: CliIo, files: readonly string[], operations:
     try {
       const result = await editElfFile(file, operations, editOptions);
       if (options.json) records.push(resultJson(result));
-      else io.out(`${file}: ${result.tier}${options.dryRun ? ' (dry run)' : `, ${result.bytesWritten} bytes written`}`);
+      else if (!options.quiet) io.out(`${file}: ${result.tier}${options.dryRun ? ' (dry run)' : `, ${result.bytesWritten} bytes written`}`);
     } catch (error) {
       failed = true;
       io.err(errorLine(error, file));

@@ -7,6 +7,7 @@ import { runCli } from './program.js';
 const code = await runCli(process.argv.slice(2), {
   out: (line) => process.stdout.write(`${line}\n`),
   err: (line) => process.stderr.write(`${line}\n`),
+  errRaw: (text) => process.stderr.write(text),
   setExitCode: (value) => {
     process.exitCode = value;
   },

@@ -3,7 +3,9 @@
 import { Command, CommanderError } from 'commander';
 import { EXIT } from './exit-codes.js';
 import { registerEditCommands } from './edit-commands.js';
+import { registerTreeCommands } from './tree-commands.js';
 import { registerPrint } from './print-command.js';
+import { isPatchelfInvocation, runPatchelfCompat } from './patchelf-compat.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { errorLine } from './report.js';
 import type { CliIo } from './cli-io.js';
@@ -17,8 +19,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
   registerPrint(program, recordingIo);
   registerEditCommands(program, recordingIo);
+  registerTreeCommands(program, recordingIo);
   try {
-    await program.parseAsync(argv, { from: 'user' });
+    if (isPatchelfInvocation(argv)) await runPatchelfCompat(argv, recordingIo);
+    else await program.parseAsync(argv, { from: 'user' });
   } catch (error) {
     if (error instanceof CommanderError) {
       // --help and --version end through here too, with exit code 0.

@@ -44,17 +44,13 @@ export async function editElfFile(path: string, operations: EditOperations, opti
 
 async function edit(path: string, operations: EditOperations, options: EditOptions): Promise<EditResult> {
   const source = await FileByteSource.open(path);
-  let facts: EditFacts;
-  let plan: Plan;
+  let planned: PlannedEdit;
   try {
-    const image = await readElfImage(source);
-    facts = await readEditFacts(image);
-    const editor = new DynamicEditor(currentEntries(facts));
-    await operations(editor, image);
-    plan = planEdit(facts, editor.wanted());
+    planned = await planEditOf(await readElfImage(source), operations);
   } finally {
     await source.close();
   }
+  const { plan, facts } = planned;
   const result = (written: number): EditResult => ({ file: path, tier: plan.tier, bytesWritten: written, plan, oldSize: facts.fileSize });
   if (options.dryRun) return result(0);
   if (options.output !== undefined) {
@@ -63,6 +59,19 @@ async function edit(path: string, operations: EditOperations, options: EditOptio
   }
   if (plan.tier === 'noop') return result(0);
   return result(await writePlan(path, plan, source.stats, options));
+}
+
+export interface PlannedEdit {
+  readonly facts: EditFacts;
+  readonly plan: Plan;
+}
+
+/** Reads what planning needs from an open image, runs the operations and plans them. */
+export async function planEditOf(image: ElfImage, operations: EditOperations): Promise<PlannedEdit> {
+  const facts = await readEditFacts(image);
+  const editor = new DynamicEditor(currentEntries(facts));
+  await operations(editor, image);
+  return { facts, plan: planEdit(facts, editor.wanted()) };
 }
 
 async function copyTo(from: string, to: string): Promise<void> {
@@ -77,7 +86,7 @@ async function copyTo(from: string, to: string): Promise<void> {
  * Opens the file for writing and checks it is still the file that was planned for (same inode, size
  * and mtime), then applies the plan. Root can write anything, so the mode is checked here.
  */
-async function writePlan(path: string, plan: Plan, planned: Stats | null, options: EditOptions): Promise<number> {
+export async function writePlan(path: string, plan: Plan, planned: Stats | null, options: EditOptions): Promise<number> {
   const before = await statOrThrow(path);
   const readOnly = (before.mode & 0o222) === 0;
   if (readOnly && !options.makeWritable) {

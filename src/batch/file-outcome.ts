@@ -1,0 +1,59 @@
+// What happened to each file of a batch, and the summary counts a run ends with.
+
+import type { Tier } from '../plan/plan.js';
+import type { TracedEntry } from '../hooks/hook.js';
+
+export type SkipReason = 'not-elf' | 'archive' | 'static' | 'relocatable' | 'core' | 'symlink' | 'special' | 'hard-link' | 'no-hook';
+
+export type FileOutcome =
+  | { readonly path: string; readonly status: 'skipped'; readonly reason: SkipReason; readonly detail?: string }
+  | { readonly path: string; readonly status: 'unchanged'; readonly runpath: string | null }
+  | {
+      readonly path: string;
+      readonly status: 'patched';
+      readonly tier: Exclude<Tier, 'noop'>;
+      readonly oldRunpath: string | null;
+      readonly newRunpath: string;
+      readonly entries: readonly TracedEntry[];
+      readonly bytesWritten: number;
+      /** Other names of the same inode: an in-place edit changes them all. */
+      readonly otherLinks: number;
+    }
+  | { readonly path: string; readonly status: 'failed'; readonly error: unknown };
+
+export interface BatchSummary {
+  visited: number;
+  patched: Record<string, number>;
+  unchanged: number;
+  skipped: Record<string, number>;
+  failed: number;
+  bytesWritten: number;
+  patchedWithOtherLinks: number;
+}
+
+export function emptySummary(): BatchSummary {
+  return { visited: 0, patched: {}, unchanged: 0, skipped: {}, failed: 0, bytesWritten: 0, patchedWithOtherLinks: 0 };
+}
+
+export function countOutcome(summary: BatchSummary, outcome: FileOutcome): void {
+  summary.visited++;
+  switch (outcome.status) {
+    case 'skipped':
+      summary.skipped[outcome.reason] = (summary.skipped[outcome.reason] ?? 0) + 1;
+      return;
+    case 'unchanged':
+      summary.unchanged++;
+      return;
+    case 'patched':
+      summary.patched[outcome.tier] = (summary.patched[outcome.tier] ?? 0) + 1;
+      summary.bytesWritten += outcome.bytesWritten;
+      if (outcome.otherLinks > 0) summary.patchedWithOtherLinks++;
+      return;
+    case 'failed':
+      summary.failed++;
+  }
+}
+
+export function patchedCount(summary: BatchSummary): number {
+  return Object.values(summary.patched).reduce((a, b) => a + b, 0);
+}

@@ -1,0 +1,123 @@
+// The batch: walk the trees, and for each regular file read → compose hooks → plan → write, with
+// bounded concurrency. A failing file is reported and left untouched; the others go on.
+
+import pLimit from 'p-limit';
+import { FileByteSource } from '../elf/byte-source.js';
+import { ELF_MAGIC, ET, PT } from '../elf/constants.js';
+import { readElfImage, skipReason } from '../elf/elf-image.js';
+import { planEditOf, writePlan, type PlannedEdit } from '../edit/edit-file.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { composeRunpath, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
+import type { Hook } from '../hooks/hook.js';
+import { countOutcome, emptySummary, type BatchSummary, type FileOutcome } from './file-outcome.js';
+import { walkTrees, type WalkItem } from './walk-trees.js';
+
+export interface BatchOptions {
+  /** Hooks in the order they apply (see orderHooks). */
+  readonly hooks: readonly Hook[];
+  readonly semantics: Semantics;
+  readonly jobs: number;
+  /** Plan only: nothing is written (apply --dry-run, check, plan). */
+  readonly dryRun: boolean;
+  readonly durable?: boolean;
+  readonly makeWritable?: boolean;
+  /** Called as each file is done (progress, streaming reports). */
+  readonly onOutcome?: (outcome: FileOutcome, bytesInFile: number) => void;
+}
+
+const ARCHIVE_MAGIC = Buffer.from('!<arch>\n', 'latin1');
+
+function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
+  return bytes.length >= prefix.length && prefix.every((byte, i) => bytes[i] === byte);
+}
+
+async function processFile(item: Extract<WalkItem, { kind: 'file' }>, options: BatchOptions): Promise<FileOutcome> {
+  const path = item.path;
+  let source: FileByteSource;
+  try {
+    source = await FileByteSource.open(path);
+  } catch (error) {
+    return { path, status: 'failed', error };
+  }
+  let composed: ComposedRunpath | null = null;
+  let oldRunpath: string | null = null;
+  let planned: PlannedEdit;
+  try {
+    const head = await source.read(0, Math.min(source.size, ARCHIVE_MAGIC.length), 'file magic');
+    if (startsWith(head, ARCHIVE_MAGIC)) return { path, status: 'skipped', reason: 'archive' };
+    if (!startsWith(head, ELF_MAGIC)) return { path, status: 'skipped', reason: 'not-elf' };
+    const image = await readElfImage(source);
+    const reason = skipReason(image);
+    if (reason !== null) return { path, status: 'skipped', reason };
+    const fileFacts = {
+      path,
+      relativePath: item.relativePath,
+      isSharedObject: image.header.e_type === ET.ET_DYN && !image.programHeaders.some((ph) => ph.p_type === PT.PT_INTERP),
+      machine: image.header.e_machine,
+    };
+    planned = await planEditOf(image, (editor) => {
+      oldRunpath = editor.runpath();
+      composed = composeRunpath(options.hooks, fileFacts, oldRunpath, options.semantics);
+      if (composed !== null && composed.value !== (oldRunpath ?? '')) {
+        // Nixpkgs runs patchelf --set-rpath, which turns DT_RPATH into DT_RUNPATH; by default the kind stays.
+        editor.setRunpath(composed.value, options.semantics === 'nixpkgs-compat' ? 'runpath' : 'keep');
+      }
+    });
+  } catch (error) {
+    return { path, status: 'failed', error: error instanceof CudaPatchelfError ? error.withFile(path) : error };
+  } finally {
+    await source.close();
+  }
+  // Assigned inside the operations callback, which TypeScript cannot follow.
+  const result = composed as ComposedRunpath | null;
+  if (result === null) return { path, status: 'skipped', reason: 'no-hook' };
+  if (planned.plan.tier === 'noop') return { path, status: 'unchanged', runpath: oldRunpath };
+  let bytesWritten = 0;
+  if (!options.dryRun) {
+    try {
+      bytesWritten = await writePlan(path, planned.plan, source.stats, options);
+    } catch (error) {
+      return { path, status: 'failed', error };
+    }
+  }
+  return {
+    path,
+    status: 'patched',
+    tier: planned.plan.tier,
+    oldRunpath,
+    newRunpath: result.value,
+    entries: result.entries,
+    bytesWritten,
+    otherLinks: item.stats.nlink - 1,
+  };
+}
+
+export interface BatchResult {
+  readonly outcomes: FileOutcome[];
+  readonly summary: BatchSummary;
+}
+
+export async function patchTrees(roots: readonly string[], options: BatchOptions): Promise<BatchResult> {
+  const limit = pLimit(Math.max(1, options.jobs));
+  const summary = emptySummary();
+  const outcomes: FileOutcome[] = [];
+  const pending: Promise<void>[] = [];
+  const record = (outcome: FileOutcome, bytes: number): void => {
+    outcomes.push(outcome);
+    countOutcome(summary, outcome);
+    options.onOutcome?.(outcome, bytes);
+  };
+  for await (const item of walkTrees(roots)) {
+    if (item.kind === 'file') {
+      pending.push(limit(async () => record(await processFile(item, options), item.stats.size)));
+    } else if (item.kind === 'skip') {
+      record({ path: item.path, status: 'skipped', reason: item.reason, ...(item.detail === undefined ? {} : { detail: item.detail }) }, 0);
+    } else {
+      record({ path: item.path, status: 'failed', error: item.error }, 0);
+    }
+  }
+  await Promise.all(pending);
+  // Reports list files in path order, whatever order the workers finished in.
+  outcomes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return { outcomes, summary };
+}

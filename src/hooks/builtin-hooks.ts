@@ -1,0 +1,47 @@
+// The built-in hooks: what Nixpkgs' autoAddDriverRunpath, autoAddCudaCompatRunpath and the stubs
+// clean-up do to a runpath.
+
+import { EM } from '../elf/constants.js';
+import type { Hook } from './hook.js';
+
+export const DEFAULT_DRIVER_LINK = '/run/opengl-driver';
+
+/**
+ * `driver`: prepends `<driverLink>/lib`. Nixpkgs uses `/run/opengl-driver-32` on i686; here the choice
+ * is made per file, so that i386 files in a mixed tree get the 32-bit link.
+ */
+export function driverHook(driverLink: string = DEFAULT_DRIVER_LINK): Hook {
+  return {
+    name: 'driver',
+    transform: { kind: 'prepend', dirs: [`${driverLink}/lib`] },
+    machineDirs: new Map([[EM.EM_386, [`${driverLink}-32/lib`]]]),
+    files: {},
+    before: [],
+    after: [],
+  };
+}
+
+/**
+ * `cuda-compat`: prepends `<cudaCompat>/compat`. It runs after `driver`, so its entry ends up first:
+ * the compat libcuda must be found before the system driver's. Never applied to cuda_compat itself.
+ */
+export function cudaCompatHook(cudaCompat: string): Hook {
+  return {
+    name: 'cuda-compat',
+    transform: { kind: 'prepend', dirs: [`${cudaCompat}/compat`] },
+    files: { excludeUnder: [cudaCompat] },
+    before: [],
+    after: ['driver'],
+  };
+}
+
+/** `remove-stubs`: drops entries pointing into a `lib/stubs` directory (link-time stub libraries). */
+export function removeStubsHook(fragment = '/lib/stubs'): Hook {
+  return {
+    name: 'remove-stubs',
+    transform: { kind: 'remove-matching', fragment },
+    files: {},
+    before: [],
+    after: ['*'],
+  };
+}

@@ -1,0 +1,50 @@
+// A hook is data: a name, what it does to a runpath, which files it applies to, and where it stands
+// relative to other hooks. The engine (compose-hooks.ts) orders hooks and folds them into one runpath
+// per file; nothing here touches a file.
+
+/** One runpath entry and the hook that put it there (null: it was in the file already). */
+export interface TracedEntry {
+  readonly dir: string;
+  readonly hook: string | null;
+}
+
+/** What a hook does to a runpath. Directories are byte strings. */
+export type RunpathTransform =
+  | { readonly kind: 'prepend'; readonly dirs: readonly string[] }
+  | { readonly kind: 'append'; readonly dirs: readonly string[] }
+  /** Drop entries whose directory contains this path fragment (e.g. `/lib/stubs`). */
+  | { readonly kind: 'remove-matching'; readonly fragment: string };
+
+/** What a hook may know about a file when deciding whether it applies. */
+export interface FileFacts {
+  /** Path relative to the tree root being walked, with `/` separators. */
+  readonly relativePath: string;
+  /** The absolute path. */
+  readonly path: string;
+  readonly isSharedObject: boolean;
+  /** e_machine, for machine-specific directories (the driver's `-32` link for i386). */
+  readonly machine: number;
+}
+
+export interface FileSelector {
+  /** Only ET_DYN files without PT_INTERP. */
+  readonly sharedObjectsOnly?: boolean;
+  /** Globs on relative paths (fast-glob/micromatch syntax) a file must match, when given. */
+  readonly include?: readonly string[];
+  /** Globs on relative paths that exclude a file. */
+  readonly exclude?: readonly string[];
+  /** Absolute directories whose files the hook never touches (cuda_compat itself). */
+  readonly excludeUnder?: readonly string[];
+}
+
+export interface Hook {
+  readonly name: string;
+  /** The transform; `machineDirs` lets a hook pick a directory per machine (see builtin-hooks.ts). */
+  readonly transform: RunpathTransform;
+  /** Per-machine replacement of `transform`'s dirs (e_machine → dirs). */
+  readonly machineDirs?: ReadonlyMap<number, readonly string[]>;
+  readonly files: FileSelector;
+  /** Hooks this one runs before / after (by name); `*` in `after` means after every other hook. */
+  readonly before: readonly string[];
+  readonly after: readonly string[];
+}
