@@ -134,13 +134,25 @@ async function readInterpreter(source: ByteSource, programHeaders: readonly Prog
   return bytesToByteString(bytes.subarray(0, nul));
 }
 
-/** The file offset of `length` bytes at virtual address `vaddr`, through the PT_LOAD that maps them. */
+/**
+ * The file offset of `length` bytes at virtual address `vaddr`, through the PT_LOAD that maps them. A
+ * range may run on into the next PT_LOAD when that one continues it in both address and file offset
+ * (patchelf's output of non-PIE executables has .dynsym across such a boundary).
+ */
 export function fileOffsetOf(programHeaders: readonly ProgramHeader[], vaddr: number, length: number, what: string): number {
-  for (const ph of programHeaders) {
-    if (ph.p_type !== PT.PT_LOAD) continue;
-    if (vaddr >= ph.p_vaddr && vaddr + length <= ph.p_vaddr + ph.p_filesz) return ph.p_offset + (vaddr - ph.p_vaddr);
+  const loads = programHeaders.filter((ph) => ph.p_type === PT.PT_LOAD);
+  const first = loads.find((ph) => vaddr >= ph.p_vaddr && vaddr <= ph.p_vaddr + ph.p_filesz && (length === 0 || vaddr < ph.p_vaddr + ph.p_filesz));
+  const outside = () => formatError(`${what} (0x${length.toString(16)} bytes at address 0x${vaddr.toString(16)}) is not inside the file part of the PT_LOAD segments`);
+  if (first === undefined) throw outside();
+  const delta = first.p_offset - first.p_vaddr;
+  let coveredEnd = first.p_vaddr + first.p_filesz;
+  while (vaddr + length > coveredEnd) {
+    const end = coveredEnd;
+    const next = loads.find((ph) => ph.p_vaddr === end && ph.p_offset - ph.p_vaddr === delta && ph.p_filesz > 0);
+    if (next === undefined) throw outside();
+    coveredEnd = next.p_vaddr + next.p_filesz;
   }
-  throw formatError(`${what} (0x${length.toString(16)} bytes at address 0x${vaddr.toString(16)}) is not inside the file part of any PT_LOAD`);
+  return first.p_offset + (vaddr - first.p_vaddr);
 }
 
 /** The value of the first dynamic entry with this tag. */

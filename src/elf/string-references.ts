@@ -20,9 +20,29 @@ export interface StringReference {
   readonly fieldOffset: number;
 }
 
-/** Reads one record of `layout` at a file offset. */
-async function readRecord<N extends string>(source: ByteSource, codec: ElfCodec, layout: RecordLayout<N>, offset: number): Promise<Record<N, number>> {
-  return codec.decode(layout, await source.read(offset, codec.sizeOf(layout), layout.name), 0);
+/** Version records are small and close together: read them through one window instead of one by one. */
+const RECORD_WINDOW = 16 * 1024;
+
+class RecordReader {
+  private window: Uint8Array = new Uint8Array(0);
+  private windowAt = 0;
+  private readonly source: ByteSource;
+  private readonly codec: ElfCodec;
+
+  constructor(source: ByteSource, codec: ElfCodec) {
+    this.source = source;
+    this.codec = codec;
+  }
+
+  async read<N extends string>(layout: RecordLayout<N>, offset: number): Promise<Record<N, number>> {
+    const size = this.codec.sizeOf(layout);
+    if (offset < this.windowAt || offset + size > this.windowAt + this.window.length) {
+      const length = Math.max(size, Math.min(RECORD_WINDOW, this.source.size - offset));
+      this.window = await this.source.read(offset, length, layout.name);
+      this.windowAt = offset;
+    }
+    return this.codec.decode(layout, this.window, offset - this.windowAt);
+  }
 }
 
 export async function readStringReferences(image: ElfImage): Promise<StringReference[]> {
@@ -108,12 +128,13 @@ async function versionNeedReferences(image: ElfImage, out: StringReference[]): P
   const { source, codec, programHeaders } = image;
   const count = Math.min(dynamicValue(dynamic, DT.DT_VERNEEDNUM) ?? 0, source.size / codec.sizeOf(VERNEED));
   let at = fileOffsetOf(programHeaders, address, codec.sizeOf(VERNEED), 'version needs (DT_VERNEED)');
+  const records = new RecordReader(source, codec);
   for (let i = 0; i < count; i++) {
-    const need = await readRecord(source, codec, VERNEED, at);
+    const need = await records.read(VERNEED, at);
     out.push({ index: need.vn_file, source: 'version-need-file', fieldOffset: at + codec.fieldOffset(VERNEED, 'vn_file') });
     let auxAt = at + need.vn_aux;
     for (let j = 0; j < need.vn_cnt; j++) {
-      const aux = await readRecord(source, codec, VERNAUX, auxAt);
+      const aux = await records.read(VERNAUX, auxAt);
       out.push({ index: aux.vna_name, source: 'version-need-name', fieldOffset: auxAt + codec.fieldOffset(VERNAUX, 'vna_name') });
       if (aux.vna_next === 0) break;
       auxAt += aux.vna_next;
@@ -131,11 +152,12 @@ async function versionDefinitionReferences(image: ElfImage, out: StringReference
   const { source, codec, programHeaders } = image;
   const count = Math.min(dynamicValue(dynamic, DT.DT_VERDEFNUM) ?? 0, source.size / codec.sizeOf(VERDEF));
   let at = fileOffsetOf(programHeaders, address, codec.sizeOf(VERDEF), 'version definitions (DT_VERDEF)');
+  const records = new RecordReader(source, codec);
   for (let i = 0; i < count; i++) {
-    const definition = await readRecord(source, codec, VERDEF, at);
+    const definition = await records.read(VERDEF, at);
     let auxAt = at + definition.vd_aux;
     for (let j = 0; j < definition.vd_cnt; j++) {
-      const aux = await readRecord(source, codec, VERDAUX, auxAt);
+      const aux = await records.read(VERDAUX, auxAt);
       out.push({ index: aux.vda_name, source: 'version-definition', fieldOffset: auxAt + codec.fieldOffset(VERDAUX, 'vda_name') });
       if (aux.vda_next === 0) break;
       auxAt += aux.vda_next;

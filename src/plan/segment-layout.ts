@@ -85,27 +85,43 @@ function extendLayout(facts: EditFacts, index: number): SegmentLayout {
   };
 }
 
+/**
+ * Where the new segment starts in the file and in memory, and its alignment. Normally: at the end of
+ * the file, above every segment, with p_vaddr ≡ p_offset (mod page size) — no padding. When an
+ * executable's table moves, the kernel (before Linux 5.18) and qemu-user compute AT_PHDR as the first
+ * PT_LOAD's p_vaddr - p_offset + e_phoff, so the new segment must map file offset T at exactly that
+ * address: it starts where that identity puts it above every segment, leaving a hole in the file when
+ * the file is shorter than the memory image.
+ */
+function placeNewSegment(facts: EditFacts, pageSize: number, executableTableMoves: boolean): { start: number; vaddr: number; align: number } {
+  const loads = facts.programHeaders.filter(isLoad);
+  const highestEnd = Math.max(...loads.map((ph) => ph.p_vaddr + ph.p_memsz));
+  if (!executableTableMoves) {
+    return { start: facts.fileSize, vaddr: alignUp(highestEnd, pageSize) + (facts.fileSize % pageSize), align: pageSize };
+  }
+  const first = loads.reduce((low, ph) => (ph.p_vaddr < low.p_vaddr ? ph : low));
+  if (first.p_offset !== 0) {
+    throw unsupported("needs one more program header; the table cannot grow in place, and an executable whose first PT_LOAD does not start at offset 0 cannot have it moved (the kernel finds it by position); a whole-file rewrite is not supported");
+  }
+  const delta = first.p_vaddr;
+  const start = Math.max(alignUp(facts.fileSize, facts.codec.wordSize), alignUp(highestEnd, pageSize) - delta);
+  return { start, vaddr: delta + start, align: delta % pageSize === 0 ? pageSize : first.p_align };
+}
+
 function newLoadLayout(facts: EditFacts): SegmentLayout {
   const { header, programHeaders, codec } = facts;
   const pageSize = machinePageSize(header.e_machine);
-  const loads = programHeaders.filter(isLoad);
-  if (loads.length === 0) throw unsupported('no PT_LOAD segment to place new data after');
-  const highestEnd = Math.max(...loads.map((ph) => ph.p_vaddr + ph.p_memsz));
-  const region = new AppendedRegion(facts.fileSize);
-  // p_vaddr ≡ p_offset (mod page size) with the page size as p_align: no file padding needed.
-  const vaddr = alignUp(highestEnd, pageSize) + (region.start % pageSize);
-  const vaddrOf = (offset: number): number => vaddr + (offset - region.start);
-  if (codec.elfClass === 32 && vaddrOf(facts.fileSize * 2) > 0xffffffff) throw unsupported('no room for a new segment in a 32-bit address space');
+  if (!programHeaders.some(isLoad)) throw unsupported('no PT_LOAD segment to place new data after');
   const entrySize = header.e_phentsize;
   const nullSlot = programHeaders.findIndex((ph) => ph.p_type === PT.PT_NULL);
   const grow = nullSlot >= 0 ? null : growInPlace(facts, entrySize);
+  const strategy: FinishedLayout['strategy'] = nullSlot >= 0 ? 'null-slot' : grow !== null ? 'grow-in-place' : 'move-table';
   const isSharedObject = header.e_type === ET.ET_DYN && !programHeaders.some((ph) => ph.p_type === PT.PT_INTERP);
-  if (nullSlot < 0 && grow === null && !isSharedObject) {
-    throw unsupported(
-      'needs one more program header, but the table cannot grow in place (no PT_NULL slot, and what follows it cannot move) ' +
-        'and an executable\'s table cannot move; a whole-file rewrite is not supported',
-    );
-  }
+  const placed = placeNewSegment(facts, pageSize, strategy === 'move-table' && !isSharedObject);
+  const region = new AppendedRegion(placed.start);
+  const vaddr = placed.vaddr;
+  const vaddrOf = (offset: number): number => vaddr + (offset - region.start);
+  if (codec.elfClass === 32 && vaddrOf(region.start + facts.fileSize) > 0xffffffff) throw unsupported('no room for a new segment in a 32-bit address space');
   if (programHeaders.length + 2 >= 0xffff) throw unsupported('program header table is full (PN_XNUM)');
 
   const moved: MovedRange[] = (grow ?? []).map((range) => {
@@ -113,7 +129,6 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
     region.fill(to, range.bytes);
     return { from: range.offset, to, size: range.bytes.length, vaddrDelta: vaddrOf(to) - vaddrAtOffset(facts, range.offset) };
   });
-  const strategy: FinishedLayout['strategy'] = nullSlot >= 0 ? 'null-slot' : grow !== null ? 'grow-in-place' : 'move-table';
   const hasPhdr = programHeaders.some((ph) => ph.p_type === PT.PT_PHDR);
   const movedCount = programHeaders.length + 1 + (hasPhdr ? 0 : 1);
   const movedTableAt = strategy === 'move-table' ? region.reserve(movedCount * entrySize, codec.wordSize) : -1;
@@ -133,7 +148,7 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
         p_paddr: vaddr,
         p_filesz: end - region.start,
         p_memsz: end - region.start,
-        p_align: pageSize,
+        p_align: placed.align,
       };
       const shifted = programHeaders.map((ph) => shiftIntoMoved(ph, moved));
       if (strategy === 'null-slot') {

@@ -32,12 +32,12 @@ export interface StringPlacement {
   readonly deadRanges: readonly Range[];
 }
 
-/** Sorted, deduplicated indices with a range query. */
+/** Sorted indices with a range query (a typed array: files have tens of thousands of symbols). */
 class IndexSet {
-  private readonly sorted: number[];
+  private readonly sorted: Float64Array;
 
   constructor(indices: Iterable<number>) {
-    this.sorted = [...new Set(indices)].sort((a, b) => a - b);
+    this.sorted = Float64Array.from(indices).sort();
   }
 
   /** The smallest index in [low, high], or undefined. */
@@ -86,18 +86,12 @@ function findOccurrence(table: Uint8Array, needle: Uint8Array, avoid: readonly R
  * live reference points into it. Such runs are what earlier edits left after zeroing dead strings.
  */
 function findSlack(table: Uint8Array, length: number, live: IndexSet, taken: readonly Range[]): number | undefined {
-  let runStart = -1;
-  for (let i = 0; i < table.length; i++) {
-    if (table[i] !== 0) {
-      runStart = -1;
-      continue;
-    }
-    if (runStart < 0) runStart = i;
-    // The run [runStart, i] holds a terminator of what precedes it, then `length` bytes, then a NUL.
-    const start = i - length;
-    if (start - 1 < runStart) continue;
-    const range = { start, end: i };
-    if (live.firstIn(start, i - 1) === undefined && !taken.some((t) => overlaps(t, range))) return start;
+  const buffer = Buffer.from(table.buffer, table.byteOffset, table.byteLength);
+  // A terminator of what precedes, `length` bytes, and a NUL: a run of length + 2 zeros.
+  const zeros = Buffer.alloc(length + 2);
+  for (let at = buffer.indexOf(zeros); at >= 0; at = buffer.indexOf(zeros, at + 1)) {
+    const range = { start: at + 1, end: at + 1 + length };
+    if (live.firstIn(range.start, range.end - 1) === undefined && !taken.some((t) => overlaps(t, range))) return range.start;
   }
   return undefined;
 }
