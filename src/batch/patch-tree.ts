@@ -11,8 +11,11 @@ import { composeRunpath, type ComposedRunpath, type Semantics } from '../hooks/c
 import type { Hook } from '../hooks/hook.js';
 import { countOutcome, emptySummary, type BatchSummary, type FileOutcome } from './file-outcome.js';
 import { walkTrees, type WalkItem } from './walk-trees.js';
+import { WorkerPool, workersAvailable } from './worker-pool.js';
 
 export interface BatchOptions {
+  /** Worker threads (0: all in this thread). */
+  readonly workers?: number;
   /** Hooks in the order they apply (see orderHooks). */
   readonly hooks: readonly Hook[];
   readonly semantics: Semantics;
@@ -31,7 +34,12 @@ function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
   return bytes.length >= prefix.length && prefix.every((byte, i) => bytes[i] === byte);
 }
 
-async function processFile(item: Extract<WalkItem, { kind: 'file' }>, options: BatchOptions): Promise<FileOutcome> {
+export type FileItem = Extract<WalkItem, { kind: 'file' }>;
+
+/** The per-file options, as sent to worker threads (plain data). */
+export type FileOptions = Omit<BatchOptions, 'onOutcome' | 'jobs' | 'workers'>;
+
+export async function processFile(item: FileItem, options: FileOptions): Promise<FileOutcome> {
   const path = item.path;
   let source: FileByteSource;
   try {
@@ -88,7 +96,7 @@ async function processFile(item: Extract<WalkItem, { kind: 'file' }>, options: B
     newRunpath: result.value,
     entries: result.entries,
     bytesWritten,
-    otherLinks: item.stats.nlink - 1,
+    otherLinks: item.nlink - 1,
   };
 }
 
@@ -98,25 +106,32 @@ export interface BatchResult {
 }
 
 export async function patchTrees(roots: readonly string[], options: BatchOptions): Promise<BatchResult> {
-  const limit = pLimit(Math.max(1, options.jobs));
+  const { onOutcome, jobs, workers = 0, ...fileOptions } = options;
+  const limit = pLimit(Math.max(1, jobs));
+  const pool = workers > 0 && workersAvailable() ? new WorkerPool(workers, fileOptions) : null;
+  const patchOne = (item: FileItem): Promise<FileOutcome> => (pool === null ? processFile(item, fileOptions) : pool.run(item));
   const summary = emptySummary();
   const outcomes: FileOutcome[] = [];
   const pending: Promise<void>[] = [];
   const record = (outcome: FileOutcome, bytes: number): void => {
     outcomes.push(outcome);
     countOutcome(summary, outcome);
-    options.onOutcome?.(outcome, bytes);
+    onOutcome?.(outcome, bytes);
   };
   for await (const item of walkTrees(roots)) {
     if (item.kind === 'file') {
-      pending.push(limit(async () => record(await processFile(item, options), item.stats.size)));
+      pending.push(limit(async () => record(await patchOne(item), item.size)));
     } else if (item.kind === 'skip') {
       record({ path: item.path, status: 'skipped', reason: item.reason, ...(item.detail === undefined ? {} : { detail: item.detail }) }, 0);
     } else {
       record({ path: item.path, status: 'failed', error: item.error }, 0);
     }
   }
-  await Promise.all(pending);
+  try {
+    await Promise.all(pending);
+  } finally {
+    await pool?.close();
+  }
   // Reports list files in path order, whatever order the workers finished in.
   outcomes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { outcomes, summary };

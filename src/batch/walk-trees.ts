@@ -8,7 +8,7 @@ import fg from 'fast-glob';
 import { ioError } from '../elf/byte-source.js';
 
 export type WalkItem =
-  | { readonly kind: 'file'; readonly path: string; readonly relativePath: string; readonly stats: Stats }
+  | { readonly kind: 'file'; readonly path: string; readonly relativePath: string; readonly size: number; readonly nlink: number }
   | { readonly kind: 'skip'; readonly path: string; readonly reason: 'symlink' | 'special' | 'hard-link'; readonly detail?: string }
   | { readonly kind: 'error'; readonly path: string; readonly error: unknown };
 
@@ -25,7 +25,7 @@ export async function* walkTrees(roots: readonly string[]): AsyncGenerator<WalkI
     const first = seen.get(key);
     if (first !== undefined) return { kind: 'skip', path, reason: 'hard-link', detail: first };
     seen.set(key, path);
-    return { kind: 'file', path, relativePath, stats };
+    return { kind: 'file', path, relativePath, size: stats.size, nlink: stats.nlink };
   };
   for (const root of roots) {
     const absoluteRoot = resolve(root);

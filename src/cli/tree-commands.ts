@@ -74,10 +74,12 @@ async function runTree(dirs: string[], options: TreeOptions, io: CliIo, dryRun: 
   const hooks = await hooksFrom(options);
   const semantics: Semantics = options.nixpkgsCompat ? 'nixpkgs-compat' : 'default';
   const progress = io.stderrIsTty && !options.json ? new ProgressLine(io) : null;
+  const jobs = jobsOf(options, io);
   const result = await patchTrees(dirs, {
     hooks,
     semantics,
-    jobs: jobsOf(options, io),
+    jobs,
+    workers: Math.min(io.cpuCount, jobs) > 1 ? Math.min(io.cpuCount, jobs) : 0,
     dryRun,
     durable: options.durable === true,
     makeWritable: options.makeWritable === true,
