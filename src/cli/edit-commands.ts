@@ -8,8 +8,7 @@ import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { addRunpathEntries, removeRunpathEntries, type RunpathTagPolicy } from '../plan/dynamic-editor.js';
 import { bytesWritten } from '../plan/plan.js';
 import type { CliIo } from './cli-io.js';
-import { EXIT } from './exit-codes.js';
-import { errorJson, errorLine } from './report.js';
+import { forEachFile } from './report.js';
 
 interface CommonOptions {
   forceRpath?: boolean;
@@ -47,21 +46,11 @@ export async function editFiles(io: CliIo, files: readonly string[], operations:
     makeWritable: options.makeWritable === true,
     dryRun: options.dryRun === true,
   };
-  let failed = false;
-  const records: object[] = [];
-  for (const file of files) {
-    try {
-      const result = await editElfFile(file, operations, editOptions);
-      if (options.json) records.push(resultJson(result));
-      else if (!options.quiet) io.out(`${file}: ${result.tier}${options.dryRun ? ' (dry run)' : `, ${result.bytesWritten} bytes written`}`);
-    } catch (error) {
-      failed = true;
-      io.err(errorLine(error, file));
-      if (options.json) records.push({ file, error: errorJson(error) });
-    }
-  }
-  if (options.json) io.out(JSON.stringify(records, null, 2));
-  io.setExitCode(failed ? EXIT.someFilesFailed : EXIT.ok);
+  await forEachFile(io, files, options.json === true, async (file) => {
+    const result = await editElfFile(file, operations, editOptions);
+    const text = options.quiet ? null : `${file}: ${result.tier}${options.dryRun ? ' (dry run)' : `, ${result.bytesWritten} bytes written`}`;
+    return { json: resultJson(result), text };
+  });
 }
 
 const policyOf = (options: CommonOptions): RunpathTagPolicy => (options.forceRpath ? 'rpath' : 'keep');

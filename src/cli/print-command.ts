@@ -4,8 +4,7 @@ import type { Command } from 'commander';
 import { byteStringToText } from '../elf/byte-string.js';
 import { withElfImage } from '../elf/open-elf.js';
 import { summarize, type ElfSummary } from '../elf/summary.js';
-import { EXIT } from './exit-codes.js';
-import { errorJson, errorLine } from './report.js';
+import { forEachFile } from './report.js';
 import type { CliIo } from './cli-io.js';
 
 const hex = (value: number): string => `0x${value.toString(16)}`;
@@ -57,20 +56,9 @@ export function registerPrint(program: Command, io: CliIo): void {
     .argument('<files...>', 'ELF files to describe')
     .option('--json', 'one JSON array on stdout, an object per file (see README)')
     .action(async (files: string[], options: { json?: boolean }) => {
-      let failed = false;
-      const records: object[] = [];
-      for (const file of files) {
-        try {
-          const summary = await withElfImage(file, summarize);
-          if (options.json) records.push({ file, ...summaryForOutput(summary) });
-          else io.out(humanLines(file, summary).join('\n'));
-        } catch (error) {
-          failed = true;
-          io.err(errorLine(error, file));
-          if (options.json) records.push({ file, error: errorJson(error) });
-        }
-      }
-      if (options.json) io.out(JSON.stringify(records, null, 2));
-      io.setExitCode(failed ? EXIT.someFilesFailed : EXIT.ok);
+      await forEachFile(io, files, options.json === true, async (file) => {
+        const summary = await withElfImage(file, summarize);
+        return { json: { file, ...summaryForOutput(summary) }, text: humanLines(file, summary).join('\n') };
+      });
     });
 }

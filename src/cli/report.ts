@@ -1,6 +1,8 @@
 // How the CLI turns errors and byte strings into lines for people and JSON for machines.
 
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import type { CliIo } from './cli-io.js';
+import { EXIT } from './exit-codes.js';
 
 /** One line for stderr: the file, what is wrong and where. Unexpected errors say so. */
 export function errorLine(error: unknown, file?: string): string {
@@ -13,4 +15,33 @@ export function errorLine(error: unknown, file?: string): string {
 export function errorJson(error: unknown): { kind: string; message: string; offset: number | null } {
   if (error instanceof CudaPatchelfError) return { kind: error.kind, message: error.message, offset: error.offset ?? null };
   return { kind: 'internal', message: error instanceof Error ? error.message : String(error), offset: null };
+}
+
+/** What one file contributes to a multi-file command's output. */
+export interface FileReport {
+  readonly json: object;
+  /** Text for stdout; null prints nothing. */
+  readonly text: string | null;
+}
+
+/**
+ * Runs `work` on each file in turn: a failure is one stderr line (and a JSON error object) and the
+ * others go on; the exit code says whether any failed. With `json`, one array goes to stdout at the end.
+ */
+export async function forEachFile(io: CliIo, files: readonly string[], json: boolean, work: (file: string) => Promise<FileReport>): Promise<void> {
+  let failed = false;
+  const records: object[] = [];
+  for (const file of files) {
+    try {
+      const report = await work(file);
+      if (json) records.push(report.json);
+      else if (report.text !== null) io.out(report.text);
+    } catch (error) {
+      failed = true;
+      io.err(errorLine(error, file));
+      if (json) records.push({ file, error: errorJson(error) });
+    }
+  }
+  if (json) io.out(JSON.stringify(records, null, 2));
+  io.setExitCode(failed ? EXIT.someFilesFailed : EXIT.ok);
 }
