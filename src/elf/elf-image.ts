@@ -44,10 +44,12 @@ const ELF_HEADER_READ = 64; // e_ident + the ELF64 header; ELF32 headers are 52 
 
 /** Reads the header and the dynamic structures of an ELF file, with a few small positional reads. */
 export async function readElfImage(source: ByteSource): Promise<ElfImage> {
-  if (source.size < EI_NIDENT) {
-    throw formatError(source.size === 0 ? 'empty file, not an ELF file' : `too short for an ELF file (${source.size} bytes)`);
-  }
+  if (source.size === 0) throw formatError('empty file, not an ELF file');
   const ident = await source.read(0, Math.min(ELF_HEADER_READ, source.size), 'ELF header');
+  if (!ELF_MAGIC.subarray(0, Math.min(ident.length, ELF_MAGIC.length)).every((byte, i) => ident[i] === byte)) {
+    throw formatError('not an ELF file (no \\x7fELF magic)', 0);
+  }
+  if (source.size < EI_NIDENT) throw formatError(`truncated ELF file: ${source.size} bytes, shorter than e_ident`);
   const codec = codecFromIdent(ident);
   const headerSize = EI_NIDENT + codec.sizeOf(EHDR);
   if (ident.length < headerSize) throw formatError(`too short for an ELF${codec.elfClass} header (${source.size} bytes)`);
