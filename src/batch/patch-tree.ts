@@ -65,7 +65,7 @@ export async function processFile(item: FileItem, options: FileOptions): Promise
     };
     planned = await planEditOf(image, (editor) => {
       oldRunpath = editor.runpath();
-      composed = composeRunpath(options.hooks, fileFacts, oldRunpath, options.semantics);
+      composed = composeRunpath(options.hooks, fileFacts, oldRunpath, options.semantics, item.names ?? 1);
       if (composed !== null && composed.value !== (oldRunpath ?? '')) {
         // Nixpkgs runs patchelf --set-rpath, which turns DT_RPATH into DT_RUNPATH; by default the kind stays.
         editor.setRunpath(composed.value, options.semantics === 'nixpkgs-compat' ? 'runpath' : 'keep');
@@ -100,6 +100,20 @@ export async function processFile(item: FileItem, options: FileOptions): Promise
   };
 }
 
+/**
+ * The whole walk, each file carrying how many names its inode has in the trees (its own and the
+ * hard-link names skipped after it). Only nixpkgs-compat needs this, and it costs the streaming.
+ */
+async function withNameCounts(walk: AsyncIterable<WalkItem>): Promise<WalkItem[]> {
+  const items: WalkItem[] = [];
+  const names = new Map<string, number>();
+  for await (const item of walk) {
+    items.push(item);
+    if (item.kind === 'skip' && item.reason === 'hard-link' && item.detail !== undefined) names.set(item.detail, (names.get(item.detail) ?? 1) + 1);
+  }
+  return items.map((item) => (item.kind === 'file' ? { ...item, names: names.get(item.path) ?? 1 } : item));
+}
+
 export interface BatchResult {
   readonly outcomes: FileOutcome[];
   readonly summary: BatchSummary;
@@ -118,7 +132,8 @@ export async function patchTrees(roots: readonly string[], options: BatchOptions
     countOutcome(summary, outcome);
     onOutcome?.(outcome, bytes);
   };
-  for await (const item of walkTrees(roots)) {
+  const items = options.semantics === 'nixpkgs-compat' ? await withNameCounts(walkTrees(roots)) : walkTrees(roots);
+  for await (const item of items) {
     if (item.kind === 'file') {
       pending.push(limit(async () => record(await patchOne(item), item.size)));
     } else if (item.kind === 'skip') {

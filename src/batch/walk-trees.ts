@@ -1,14 +1,22 @@
 // Walks the given directories without following symbolic links, yielding each regular file once per
 // inode (hard links are reported, not patched twice) and reporting what is not a regular file.
 
-import { lstat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { relative, resolve, sep } from 'node:path';
 import type { Stats } from 'node:fs';
 import fg from 'fast-glob';
 import { ioError } from '../elf/byte-source.js';
 
 export type WalkItem =
-  | { readonly kind: 'file'; readonly path: string; readonly relativePath: string; readonly size: number; readonly nlink: number }
+  | {
+      readonly kind: 'file';
+      readonly path: string;
+      readonly relativePath: string;
+      readonly size: number;
+      readonly nlink: number;
+      /** Names of this inode in the walked trees, when counted (see patchTrees); 1 otherwise. */
+      readonly names?: number;
+    }
   | { readonly kind: 'skip'; readonly path: string; readonly reason: 'symlink' | 'special' | 'hard-link'; readonly detail?: string }
   | { readonly kind: 'error'; readonly path: string; readonly error: unknown };
 
@@ -31,7 +39,9 @@ export async function* walkTrees(roots: readonly string[]): AsyncGenerator<WalkI
     const absoluteRoot = resolve(root);
     let rootStats: Stats;
     try {
-      rootStats = await lstat(absoluteRoot);
+      // A root named on the command line is followed when it is a link (a Nix `result` link), as
+      // `find -H` does; links inside the tree are not.
+      rootStats = await stat(absoluteRoot);
     } catch (error) {
       yield { kind: 'error', path: root, error: ioError(root, 'walk', error) };
       continue;

@@ -6,7 +6,7 @@ import { byteStringToText, textToByteString } from '../elf/byte-string.js';
 import { patchTrees, type BatchResult } from '../batch/patch-tree.js';
 import { patchedCount, type BatchSummary, type FileOutcome } from '../batch/file-outcome.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import { cudaCompatHook, DEFAULT_DRIVER_LINK, driverHook, removeStubsHook } from '../hooks/builtin-hooks.js';
+import { BUILTIN_HOOK_NAMES, cudaCompatHook, DEFAULT_DRIVER_LINK, driverHook, removeStubsHook } from '../hooks/builtin-hooks.js';
 import type { Semantics } from '../hooks/compose-hooks.js';
 import { parseHookConfig } from '../hooks/hook-config.js';
 import type { Hook } from '../hooks/hook.js';
@@ -60,7 +60,7 @@ async function hooksFrom(options: TreeOptions): Promise<Hook[]> {
     hooks.push(...parseHookConfig(options.config, text));
   }
   if (hooks.length === 0) throw new CudaPatchelfError('usage', 'no hooks: --no-driver without --cuda-compat, --remove-stubs or --config leaves nothing to do');
-  return orderHooks(hooks);
+  return orderHooks(hooks, BUILTIN_HOOK_NAMES);
 }
 
 function jobsOf(options: TreeOptions, io: CliIo): number {

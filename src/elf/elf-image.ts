@@ -186,10 +186,19 @@ export async function dynamicStringsOf(image: ElfImage, tag: number): Promise<st
   return Promise.all(entries.map((entry) => strings.get(entry.d_val)));
 }
 
-/** Why `apply` would leave a readable ELF file alone, or null when it would visit it. */
-export function skipReason(image: ElfImage): 'relocatable' | 'core' | 'static' | null {
+/** DT_FLAGS_1: the object is a position-independent executable. */
+const DF_1_PIE = 0x08000000;
+
+/**
+ * Why `apply` would leave a readable ELF file alone, or null when it would visit it. A static-pie has
+ * a dynamic section (for relocating itself) but no interpreter; glibc's start-up code asserts it has
+ * no DT_RUNPATH/DT_RPATH, so giving it one makes it crash before main.
+ */
+export function skipReason(image: ElfImage): 'relocatable' | 'core' | 'static' | 'static-pie' | null {
   if (image.header.e_type === ET.ET_REL) return 'relocatable';
   if (image.header.e_type === ET.ET_CORE) return 'core';
   if (image.dynamic === null) return 'static';
+  const pie = ((dynamicValue(image.dynamic, DT.DT_FLAGS_1) ?? 0) & DF_1_PIE) !== 0;
+  if (pie && image.interpreter === null) return 'static-pie';
   return null;
 }

@@ -6,6 +6,9 @@ import type { Hook } from './hook.js';
 
 export const DEFAULT_DRIVER_LINK = '/run/opengl-driver';
 
+/** The built-in hooks' names: constraints may name them whether or not they are turned on. */
+export const BUILTIN_HOOK_NAMES: ReadonlySet<string> = new Set(['driver', 'cuda-compat', 'remove-stubs']);
+
 /**
  * `driver`: prepends `<driverLink>/lib`. Nixpkgs uses `/run/opengl-driver-32` on i686; here the choice
  * is made per file, so that i386 files in a mixed tree get the 32-bit link.

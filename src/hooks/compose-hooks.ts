@@ -26,13 +26,14 @@ function selects(selector: FileSelector, file: FileFacts): boolean {
   return !(selector.excludeUnder ?? []).some((dir) => absolute === resolve(dir) || absolute.startsWith(resolve(dir) + sep));
 }
 
-function dirsFor(hook: Hook, file: FileFacts): readonly string[] {
+/** Nixpkgs substitutes one driver link per derivation; only the default picks one per file's machine. */
+function dirsFor(hook: Hook, file: FileFacts, semantics: Semantics): readonly string[] {
   if (hook.transform.kind === 'remove-matching') return [];
-  return hook.machineDirs?.get(file.machine) ?? hook.transform.dirs;
+  return (semantics === 'default' ? hook.machineDirs?.get(file.machine) : undefined) ?? hook.transform.dirs;
 }
 
-function applyHook(entries: TracedEntry[], hook: Hook, file: FileFacts): TracedEntry[] {
-  const added = dirsFor(hook, file).map((dir) => ({ dir, hook: hook.name }));
+function applyHook(entries: TracedEntry[], hook: Hook, file: FileFacts, semantics: Semantics): TracedEntry[] {
+  const added = dirsFor(hook, file, semantics).map((dir) => ({ dir, hook: hook.name }));
   switch (hook.transform.kind) {
     case 'prepend':
       return [...added, ...entries];
@@ -45,14 +46,20 @@ function applyHook(entries: TracedEntry[], hook: Hook, file: FileFacts): TracedE
   }
 }
 
-/** Returns null when no hook applies to the file. `current` is the file's runpath (null: none). */
-export function composeRunpath(orderedHooks: readonly Hook[], file: FileFacts, current: string | null, semantics: Semantics): ComposedRunpath | null {
+/**
+ * Returns null when no hook applies to the file. `current` is the file's runpath (null: none).
+ * `names` is how many names the file has in the walked trees: Nixpkgs' walk lists every name of a
+ * hard-linked file and patches the shared inode once per name, so in nixpkgs-compat each hook runs
+ * that many times (the default runs each once: it patches an inode once).
+ */
+export function composeRunpath(orderedHooks: readonly Hook[], file: FileFacts, current: string | null, semantics: Semantics, names = 1): ComposedRunpath | null {
   const applicable = orderedHooks.filter((hook) => selects(hook.files, file));
   if (applicable.length === 0) return null;
   // patchelf --print-rpath prints "" for no runpath, and "<dir>:" + "" is what Nixpkgs writes.
   const start = semantics === 'nixpkgs-compat' ? (current ?? '').split(':') : current === null || current === '' ? [] : current.split(':');
   let entries: TracedEntry[] = start.map((dir) => ({ dir, hook: null }));
-  for (const hook of applicable) entries = applyHook(entries, hook, file);
+  const repeat = semantics === 'nixpkgs-compat' ? names : 1;
+  for (const hook of applicable) for (let i = 0; i < repeat; i++) entries = applyHook(entries, hook, file, semantics);
   if (semantics === 'default') {
     const seen = new Set<string>();
     entries = entries.filter((entry) => entry.dir !== '' && !seen.has(entry.dir) && seen.add(entry.dir) !== undefined);

@@ -5,7 +5,12 @@
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Hook } from './hook.js';
 
-export function orderHooks(hooks: readonly Hook[]): Hook[] {
+/**
+ * `absentAllowed`: names a constraint may refer to although the hook is not in the list (built-in hooks
+ * turned off, such as `driver` under --no-driver): such a constraint has nothing to order and is
+ * dropped. Any other unknown name is an error.
+ */
+export function orderHooks(hooks: readonly Hook[], absentAllowed: ReadonlySet<string> = new Set()): Hook[] {
   const byName = new Map<string, Hook>();
   for (const hook of hooks) {
     if (byName.has(hook.name)) throw new CudaPatchelfError('usage', `hook "${hook.name}" is declared twice`);
@@ -16,6 +21,7 @@ export function orderHooks(hooks: readonly Hook[]): Hook[] {
   const link = (first: string, then: string, by: string): void => {
     if (!byName.has(first) || !byName.has(then)) {
       const unknown = byName.has(first) ? then : first;
+      if (absentAllowed.has(unknown)) return;
       throw new CudaPatchelfError('usage', `hook "${by}" refers to unknown hook "${unknown}"`);
     }
     successors.get(first)?.add(then);

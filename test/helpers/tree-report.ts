@@ -1,0 +1,148 @@
+// The shapes of what apply/check/plan print (README: "JSON report", the summary line, plan blocks), read
+// back strictly so a test fails on any drift in format as well as in content.
+
+export interface ReportEntry {
+  readonly dir: string;
+  readonly hook: string | null;
+}
+
+export interface ReportFile {
+  readonly path: string;
+  readonly status: 'patched' | 'unchanged' | 'skipped' | 'failed';
+  readonly reason?: string;
+  readonly detail?: string;
+  readonly tier?: string;
+  readonly oldRunpath?: string | null;
+  readonly newRunpath?: string;
+  readonly entries?: readonly ReportEntry[];
+  readonly bytesWritten?: number;
+  readonly otherLinks?: number;
+  readonly runpath?: string | null;
+  readonly error?: { readonly kind: string; readonly message: string; readonly offset: number | null };
+}
+
+export interface ReportSummary {
+  readonly visited: number;
+  readonly patched: Record<string, number>;
+  readonly unchanged: number;
+  readonly skipped: Record<string, number>;
+  readonly failed: number;
+  readonly bytesWritten: number;
+  readonly patchedWithOtherLinks: number;
+}
+
+export interface TreeReport {
+  readonly version: number;
+  readonly command: string;
+  readonly dryRun: boolean;
+  readonly semantics: string;
+  readonly hooks: readonly string[];
+  readonly summary: ReportSummary;
+  readonly files: readonly ReportFile[];
+}
+
+export function parseReport(stdout: string): TreeReport {
+  const report = JSON.parse(stdout) as TreeReport;
+  if (report.version !== 1 || !Array.isArray(report.files) || typeof report.summary !== 'object') {
+    throw new Error(`not a version 1 tree report:\n${stdout.slice(0, 2000)}`);
+  }
+  return report;
+}
+
+export interface SummaryLine {
+  readonly command: string;
+  readonly visited: number;
+  readonly patched: number;
+  readonly tiers: Record<string, number>;
+  readonly unchanged: number;
+  readonly skipped: Record<string, number>;
+  readonly failed: number;
+  readonly bytesWritten: number;
+}
+
+const SUMMARY =
+  /^cuda-patchelf (apply|plan): (\d+) visited · (\d+) (?:patched|would patch|to patch)(?: \(([^)]*)\))? · (\d+) unchanged · skipped: (.*?) · (\d+) failed · (\d+) bytes written$/;
+
+function counts(list: string): Record<string, number> {
+  const result: Record<string, number> = {};
+  if (list === '' || list === 'none') return result;
+  for (const item of list.split(', ')) {
+    const match = /^(\d+) (\S+)$/.exec(item);
+    if (match === null) throw new Error(`cannot read "${item}" in a summary count list "${list}"`);
+    result[match[2] as string] = Number(match[1]);
+  }
+  return result;
+}
+
+/** The one summary line of apply/plan output; throws unless exactly one line matches. */
+export function parseSummaryLine(stdout: string): SummaryLine {
+  const lines = stdout.split('\n').filter((line) => SUMMARY.test(line));
+  if (lines.length !== 1) throw new Error(`expected one summary line, found ${lines.length} in:\n${stdout}`);
+  const m = SUMMARY.exec(lines[0] as string) as RegExpExecArray;
+  return {
+    command: m[1] as string,
+    visited: Number(m[2]),
+    patched: Number(m[3]),
+    tiers: counts(m[4] ?? ''),
+    unchanged: Number(m[5]),
+    skipped: counts(m[6] as string),
+    failed: Number(m[7]),
+    bytesWritten: Number(m[8]),
+  };
+}
+
+export interface PlanBlock {
+  readonly path: string;
+  readonly tier: string;
+  readonly old: string | null;
+  readonly new: string;
+  readonly entries: readonly ReportEntry[];
+}
+
+/** A runpath as plan/check print it: `(none)` or the value in double quotes. */
+function quoted(text: string): string | null {
+  if (text === '(none)') return null;
+  const match = /^"(.*)"$/.exec(text);
+  if (match === null) throw new Error(`expected a quoted runpath or (none), got ${text}`);
+  return match[1] as string;
+}
+
+/** `plan` output: one block per file it would patch, then the summary line. */
+export function parsePlan(stdout: string): PlanBlock[] {
+  const blocks: PlanBlock[] = [];
+  const lines = stdout.split('\n').filter((line) => line !== '');
+  let i = 0;
+  while (i < lines.length && !(lines[i] as string).startsWith('cuda-patchelf plan: ')) {
+    const head = /^(\/.*) \(([\w-]+)\)$/.exec(lines[i] as string);
+    const old = /^ {2}old: (.*)$/.exec(lines[i + 1] ?? '');
+    const now = /^ {2}new: (.*)$/.exec(lines[i + 2] ?? '');
+    if (head === null || old === null || now === null) throw new Error(`unexpected plan output at line ${i + 1}:\n${lines.slice(i, i + 3).join('\n')}`);
+    i += 3;
+    const entries: ReportEntry[] = [];
+    for (let entry = /^ {4}(.*) {2}<- (\S+)$/.exec(lines[i] ?? ''); entry !== null; entry = /^ {4}(.*) {2}<- (\S+)$/.exec(lines[i] ?? '')) {
+      entries.push({ dir: entry[1] === '(empty)' ? '' : (entry[1] as string), hook: entry[2] === 'file' ? null : (entry[2] as string) });
+      i++;
+    }
+    blocks.push({ path: head[1] as string, tier: head[2] as string, old: quoted(old[1] as string), new: quoted(now[1] as string) ?? '', entries });
+  }
+  if (i !== lines.length - 1) throw new Error(`plan output does not end with its summary line:\n${stdout}`);
+  return blocks;
+}
+
+export interface CheckLine {
+  readonly path: string;
+  readonly old: string | null;
+  readonly new: string;
+}
+
+/** `check` output: one line per file it would change, then `cuda-patchelf check: …`. */
+export function parseCheck(stdout: string): { files: CheckLine[]; last: string } {
+  const lines = stdout.split('\n').filter((line) => line !== '');
+  const last = lines.pop() ?? '';
+  const files = lines.map((line) => {
+    const match = /^(\/.*?): ((?:"[^"]*")|\(none\)) -> ("[^"]*")$/.exec(line);
+    if (match === null) throw new Error(`unexpected check output line: ${line}`);
+    return { path: match[1] as string, old: quoted(match[2] as string), new: quoted(match[3] as string) ?? '' };
+  });
+  return { files, last };
+}

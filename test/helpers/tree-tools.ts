@@ -1,0 +1,219 @@
+// Process, file-system and ELF oracles for the tree tests (apply/check/plan over whole directories):
+// a time-limited execFile that keeps the exit status, temp trees, tree snapshots to prove what did and
+// did not change, and readelf-based readings of runpath, tag kind and DT_NEEDED that do not share any
+// code with the tool under test.
+
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { lstat, mkdtemp, open, readdir, readlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { requireTool } from './fixtures.js';
+
+export interface ExecResult {
+  /** Exit status; null when killed (time limit or signal). */
+  readonly code: number | null;
+  readonly signal: string | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface ExecOptions {
+  readonly env?: NodeJS.ProcessEnv;
+  readonly cwd?: string;
+  readonly timeoutMs?: number;
+}
+
+/** The caller's environment without loader variables, so a test controls what ld.so sees. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith('LD_') && !key.startsWith('QEMU_')) env[key] = value;
+  }
+  env['LC_ALL'] = 'C';
+  return { ...env, ...extra };
+}
+
+/** execFile without a shell; never rejects for a non-zero exit (the result says so). */
+export function execTool(file: string, args: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+  return new Promise((resolvePromise, reject) => {
+    execFile(
+      file,
+      [...args],
+      {
+        env: options.env ?? cleanEnv(),
+        cwd: options.cwd,
+        timeout: options.timeoutMs ?? 60_000,
+        killSignal: 'SIGKILL',
+        maxBuffer: 256 * 1024 * 1024,
+        encoding: 'utf8',
+      },
+      (error, stdout, stderr) => {
+        const failure = error as (Error & { code?: number | string; signal?: string | null }) | null;
+        if (failure !== null && typeof failure.code === 'string') {
+          reject(new Error(`cannot run ${file}: ${failure.message}`));
+          return;
+        }
+        resolvePromise({
+          code: failure === null ? 0 : typeof failure.code === 'number' ? failure.code : null,
+          signal: failure?.signal ?? null,
+          stdout,
+          stderr,
+        });
+      },
+    );
+  });
+}
+
+/** execTool that throws (with both streams) unless the command exits 0. */
+export async function mustExec(file: string, args: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+  const result = await execTool(file, args, options);
+  if (result.code !== 0) {
+    throw new Error(`${file} ${args.join(' ')} exited ${String(result.code ?? result.signal)}\n${result.stderr}${result.stdout}`);
+  }
+  return result;
+}
+
+export function makeTempDir(label: string): Promise<string> {
+  return mkdtemp(join(tmpdir(), `cuda-patchelf-${label}-`));
+}
+
+/** `cp -a`: keeps symbolic links as links, hard links within the tree as hard links, modes and times. */
+export async function copyTree(source: string, destination: string): Promise<void> {
+  await mustExec(requireTool('cp'), ['-a', '--', source, destination], { timeoutMs: 120_000 });
+}
+
+export type EntrySnapshot =
+  | { readonly type: 'file'; readonly sha256: string; readonly size: number; readonly mode: number; readonly mtimeNs: bigint; readonly ino: bigint; readonly nlink: number }
+  | { readonly type: 'symlink'; readonly target: string; readonly mtimeNs: bigint }
+  | { readonly type: 'dir' }
+  | { readonly type: 'other' };
+
+/** Every entry under a root by relative path (`/`-separated), without following symbolic links. */
+export type TreeSnapshot = Map<string, EntrySnapshot>;
+
+export async function sha256File(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+export async function snapshotTree(root: string): Promise<TreeSnapshot> {
+  const result: TreeSnapshot = new Map();
+  const visit = async (relative: string): Promise<void> => {
+    const absolute = relative === '' ? root : join(root, relative);
+    for (const name of (await readdir(absolute)).sort()) {
+      const rel = relative === '' ? name : `${relative}/${name}`;
+      const path = join(root, rel);
+      const stats = await lstat(path, { bigint: true });
+      if (stats.isSymbolicLink()) result.set(rel, { type: 'symlink', target: await readlink(path), mtimeNs: stats.mtimeNs });
+      else if (stats.isDirectory()) {
+        result.set(rel, { type: 'dir' });
+        await visit(rel);
+      } else if (stats.isFile()) {
+        result.set(rel, {
+          type: 'file',
+          sha256: await sha256File(path),
+          size: Number(stats.size),
+          mode: Number(stats.mode),
+          mtimeNs: stats.mtimeNs,
+          ino: stats.ino,
+          nlink: Number(stats.nlink),
+        });
+      } else result.set(rel, { type: 'other' });
+    }
+  };
+  await visit('');
+  return result;
+}
+
+/** Relative paths whose content or kind differ between two snapshots (times and inodes ignored). */
+export function contentDifferences(a: TreeSnapshot, b: TreeSnapshot): string[] {
+  const differences: string[] = [];
+  for (const path of new Set([...a.keys(), ...b.keys()])) {
+    const x = a.get(path);
+    const y = b.get(path);
+    if (x === undefined || y === undefined) differences.push(`${path}: only in ${x === undefined ? 'second' : 'first'}`);
+    else if (x.type !== y.type) differences.push(`${path}: ${x.type} vs ${y.type}`);
+    else if (x.type === 'file' && y.type === 'file' && (x.sha256 !== y.sha256 || x.mode !== y.mode)) differences.push(`${path}: content or mode differs`);
+    else if (x.type === 'symlink' && y.type === 'symlink' && x.target !== y.target) differences.push(`${path}: link target ${x.target} vs ${y.target}`);
+  }
+  return differences.sort();
+}
+
+/** The first four bytes are \x7fELF. */
+export async function hasElfMagic(path: string): Promise<boolean> {
+  const handle = await open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(4);
+    const { bytesRead } = await handle.read(buffer, 0, 4, 0);
+    return bytesRead === 4 && buffer.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
+  } finally {
+    await handle.close();
+  }
+}
+
+export interface DynamicFacts {
+  readonly runpath: string | null;
+  readonly rpath: string | null;
+  readonly needed: readonly string[];
+  readonly soname: string | null;
+}
+
+/** The runpath tag a file carries, as readelf names it. */
+export type TagKind = 'RUNPATH' | 'RPATH' | 'none';
+
+export function tagKind(facts: DynamicFacts): TagKind {
+  return facts.runpath !== null ? 'RUNPATH' : facts.rpath !== null ? 'RPATH' : 'none';
+}
+
+/** The search path ld.so uses for the file's own dependencies: DT_RUNPATH, else DT_RPATH, else null. */
+export function effectiveRunpath(facts: DynamicFacts): string | null {
+  return facts.runpath ?? facts.rpath;
+}
+
+/** `readelf -dW`: the file's dynamic entries, or null when it has no dynamic section. */
+export async function readDynamic(path: string): Promise<DynamicFacts | null> {
+  const result = await mustExec(requireTool('readelf'), ['-dW', path]);
+  if (/There is no dynamic section in this file/.test(result.stdout)) return null;
+  let runpath: string | null = null;
+  let rpath: string | null = null;
+  let soname: string | null = null;
+  const needed: string[] = [];
+  let tags = 0;
+  for (const line of result.stdout.split('\n')) {
+    const match = /^\s*0x[0-9a-f]+\s+\((\w+)\)\s+(.*)$/.exec(line);
+    if (match === null) continue;
+    tags++;
+    const [, tag, rest] = match as unknown as [string, string, string];
+    const bracketed = /\[(.*)\]\s*$/.exec(rest)?.[1] ?? null;
+    if (tag === 'RUNPATH') runpath = bracketed;
+    else if (tag === 'RPATH') rpath = bracketed;
+    else if (tag === 'SONAME') soname = bracketed;
+    else if (tag === 'NEEDED' && bracketed !== null) needed.push(bracketed);
+  }
+  if (tags === 0) throw new Error(`readelf -dW ${path}: no dynamic entries parsed from\n${result.stdout}`);
+  return { runpath, rpath, needed, soname };
+}
+
+/** PT_DYNAMIC's file offset (readelf -lW), or null when the file has none. */
+export async function dynamicSegmentOffset(path: string): Promise<number | null> {
+  const result = await mustExec(requireTool('readelf'), ['-lW', path]);
+  const match = /^\s*DYNAMIC\s+0x([0-9a-f]+)/m.exec(result.stdout);
+  return match?.[1] === undefined ? null : Number.parseInt(match[1], 16);
+}
+
+/** What Nixpkgs' default would be without its quirks: drop empty and repeated entries, first wins. */
+export function dedupeRunpath(value: string): string {
+  const seen = new Set<string>();
+  return value
+    .split(':')
+    .filter((entry) => entry !== '' && !seen.has(entry) && seen.add(entry) !== undefined)
+    .join(':');
+}
+
+export function permutations<T>(items: readonly T[]): T[][] {
+  if (items.length <= 1) return [[...items]];
+  return items.flatMap((item, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]));
+}

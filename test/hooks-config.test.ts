@@ -1,0 +1,251 @@
+// Hooks from a JSON file (--config): parseHookConfig turns a valid file into hooks and every kind of
+// mistake into one clear usage error naming the file; through the CLI, a hook limited to lib/** changes
+// exactly the files under lib/, and a missing or wrong config stops the run before anything is read.
+
+import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
+import { parseHookConfig } from '../src/hooks/hook-config.js';
+import { fixture, ldList, requireTool, runProgram } from './helpers/fixtures.js';
+import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
+import { parseReport } from './helpers/tree-report.js';
+import { copyTree, dedupeRunpath, effectiveRunpath, makeTempDir, readDynamic, snapshotTree, tagKind, type DynamicFacts } from './helpers/tree-tools.js';
+
+const CONFIG = '/etc/cuda-patchelf/hooks.json';
+const DRIVER = '/run/opengl-driver/lib';
+
+function configError(text: string): CudaPatchelfError {
+  try {
+    parseHookConfig(CONFIG, text);
+  } catch (error) {
+    if (!(error instanceof CudaPatchelfError)) throw error;
+    return error;
+  }
+  throw new Error(`parseHookConfig accepted ${text}`);
+}
+
+describe('parseHookConfig', () => {
+  it('turns a valid config into hooks, keeping every field', () => {
+    const hooks = parseHookConfig(
+      CONFIG,
+      JSON.stringify({
+        hooks: [
+          { name: 'origin-lib', prepend: ['$ORIGIN/../lib'], include: ['lib/**'], after: ['driver'] },
+          { name: 'tail', append: ['/opt/a', '/opt/ünï'], exclude: ['bin/**'], sharedObjectsOnly: true, before: ['remove-stubs'] },
+          { name: 'drop.build_dir-1', removeMatching: '/build/' },
+        ],
+      }),
+    );
+    expect(hooks).toEqual([
+      {
+        name: 'origin-lib',
+        transform: { kind: 'prepend', dirs: ['$ORIGIN/../lib'] },
+        files: { include: ['lib/**'], exclude: [], sharedObjectsOnly: false },
+        before: [],
+        after: ['driver'],
+      },
+      {
+        name: 'tail',
+        // Directories are byte strings: the UTF-8 bytes of the text, one char per byte.
+        transform: { kind: 'append', dirs: ['/opt/a', Buffer.from('/opt/ünï', 'utf8').toString('latin1')] },
+        files: { include: [], exclude: ['bin/**'], sharedObjectsOnly: true },
+        before: ['remove-stubs'],
+        after: [],
+      },
+      {
+        name: 'drop.build_dir-1',
+        transform: { kind: 'remove-matching', fragment: '/build/' },
+        files: { include: [], exclude: [], sharedObjectsOnly: false },
+        before: [],
+        after: [],
+      },
+    ]);
+    expect(parseHookConfig(CONFIG, '{ "hooks": [] }')).toEqual([]);
+  });
+
+  const invalid: Array<[string, string, RegExp]> = [
+    ['not JSON', '{ "hooks": [ ', /not valid JSON/],
+    ['a trailing comma', '{ "hooks": [], }', /not valid JSON/],
+    ['no hooks array', '{}', /"hooks" array/],
+    ['hooks not an array', '{ "hooks": { "name": "a" } }', /"hooks" array/],
+    ['a top-level array', '[]', /"hooks" array/],
+    ['null', 'null', /"hooks" array/],
+    ['a hook that is a number', '{ "hooks": [42] }', /hooks\[0\] is not an object/],
+    ['a hook that is null', '{ "hooks": [{ "name": "ok", "prepend": ["/x"] }, null] }', /hooks\[1\] is not an object/],
+    ['an unknown field', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "includes": ["lib/**"] }] }', /unknown field\(s\): includes/],
+    ['two transforms', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "append": ["/y"] }] }', /"a" needs exactly one of prepend, append, removeMatching/],
+    ['prepend and removeMatching', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "removeMatching": "/y" }] }', /"a" needs exactly one of/],
+    ['no transform', '{ "hooks": [{ "name": "a", "include": ["lib/**"] }] }', /"a" needs exactly one of/],
+    ['a name with a space', '{ "hooks": [{ "name": "my hook", "prepend": ["/x"] }] }', /hooks\[0\]\.name must be/],
+    ['an empty name', '{ "hooks": [{ "name": "", "prepend": ["/x"] }] }', /hooks\[0\]\.name must be/],
+    ['a numeric name', '{ "hooks": [{ "name": 7, "prepend": ["/x"] }] }', /hooks\[0\]\.name must be/],
+    ['a missing name', '{ "hooks": [{ "prepend": ["/x"] }] }', /hooks\[0\]\.name must be/],
+    ['a name with a slash', '{ "hooks": [{ "name": "a/b", "prepend": ["/x"] }] }', /hooks\[0\]\.name must be/],
+    ['a non-string directory', '{ "hooks": [{ "name": "a", "prepend": [1] }] }', /"a": prepend must be an array of strings/],
+    ['directories as a string', '{ "hooks": [{ "name": "a", "append": "/x" }] }', /"a": append must be an array of strings/],
+    ['a null directory', '{ "hooks": [{ "name": "a", "append": [null] }] }', /"a": append must be an array of strings/],
+    ["a ':' in a directory", '{ "hooks": [{ "name": "a", "prepend": ["/x:/y"] }] }', /"a": prepend needs directories, without ':'/],
+    ['an empty directory', '{ "hooks": [{ "name": "a", "prepend": [""] }] }', /"a": prepend needs directories/],
+    ['no directories', '{ "hooks": [{ "name": "a", "append": [] }] }', /"a": append needs directories/],
+    ['a numeric removeMatching', '{ "hooks": [{ "name": "a", "removeMatching": 3 }] }', /"a": removeMatching must be a non-empty string/],
+    ['an empty removeMatching', '{ "hooks": [{ "name": "a", "removeMatching": "" }] }', /"a": removeMatching must be a non-empty string/],
+    ['include as a string', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "include": "lib/**" }] }', /"a": include must be an array of strings/],
+    ['a non-string exclude', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "exclude": [1] }] }', /"a": exclude must be an array of strings/],
+    ['before as a string', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "before": "driver" }] }', /"a": before must be an array of strings/],
+    ['a non-string after', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "after": [true] }] }', /"a": after must be an array of strings/],
+    ['sharedObjectsOnly as a string', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "sharedObjectsOnly": "yes" }] }', /"a": sharedObjectsOnly must be true or false/],
+  ];
+
+  it.each(invalid)('rejects %s with one clear usage error naming the file', (_label, text, message) => {
+    const error = configError(text);
+    expect(error.kind).toBe('usage');
+    expect(error.file).toBe(CONFIG);
+    expect(error.message).toMatch(/^hook config: /);
+    expect(error.message).toMatch(message);
+    expect(error.message).not.toContain('\n');
+    expect(error.describe()).toMatch(new RegExp(`^${CONFIG.replace(/[./]/g, '\\$&')}: hook config: `));
+  });
+});
+
+describe('apply --config', () => {
+  let work = '';
+  let pristine = '';
+  const before = new Map<string, DynamicFacts>();
+  /** Dynamic ELF files of the small tree; under lib/ the config hook applies, elsewhere it must not. */
+  const files: Array<{ rel: string; from: string }> = [];
+  const config = {
+    hooks: [{ name: 'origin-lib', prepend: ['$ORIGIN/../lib'], include: ['lib/**'], after: ['driver'] }],
+  };
+  const underLib = (rel: string): boolean => rel.startsWith('lib/');
+
+  beforeAll(async () => {
+    requireTool('readelf');
+    assertCliBuilt();
+    work = await makeTempDir('hooks-config');
+    pristine = join(work, 'pristine');
+    files.push(
+      { rel: 'bin/prog', from: fixture('compiled/x86_64/pie-runpath').path },
+      { rel: 'bin/prog-rpath', from: fixture('compiled/x86_64/exec-rpath').path },
+      { rel: 'libexec/cuda/prog-none', from: fixture('compiled/x86_64/pie-no-runpath').path },
+      { rel: 'opt/lib/libgreet.so.1', from: fixture('compiled/x86_64/libgreet').path },
+      { rel: 'lib/libgreet.so.1', from: fixture('compiled/x86_64/libgreet').path },
+      { rel: 'lib/libuser.so', from: fixture('compiled/x86_64/libuser-runpath').path },
+      { rel: 'lib/deep/er/libuser-rpath.so', from: fixture('compiled/x86_64/libuser-rpath').path },
+      { rel: 'lib/libcudart.so.11.0', from: fixture('cuda/x86_64/libcudart11.0/libcudart.so.11.8.89').path },
+    );
+    for (const { rel, from } of files) {
+      await mkdir(join(pristine, rel, '..'), { recursive: true });
+      await copyFile(from, join(pristine, rel));
+      const facts = await readDynamic(join(pristine, rel));
+      if (facts === null) throw new Error(`${rel} has no dynamic section`);
+      before.set(rel, facts);
+    }
+    await mkdir(join(pristine, 'share/doc'), { recursive: true });
+    await writeFile(join(pristine, 'share/doc/README'), 'docs\n');
+    await writeFile(join(work, 'hooks.json'), JSON.stringify(config));
+    // Naming an absent hook is a usage error (README), so the config used without the driver has no `after`.
+    await writeFile(join(work, 'hooks-alone.json'), JSON.stringify({ hooks: [{ ...config.hooks[0], after: [] }] }));
+  }, 300_000);
+
+  afterAll(async () => {
+    if (work !== '') await rm(work, { recursive: true, force: true });
+  });
+
+  const factsBefore = (rel: string): DynamicFacts => {
+    const facts = before.get(rel);
+    if (facts === undefined) throw new Error(`no facts for ${rel}`);
+    return facts;
+  };
+
+  it('prepends $ORIGIN/../lib to exactly the files under lib/, after the driver hook', async () => {
+    const tree = join(work, 'with-driver');
+    await copyTree(pristine, tree);
+    const result = await runCli(['apply', tree, '--config', join(work, 'hooks.json'), '--json'], { timeoutMs: 60_000 });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const report = parseReport(result.stdout);
+    expect(report.hooks).toEqual(['driver', 'origin-lib']);
+    expect(report.summary.patched).toEqual({ append: files.length });
+    for (const { rel } of files) {
+      const old = effectiveRunpath(factsBefore(rel));
+      const now = await readDynamic(join(tree, rel));
+      const head = underLib(rel) ? ['$ORIGIN/../lib', DRIVER] : [DRIVER];
+      expect(effectiveRunpath(now ?? factsBefore(rel)), rel).toBe(dedupeRunpath([...head, old ?? ''].join(':')));
+      expect(now === null ? null : tagKind(now), rel).toBe(tagKind(factsBefore(rel)) === 'none' ? 'RUNPATH' : tagKind(factsBefore(rel)));
+      const outcome = report.files.find((f) => f.path === join(tree, rel));
+      expect(outcome?.status, rel).toBe('patched');
+      const fromConfig = (outcome?.entries ?? []).filter((e) => e.hook === 'origin-lib');
+      expect(fromConfig, rel).toEqual(underLib(rel) ? [{ dir: '$ORIGIN/../lib', hook: 'origin-lib' }] : []);
+    }
+    // The patched program still finds libgreet through its own $ORIGIN/../lib.
+    const { stdout } = await runProgram(fixture('compiled/x86_64/pie-runpath'), { path: join(tree, 'bin/prog'), libraryPath: null });
+    expect(stdout.trim()).toBe('hello from libgreet');
+    // The added entry resolves where a library expects it to: lib/libuser.so finds lib/libgreet.so.1.
+    const listed = await ldList(join(tree, 'lib/libuser.so'), 'x86_64', { libraryPath: null });
+    expect(listed).toMatch(new RegExp(`libgreet\\.so\\.1 => ${join(tree, 'lib')}/(\\.\\./lib/)?libgreet\\.so\\.1 `));
+  });
+
+  it('with --no-driver, applies only the config hook and leaves the other files byte-identical', async () => {
+    const tree = join(work, 'config-only');
+    await copyTree(pristine, tree);
+    const snapshot = await snapshotTree(tree);
+    const result = await runCli(['apply', tree, '--no-driver', '--config', join(work, 'hooks-alone.json'), '--json'], { timeoutMs: 60_000 });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const report = parseReport(result.stdout);
+    expect(report.hooks).toEqual(['origin-lib']);
+    const after = await snapshotTree(tree);
+    for (const { rel } of files) {
+      const outcome = report.files.find((f) => f.path === join(tree, rel));
+      if (underLib(rel)) {
+        expect(outcome?.status, rel).toBe('patched');
+        const now = await readDynamic(join(tree, rel));
+        expect(now === null ? null : effectiveRunpath(now), rel).toBe(dedupeRunpath(['$ORIGIN/../lib', effectiveRunpath(factsBefore(rel)) ?? ''].join(':')));
+      } else {
+        expect({ status: outcome?.status, reason: outcome?.reason }, rel).toEqual({ status: 'skipped', reason: 'no-hook' });
+        expect(after.get(rel), rel).toEqual(snapshot.get(rel));
+      }
+    }
+    expect(report.summary.skipped).toEqual({ 'no-hook': files.filter((f) => !underLib(f.rel)).length, 'not-elf': 1 });
+  });
+
+  it('a missing config file: exit 2, one line naming it, nothing written', async () => {
+    const tree = join(work, 'missing-config');
+    await copyTree(pristine, tree);
+    const snapshot = await snapshotTree(tree);
+    const missing = join(work, 'no-such-hooks.json');
+    const result = await runCli(['apply', tree, '--config', missing], { timeoutMs: 60_000 });
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    const lines = stderrLines(result);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^cuda-patchelf: /);
+    expect(lines[0]).toContain(missing);
+    expect(lines[0]).toMatch(/ENOENT|no such file/i);
+    expect([...(await snapshotTree(tree)).entries()]).toEqual([...snapshot.entries()]);
+  });
+
+  const wrongConfigs: Array<[string, unknown, RegExp]> = [
+    ['an invalid config', { hooks: [{ name: 'a', prepend: ['/x:/y'] }] }, /hook config: hook "a": prepend needs directories, without ':'/],
+    ['a hook named like a built-in', { hooks: [{ name: 'driver', prepend: ['/x'] }] }, /"driver" is declared twice/],
+    ['a hook after an unknown hook', { hooks: [{ name: 'a', prepend: ['/x'], after: ['cuda-compat'] }] }, /hook "a" refers to unknown hook "cuda-compat"/],
+    ['a cycle with a built-in', { hooks: [{ name: 'a', prepend: ['/x'], after: ['remove-stubs'], before: ['driver'] }] }, /cycle/],
+  ];
+
+  it.each(wrongConfigs)('%s: exit 2, one line, nothing written', async (label, content, message) => {
+    const tree = join(work, `wrong-${label.replace(/\W+/g, '-')}`);
+    await copyTree(pristine, tree);
+    const snapshot = await snapshotTree(tree);
+    const file = join(work, `${relative(work, tree)}.json`);
+    await writeFile(file, JSON.stringify(content));
+    const result = await runCli(['apply', tree, '--remove-stubs', '--config', file], { timeoutMs: 60_000 });
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    const lines = stderrLines(result);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^cuda-patchelf: /);
+    expect(lines[0]).toMatch(message);
+    expect([...(await snapshotTree(tree)).entries()]).toEqual([...snapshot.entries()]);
+  });
+});

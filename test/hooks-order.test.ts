@@ -1,0 +1,228 @@
+// The hook engine without a disk: orderHooks (constraints first, declaration order only where they leave
+// the order open) and composeRunpath (the Nixpkgs order, the default's dedupe, --nixpkgs-compat's quirks,
+// per-machine directories, files a hook must not touch, and which hook put each entry there).
+
+import { describe, expect, it } from 'vitest';
+import { EM } from '../src/elf/constants.js';
+import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
+import { cudaCompatHook, driverHook, removeStubsHook } from '../src/hooks/builtin-hooks.js';
+import { composeRunpath, type Semantics } from '../src/hooks/compose-hooks.js';
+import type { FileFacts, Hook } from '../src/hooks/hook.js';
+import { orderHooks } from '../src/hooks/order-hooks.js';
+import { permutations } from './helpers/tree-tools.js';
+
+const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
+const DRIVER = '/run/opengl-driver/lib';
+const STUBS = '/nix/store/11111111111111111111111111111111-cuda_cudart/lib/stubs';
+
+function file(overrides: Partial<FileFacts> = {}): FileFacts {
+  return {
+    relativePath: 'lib/libcudart.so.11.0',
+    path: '/build/out/lib/libcudart.so.11.0',
+    isSharedObject: true,
+    machine: EM.EM_X86_64,
+    ...overrides,
+  };
+}
+
+function hook(name: string, fields: Partial<Omit<Hook, 'name'>> = {}): Hook {
+  return { name, transform: { kind: 'prepend', dirs: [`/${name}`] }, files: {}, before: [], after: [], ...fields };
+}
+
+const names = (hooks: readonly Hook[]): string[] => hooks.map((h) => h.name);
+
+function compose(hooks: readonly Hook[], current: string | null, semantics: Semantics = 'default', facts: FileFacts = file()): string | null {
+  return composeRunpath(orderHooks(hooks), facts, current, semantics)?.value ?? null;
+}
+
+/** The usage error orderHooks throws, or a failure when it throws something else or nothing. */
+function usageError(run: () => unknown): CudaPatchelfError {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(CudaPatchelfError);
+    expect((error as CudaPatchelfError).kind).toBe('usage');
+    return error as CudaPatchelfError;
+  }
+  throw new Error('expected a usage error, nothing was thrown');
+}
+
+describe('orderHooks', () => {
+  const builtins = (): Hook[] => [driverHook(), cudaCompatHook(COMPAT), removeStubsHook()];
+
+  it.each(permutations([0, 1, 2]).map((order) => ({ order })))('driver, cuda-compat, remove-stubs declared as $order: same order, same runpath', ({ order }) => {
+    const declared = order.map((i) => builtins()[i] as Hook);
+    const ordered = orderHooks(declared);
+    expect(names(ordered)).toEqual(['driver', 'cuda-compat', 'remove-stubs']);
+    const composed = composeRunpath(ordered, file(), `$ORIGIN:${STUBS}:/opt/lib`, 'default');
+    expect(composed?.value).toBe(`${COMPAT}/compat:${DRIVER}:$ORIGIN:/opt/lib`);
+    expect(composed?.applied).toEqual(['driver', 'cuda-compat', 'remove-stubs']);
+  });
+
+  it('keeps declaration order among hooks the constraints leave free', () => {
+    expect(names(orderHooks([hook('a'), hook('b'), hook('c')]))).toEqual(['a', 'b', 'c']);
+    expect(names(orderHooks([hook('c'), hook('b'), hook('a')]))).toEqual(['c', 'b', 'a']);
+    // x must follow y; z is free and declared before y, so it goes first; then y, then x.
+    expect(names(orderHooks([hook('x', { after: ['y'] }), hook('z'), hook('y')]))).toEqual(['z', 'y', 'x']);
+    // Among hooks free to go next, the one declared first goes: b (free) before c (free), then a.
+    expect(names(orderHooks([hook('a'), hook('b'), hook('c', { before: ['a'] })]))).toEqual(['b', 'c', 'a']);
+    // q waits for s; r, free and declared before s, does not.
+    expect(names(orderHooks([hook('p'), hook('q'), hook('r'), hook('s', { before: ['q'] })]))).toEqual(['p', 'r', 's', 'q']);
+  });
+
+  it('orders by before and after alike', () => {
+    expect(names(orderHooks([hook('late', { after: ['early'] }), hook('early')]))).toEqual(['early', 'late']);
+    expect(names(orderHooks([hook('late'), hook('early', { before: ['late'] })]))).toEqual(['early', 'late']);
+    const chain = [hook('c', { after: ['b'] }), hook('b', { after: ['a'] }), hook('a')];
+    for (const declared of permutations(chain)) expect(names(orderHooks(declared))).toEqual(['a', 'b', 'c']);
+  });
+
+  it('rejects an unknown hook name as a usage error naming both hooks', () => {
+    const inAfter = usageError(() => orderHooks([driverHook(), hook('mine', { after: ['drvier'] })]));
+    expect(inAfter.message).toContain('"drvier"');
+    expect(inAfter.message).toContain('"mine"');
+    const inBefore = usageError(() => orderHooks([hook('mine', { before: ['nope'] })]));
+    expect(inBefore.message).toContain('"nope"');
+    expect(inBefore.message).toContain('"mine"');
+    const sameName = usageError(() => orderHooks([hook('a', { after: ['*'] }), hook('y', { before: ['Driver'] }), driverHook()]));
+    expect(sameName.message).toContain('"Driver"');
+  });
+
+  it('rejects a cycle as a usage error naming the hooks in it', () => {
+    const two = usageError(() => orderHooks([hook('free'), hook('a', { after: ['b'] }), hook('b', { after: ['a'] })]));
+    expect(two.message).toMatch(/cycle/);
+    expect(two.message).toContain('a');
+    expect(two.message).toContain('b');
+    expect(two.message).not.toContain('free');
+    const self = usageError(() => orderHooks([hook('loop', { before: ['loop'] })]));
+    expect(self.message).toContain('loop');
+    const three = usageError(() => orderHooks([hook('x', { before: ['y'] }), hook('y', { before: ['z'] }), hook('z', { before: ['x'] })]));
+    for (const name of ['x', 'y', 'z']) expect(three.message).toContain(name);
+    // remove-stubs runs after all: asking it to run before driver cannot be satisfied.
+    const last = usageError(() => orderHooks([driverHook(), { ...removeStubsHook(), before: ['driver'] }]));
+    expect(last.message).toContain('remove-stubs');
+    expect(last.message).toContain('driver');
+  });
+
+  it('rejects two hooks with one name', () => {
+    const twice = usageError(() => orderHooks([driverHook(), driverHook('/opt/driver')]));
+    expect(twice.message).toContain('"driver"');
+  });
+
+  it("puts a hook with after: ['*'] after every other, whatever the declaration order", () => {
+    const last = hook('last', { after: ['*'] });
+    for (const declared of permutations([last, hook('a'), hook('b', { after: ['a'] }), hook('c')])) {
+      const ordered = names(orderHooks(declared));
+      expect(ordered[ordered.length - 1]).toBe('last');
+    }
+    // Two of them keep their declaration order, after everything else.
+    expect(names(orderHooks([hook('z', { after: ['*'] }), hook('y', { after: ['*'] }), hook('m')]))).toEqual(['m', 'z', 'y']);
+    // remove-stubs is one: it drops a stubs entry that a hook declared after it adds.
+    const late = hook('late-stubs', { transform: { kind: 'prepend', dirs: [STUBS] } });
+    expect(compose([removeStubsHook(), driverHook(), late], '/opt/lib')).toBe(`${DRIVER}:/opt/lib`);
+  });
+});
+
+describe('composeRunpath', () => {
+  const all = (): Hook[] => [driverHook(), cudaCompatHook(COMPAT), removeStubsHook()];
+
+  it('by default drops duplicate and empty entries, first occurrence wins', () => {
+    expect(compose(all(), `a::b:a:${DRIVER}:`)).toBe(`${COMPAT}/compat:${DRIVER}:a:b`);
+    expect(compose([driverHook()], `:${DRIVER}::`)).toBe(DRIVER);
+    expect(compose(all(), null)).toBe(`${COMPAT}/compat:${DRIVER}`);
+    expect(compose(all(), '')).toBe(`${COMPAT}/compat:${DRIVER}`);
+    // Applying the result again changes nothing.
+    const once = compose(all(), `$ORIGIN:${STUBS}:$ORIGIN/../lib:$ORIGIN`);
+    expect(once).toBe(`${COMPAT}/compat:${DRIVER}:$ORIGIN:$ORIGIN/../lib`);
+    expect(compose(all(), once)).toBe(once);
+    // Only the stubs hook, on a file without a runpath: nothing to add.
+    expect(compose([removeStubsHook()], null)).toBe('');
+  });
+
+  it('with nixpkgs-compat, reproduces patchelf --set-rpath "<dir>:$old" hook by hook', () => {
+    // An absent or empty runpath leaves the trailing ':' Nixpkgs writes.
+    expect(compose([driverHook()], null, 'nixpkgs-compat')).toBe(`${DRIVER}:`);
+    expect(compose([driverHook()], '', 'nixpkgs-compat')).toBe(`${DRIVER}:`);
+    expect(compose([driverHook(), cudaCompatHook(COMPAT)], null, 'nixpkgs-compat')).toBe(`${COMPAT}/compat:${DRIVER}:`);
+    // No dedupe, empty entries kept.
+    expect(compose([driverHook(), cudaCompatHook(COMPAT)], `${DRIVER}:a::a`, 'nixpkgs-compat')).toBe(`${COMPAT}/compat:${DRIVER}:${DRIVER}:a::a`);
+    expect(compose([driverHook(), cudaCompatHook(COMPAT)], '$ORIGIN', 'nixpkgs-compat')).toBe(`${COMPAT}/compat:${DRIVER}:$ORIGIN`);
+    // Applying twice prepends twice, as running the Nixpkgs hooks twice would.
+    const once = compose([driverHook(), cudaCompatHook(COMPAT)], '$ORIGIN', 'nixpkgs-compat');
+    expect(compose([driverHook(), cudaCompatHook(COMPAT)], once, 'nixpkgs-compat')).toBe(`${COMPAT}/compat:${DRIVER}:${COMPAT}/compat:${DRIVER}:$ORIGIN`);
+  });
+
+  it('gives i386 files the -32 driver directory by default, and, as Nixpkgs (one link per derivation), not in nixpkgs-compat', () => {
+    const i386 = file({ machine: EM.EM_386 });
+    expect(compose([driverHook()], null, 'default', i386)).toBe('/run/opengl-driver-32/lib');
+    expect(compose([driverHook()], null, 'nixpkgs-compat', i386)).toBe('/run/opengl-driver/lib:');
+    expect(compose([driverHook('/opt/gl')], '$ORIGIN', 'default', i386)).toBe('/opt/gl-32/lib:$ORIGIN');
+    for (const machine of [EM.EM_X86_64, EM.EM_AARCH64]) {
+      expect(compose([driverHook()], null, 'default', file({ machine }))).toBe(DRIVER);
+      expect(compose([driverHook('/opt/gl')], null, 'default', file({ machine }))).toBe('/opt/gl/lib');
+    }
+    // The compat hook has no 32-bit variant.
+    expect(compose(all(), null, 'default', i386)).toBe(`${COMPAT}/compat:/run/opengl-driver-32/lib`);
+  });
+
+  it('never applies cuda-compat to files under its own directory', () => {
+    for (const path of [`${COMPAT}/compat/libcuda.so.1`, `${COMPAT}/lib/libnvidia-ptxjitcompiler.so`, `${COMPAT}/compat/`]) {
+      const composed = composeRunpath(orderHooks(all()), file({ path }), '$ORIGIN', 'default');
+      expect(composed?.value, path).toBe(`${DRIVER}:$ORIGIN`);
+      expect(composed?.applied, path).toEqual(['driver', 'remove-stubs']);
+    }
+    // Only cuda-compat, on its own file: no hook applies at all.
+    expect(composeRunpath([cudaCompatHook(COMPAT)], file({ path: `${COMPAT}/compat/libcuda.so.1` }), null, 'default')).toBeNull();
+    // A sibling whose name merely starts with the same characters is not under it.
+    const sibling = composeRunpath(orderHooks(all()), file({ path: `${COMPAT}-dev/lib/libcuda.so` }), null, 'default');
+    expect(sibling?.value).toBe(`${COMPAT}/compat:${DRIVER}`);
+    // A relative spelling of the same directory is the same directory.
+    const relative = composeRunpath(orderHooks([driverHook(), cudaCompatHook(`${COMPAT}/../${COMPAT.split('/').pop() ?? ''}`)]), file({ path: `${COMPAT}/compat/libcuda.so.1` }), null, 'default');
+    expect(relative?.applied).toEqual(['driver']);
+  });
+
+  it('records which hook put each entry there', () => {
+    const composed = composeRunpath(orderHooks(all()), file(), `$ORIGIN:${DRIVER}:${STUBS}`, 'default');
+    expect(composed?.entries).toEqual([
+      { dir: `${COMPAT}/compat`, hook: 'cuda-compat' },
+      { dir: DRIVER, hook: 'driver' },
+      { dir: '$ORIGIN', hook: null },
+    ]);
+    const compat = composeRunpath(orderHooks([driverHook(), cudaCompatHook(COMPAT)]), file(), `$ORIGIN:${DRIVER}`, 'nixpkgs-compat');
+    expect(compat?.entries).toEqual([
+      { dir: `${COMPAT}/compat`, hook: 'cuda-compat' },
+      { dir: DRIVER, hook: 'driver' },
+      { dir: '$ORIGIN', hook: null },
+      { dir: DRIVER, hook: null },
+    ]);
+    const empty = composeRunpath(orderHooks([driverHook()]), file(), null, 'nixpkgs-compat');
+    expect(empty?.entries).toEqual([
+      { dir: DRIVER, hook: 'driver' },
+      { dir: '', hook: null },
+    ]);
+    // Appending and multi-directory hooks are traced too.
+    const custom = composeRunpath(
+      orderHooks([driverHook(), hook('tail', { transform: { kind: 'append', dirs: ['/opt/a', '/opt/b'] } })]),
+      file(),
+      '/opt/a',
+      'default',
+    );
+    expect(custom?.entries).toEqual([
+      { dir: DRIVER, hook: 'driver' },
+      { dir: '/opt/a', hook: null },
+      { dir: '/opt/b', hook: 'tail' },
+    ]);
+    for (const c of [composed, compat, empty, custom]) expect(c?.entries.map((e) => e.dir).join(':')).toBe(c?.value);
+  });
+
+  it('applies a hook only to the files its selector names', () => {
+    const onlyLib = hook('origin', { transform: { kind: 'prepend', dirs: ['$ORIGIN/../lib'] }, files: { include: ['lib/**'], exclude: ['lib/stubs/**'] } });
+    const sharedOnly = hook('so', { transform: { kind: 'append', dirs: ['/so'] }, files: { sharedObjectsOnly: true } });
+    const hooks = [driverHook(), onlyLib, sharedOnly];
+    expect(compose(hooks, null, 'default', file({ relativePath: 'lib/libx.so' }))).toBe(`$ORIGIN/../lib:${DRIVER}:/so`);
+    expect(compose(hooks, null, 'default', file({ relativePath: 'lib/deep/libx.so' }))).toBe(`$ORIGIN/../lib:${DRIVER}:/so`);
+    expect(compose(hooks, null, 'default', file({ relativePath: 'lib/stubs/libcuda.so' }))).toBe(`${DRIVER}:/so`);
+    expect(compose(hooks, null, 'default', file({ relativePath: 'bin/app', isSharedObject: false }))).toBe(DRIVER);
+    expect(compose(hooks, null, 'default', file({ relativePath: 'libexec/lib/x.so' }))).toBe(`${DRIVER}:/so`);
+  });
+});
