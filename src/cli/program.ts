@@ -1,5 +1,6 @@
 // The command tree. Usage errors exit 2 with commander's message; each command sets its own code.
 
+import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { EXIT } from './exit-codes.js';
 import { registerEditCommands } from './edit-commands.js';
@@ -10,11 +11,14 @@ import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { errorLine } from './report.js';
 import type { CliIo } from './cli-io.js';
 
+const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   let exitCode: number = EXIT.ok;
   const recordingIo: CliIo = { ...io, setExitCode: (code) => (exitCode = code) };
   const program = new Command('cuda-patchelf')
     .description('fix the runpaths of CUDA binaries: read, plan and patch DT_RUNPATH / DT_RPATH / DT_NEEDED')
+    .version(VERSION)
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
   registerPrint(program, recordingIo);

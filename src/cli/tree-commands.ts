@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { byteStringToText, textToByteString } from '../elf/byte-string.js';
-import { patchTrees, type BatchResult } from '../batch/patch-tree.js';
+import type { BatchResult } from '../batch/patch-tree.js';
 import { patchedCount, type BatchSummary, type FileOutcome } from '../batch/file-outcome.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { BUILTIN_HOOK_NAMES, cudaCompatHook, DEFAULT_DRIVER_LINK, driverHook, removeStubsHook } from '../hooks/builtin-hooks.js';
@@ -75,6 +75,9 @@ async function runTree(dirs: string[], options: TreeOptions, io: CliIo, dryRun: 
   const semantics: Semantics = options.nixpkgsCompat ? 'nixpkgs-compat' : 'default';
   const progress = io.stderrIsTty && !options.json ? new ProgressLine(io) : null;
   const jobs = jobsOf(options, io);
+  // Loaded here, not at start-up: the batch modules (fast-glob, picomatch, p-limit) cost the
+  // single-file commands time they do not need.
+  const { patchTrees } = await import('../batch/patch-tree.js');
   const result = await patchTrees(dirs, {
     hooks,
     semantics,
