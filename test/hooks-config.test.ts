@@ -229,9 +229,21 @@ describe('apply --config', () => {
   const wrongConfigs: Array<[string, unknown, RegExp]> = [
     ['an invalid config', { hooks: [{ name: 'a', prepend: ['/x:/y'] }] }, /hook config: hook "a": prepend needs directories, without ':'/],
     ['a hook named like a built-in', { hooks: [{ name: 'driver', prepend: ['/x'] }] }, /"driver" is declared twice/],
-    ['a hook after an unknown hook', { hooks: [{ name: 'a', prepend: ['/x'], after: ['cuda-compat'] }] }, /hook "a" refers to unknown hook "cuda-compat"/],
+    ['a hook after an unknown hook', { hooks: [{ name: 'a', prepend: ['/x'], after: ['cuda-compatt'] }] }, /hook "a" refers to unknown hook "cuda-compatt"/],
     ['a cycle with a built-in', { hooks: [{ name: 'a', prepend: ['/x'], after: ['remove-stubs'], before: ['driver'] }] }, /cycle/],
   ];
+
+  it('a hook after a built-in that is turned off: the constraint has nothing to order, and the hook applies', async () => {
+    const tree = join(work, 'after-absent-builtin');
+    await copyTree(pristine, tree);
+    const file = join(work, 'after-absent-builtin.json');
+    await writeFile(file, JSON.stringify({ hooks: [{ name: 'a', prepend: ['/opt/a'], after: ['cuda-compat'] }] }));
+    const result = await runCli(['apply', tree, '--config', file, '--json'], { timeoutMs: 60_000 });
+    expect(result.code, result.stderr).toBe(0);
+    const report = JSON.parse(result.stdout) as { hooks: string[]; summary: { patched: Record<string, number> } };
+    expect(report.hooks).toEqual(['driver', 'a']);
+    expect(Object.values(report.summary.patched).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+  });
 
   it.each(wrongConfigs)('%s: exit 2, one line, nothing written', async (label, content, message) => {
     const tree = join(work, `wrong-${label.replace(/\W+/g, '-')}`);
