@@ -61,9 +61,10 @@ export async function readElfImage(source: ByteSource): Promise<ElfImage> {
     abiversion: ident[8] ?? 0,
     phnum: programHeaders.length,
   };
-  const dynamic = await readDynamicArray(source, codec, programHeaders);
-  const interpreter = await readInterpreter(source, programHeaders);
-  const dynamicStrings = dynamic === null ? null : locateDynamicStrings(source, programHeaders, dynamic);
+  const table = { offset: fields.e_phoff, entrySize: codec.sizeOf(PHDR) };
+  const dynamic = await readDynamicArray(source, codec, programHeaders, table);
+  const interpreter = await readInterpreter(source, programHeaders, table);
+  const dynamicStrings = dynamic === null ? null : locateDynamicStrings(source, codec, programHeaders, dynamic);
   return { source, codec, header, programHeaders, dynamic, interpreter, dynamicStrings };
 }
 
@@ -84,7 +85,7 @@ async function readProgramHeaders(source: ByteSource, codec: ElfCodec, fields: E
   if (count === 0) return [];
   const entrySize = codec.sizeOf(PHDR);
   if (fields.e_phentsize !== entrySize) {
-    throw formatError(`e_phentsize is ${fields.e_phentsize}, expected ${entrySize} for ELF${codec.elfClass}`);
+    throw formatError(`e_phentsize is ${fields.e_phentsize}, expected ${entrySize} for ELF${codec.elfClass}`, EI_NIDENT + codec.fieldOffset(EHDR, 'e_phentsize'));
   }
   if (count === PN_XNUM) count = await extendedProgramHeaderCount(source, codec, fields);
   checkRange(source.size, fields.e_phoff, count * entrySize, `program header table (${count} entries)`);
@@ -96,19 +97,26 @@ async function readProgramHeaders(source: ByteSource, codec: ElfCodec, fields: E
 
 /** With e_phnum = PN_XNUM the real count is section header 0's sh_info (gABI "extended numbering"). */
 async function extendedProgramHeaderCount(source: ByteSource, codec: ElfCodec, fields: ElfHeaderFields): Promise<number> {
-  if (fields.e_shoff === 0) throw formatError('e_phnum is PN_XNUM but there is no section header 0 holding the real count');
+  if (fields.e_shoff === 0) throw formatError('e_phnum is PN_XNUM but there is no section header 0 holding the real count', EI_NIDENT + codec.fieldOffset(EHDR, 'e_phnum'));
   const bytes = await source.read(fields.e_shoff, codec.sizeOf(SHDR), 'section header 0 (extended program header count)');
   return codec.decode(SHDR, bytes, 0).sh_info;
 }
 
-function onlyHeaderOfType(programHeaders: readonly ProgramHeader[], type: number, name: string): ProgramHeader | null {
-  const found = programHeaders.filter((ph) => ph.p_type === type);
-  if (found.length > 1) throw formatError(`${found.length} ${name} program headers, expected at most one`);
-  return found[0] ?? null;
+/** Where program header `index` sits in the file, for error messages. */
+interface ProgramHeaderTable {
+  readonly offset: number;
+  readonly entrySize: number;
 }
 
-async function readDynamicArray(source: ByteSource, codec: ElfCodec, programHeaders: readonly ProgramHeader[]): Promise<DynamicArray | null> {
-  const ph = onlyHeaderOfType(programHeaders, PT.PT_DYNAMIC, 'PT_DYNAMIC');
+function onlyHeaderOfType(programHeaders: readonly ProgramHeader[], table: ProgramHeaderTable, type: number, name: string): ProgramHeader | null {
+  const indices = programHeaders.flatMap((ph, index) => (ph.p_type === type ? [index] : []));
+  const second = indices[1];
+  if (second !== undefined) throw formatError(`${indices.length} ${name} program headers, expected at most one`, table.offset + second * table.entrySize);
+  return indices[0] === undefined ? null : (programHeaders[indices[0]] ?? null);
+}
+
+async function readDynamicArray(source: ByteSource, codec: ElfCodec, programHeaders: readonly ProgramHeader[], table: ProgramHeaderTable): Promise<DynamicArray | null> {
+  const ph = onlyHeaderOfType(programHeaders, table, PT.PT_DYNAMIC, 'PT_DYNAMIC');
   if (ph === null) return null;
   const entrySize = codec.sizeOf(DYN);
   const capacity = Math.floor(ph.p_filesz / entrySize);
@@ -127,8 +135,8 @@ async function readDynamicArray(source: ByteSource, codec: ElfCodec, programHead
   return { offset: ph.p_offset, vaddr: ph.p_vaddr, capacity, entries, spareSlots };
 }
 
-async function readInterpreter(source: ByteSource, programHeaders: readonly ProgramHeader[]): Promise<string | null> {
-  const ph = onlyHeaderOfType(programHeaders, PT.PT_INTERP, 'PT_INTERP');
+async function readInterpreter(source: ByteSource, programHeaders: readonly ProgramHeader[], table: ProgramHeaderTable): Promise<string | null> {
+  const ph = onlyHeaderOfType(programHeaders, table, PT.PT_INTERP, 'PT_INTERP');
   if (ph === null) return null;
   const bytes = await source.read(ph.p_offset, ph.p_filesz, 'interpreter path (PT_INTERP)');
   const nul = bytes.indexOf(0);
@@ -141,11 +149,14 @@ async function readInterpreter(source: ByteSource, programHeaders: readonly Prog
  * range may run on into the next PT_LOAD when that one continues it in both address and file offset
  * (patchelf's output of non-PIE executables has .dynsym across such a boundary).
  */
-export function fileOffsetOf(programHeaders: readonly ProgramHeader[], vaddr: number, length: number, what: string): number {
-  const loads = programHeaders.filter((ph) => ph.p_type === PT.PT_LOAD);
+export function fileOffsetOf(programHeaders: readonly ProgramHeader[], vaddr: number, length: number, what: string, namedAt?: number): number {
+  // Addresses above 2^53 are rounded when decoded: range arithmetic on them is not exact and may not even
+  // make progress, so such ranges and segments are treated as mapping nothing.
+  const exact = (ph: ProgramHeader): boolean => Number.isSafeInteger(ph.p_vaddr + ph.p_filesz) && Number.isSafeInteger(ph.p_offset + ph.p_filesz);
+  const loads = programHeaders.filter((ph) => ph.p_type === PT.PT_LOAD && exact(ph));
   const first = loads.find((ph) => vaddr >= ph.p_vaddr && vaddr <= ph.p_vaddr + ph.p_filesz && (length === 0 || vaddr < ph.p_vaddr + ph.p_filesz));
-  const outside = () => formatError(`${what} (0x${length.toString(16)} bytes at address 0x${vaddr.toString(16)}) is not inside the file part of the PT_LOAD segments`);
-  if (first === undefined) throw outside();
+  const outside = () => formatError(`${what} (0x${length.toString(16)} bytes at address 0x${vaddr.toString(16)}) is not inside the file part of the PT_LOAD segments`, namedAt);
+  if (!Number.isSafeInteger(vaddr + length) || first === undefined) throw outside();
   const delta = first.p_offset - first.p_vaddr;
   let coveredEnd = first.p_vaddr + first.p_filesz;
   while (vaddr + length > coveredEnd) {
@@ -162,14 +173,15 @@ export function dynamicValue(dynamic: DynamicArray, tag: number): number | undef
   return dynamic.entries.find((entry) => entry.d_tag === tag)?.d_val;
 }
 
-function locateDynamicStrings(source: ByteSource, programHeaders: readonly ProgramHeader[], dynamic: DynamicArray): StringTable | null {
+function locateDynamicStrings(source: ByteSource, codec: ElfCodec, programHeaders: readonly ProgramHeader[], dynamic: DynamicArray): StringTable | null {
   const address = dynamicValue(dynamic, DT.DT_STRTAB);
   const size = dynamicValue(dynamic, DT.DT_STRSZ);
   if (address === undefined && size === undefined) return null;
   if (address === undefined || size === undefined) {
     throw formatError(`dynamic array has ${address === undefined ? 'DT_STRSZ without DT_STRTAB' : 'DT_STRTAB without DT_STRSZ'}`, dynamic.offset);
   }
-  const offset = fileOffsetOf(programHeaders, address, size, 'dynamic string table (DT_STRTAB, DT_STRSZ)');
+  const strtabAt = dynamic.offset + dynamic.entries.findIndex((entry) => entry.d_tag === DT.DT_STRTAB) * codec.sizeOf(DYN);
+  const offset = fileOffsetOf(programHeaders, address, size, 'dynamic string table (DT_STRTAB, DT_STRSZ)', strtabAt);
   checkRange(source.size, offset, size, 'dynamic string table');
   return new StringTable(source, offset, size, 'dynamic string table');
 }

@@ -1,4 +1,5 @@
-// A string table (.dynstr) read on demand: each lookup reads only the bytes up to the string's NUL.
+// A string table (.dynstr, .shstrtab) read on demand: a lookup reads only the bytes up to the
+// string's NUL, until reading string by string would cost more than reading the table once.
 
 import type { ByteSource } from './byte-source.js';
 import { bytesToByteString } from './byte-string.js';
@@ -16,6 +17,14 @@ export class StringTable {
   private readonly what: string;
   private readonly cache = new Map<number, Promise<string>>();
   private whole: Promise<Uint8Array> | null = null;
+  /** Bytes read string by string so far: past the table's size, the table is read whole instead. */
+  private spent = 0;
+  /**
+   * Decoded strings by the index of their NUL. Strings that end at the same NUL (the linker shares
+   * tails) are slices of one decoded string, so a hostile table with many entries pointing into one
+   * long string costs that string once.
+   */
+  private readonly byEnd = new Map<number, { start: number; text: string }>();
 
   constructor(source: ByteSource, offset: number, size: number, what: string) {
     this.source = source;
@@ -44,13 +53,13 @@ export class StringTable {
     if (!Number.isSafeInteger(index) || index < 0 || index >= this.size) {
       throw formatError(`string index ${index} is outside the ${this.what} (size ${this.size})`, this.offset);
     }
-    if (this.size <= READ_WHOLE_UP_TO || this.whole !== null) {
-      return stringAt(await this.readAll(), index, this.what);
-    }
     const parts: Uint8Array[] = [];
     let at = index;
     for (let chunk = FIRST_CHUNK; at < this.size; chunk *= 2) {
+      // Charged before the read, so that many lookups started at once see the budget run out.
+      if (this.size <= READ_WHOLE_UP_TO || this.whole !== null || this.spent >= this.size) return this.fromTable(await this.readAll(), index);
       const length = Math.min(chunk, this.size - at);
+      this.spent += length;
       const bytes = await this.source.read(this.offset + at, length, this.what);
       const nul = bytes.indexOf(0);
       if (nul >= 0) {
@@ -60,16 +69,30 @@ export class StringTable {
       parts.push(bytes);
       at += length;
     }
-    throw formatError(`string at index ${index} of the ${this.what} has no NUL terminator`, this.offset + index);
+    throw this.unterminated(index);
+  }
+
+  private fromTable(table: Uint8Array, index: number): string {
+    const end = table.indexOf(0, index);
+    if (end < 0) throw this.unterminated(index);
+    const known = this.byEnd.get(end);
+    if (known !== undefined && known.start <= index) return known.text.slice(index - known.start);
+    const text = bytesToByteString(table.subarray(index, end));
+    this.byEnd.set(end, { start: index, text });
+    return text;
+  }
+
+  private unterminated(index: number): Error {
+    return formatError(`string at index ${index} of the ${this.what} has no NUL terminator`, this.offset + index);
   }
 }
 
 /** The NUL-terminated byte string at `index` of a table held in memory. */
-export function stringAt(table: Uint8Array, index: number, what = 'dynamic string table'): string {
+export function stringAt(table: Uint8Array, index: number, what = 'dynamic string table', fileOffset?: number): string {
   if (!Number.isSafeInteger(index) || index < 0 || index >= table.length) {
-    throw formatError(`string index ${index} is outside the ${what} (size ${table.length})`);
+    throw formatError(`string index ${index} is outside the ${what} (size ${table.length})`, fileOffset);
   }
   const nul = table.indexOf(0, index);
-  if (nul < 0) throw formatError(`string at index ${index} of the ${what} has no NUL terminator`);
+  if (nul < 0) throw formatError(`string at index ${index} of the ${what} has no NUL terminator`, fileOffset === undefined ? undefined : fileOffset + index);
   return bytesToByteString(table.subarray(index, nul));
 }
