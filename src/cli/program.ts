@@ -25,7 +25,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   registerEditCommands(program, recordingIo);
   registerTreeCommands(program, recordingIo);
   try {
-    if (isPatchelfInvocation(argv)) await runPatchelfCompat(argv, recordingIo);
+    // A subcommand's own --output or --force-rpath must not send it to the patchelf-compatible mode.
+    const subcommand = program.commands.some((command) => command.name() === argv[0]);
+    if (!subcommand && isPatchelfInvocation(argv)) await runPatchelfCompat(argv, recordingIo);
     else await program.parseAsync(argv, { from: 'user' });
   } catch (error) {
     if (error instanceof CommanderError) {

@@ -1,6 +1,6 @@
 // Editing one file: read what is needed, plan, and write — or refuse with the file untouched.
 
-import { chmod, copyFile, open, stat, type FileHandle } from 'node:fs/promises';
+import { chmod, copyFile, open, rm, stat, type FileHandle } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { FileByteSource, ioError } from '../elf/byte-source.js';
 import { currentEntries, readEditFacts, type EditFacts } from '../elf/edit-facts.js';
@@ -55,7 +55,13 @@ async function edit(path: string, operations: EditOperations, options: EditOptio
   if (options.dryRun) return result(0);
   if (options.output !== undefined) {
     await copyTo(path, options.output);
-    return result(await writePlan(options.output, plan, null, options));
+    try {
+      // The copy is ours to write, whatever the input's mode (which it keeps).
+      return result(await writePlan(options.output, plan, null, { ...options, makeWritable: true }));
+    } catch (error) {
+      await rm(options.output, { force: true });
+      throw error;
+    }
   }
   if (plan.tier === 'noop') return result(0);
   return result(await writePlan(path, plan, source.stats, options));

@@ -22,6 +22,8 @@ export async function shrinkRunpath(runpath: string | null, needed: readonly str
   const found = new Set<string>();
   const kept: string[] = [];
   for (const dir of splitRunpath(runpath)) {
+    // An empty entry means the current directory to the loader; patchelf drops it.
+    if (dir === '') continue;
     if (!dir.startsWith('/')) {
       kept.push(dir);
       continue;

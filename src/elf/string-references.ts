@@ -87,11 +87,29 @@ export async function dynamicSymbolCount(image: ElfImage): Promise<number> {
     const words = await source.read(at, 8, 'symbol hash table header');
     return new DataView(words.buffer).getUint32(4, le);
   }
+  // DT_GNU_HASH only counts up to the last hashed symbol: a file that exports nothing has an empty
+  // table (GNU ld then says symoffset 1 whatever the number of imports). Over-counting only makes
+  // more strings look shared, so the largest of the estimates is taken.
   const gnuHash = dynamicValue(dynamic, DT.DT_GNU_HASH);
-  if (gnuHash !== undefined) return gnuHashSymbolCount(image, gnuHash);
   const sections = await readSectionHeaders(image);
   const dynsym = sections.find((s) => s.sh_type === SHT.SHT_DYNSYM);
-  return dynsym === undefined || dynsym.sh_entsize === 0 ? 0 : Math.floor(dynsym.sh_size / dynsym.sh_entsize);
+  const fromSection = dynsym === undefined || dynsym.sh_entsize === 0 ? 0 : Math.floor(dynsym.sh_size / dynsym.sh_entsize);
+  const symtab = dynamicValue(dynamic, DT.DT_SYMTAB) ?? 0;
+  const strtab = dynamicValue(dynamic, DT.DT_STRTAB) ?? 0;
+  const entrySize = dynamicValue(dynamic, DT.DT_SYMENT) ?? (codec.elfClass === 64 ? 24 : 16);
+  // The usual layout puts .dynstr right after .dynsym: the gap between them bounds the table.
+  const fromLayout = strtab > symtab && entrySize > 0 && strtab - symtab <= source.size && mapsInFile(image, symtab, strtab - symtab) ? Math.floor((strtab - symtab) / entrySize) : 0;
+  const fromHash = gnuHash === undefined ? 0 : await gnuHashSymbolCount(image, gnuHash);
+  return Math.max(fromHash, fromSection, gnuHash === undefined || fromHash <= 1 ? fromLayout : 0);
+}
+
+function mapsInFile(image: ElfImage, address: number, length: number): boolean {
+  try {
+    fileOffsetOf(image.programHeaders, address, length, 'dynamic symbol table');
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 async function gnuHashSymbolCount(image: ElfImage, address: number): Promise<number> {

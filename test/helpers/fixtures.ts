@@ -1,0 +1,276 @@
+// Typed access to fixtures/.cache/manifest.json (written by fixtures/build.sh) and small
+// wrappers around the real tools the tests check results with. Missing tools or fixtures are
+// errors, never skips.
+import { execFile } from 'node:child_process';
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { delimiter, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** fixtures/build.sh writes here (CUDA_PATCHELF_FIXTURES_CACHE moves the cache for both). */
+export const CACHE_DIR = resolve(process.env['CUDA_PATCHELF_FIXTURES_CACHE'] ?? join(REPO_ROOT, 'fixtures', '.cache'));
+export const MANIFEST_PATH = join(CACHE_DIR, 'manifest.json');
+
+export type Arch = 'x86_64' | 'aarch64' | 'arm' | 'ppc64';
+export type Origin = 'compiled' | 'debian' | 'cuda' | 'npm';
+export type FixtureKind = 'pie' | 'exec' | 'shared' | 'static';
+export type Linker = 'bfd' | 'lld' | 'gold';
+
+export interface Fixture {
+  /** e.g. "compiled/x86_64/pie-runpath", "cuda/aarch64/libcublas11/libcublas.so.11.11.3.6" */
+  id: string;
+  /** Absolute path of the ELF file (never a symlink). */
+  path: string;
+  arch: Arch;
+  elfClass: 32 | 64;
+  endian: 'little' | 'big';
+  origin: Origin;
+  kind: FixtureKind;
+  /** Largest PT_LOAD p_align (link-time max-page-size): 4096, 65536, 2 MiB for x86_64 CUDA. */
+  pageSize: number | null;
+  /** An executable this machine runs natively (x86_64) or under qemu-aarch64 -L sysroot. */
+  runnable: boolean;
+  /** The line a runnable program prints (without the newline). */
+  expectedOutput: string | null;
+  /** Directories (":"-separated) to put on LD_LIBRARY_PATH to run or load the fixture. */
+  libraryPath: string | null;
+  linker: Linker | null;
+  /** runpath | rpath | no-runpath | big-dynstr | no-sections | lld | gold | static | static-pie |
+   *  cxx-throw | alt-greet | dlopen-probe | dynamic-loader | no-dlopen | large | deb:<package> |
+   *  npm:<package> */
+  tags: string[];
+}
+
+export interface Manifest {
+  version: 1;
+  cacheDir: string;
+  sysroots: { aarch64: string };
+  layout: Record<string, string>;
+  fixtures: Fixture[];
+}
+
+/** Runpath values of the compiled fixtures (fixtures/build.sh). */
+export const FIXTURE_RUNPATH = {
+  program: '$ORIGIN/../lib:/opt/cuda-patchelf-fixture/lib',
+  library: '$ORIGIN:/opt/cuda-patchelf-fixture/lib',
+} as const;
+
+/** What the compiled programs print, depending on which libgreet.so.1 they load. */
+export const GREETING = 'hello from libgreet';
+export const GREETING_ALT = 'hello from libgreet (alt)';
+
+let cached: Manifest | undefined;
+
+/** Reads (once) and checks the manifest; throws when fixtures/build.sh has not run. */
+export function loadManifest(): Manifest {
+  if (cached) return cached;
+  if (!existsSync(MANIFEST_PATH)) {
+    throw new Error(`${MANIFEST_PATH} not found: run bash fixtures/build.sh (the vitest global setup does)`);
+  }
+  const parsed: unknown = JSON.parse(readFileSync(MANIFEST_PATH, 'utf8'));
+  if (
+    typeof parsed !== 'object' ||
+    parsed === null ||
+    (parsed as { version?: unknown }).version !== 1 ||
+    !Array.isArray((parsed as { fixtures?: unknown }).fixtures)
+  ) {
+    throw new Error(`${MANIFEST_PATH}: not a version 1 fixture manifest; rerun bash fixtures/build.sh`);
+  }
+  cached = parsed as Manifest;
+  return cached;
+}
+
+export type FixtureFilter =
+  | ((fixture: Fixture) => boolean)
+  | (Partial<Pick<Fixture, 'arch' | 'origin' | 'kind' | 'runnable' | 'linker' | 'elfClass' | 'endian' | 'pageSize'>> & {
+      /** Every one of these tags must be present. */
+      tags?: string[];
+      /** Matches when the id starts with this string. */
+      idPrefix?: string;
+    });
+
+/** All fixtures, or those matching the filter (fields compared with ===). */
+export function fixtures(filter?: FixtureFilter): Fixture[] {
+  const all = loadManifest().fixtures;
+  if (filter === undefined) return all;
+  if (typeof filter === 'function') return all.filter(filter);
+  const { tags, idPrefix, ...fields } = filter;
+  return all.filter((f) => {
+    if (idPrefix !== undefined && !f.id.startsWith(idPrefix)) return false;
+    if (tags !== undefined && !tags.every((t) => f.tags.includes(t))) return false;
+    for (const [key, value] of Object.entries(fields)) {
+      if (value !== undefined && f[key as keyof typeof fields] !== value) return false;
+    }
+    return true;
+  });
+}
+
+/** The fixture with this id; throws when there is none. */
+export function fixture(id: string): Fixture {
+  const found = loadManifest().fixtures.find((f) => f.id === id);
+  if (!found) throw new Error(`no fixture with id ${id} in ${MANIFEST_PATH}`);
+  return found;
+}
+
+/** The qemu sysroot for an architecture that needs one (aarch64). */
+export function sysroot(arch: Arch): string {
+  if (arch !== 'aarch64') throw new Error(`no sysroot for ${arch}: only aarch64 runs under qemu here`);
+  const dir = loadManifest().sysroots.aarch64;
+  if (!existsSync(join(dir, 'lib', 'ld-linux-aarch64.so.1'))) {
+    throw new Error(`${dir} has no lib/ld-linux-aarch64.so.1: rerun bash fixtures/build.sh`);
+  }
+  return dir;
+}
+
+const toolCache = new Map<string, string>();
+
+/** Absolute path of a tool on PATH (or an absolute path that exists); throws when missing. */
+export function requireTool(name: string): string {
+  const hit = toolCache.get(name);
+  if (hit) return hit;
+  const candidates = name.includes('/')
+    ? [name]
+    : (process.env['PATH'] ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, name));
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      toolCache.set(name, candidate);
+      return candidate;
+    } catch {
+      // keep looking
+    }
+  }
+  throw new Error(`required tool "${name}" not found on PATH: run bash fixtures/install-system-deps.sh`);
+}
+
+/** The binutils tool for an architecture: strip, objcopy, readelf... with the cross prefix. */
+export function crossTool(arch: Arch, name: string): string {
+  const prefix = { x86_64: '', aarch64: 'aarch64-linux-gnu-', arm: 'arm-linux-gnueabihf-', ppc64: 'powerpc64-linux-gnu-' }[arch];
+  return requireTool(`${prefix}${name}`);
+}
+
+const MAX_BUFFER = 256 * 1024 * 1024;
+
+/** Environment for programs under test: the caller's, without loader variables. */
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith('LD_') && !key.startsWith('QEMU_')) env[key] = value;
+  }
+  env['LC_ALL'] = 'C';
+  return env;
+}
+
+async function exec(file: string, args: string[], env?: NodeJS.ProcessEnv): Promise<{ stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await execFileAsync(file, args, { env: env ?? cleanEnv(), maxBuffer: MAX_BUFFER, encoding: 'utf8' });
+    return { stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: unknown; signal?: unknown; stdout?: string; stderr?: string; message: string };
+    const detail = [e.stderr?.trim(), e.stdout?.trim()].filter(Boolean).join('\n');
+    throw new Error(
+      `${file} ${args.join(' ')} failed (exit ${String(e.code)}${e.signal ? `, signal ${String(e.signal)}` : ''})${detail ? `:\n${detail}` : ''}`,
+    );
+  }
+}
+
+/** `readelf ARGS FILE` (binutils readelf reads every architecture); returns stdout. */
+export async function readelf(args: string[], file: string): Promise<string> {
+  return (await exec(requireTool('readelf'), ['-W', ...args, file])).stdout;
+}
+
+export interface RunOptions {
+  /** Run this file instead of fixture.path (e.g. a patched copy). */
+  path?: string;
+  args?: string[];
+  /** Overrides fixture.libraryPath; null runs without LD_LIBRARY_PATH. */
+  libraryPath?: string | null;
+  /** Extra variables for the program (for aarch64 passed to the guest with qemu -E). */
+  env?: Record<string, string>;
+}
+
+export interface RunResult {
+  stdout: string;
+  stderr: string;
+}
+
+function guestEnv(libraryPath: string | null | undefined, env: Record<string, string> | undefined): Record<string, string> {
+  const vars: Record<string, string> = { ...env };
+  if (libraryPath) vars['LD_LIBRARY_PATH'] = libraryPath;
+  return vars;
+}
+
+function command(arch: Arch, file: string, args: string[], vars: Record<string, string>): [string, string[], NodeJS.ProcessEnv] {
+  switch (arch) {
+    case 'x86_64':
+      return [file, args, { ...cleanEnv(), ...vars }];
+    case 'aarch64': {
+      // -E sets variables in the guest only: LD_DEBUG or LD_LIBRARY_PATH must not reach the
+      // host's dynamic loader that starts qemu itself.
+      const envArgs = Object.entries(vars).flatMap(([k, v]) => ['-E', `${k}=${v}`]);
+      return [requireTool('qemu-aarch64'), ['-L', sysroot('aarch64'), ...envArgs, file, ...args], cleanEnv()];
+    }
+    default:
+      throw new Error(`cannot run ${arch} binaries on this machine (${file})`);
+  }
+}
+
+/** Runs a program fixture natively (x86_64) or under qemu-aarch64 -L sysroot (aarch64). */
+export async function runProgram(f: Fixture, opts: RunOptions = {}): Promise<RunResult> {
+  if (f.kind === 'shared') throw new Error(`${f.id} is a shared library, not a program`);
+  const libraryPath = opts.libraryPath === undefined ? f.libraryPath : opts.libraryPath;
+  const [file, args, env] = command(f.arch, opts.path ?? f.path, opts.args ?? [], guestEnv(libraryPath, opts.env));
+  return exec(file, args, env);
+}
+
+export interface LdListOptions {
+  libraryPath?: string | null;
+  env?: Record<string, string>;
+}
+
+/**
+ * `ld.so --list FILE` with the loader of the architecture (x86_64: the host's
+ * /lib64/ld-linux-x86-64.so.2; aarch64: the sysroot's, under qemu). Returns stdout; throws
+ * when the loader fails (a dependency not found, a malformed file).
+ */
+export async function ldList(file: string, arch: Arch, opts: LdListOptions = {}): Promise<string> {
+  const vars = guestEnv(opts.libraryPath, opts.env);
+  let result: RunResult;
+  switch (arch) {
+    case 'x86_64':
+      result = await exec(requireTool('/lib64/ld-linux-x86-64.so.2'), ['--list', file], { ...cleanEnv(), ...vars });
+      break;
+    case 'aarch64': {
+      const root = sysroot('aarch64');
+      const envArgs = Object.entries(vars).flatMap(([k, v]) => ['-E', `${k}=${v}`]);
+      result = await exec(requireTool('qemu-aarch64'), ['-L', root, ...envArgs, join(root, 'lib', 'ld-linux-aarch64.so.1'), '--list', file], cleanEnv());
+      break;
+    }
+    default:
+      throw new Error(`ldList: no loader for ${arch} on this machine (${file})`);
+  }
+  if (/=> not found|cannot open shared object/.test(result.stdout + result.stderr)) {
+    throw new Error(`ld.so --list ${file}: missing dependency\n${result.stdout}${result.stderr}`);
+  }
+  return result.stdout;
+}
+
+/** ldList for a fixture, with its libraryPath. */
+export async function ldListFixture(f: Fixture, opts: LdListOptions = {}): Promise<string> {
+  return ldList(f.path, f.arch, { libraryPath: f.libraryPath, ...opts });
+}
+
+/**
+ * dlopen()s the files with RTLD_NOW in the compiled dlopen-probe of the architecture (every
+ * symbol bound, constructors run): a stronger check than ldList. Returns stdout.
+ */
+export async function dlopenProbe(files: string | string[], arch: Arch, opts: LdListOptions = {}): Promise<string> {
+  if (arch !== 'x86_64' && arch !== 'aarch64') throw new Error(`dlopenProbe: cannot run ${arch} code on this machine`);
+  const probeId = arch === 'x86_64' ? 'compiled/x86_64/dlopen-probe' : 'compiled/aarch64-64k/dlopen-probe';
+  const list = typeof files === 'string' ? [files] : files;
+  const { stdout } = await runProgram(fixture(probeId), { args: list, libraryPath: opts.libraryPath ?? null, env: opts.env ?? {} });
+  return stdout;
+}
