@@ -305,3 +305,24 @@ export const VERDAUX: RecordLayout<'vda_name' | 'vda_next'> = (() => {
   ] as const;
   return { name: 'version definition aux entry', fields32: fields, fields64: fields };
 })();
+
+/** Elf32_Sym / Elf64_Sym: the value moves ahead of st_info in ELF64. */
+export const SYM: RecordLayout<'st_name' | 'st_value' | 'st_size' | 'st_info' | 'st_other' | 'st_shndx'> = {
+  name: 'symbol',
+  fields32: [
+    ['st_name', 'word'],
+    ['st_value', 'addr'],
+    ['st_size', 'word'],
+    ['st_info', 'u8'],
+    ['st_other', 'u8'],
+    ['st_shndx', 'half'],
+  ],
+  fields64: [
+    ['st_name', 'word'],
+    ['st_info', 'u8'],
+    ['st_other', 'u8'],
+    ['st_shndx', 'half'],
+    ['st_value', 'addr'],
+    ['st_size', 'xword'],
+  ],
+};

@@ -2,7 +2,7 @@
 
 import { formatError } from '../errors/cuda-patchelf-error.js';
 import type { ElfCodec, ProgramHeader } from './codec.js';
-import { DT, PT } from './constants.js';
+import { DT, PT, SHT } from './constants.js';
 import { dynamicValue, type DynamicArray, type ElfHeader, type ElfImage } from './elf-image.js';
 import { readSectionHeaders, type Section } from './section-headers.js';
 import { readStringReferences, type StringReference } from './string-references.js';
@@ -47,7 +47,12 @@ export interface EditFacts {
   readonly movableRanges: readonly MovableRange[];
   /** The bytes that follow the program header table, up to a small bound (gap checks). */
   readonly afterProgramHeaders: Uint8Array;
+  /** The static symbol table (.symtab), whose symbols in a moved section must follow it; null if none. */
+  readonly symbolTable: { readonly offset: number; readonly bytes: Uint8Array } | null;
 }
+
+/** A .symtab larger than this is left as it is when sections move (tools-only data). */
+const SYMBOL_TABLE_LIMIT = 64 * 2 ** 20;
 
 /** How far past the program header table the planner may look for room. */
 const LOOK_AFTER_TABLE = 4096;
@@ -63,6 +68,8 @@ export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
     if (movableRanges.some((range) => range.offset === ph.p_offset)) continue;
     movableRanges.push({ offset: ph.p_offset, bytes: await source.read(ph.p_offset, ph.p_filesz, 'interpreter or note segment') });
   }
+  const sections = await readSectionHeaders(image);
+  const symtab = sections.find((section) => section.sh_type === SHT.SHT_SYMTAB && section.sh_size > 0 && section.sh_size <= SYMBOL_TABLE_LIMIT);
   const tableEnd = header.e_phoff + header.phnum * header.e_phentsize;
   const after = Math.max(0, Math.min(LOOK_AFTER_TABLE, source.size - tableEnd));
   return {
@@ -73,9 +80,10 @@ export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
     dynamic,
     dynstr: { offset: dynamicStrings.offset, vaddr: strtabAddress, bytes: await dynamicStrings.readAll() },
     references: await readStringReferences(image),
-    sections: await readSectionHeaders(image),
+    sections,
     movableRanges,
     afterProgramHeaders: await source.read(tableEnd, after, 'bytes after the program header table'),
+    symbolTable: symtab === undefined ? null : { offset: symtab.sh_offset, bytes: await source.read(symtab.sh_offset, symtab.sh_size, 'symbol table (.symtab)') },
   };
 }
 

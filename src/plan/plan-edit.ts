@@ -1,7 +1,7 @@
 // The planner: from what a file has (EditFacts) and what it should have (WantedDynamic) to an ordered
 // list of positional writes, cheapest tier first. Pure: it reads nothing and writes nothing.
 
-import { DYN, EHDR, PHDR, SHDR, type DynamicEntry, type ProgramHeader } from '../elf/codec.js';
+import { DYN, EHDR, PHDR, SHDR, SYM, type DynamicEntry, type ProgramHeader } from '../elf/codec.js';
 import { DT, EI_NIDENT, PT, SHT } from '../elf/constants.js';
 import { STRING_TAGS, type EditFacts } from '../elf/edit-facts.js';
 import { stringAt } from '../elf/string-table.js';
@@ -227,10 +227,13 @@ function addSectionWrites(
   writes: Writes,
   moves: { table: MovedTable | null; dynamic: MovedTable | null; moved: readonly MovedRange[] },
 ): void {
+  /** Address delta of each moved section, by section index. */
+  const moved = new Map<number, number>();
   const update = (section: Section, fields: Partial<Section>, what: string): void => {
     const bytes = new Uint8Array(facts.codec.sizeOf(SHDR));
     facts.codec.encode(SHDR, { ...section, ...fields }, bytes, 0);
     writes.add('sections', section.headerOffset, bytes, what);
+    if (fields.sh_addr !== undefined && fields.sh_addr !== section.sh_addr) moved.set(section.index, fields.sh_addr - section.sh_addr);
   };
   for (const section of facts.sections) {
     if (moves.table !== null && section.sh_type === SHT.SHT_STRTAB && section.sh_offset === facts.dynstr.offset && section.sh_addr === facts.dynstr.vaddr) {
@@ -243,5 +246,21 @@ function addSectionWrites(
         update(section, { sh_offset: section.sh_offset + (range.to - range.from), sh_addr: section.sh_addr + range.vaddrDelta }, `section header of ${section.name}`);
       }
     }
+  }
+  addSymbolWrites(facts, moved, writes);
+}
+
+/** Symbols defined in a moved section (its section symbol, _DYNAMIC) follow it in .symtab. */
+function addSymbolWrites(facts: EditFacts, moved: ReadonlyMap<number, number>, writes: Writes): void {
+  const table = facts.symbolTable;
+  if (table === null || moved.size === 0) return;
+  const size = facts.codec.sizeOf(SYM);
+  for (let at = 0; at + size <= table.bytes.length; at += size) {
+    const symbol = facts.codec.decode(SYM, table.bytes, at);
+    const delta = moved.get(symbol.st_shndx);
+    if (delta === undefined) continue;
+    const bytes = table.bytes.slice(at, at + size);
+    facts.codec.encode(SYM, { st_value: symbol.st_value + delta }, bytes, 0);
+    writes.add('sections', table.offset + at, bytes, 'symbol in a moved section (.symtab)');
   }
 }
