@@ -33,6 +33,13 @@ export interface MovableRange {
   readonly bytes: Uint8Array;
 }
 
+/**
+ * Tags that point at a section whose only references are that tag and its section header: such a
+ * section can be copied into the new segment and the tag switched to the copy. (.dynstr is left out:
+ * the string placement edits it where it stands.)
+ */
+export const RELOCATABLE_SECTION_TAGS: readonly number[] = [DT.DT_GNU_HASH, DT.DT_HASH, DT.DT_SYMTAB, DT.DT_VERSYM, DT.DT_VERNEED, DT.DT_VERDEF];
+
 export interface EditFacts {
   readonly fileSize: number;
   readonly codec: ElfCodec;
@@ -45,6 +52,8 @@ export interface EditFacts {
   readonly sections: readonly Section[];
   /** The bytes of PT_INTERP and PT_NOTE ranges (what may be moved to make room after the table). */
   readonly movableRanges: readonly MovableRange[];
+  /** Sections right after the program header table that a RELOCATABLE_SECTION_TAGS tag points at. */
+  readonly relocatableSections: readonly MovableRange[];
   /** The bytes that follow the program header table, up to a small bound (gap checks). */
   readonly afterProgramHeaders: Uint8Array;
   /** The static symbol table (.symtab), whose symbols in a moved section must follow it; null if none. */
@@ -71,6 +80,13 @@ export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
   const sections = await readSectionHeaders(image);
   const symtab = sections.find((section) => section.sh_type === SHT.SHT_SYMTAB && section.sh_size > 0 && section.sh_size <= SYMBOL_TABLE_LIMIT);
   const tableEnd = header.e_phoff + header.phnum * header.e_phentsize;
+  const tagged = new Set(RELOCATABLE_SECTION_TAGS.map((tag) => dynamicValue(dynamic, tag)).filter((value) => value !== undefined));
+  const relocatableSections: MovableRange[] = [];
+  for (const section of sections) {
+    const nextToTable = section.sh_offset < tableEnd + header.e_phentsize && section.sh_offset + section.sh_size > tableEnd;
+    if (!nextToTable || section.sh_type === SHT.SHT_NOBITS || !tagged.has(section.sh_addr)) continue;
+    relocatableSections.push({ offset: section.sh_offset, bytes: await source.read(section.sh_offset, section.sh_size, `section ${section.name}`) });
+  }
   const after = Math.max(0, Math.min(LOOK_AFTER_TABLE, source.size - tableEnd));
   return {
     fileSize: source.size,
@@ -82,6 +98,7 @@ export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
     references: await readStringReferences(image),
     sections,
     movableRanges,
+    relocatableSections,
     afterProgramHeaders: await source.read(tableEnd, after, 'bytes after the program header table'),
     symbolTable: symtab === undefined ? null : { offset: symtab.sh_offset, bytes: await source.read(symtab.sh_offset, symtab.sh_size, 'symbol table (.symtab)') },
   };

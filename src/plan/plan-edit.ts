@@ -3,11 +3,11 @@
 
 import { DYN, EHDR, PHDR, SHDR, SYM, type DynamicEntry, type ProgramHeader } from '../elf/codec.js';
 import { DT, EI_NIDENT, PT, SHT } from '../elf/constants.js';
-import { STRING_TAGS, type EditFacts } from '../elf/edit-facts.js';
+import { RELOCATABLE_SECTION_TAGS, STRING_TAGS, type EditFacts } from '../elf/edit-facts.js';
 import { stringAt } from '../elf/string-table.js';
 import type { Section } from '../elf/section-headers.js';
 import type { Plan, PlannedWrite, WritePhase } from './plan.js';
-import { layoutSegment, type FinishedLayout, type MovedRange, type SegmentLayout } from './segment-layout.js';
+import { layoutSegment, type FinishedLayout, type MovedRange, type SegmentLayout, type TableLayout } from './segment-layout.js';
 import { placeStrings, type StringPlacement, type StringRequest } from './string-placement.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from './wanted.js';
 
@@ -21,7 +21,7 @@ interface Writes {
 
 function writeList(): Writes {
   const writes: PlannedWrite[] = [];
-  const order: WritePhase[] = ['data', 'headers', 'dynamic', 'sections', 'cleanup'];
+  const order: WritePhase[] = ['data', 'headers', 'dynamic', 'sections', 'settle', 'cleanup'];
   return {
     add: (phase, offset, bytes, what) => writes.push({ phase, offset, bytes, what }),
     // Stable sort by phase: within a phase, writes keep the order they were added in.
@@ -97,10 +97,14 @@ export function planEdit(facts: EditFacts, wanted: WantedDynamic): Plan {
   }
   const tableMoved = tableOffset !== facts.dynstr.offset;
 
+  const moved = layout?.moved ?? [];
+  const movedRangeOf = (vaddr: number): MovedRange | undefined => moved.find((m) => vaddr >= m.fromVaddr && vaddr < m.fromVaddr + m.size);
   const finalEntries = dynamicEntries.map((entry) => {
     if (entry.d_tag === DT.DT_STRTAB) return { ...entry, d_val: tableVaddr };
     if (entry.d_tag === DT.DT_STRSZ) return { ...entry, d_val: placement.table.length };
-    return entry;
+    // A section moved out of the program header table's way: its tag follows the copy.
+    const range = RELOCATABLE_SECTION_TAGS.includes(entry.d_tag) ? movedRangeOf(entry.d_val) : undefined;
+    return range === undefined ? entry : { ...entry, d_val: entry.d_val + range.vaddrDelta };
   });
 
   // Strings written into the live table before or as the switch (only when the table stays put).
@@ -112,20 +116,23 @@ export function planEdit(facts: EditFacts, wanted: WantedDynamic): Plan {
   if (layout !== null) {
     if (dynamicMoves) layout.region.fill(dynamicOffset, encodeDynamic(facts, finalEntries, dynamicCapacity));
     const finished = layout.finish({ writable: dynamicMoves });
-    const programHeaders = dynamicMoves ? withMovedDynamic(finished.programHeaders, dynamicOffset, dynamicVaddr, dynamicCapacity * entrySize) : finished.programHeaders;
-    addHeaderWrites(facts, { ...finished, programHeaders }, layout, writes);
+    const withDynamic = (table: TableLayout): TableLayout =>
+      dynamicMoves ? { ...table, programHeaders: withMovedDynamic(table.programHeaders, dynamicOffset, dynamicVaddr, dynamicCapacity * entrySize) } : table;
+    addHeaderWrites(facts, { ...finished, ...withDynamic(finished), interim: finished.interim === null ? null : withDynamic(finished.interim) }, layout, writes);
   }
 
   if (!dynamicMoves) addDynamicWrite(facts, finalEntries, writes);
   for (const ref of renamed) {
     const index = placement.indexOf.get(wanted.versionNeedRenames.get(stringAt(table, ref.index)) ?? '') ?? 0;
-    writes.add('dynamic', ref.fieldOffset, encodeWord(facts, index), 'version need file name (vn_file)');
+    // When the version needs moved out of the table's way, the rename goes to the copy.
+    const range = moved.find((m) => ref.fieldOffset >= m.from && ref.fieldOffset < m.from + m.size);
+    writes.add('dynamic', ref.fieldOffset + (range === undefined ? 0 : range.to - range.from), encodeWord(facts, index), 'version need file name (vn_file)');
   }
 
   addSectionWrites(facts, writes, {
     table: tableMoved || tableGrows ? { offset: tableOffset, vaddr: tableVaddr, size: placement.table.length } : null,
     dynamic: dynamicMoves ? { offset: dynamicOffset, vaddr: dynamicVaddr, size: dynamicCapacity * entrySize } : null,
-    moved: layout?.moved ?? [],
+    moved,
   });
 
   for (const range of placement.deadRanges) {
@@ -182,23 +189,36 @@ function encodeProgramHeaders(facts: EditFacts, programHeaders: readonly Program
 /**
  * The appended region first (invisible until mapped), then the program headers that map it. A table
  * that grows in place goes out together with the ELF header in one write, so e_phnum and the entries
- * change at once; a moved table becomes live with the one ELF header write that points at it.
+ * change at once; a moved table becomes live with the one ELF header write that points at it; a table
+ * that grows after moving settles back once the dynamic tags no longer point at what it grows over.
  */
 function addHeaderWrites(facts: EditFacts, finished: FinishedLayout, layout: SegmentLayout, writes: Writes): void {
   const { codec, header } = facts;
   const table = encodeProgramHeaders(facts, finished.programHeaders);
+  const pointHeaderAt = (phase: WritePhase, tableOffset: number, count: number, what: string): void => {
+    const headerBytes = new Uint8Array(EI_NIDENT + codec.sizeOf(EHDR));
+    codec.encode(EHDR, { ...header, e_phoff: tableOffset, e_phnum: count }, headerBytes, EI_NIDENT);
+    const at = EI_NIDENT + codec.fieldOffset(EHDR, 'e_phoff');
+    const end = EI_NIDENT + codec.fieldOffset(EHDR, 'e_shentsize');
+    writes.add(phase, at, headerBytes.slice(at, end), what);
+  };
   if (finished.strategy === 'move-table') layout.region.fill(finished.tableOffset, table);
+  if (finished.interim !== null) layout.region.fill(finished.interim.tableOffset, encodeProgramHeaders(facts, finished.interim.programHeaders));
   writes.add('data', layout.region.start, layout.region.bytes(), 'appended tables');
 
-  const headerBytes = new Uint8Array(EI_NIDENT + codec.sizeOf(EHDR));
-  codec.encode(EHDR, { ...header, e_phoff: finished.tableOffset, e_phnum: finished.phnum }, headerBytes, EI_NIDENT);
   if (finished.strategy === 'move-table') {
-    const at = codec.fieldOffset(EHDR, 'e_phoff');
-    const end = codec.fieldOffset(EHDR, 'e_shentsize');
-    writes.add('headers', EI_NIDENT + at, headerBytes.slice(EI_NIDENT + at, EI_NIDENT + end), 'ELF header (e_phoff, e_phnum)');
+    pointHeaderAt('headers', finished.tableOffset, finished.programHeaders.length, 'ELF header (e_phoff, e_phnum)');
+    return;
+  }
+  if (finished.interim !== null) {
+    pointHeaderAt('headers', finished.interim.tableOffset, finished.interim.programHeaders.length, 'ELF header (e_phoff, e_phnum): the table, moved for now');
+    writes.add('settle', header.e_phoff, table, 'the grown program header table, in its place');
+    pointHeaderAt('settle', header.e_phoff, finished.programHeaders.length, 'ELF header (e_phoff, e_phnum): back to the grown table');
     return;
   }
   if (finished.strategy === 'grow-in-place') {
+    const headerBytes = new Uint8Array(EI_NIDENT + codec.sizeOf(EHDR));
+    codec.encode(EHDR, { ...header, e_phnum: finished.programHeaders.length }, headerBytes, EI_NIDENT);
     const at = EI_NIDENT + codec.fieldOffset(EHDR, 'e_phnum');
     const combined = new Uint8Array(header.e_phoff + table.length - at);
     combined.set(headerBytes.subarray(at), 0);

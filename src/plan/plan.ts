@@ -14,10 +14,12 @@ export type Tier = 'noop' | 'in-place' | 'append' | 'rewrite';
  * - `headers`: program headers and the ELF header that map the new data;
  * - `dynamic`: the dynamic array entries that switch to the new tables and values;
  * - `sections`: section headers describing what moved (tools only, never the loader);
+ * - `settle`: a program header table that moved out of the way goes back to its place, grown, once
+ *   what followed it is no longer referenced;
  * - `cleanup`: dead strings overwritten with zeros.
  * `--durable` syncs the file to disk between phases.
  */
-export type WritePhase = 'data' | 'headers' | 'dynamic' | 'sections' | 'cleanup';
+export type WritePhase = 'data' | 'headers' | 'dynamic' | 'sections' | 'settle' | 'cleanup';
 
 export interface PlannedWrite {
   readonly phase: WritePhase;

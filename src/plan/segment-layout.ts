@@ -25,19 +25,38 @@ export interface SegmentLayout {
 
 export interface MovedRange {
   readonly from: number;
+  readonly fromVaddr: number;
   readonly to: number;
   readonly size: number;
   /** to-vaddr minus from-vaddr. */
   readonly vaddrDelta: number;
 }
 
-export interface FinishedLayout {
+/**
+ * How the program header table gets its new entry:
+ * - `extend`: none needed, the segment an earlier edit added grows;
+ * - `null-slot`: a PT_NULL entry is reused;
+ * - `grow-in-place`: the table grows over PT_INTERP/PT_NOTE bytes (copied away) or padding, written
+ *   with the ELF header in one write;
+ * - `grow-after-move`: the table grows over sections that dynamic tags point at (.dynsym, .gnu.hash,
+ *   version tables). Those stay referenced until the tags switch, so the table first moves into the
+ *   new segment (`interim`), the tags switch to the copies, and then the grown table is written in its
+ *   old place and the ELF header points back at it. The table ends where tools expect it (binutils
+ *   strip re-lays out a segment that holds a moved table);
+ * - `move-table`: the table moves into the new segment for good, with a PT_PHDR entry.
+ */
+export type TableStrategy = 'extend' | 'null-slot' | 'grow-in-place' | 'grow-after-move' | 'move-table';
+
+export interface TableLayout {
   readonly programHeaders: ProgramHeader[];
-  /** Where the program header table is written: in place at e_phoff, or moved into the region. */
+  /** Where the table is written: in place at e_phoff, or in the region. */
   readonly tableOffset: number;
-  readonly phnum: number;
-  /** How the table write must be done: whole header+table at once when the table grows in place. */
-  readonly strategy: 'extend' | 'null-slot' | 'grow-in-place' | 'move-table';
+}
+
+export interface FinishedLayout extends TableLayout {
+  readonly strategy: TableStrategy;
+  /** grow-after-move: the table as it stands in the region while the tags switch. */
+  readonly interim: TableLayout | null;
 }
 
 function isLoad(ph: ProgramHeader): boolean {
@@ -80,7 +99,7 @@ function extendLayout(facts: EditFacts, index: number): SegmentLayout {
       const programHeaders = facts.programHeaders.map((ph) => ({ ...ph }));
       const size = region.endOffset - segment.p_offset;
       programHeaders[index] = { ...segment, p_filesz: size, p_memsz: size, p_flags: segment.p_flags | PF_R | (writable ? PF_W : 0) };
-      return { programHeaders, tableOffset: facts.header.e_phoff, phnum: programHeaders.length, strategy: 'extend' };
+      return { programHeaders, tableOffset: facts.header.e_phoff, strategy: 'extend', interim: null };
     },
   };
 }
@@ -114,10 +133,14 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
   if (!programHeaders.some(isLoad)) throw unsupported('no PT_LOAD segment to place new data after');
   const entrySize = header.e_phentsize;
   const nullSlot = programHeaders.findIndex((ph) => ph.p_type === PT.PT_NULL);
-  const grow = nullSlot >= 0 ? null : growInPlace(facts, entrySize);
-  const strategy: FinishedLayout['strategy'] = nullSlot >= 0 ? 'null-slot' : grow !== null ? 'grow-in-place' : 'move-table';
+  // The single write of header and grown table needs the table right after the ELF header.
+  const growNow = nullSlot >= 0 || header.e_phoff !== header.e_ehsize ? null : roomAfterTable(facts, entrySize, facts.movableRanges);
+  const growLater = nullSlot >= 0 || growNow !== null ? null : roomAfterTable(facts, entrySize, [...facts.movableRanges, ...facts.relocatableSections]);
+  const grow = growNow ?? growLater;
+  const strategy: TableStrategy = nullSlot >= 0 ? 'null-slot' : growNow !== null ? 'grow-in-place' : growLater !== null ? 'grow-after-move' : 'move-table';
   const isSharedObject = header.e_type === ET.ET_DYN && !programHeaders.some((ph) => ph.p_type === PT.PT_INTERP);
-  const placed = placeNewSegment(facts, pageSize, strategy === 'move-table' && !isSharedObject);
+  const tableMoves = strategy === 'move-table' || strategy === 'grow-after-move';
+  const placed = placeNewSegment(facts, pageSize, tableMoves && !isSharedObject);
   const region = new AppendedRegion(placed.start);
   const vaddr = placed.vaddr;
   const vaddrOf = (offset: number): number => vaddr + (offset - region.start);
@@ -127,11 +150,12 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
   const moved: MovedRange[] = (grow ?? []).map((range) => {
     const to = region.reserve(range.bytes.length, 16);
     region.fill(to, range.bytes);
-    return { from: range.offset, to, size: range.bytes.length, vaddrDelta: vaddrOf(to) - vaddrAtOffset(facts, range.offset) };
+    const fromVaddr = vaddrAtOffset(facts, range.offset);
+    return { from: range.offset, fromVaddr, to, size: range.bytes.length, vaddrDelta: vaddrOf(to) - fromVaddr };
   });
   const hasPhdr = programHeaders.some((ph) => ph.p_type === PT.PT_PHDR);
   const movedCount = programHeaders.length + 1 + (hasPhdr ? 0 : 1);
-  const movedTableAt = strategy === 'move-table' ? region.reserve(movedCount * entrySize, codec.wordSize) : -1;
+  const movedTableAt = tableMoves ? region.reserve(movedCount * entrySize, codec.wordSize) : -1;
 
   return {
     region,
@@ -151,31 +175,36 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
         p_align: placed.align,
       };
       const shifted = programHeaders.map((ph) => shiftIntoMoved(ph, moved));
-      if (strategy === 'null-slot') {
-        const list = shifted.filter((_, i) => i !== nullSlot);
-        list.push(load);
-        return { programHeaders: list, tableOffset: header.e_phoff, phnum: list.length, strategy };
-      }
-      if (strategy === 'grow-in-place') {
-        const list = shifted.map((ph) => (ph.p_type === PT.PT_PHDR ? { ...ph, p_filesz: ph.p_filesz + entrySize, p_memsz: ph.p_memsz + entrySize } : ph));
-        list.push(load);
-        return { programHeaders: list, tableOffset: header.e_phoff, phnum: list.length, strategy };
-      }
-      // The table moves into the new segment; PT_PHDR (first, as the gABI asks) tells glibc where it is.
-      const tableVaddr = vaddrOf(movedTableAt);
-      const tableSize = movedCount * entrySize;
-      const phdr: ProgramHeader = {
-        p_type: PT.PT_PHDR,
-        p_flags: PF_R,
-        p_offset: movedTableAt,
-        p_vaddr: tableVaddr,
-        p_paddr: tableVaddr,
-        p_filesz: tableSize,
-        p_memsz: tableSize,
-        p_align: codec.wordSize,
+      const grown = (): TableLayout => ({
+        programHeaders: [...shifted.map((ph) => (ph.p_type === PT.PT_PHDR ? { ...ph, p_filesz: ph.p_filesz + entrySize, p_memsz: ph.p_memsz + entrySize } : ph)), load],
+        tableOffset: header.e_phoff,
+      });
+      // The table in the new segment; PT_PHDR (first, as the gABI asks) tells glibc where it is.
+      const movedTable = (): TableLayout => {
+        const tableVaddr = vaddrOf(movedTableAt);
+        const tableSize = movedCount * entrySize;
+        const phdr: ProgramHeader = {
+          p_type: PT.PT_PHDR,
+          p_flags: PF_R,
+          p_offset: movedTableAt,
+          p_vaddr: tableVaddr,
+          p_paddr: tableVaddr,
+          p_filesz: tableSize,
+          p_memsz: tableSize,
+          p_align: codec.wordSize,
+        };
+        return { programHeaders: [phdr, ...shifted.filter((ph) => ph.p_type !== PT.PT_PHDR), load], tableOffset: movedTableAt };
       };
-      const list = [phdr, ...shifted.filter((ph) => ph.p_type !== PT.PT_PHDR), load];
-      return { programHeaders: list, tableOffset: movedTableAt, phnum: list.length, strategy };
+      switch (strategy) {
+        case 'null-slot':
+          return { programHeaders: [...shifted.filter((_, i) => i !== nullSlot), load], tableOffset: header.e_phoff, strategy, interim: null };
+        case 'grow-in-place':
+          return { ...grown(), strategy, interim: null };
+        case 'grow-after-move':
+          return { ...grown(), strategy, interim: movedTable() };
+        default:
+          return { ...movedTable(), strategy, interim: null };
+      }
     },
   };
 }
@@ -194,40 +223,28 @@ function shiftIntoMoved(ph: ProgramHeader, moved: readonly MovedRange[]): Progra
 }
 
 /**
- * Room for one more entry right after the table: the bytes there must be a PT_INTERP or PT_NOTE range
- * (which can move, the headers that point at them updated) or zero padding outside every section, all
- * inside the PT_LOAD that maps the table. The table must follow the ELF header directly, so that the
- * header and the grown table go out in one write.
+ * Room for one more entry right after the table: every byte there must belong to one of `units`
+ * (ranges that can be copied elsewhere, the headers and tags that point at them updated), or be zero
+ * padding outside every section, all inside the PT_LOAD that maps the table. Returns the units to move.
  */
-function growInPlace(facts: EditFacts, entrySize: number): MovableRange[] | null {
+function roomAfterTable(facts: EditFacts, entrySize: number, units: readonly MovableRange[]): MovableRange[] | null {
   const { header, programHeaders, sections } = facts;
-  if (header.e_phoff !== header.e_ehsize) return null;
   const tableEnd = header.e_phoff + programHeaders.length * entrySize;
   const windowEnd = tableEnd + entrySize;
   const covering = programHeaders.find((ph) => isLoad(ph) && ph.p_offset <= header.e_phoff && windowEnd <= ph.p_offset + ph.p_filesz);
   if (covering === undefined) return null;
-  const toMove = facts.movableRanges.filter((range) => range.offset < windowEnd && range.offset + range.bytes.length > tableEnd);
+  const toMove = units.filter((range) => range.offset < windowEnd && range.offset + range.bytes.length > tableEnd);
   if (toMove.some((range) => range.offset < tableEnd)) return null;
-  const inMoved = (offset: number): boolean => toMove.some((r) => offset >= r.offset && offset < r.offset + r.bytes.length);
+  const inside = (offset: number, size: number): boolean => toMove.some((r) => offset >= r.offset && offset + size <= r.offset + r.bytes.length);
   for (let offset = tableEnd; offset < windowEnd; offset++) {
-    if (!inMoved(offset) && facts.afterProgramHeaders[offset - tableEnd] !== 0) return null;
+    if (!inside(offset, 1) && facts.afterProgramHeaders[offset - tableEnd] !== 0) return null;
   }
+  const overlapsWindow = (offset: number, size: number): boolean => offset < windowEnd && offset + size > tableEnd;
   const blocking = programHeaders.some(
-    (ph) =>
-      ph.p_type !== PT.PT_LOAD &&
-      ph.p_type !== PT.PT_PHDR &&
-      ph.p_offset < windowEnd &&
-      ph.p_offset + ph.p_filesz > tableEnd &&
-      !toMove.some((r) => ph.p_offset >= r.offset && ph.p_offset + ph.p_filesz <= r.offset + r.bytes.length),
+    (ph) => ph.p_type !== PT.PT_LOAD && ph.p_type !== PT.PT_PHDR && overlapsWindow(ph.p_offset, ph.p_filesz) && !inside(ph.p_offset, ph.p_filesz),
   );
   const sectionInWay = sections.some(
-    (s) =>
-      (s.sh_flags & SHF_ALLOC) !== 0 &&
-      s.sh_size > 0 &&
-      s.sh_type !== SHT.SHT_NOBITS &&
-      s.sh_offset < windowEnd &&
-      s.sh_offset + s.sh_size > tableEnd &&
-      !toMove.some((r) => s.sh_offset >= r.offset && s.sh_offset + s.sh_size <= r.offset + r.bytes.length),
+    (s) => (s.sh_flags & SHF_ALLOC) !== 0 && s.sh_size > 0 && s.sh_type !== SHT.SHT_NOBITS && overlapsWindow(s.sh_offset, s.sh_size) && !inside(s.sh_offset, s.sh_size),
   );
   return blocking || sectionInWay ? null : toMove;
 }
