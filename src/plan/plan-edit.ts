@@ -8,7 +8,7 @@ import { stringAt } from '../elf/string-table.js';
 import type { Section } from '../elf/section-headers.js';
 import type { Plan, PlannedWrite, WritePhase } from './plan.js';
 import { layoutSegment, type FinishedLayout, type MovedRange, type SegmentLayout, type TableLayout } from './segment-layout.js';
-import { placeStrings, type StringPlacement, type StringRequest } from './string-placement.js';
+import { placeStrings, type StringRequest } from './string-placement.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from './wanted.js';
 
 /** DT_NULL slots a moved dynamic array gets beyond what it needs, so that later edits fit in place. */

@@ -2,63 +2,15 @@
 // x86_64, under qemu-aarch64 for aarch64), and reading results back with binutils as an independent
 // oracle. Every external command runs without a shell and under a time limit.
 
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireTool, sysroot } from './fixtures.js';
+import { cleanEnv, execTool, type ExecOptions, type ExecResult } from './exec.js';
 
 export type BuildArch = 'x86_64' | 'aarch64';
 
-export interface ExecResult {
-  /** Exit status; null when killed by a signal (time limit included). */
-  readonly code: number | null;
-  readonly signal: string | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-export interface ExecOptions {
-  readonly env?: NodeJS.ProcessEnv;
-  readonly cwd?: string;
-  readonly timeoutMs?: number;
-}
-
-/** The caller's environment without loader variables, in the C locale. */
-export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('LD_') && !key.startsWith('QEMU_')) env[key] = value;
-  }
-  return { ...env, LC_ALL: 'C', ...extra };
-}
-
-/** Runs a command; resolves with its status and output whatever the status (rejects only if it cannot start). */
-export function execTool(command: string, args: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
-  return new Promise((resolvePromise, reject) => {
-    execFile(
-      command,
-      args,
-      {
-        env: options.env ?? cleanEnv(),
-        cwd: options.cwd,
-        timeout: options.timeoutMs ?? 60_000,
-        killSignal: 'SIGKILL',
-        maxBuffer: 256 * 1024 * 1024,
-        encoding: 'utf8',
-      },
-      (error, stdout, stderr) => {
-        const failure = error as (Error & { code?: number | string; signal?: string | null }) | null;
-        if (failure !== null && typeof failure.code === 'string') {
-          reject(new Error(`${command}: ${failure.message}`));
-          return;
-        }
-        resolvePromise({ code: failure === null ? 0 : typeof failure.code === 'number' ? failure.code : null, signal: failure?.signal ?? null, stdout, stderr });
-      },
-    );
-  });
-}
 
 /** Runs a command that must succeed; the error carries everything it said. */
 export async function execOk(command: string, args: readonly string[], options: ExecOptions = {}): Promise<string> {
@@ -325,3 +277,5 @@ export function loadProblems(rows: readonly SegmentRow[]): string[] {
   });
   return problems;
 }
+
+export { cleanEnv, execTool, type ExecOptions, type ExecResult };

@@ -3,77 +3,14 @@
 // did not change, and readelf-based readings of runpath, tag kind and DT_NEEDED that do not share any
 // code with the tool under test.
 
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { lstat, mkdtemp, open, readdir, readlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireTool } from './fixtures.js';
+import { cleanEnv, execTool, mustExec, type ExecOptions, type ExecResult } from './exec.js';
 
-export interface ExecResult {
-  /** Exit status; null when killed (time limit or signal). */
-  readonly code: number | null;
-  readonly signal: string | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-export interface ExecOptions {
-  readonly env?: NodeJS.ProcessEnv;
-  readonly cwd?: string;
-  readonly timeoutMs?: number;
-}
-
-/** The caller's environment without loader variables, so a test controls what ld.so sees. */
-export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('LD_') && !key.startsWith('QEMU_')) env[key] = value;
-  }
-  env['LC_ALL'] = 'C';
-  return { ...env, ...extra };
-}
-
-/** execFile without a shell; never rejects for a non-zero exit (the result says so). */
-export function execTool(file: string, args: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
-  return new Promise((resolvePromise, reject) => {
-    execFile(
-      file,
-      [...args],
-      {
-        env: options.env ?? cleanEnv(),
-        cwd: options.cwd,
-        timeout: options.timeoutMs ?? 60_000,
-        killSignal: 'SIGKILL',
-        maxBuffer: 256 * 1024 * 1024,
-        encoding: 'utf8',
-      },
-      (error, stdout, stderr) => {
-        const failure = error as (Error & { code?: number | string; signal?: string | null }) | null;
-        if (failure !== null && typeof failure.code === 'string') {
-          reject(new Error(`cannot run ${file}: ${failure.message}`));
-          return;
-        }
-        resolvePromise({
-          code: failure === null ? 0 : typeof failure.code === 'number' ? failure.code : null,
-          signal: failure?.signal ?? null,
-          stdout,
-          stderr,
-        });
-      },
-    );
-  });
-}
-
-/** execTool that throws (with both streams) unless the command exits 0. */
-export async function mustExec(file: string, args: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
-  const result = await execTool(file, args, options);
-  if (result.code !== 0) {
-    throw new Error(`${file} ${args.join(' ')} exited ${String(result.code ?? result.signal)}\n${result.stderr}${result.stdout}`);
-  }
-  return result;
-}
 
 export function makeTempDir(label: string): Promise<string> {
   return mkdtemp(join(tmpdir(), `cuda-patchelf-${label}-`));
@@ -217,3 +154,5 @@ export function permutations<T>(items: readonly T[]): T[][] {
   if (items.length <= 1) return [[...items]];
   return items.flatMap((item, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]));
 }
+
+export { cleanEnv, execTool, mustExec, type ExecOptions, type ExecResult };

@@ -4,7 +4,6 @@
 // edit again is a noop; strip still works on the result. Every check compares with the original
 // where a tool is known to be noisy or unable to read some inputs, and never where it is not.
 
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { copyFile, cp, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
@@ -20,6 +19,7 @@ import { summarize, type ElfSummary } from '../../src/elf/summary.js';
 import { runCli as runCliMain } from '../../src/cli/program.js';
 import { crossTool, fixture, requireTool, sysroot, type Arch, type Fixture } from './fixtures.js';
 import { assertCliBuilt, runCli } from './run-cli.js';
+import { cleanEnv, execTool, type ExecResult } from './exec.js';
 
 // Numbers from the gABI, spelled out here so that a wrong table in src/ cannot hide a wrong check.
 const PT_NULL = 0;
@@ -50,52 +50,6 @@ export const LOADABLE_ARCHES: readonly Arch[] = ['x86_64', 'aarch64'];
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-export interface ExecResult {
-  readonly code: number | null;
-  readonly signal: string | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs a program without a shell, with a time limit; never rejects because of the exit status. */
-export function execTool(
-  file: string,
-  args: readonly string[],
-  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string } = {},
-): Promise<ExecResult> {
-  return new Promise((resolvePromise, reject) => {
-    execFile(
-      file,
-      args,
-      {
-        env: options.env ?? cleanEnv(),
-        timeout: options.timeoutMs ?? 120_000,
-        killSignal: 'SIGKILL',
-        maxBuffer: 512 * 1024 * 1024,
-        encoding: 'utf8',
-        ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
-      },
-      (error, stdout, stderr) => {
-        const failure = error as (Error & { code?: number | string; signal?: string | null }) | null;
-        if (failure !== null && typeof failure.code === 'string') {
-          reject(new Error(`${file} ${args.join(' ')}: ${failure.message}`));
-          return;
-        }
-        resolvePromise({ code: failure === null ? 0 : ((failure.code as number | undefined) ?? null), signal: failure?.signal ?? null, stdout, stderr });
-      },
-    );
-  });
-}
-
-/** The caller's environment without loader and qemu variables: only what a test sets reaches a program. */
-export function cleanEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('LD_') && !key.startsWith('QEMU_')) env[key] = value;
-  }
-  env['LC_ALL'] = 'C';
-  return env;
-}
 
 export function describeExec(what: string, result: ExecResult): string {
   const status = result.signal === null ? `exit ${String(result.code)}` : `signal ${result.signal}`;
@@ -977,3 +931,5 @@ export function diffLines(before: string, after: string): string[] {
   }
   return extra;
 }
+
+export { cleanEnv, execTool, type ExecResult };
