@@ -99,8 +99,10 @@ async function runTree(dirs: string[], options: TreeOptions, io: CliIo, dryRun: 
 const text = (value: string | null): string => (value === null ? '(none)' : `"${byteStringToText(value)}"`);
 
 function summaryLine(verb: string, s: BatchSummary): string {
-  const tiers = Object.entries(s.patched).map(([tier, n]) => `${n} ${tier}`);
-  const skipped = Object.entries(s.skipped).map(([reason, n]) => `${n} ${reason}`);
+  // Sorted, so the line reads the same whatever order the files finished in.
+  const counts = (record: Record<string, number>): string[] => Object.keys(record).sort().map((key) => `${record[key] ?? 0} ${key}`);
+  const tiers = counts(s.patched);
+  const skipped = counts(s.skipped);
   return [
     `${s.visited} visited`,
     `${patchedCount(s)} ${verb}${tiers.length > 0 ? ` (${tiers.join(', ')})` : ''}`,
