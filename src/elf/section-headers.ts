@@ -5,11 +5,13 @@ import { checkRange } from './byte-source.js';
 import { SHDR, type SectionHeader } from './codec.js';
 import { SHT } from './constants.js';
 import type { ElfImage } from './elf-image.js';
-import { StringTable } from './string-table.js';
+import { StringTable, stringAt } from './string-table.js';
 import { formatError } from '../errors/cuda-patchelf-error.js';
 
 /** gABI: e_shstrndx = SHN_XINDEX means the index is in section header 0's sh_link. */
 const SHN_XINDEX = 0xffff;
+/** Section name tables up to this size are read whole (real ones are a few hundred bytes). */
+const WHOLE_NAME_TABLE = 64 * 1024;
 
 export interface Section extends SectionHeader {
   readonly index: number;
@@ -35,20 +37,17 @@ export async function readSectionHeaders(image: ElfImage): Promise<Section[]> {
   for (let i = 0; i < count; i++) raw.push(codec.decode(SHDR, bytes, i * entrySize));
 
   const namesIndex = header.e_shstrndx === SHN_XINDEX ? first.sh_link : header.e_shstrndx;
-  let names: StringTable | null = null;
-  if (namesIndex !== 0) {
-    const namesHeader = raw[namesIndex];
-    if (namesHeader === undefined) throw formatError(`e_shstrndx ${namesIndex} is not a section (there are ${count})`);
-    if (namesHeader.sh_type === SHT.SHT_NOBITS) throw formatError('the section name table has no bytes in the file (SHT_NOBITS)');
-    checkRange(source.size, namesHeader.sh_offset, namesHeader.sh_size, 'section name table');
-    names = new StringTable(source, namesHeader.sh_offset, namesHeader.sh_size, 'section name table');
-  }
-  return Promise.all(
-    raw.map(async (sh, index) => ({
-      ...sh,
-      index,
-      name: names === null ? '' : await names.get(sh.sh_name),
-      headerOffset: header.e_shoff + index * entrySize,
-    })),
-  );
+  if (namesIndex === 0) return raw.map((sh, index) => ({ ...sh, index, name: '', headerOffset: header.e_shoff + index * entrySize }));
+  const namesHeader = raw[namesIndex];
+  if (namesHeader === undefined) throw formatError(`e_shstrndx ${namesIndex} is not a section (there are ${count})`);
+  if (namesHeader.sh_type === SHT.SHT_NOBITS) throw formatError('the section name table has no bytes in the file (SHT_NOBITS)');
+  checkRange(source.size, namesHeader.sh_offset, namesHeader.sh_size, 'section name table');
+  const names = new StringTable(source, namesHeader.sh_offset, namesHeader.sh_size, 'section name table');
+  // A name table of usual size is read once and decoded from memory; a huge one string by string.
+  const whole = namesHeader.sh_size <= WHOLE_NAME_TABLE ? await names.readAll() : null;
+  const nameOf = async (index: number): Promise<string> =>
+    whole === null ? names.get(index) : stringAt(whole, index, 'section name table', namesHeader.sh_offset);
+  const result: Section[] = [];
+  for (const [index, sh] of raw.entries()) result.push({ ...sh, index, name: await nameOf(sh.sh_name), headerOffset: header.e_shoff + index * entrySize });
+  return result;
 }
