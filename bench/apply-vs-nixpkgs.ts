@@ -1,8 +1,9 @@
 // A whole tree: `cuda-patchelf apply` with the driver and cuda_compat hooks vs the Nixpkgs sequence
 // of patchelf runs, each on a fresh copy (copy time excluded), measured in the same run.
 //   npx vite-node bench/apply-vs-nixpkgs.ts
-// The tree is this machine's /usr/lib/x86_64-linux-gnu, /usr/bin, /usr/sbin, /usr/libexec and
-// /usr/lib/gcc: real Debian ELF files, at least 2,000 of them dynamic.
+// The tree is real Debian ELF files from this machine's /usr (libraries, programs, the JVM, PostgreSQL,
+// Python extensions, LLVM) plus the fixtures' Debian and CUDA 11.8 libraries for amd64 and arm64: at
+// least 2,000 of them dynamic.
 
 import { execFile } from 'node:child_process';
 import { mkdir, readFile, rm } from 'node:fs/promises';
@@ -19,12 +20,27 @@ const cache = join(import.meta.dirname, '.cache');
 const source = join(cache, 'usr-tree');
 const work = join(cache, 'work');
 const cli = join(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
-const SOURCES = ['/usr/lib/x86_64-linux-gnu', '/usr/bin', '/usr/sbin', '/usr/libexec', '/usr/lib/gcc'];
+const FIXTURES = join(import.meta.dirname, '..', 'fixtures');
+const SOURCES = [
+  '/usr/lib/x86_64-linux-gnu',
+  '/usr/bin',
+  '/usr/sbin',
+  '/usr/libexec',
+  '/usr/lib/gcc',
+  '/usr/lib/jvm',
+  '/usr/lib/postgresql',
+  '/usr/lib/python3.11',
+  '/usr/lib/llvm-14',
+  join(FIXTURES, '.cache', 'debian'),
+  join(FIXTURES, '.cache', 'cuda'),
+];
 
 async function assembleTree(): Promise<number> {
+  await run('bash', [join(FIXTURES, 'build.sh')], { maxBuffer: 64 * 2 ** 20 });
   await rm(source, { recursive: true, force: true });
   await mkdir(source, { recursive: true });
   for (const dir of SOURCES) await run('cp', ['-a', dir, join(source, dir.replaceAll('/', '_'))]).catch(() => undefined);
+  // Debian's /usr is not the same everywhere: the table says how many files this tree had.
   const report = JSON.parse((await run('node', [cli, 'apply', source, '--dry-run', '--json'], { maxBuffer: 512 * 2 ** 20 })).stdout) as {
     summary: { patched: Record<string, number> };
   };
@@ -79,7 +95,7 @@ async function main(): Promise<void> {
   const md = [
     '# apply on a tree of real ELF files vs the Nixpkgs patchelf sequence',
     '',
-    `Tree: ${elfFiles} dynamic ELF files, ${mib(bytes)} MiB (Debian's /usr on this machine); ${availableParallelism()} CPUs; ` +
+    `Tree: ${elfFiles} dynamic ELF files, ${mib(bytes)} MiB (Debian's /usr on this machine and the CUDA/Debian fixtures); ${availableParallelism()} CPUs; ` +
       `${patchelfVersion}; median of ${REPEAT} runs, each on a fresh copy.`,
     '',
     table(['contender', 'wall', 'ELF files/s', 'vs Nixpkgs', 'CPU cores used', 'written MiB', 'tree growth MiB', 'peak RSS MiB'], rows),

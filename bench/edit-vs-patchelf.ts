@@ -72,7 +72,7 @@ async function main(): Promise<void> {
   const md = [
     '# Adding the driver directory to one CUDA library: cuda-patchelf vs patchelf',
     '',
-    `Each cell: median of ${REPEAT} runs on fresh copies; patchelf ${(await run('patchelf', ['--version'])).stdout.trim()}. ` +
+    `Each cell: median of ${REPEAT} runs on fresh copies; ${(await run('patchelf', ['--version'])).stdout.trim()}. ` +
       'RSS in MiB, written in KiB (bytes passed to write calls), growth in bytes; "ours / patchelf".',
     '',
     table(['library', 'MiB', 'cuda-patchelf', 'patchelf', 'speed-up', 'peak RSS MiB', 'written KiB', 'growth B'], rows),
