@@ -51,19 +51,8 @@ const READELF_MACHINES: Record<string, string> = {
   LoongArch: 'EM_LOONGARCH',
 };
 
-interface ReadelfView {
-  class: string;
-  byteOrder: string;
-  machine: string;
-  type: string;
-  interpreter: string | null;
-  soname: string | null;
-  needed: string[];
-  rpath: string | null;
-  runpath: string | null;
-  flags: string[];
-  flags1: string[];
-  loads: Load[];
+/** What readelf shows of the same fields, plus what the spare-slot count is derived from. */
+interface ReadelfView extends Omit<PrintRecord, 'file' | 'spareDynamicSlots' | 'error'> {
   /** PT_DYNAMIC's file range, for the raw count of spare slots. */
   dynamicSegment: { offset: number; filesz: number } | null;
   /** "contains N entries": readelf counts up to and including the first DT_NULL. */
