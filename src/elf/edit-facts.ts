@@ -95,7 +95,7 @@ export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
     programHeaders,
     dynamic,
     dynstr: { offset: dynamicStrings.offset, vaddr: strtabAddress, bytes: await dynamicStrings.readAll() },
-    references: await readStringReferences(image),
+    references: await readStringReferences(image, sections),
     sections,
     movableRanges,
     relocatableSections,

@@ -6,7 +6,7 @@ import type { ByteSource } from './byte-source.js';
 import { VERDAUX, VERDEF, VERNAUX, VERNEED, type ElfCodec, type RecordLayout } from './codec.js';
 import { DT, SHT } from './constants.js';
 import { dynamicValue, fileOffsetOf, type ElfImage } from './elf-image.js';
-import { readSectionHeaders } from './section-headers.js';
+import type { Section } from './section-headers.js';
 import { formatError } from '../errors/cuda-patchelf-error.js';
 
 /** Bytes of a GNU hash chain read at a time. */
@@ -45,22 +45,23 @@ class RecordReader {
   }
 }
 
-export async function readStringReferences(image: ElfImage): Promise<StringReference[]> {
+/** `sections`: the file's section headers, already read by the caller (the symbol count may need them). */
+export async function readStringReferences(image: ElfImage, sections: readonly Section[]): Promise<StringReference[]> {
   const references: StringReference[] = [];
-  await symbolNameReferences(image, references);
+  await symbolNameReferences(image, sections, references);
   await versionNeedReferences(image, references);
   await versionDefinitionReferences(image, references);
   return references;
 }
 
-async function symbolNameReferences(image: ElfImage, out: StringReference[]): Promise<void> {
+async function symbolNameReferences(image: ElfImage, sections: readonly Section[], out: StringReference[]): Promise<void> {
   const dynamic = image.dynamic;
   if (dynamic === null) return;
   const address = dynamicValue(dynamic, DT.DT_SYMTAB);
   if (address === undefined) return;
   const entrySize = dynamicValue(dynamic, DT.DT_SYMENT) ?? (image.codec.elfClass === 64 ? 24 : 16);
   if (entrySize < 4) throw formatError(`DT_SYMENT ${entrySize} is smaller than a symbol name field`, dynamic.offset);
-  const count = await dynamicSymbolCount(image);
+  const count = await dynamicSymbolCount(image, sections);
   if (count === 0) return;
   const offset = fileOffsetOf(image.programHeaders, address, count * entrySize, 'dynamic symbol table (DT_SYMTAB)');
   const bytes = await image.source.read(offset, count * entrySize, 'dynamic symbol table');
@@ -76,7 +77,7 @@ async function symbolNameReferences(image: ElfImage, out: StringReference[]): Pr
  * The number of .dynsym entries. The dynamic array does not say it directly: DT_HASH's nchain does;
  * else it is found by walking DT_GNU_HASH's chains to the last symbol; else from the section header.
  */
-export async function dynamicSymbolCount(image: ElfImage): Promise<number> {
+async function dynamicSymbolCount(image: ElfImage, sections: readonly Section[]): Promise<number> {
   const dynamic = image.dynamic;
   if (dynamic === null) return 0;
   const { source, codec, programHeaders } = image;
@@ -91,7 +92,6 @@ export async function dynamicSymbolCount(image: ElfImage): Promise<number> {
   // table (GNU ld then says symoffset 1 whatever the number of imports). Over-counting only makes
   // more strings look shared, so the largest of the estimates is taken.
   const gnuHash = dynamicValue(dynamic, DT.DT_GNU_HASH);
-  const sections = await readSectionHeaders(image);
   const dynsym = sections.find((s) => s.sh_type === SHT.SHT_DYNSYM);
   const fromSection = dynsym === undefined || dynsym.sh_entsize === 0 ? 0 : Math.floor(dynsym.sh_size / dynsym.sh_entsize);
   const symtab = dynamicValue(dynamic, DT.DT_SYMTAB) ?? 0;

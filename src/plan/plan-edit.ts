@@ -1,7 +1,7 @@
 // The planner: from what a file has (EditFacts) and what it should have (WantedDynamic) to an ordered
 // list of positional writes, cheapest tier first. Pure: it reads nothing and writes nothing.
 
-import { DYN, EHDR, PHDR, SHDR, SYM, type DynamicEntry, type ProgramHeader } from '../elf/codec.js';
+import { DYN, EHDR, PHDR, SHDR, SYM, type DynamicEntry, type ProgramHeader, type RecordLayout } from '../elf/codec.js';
 import { DT, EI_NIDENT, PT, SHT } from '../elf/constants.js';
 import { RELOCATABLE_SECTION_TAGS, STRING_TAGS, type EditFacts } from '../elf/edit-facts.js';
 import { stringAt } from '../elf/string-table.js';
@@ -114,7 +114,7 @@ export function planEdit(facts: EditFacts, wanted: WantedDynamic): Plan {
   }
 
   if (layout !== null) {
-    if (dynamicMoves) layout.region.fill(dynamicOffset, encodeDynamic(facts, finalEntries, dynamicCapacity));
+    if (dynamicMoves) layout.region.fill(dynamicOffset, encodeRecords(facts, DYN, finalEntries, dynamicCapacity));
     const finished = layout.finish({ writable: dynamicMoves });
     const withDynamic = (table: TableLayout): TableLayout =>
       dynamicMoves ? { ...table, programHeaders: withMovedDynamic(table.programHeaders, dynamicOffset, dynamicVaddr, dynamicCapacity * entrySize) } : table;
@@ -148,42 +148,36 @@ function encodeWord(facts: EditFacts, value: number): Uint8Array {
   return bytes;
 }
 
-function encodeDynamic(facts: EditFacts, entries: readonly DynamicEntry[], capacity: number): Uint8Array {
-  const size = facts.codec.sizeOf(DYN);
-  const bytes = new Uint8Array(capacity * size);
-  entries.forEach((entry, i) => facts.codec.encode(DYN, entry, bytes, i * size));
+/** Records of one layout, back to back, in `count` slots (slots past the records stay zero). */
+function encodeRecords<N extends string>(facts: EditFacts, layout: RecordLayout<N>, records: readonly Record<N, number>[], count = records.length): Uint8Array {
+  const size = facts.codec.sizeOf(layout);
+  const bytes = new Uint8Array(count * size);
+  records.forEach((record, i) => facts.codec.encode(layout, record, bytes, i * size));
   return bytes;
+}
+
+/** The smallest [first, end) outside which `next` equals `old` (same length); null when equal. */
+function changedSpan(old: Uint8Array, next: Uint8Array): { first: number; end: number } | null {
+  let first = 0;
+  while (first < next.length && next[first] === old[first]) first++;
+  if (first === next.length) return null;
+  let end = next.length;
+  while (end > first && next[end - 1] === old[end - 1]) end--;
+  return { first, end };
 }
 
 /** One write covering the changed span of the dynamic array, in place: it switches everything at once. */
 function addDynamicWrite(facts: EditFacts, entries: readonly DynamicEntry[], writes: Writes): void {
-  const size = facts.codec.sizeOf(DYN);
   const slots = Math.max(entries.length, facts.dynamic.entries.length) + 1;
-  const next = encodeDynamic(facts, entries, slots);
-  const old = encodeDynamic(facts, facts.dynamic.entries, slots);
-  let first = -1;
-  let last = -1;
-  for (let i = 0; i < slots; i++) {
-    if (Buffer.compare(next.subarray(i * size, (i + 1) * size), old.subarray(i * size, (i + 1) * size)) !== 0) {
-      if (first < 0) first = i;
-      last = i;
-    }
-  }
-  if (first < 0) return;
-  writes.add('dynamic', facts.dynamic.offset + first * size, next.slice(first * size, (last + 1) * size), 'dynamic array entries');
+  const next = encodeRecords(facts, DYN, entries, slots);
+  const span = changedSpan(encodeRecords(facts, DYN, facts.dynamic.entries, slots), next);
+  if (span !== null) writes.add('dynamic', facts.dynamic.offset + span.first, next.slice(span.first, span.end), 'dynamic array entries');
 }
 
 function withMovedDynamic(programHeaders: ProgramHeader[], offset: number, vaddr: number, size: number): ProgramHeader[] {
   return programHeaders.map((ph) =>
     ph.p_type === PT.PT_DYNAMIC ? { ...ph, p_offset: offset, p_vaddr: vaddr, p_paddr: vaddr, p_filesz: size, p_memsz: size } : ph,
   );
-}
-
-function encodeProgramHeaders(facts: EditFacts, programHeaders: readonly ProgramHeader[]): Uint8Array {
-  const size = facts.codec.sizeOf(PHDR);
-  const bytes = new Uint8Array(programHeaders.length * size);
-  programHeaders.forEach((ph, i) => facts.codec.encode(PHDR, ph, bytes, i * size));
-  return bytes;
 }
 
 /**
@@ -194,7 +188,7 @@ function encodeProgramHeaders(facts: EditFacts, programHeaders: readonly Program
  */
 function addHeaderWrites(facts: EditFacts, finished: FinishedLayout, layout: SegmentLayout, writes: Writes): void {
   const { codec, header } = facts;
-  const table = encodeProgramHeaders(facts, finished.programHeaders);
+  const table = encodeRecords(facts, PHDR, finished.programHeaders);
   const pointHeaderAt = (phase: WritePhase, tableOffset: number, count: number, what: string): void => {
     const headerBytes = new Uint8Array(EI_NIDENT + codec.sizeOf(EHDR));
     codec.encode(EHDR, { ...header, e_phoff: tableOffset, e_phnum: count }, headerBytes, EI_NIDENT);
@@ -203,7 +197,7 @@ function addHeaderWrites(facts: EditFacts, finished: FinishedLayout, layout: Seg
     writes.add(phase, at, headerBytes.slice(at, end), what);
   };
   if (finished.strategy === 'move-table') layout.region.fill(finished.tableOffset, table);
-  if (finished.interim !== null) layout.region.fill(finished.interim.tableOffset, encodeProgramHeaders(facts, finished.interim.programHeaders));
+  if (finished.interim !== null) layout.region.fill(finished.interim.tableOffset, encodeRecords(facts, PHDR, finished.interim.programHeaders));
   writes.add('data', layout.region.start, layout.region.bytes(), 'appended tables');
 
   if (finished.strategy === 'move-table') {
@@ -227,12 +221,8 @@ function addHeaderWrites(facts: EditFacts, finished: FinishedLayout, layout: Seg
     return;
   }
   // Same number of entries in place: write the span that changed.
-  const old = encodeProgramHeaders(facts, facts.programHeaders);
-  let first = 0;
-  while (first < table.length && table[first] === old[first]) first++;
-  let last = table.length;
-  while (last > first && table[last - 1] === old[last - 1]) last--;
-  if (first < last) writes.add('headers', header.e_phoff + first, table.slice(first, last), 'program headers');
+  const span = changedSpan(encodeRecords(facts, PHDR, facts.programHeaders), table);
+  if (span !== null) writes.add('headers', header.e_phoff + span.first, table.slice(span.first, span.end), 'program headers');
 }
 
 interface MovedTable {
