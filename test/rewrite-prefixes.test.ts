@@ -4,7 +4,8 @@
 // of each plan is applied to a fresh copy and the copy is read by our reader and readelf and loaded
 // or run. The dynamic array must switch at once: every prefix shows either the old or the new values.
 
-import { copyFile, open, rm } from 'node:fs/promises';
+import { closeSync, openSync } from 'node:fs';
+import { copyFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
@@ -134,12 +135,12 @@ async function planFor(path: string, edit: Edit): Promise<Plan> {
   }
 }
 
-async function applyPrefix(path: string, plan: Plan, limit: number): Promise<void> {
-  const handle = await open(path, 'r+');
+function applyPrefix(path: string, plan: Plan, limit: number): void {
+  const fd = openSync(path, 'r+');
   try {
-    await applyPlan(handle, plan, { limit });
+    applyPlan(fd, plan, { limit });
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
@@ -181,7 +182,7 @@ async function checkCase(c: Case, index: number): Promise<void> {
   const base = await copyFixture(f, baseDir);
   for (const name of c.before) {
     const plan = await planFor(base.file, EDITS[name] as Edit);
-    await applyPrefix(base.file, plan, plan.writes.length);
+    applyPrefix(base.file, plan, plan.writes.length);
   }
   const plan = await planFor(base.file, EDITS[c.edit] as Edit);
   expect(plan.writes.length, 'the edit is not a noop').toBeGreaterThan(0);
@@ -197,7 +198,7 @@ async function checkCase(c: Case, index: number): Promise<void> {
     const dir = join(work, `case-${index}`, `prefix-${k}`);
     const copy = await copyFixture(f, dir);
     await copyFile(base.file, copy.file);
-    await applyPrefix(copy.file, plan, k);
+    applyPrefix(copy.file, plan, k);
     const where = `prefix ${k}/${plan.writes.length}${k > 0 ? ` (last write: ${plan.writes[k - 1]?.what ?? ''})` : ''}`;
     let back: ReadBack;
     try {

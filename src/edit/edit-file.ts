@@ -1,7 +1,7 @@
 // Editing one file: read what is needed, plan, and write — or refuse with the file untouched.
 
-import { chmod, copyFile, open, rm, stat, type FileHandle } from 'node:fs/promises';
-import type { Stats } from 'node:fs';
+import { closeSync, fstatSync, openSync, statSync, type Stats } from 'node:fs';
+import { chmod, copyFile, rm } from 'node:fs/promises';
 import { FileByteSource, ioError } from '../elf/byte-source.js';
 import { currentEntries, readEditFacts, type EditFacts } from '../elf/edit-facts.js';
 import { readElfImage, type ElfImage } from '../elf/elf-image.js';
@@ -93,39 +93,39 @@ async function copyTo(from: string, to: string): Promise<void> {
  * and mtime), then applies the plan. Root can write anything, so the mode is checked here.
  */
 export async function writePlan(path: string, plan: Plan, planned: Stats | null, options: EditOptions): Promise<number> {
-  const before = await statOrThrow(path);
+  const before = statOrThrow(path);
   const readOnly = (before.mode & 0o222) === 0;
   if (readOnly && !options.makeWritable) {
     throw new CudaPatchelfError('io', `read-only file (mode ${(before.mode & 0o7777).toString(8)}); pass --make-writable to edit it anyway`, { file: path });
   }
   if (readOnly) await chmodOrThrow(path, before.mode | 0o200);
-  let handle: FileHandle | undefined;
+  let fd: number | undefined;
   try {
     try {
-      handle = await open(path, 'r+');
+      fd = openSync(path, 'r+');
     } catch (error) {
       throw ioError(path, 'open for writing', error);
     }
     if (planned !== null) {
-      const now = await handle.stat();
+      const now = fstatSync(fd);
       if (now.ino !== planned.ino || now.dev !== planned.dev || now.size !== planned.size || now.mtimeMs !== planned.mtimeMs) {
         throw new CudaPatchelfError('changed', 'the file changed on disk while it was being planned; left alone', { file: path });
       }
     }
     try {
-      return await applyPlan(handle, plan, options.durable === undefined ? {} : { durable: options.durable });
+      return applyPlan(fd, plan, options.durable === undefined ? {} : { durable: options.durable });
     } catch (error) {
       throw ioError(path, 'write', error);
     }
   } finally {
-    await handle?.close();
+    if (fd !== undefined) closeSync(fd);
     if (readOnly) await chmodOrThrow(path, before.mode);
   }
 }
 
-async function statOrThrow(path: string): Promise<Stats> {
+function statOrThrow(path: string): Stats {
   try {
-    return await stat(path);
+    return statSync(path);
   } catch (error) {
     throw ioError(path, 'stat', error);
   }

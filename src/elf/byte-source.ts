@@ -1,7 +1,6 @@
 // Positional reads from a file: the reader asks for the few ranges it needs, never the whole file.
 
-import { open, type FileHandle } from 'node:fs/promises';
-import { constants as fsConstants, type Stats } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
 
 /** Bytes addressed by file offset, bounds-checked against the size the file had when it was opened. */
@@ -44,17 +43,22 @@ export function ioError(file: string, action: string, error: unknown): CudaPatch
   return new CudaPatchelfError('io', `cannot ${action}: ${reason}`, { file, cause: error });
 }
 
-/** A ByteSource over an open file handle; counts what it reads (the benchmarks report it). */
+/**
+ * A ByteSource over an open file descriptor; counts what it reads (the benchmarks report it).
+ * The reads are synchronous system calls behind the async interface: a read is a few hundred bytes
+ * from the page cache, where a thread-pool round trip per read costs more than the read itself, and
+ * `apply` gets its parallelism from worker threads, not from reads in flight.
+ */
 export class FileByteSource implements ByteSource {
   readonly path: string;
   readonly size: number;
   readonly stats: Stats;
   bytesRead = 0;
-  private readonly handle: FileHandle;
+  private readonly fd: number;
 
-  private constructor(path: string, handle: FileHandle, stats: Stats) {
+  private constructor(path: string, fd: number, stats: Stats) {
     this.path = path;
-    this.handle = handle;
+    this.fd = fd;
     this.stats = stats;
     this.size = stats.size;
   }
@@ -64,20 +68,20 @@ export class FileByteSource implements ByteSource {
    * then refuses anything that is not a regular file before a single byte is read.
    */
   static async open(path: string): Promise<FileByteSource> {
-    let handle: FileHandle;
+    let fd: number;
     try {
-      handle = await open(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+      fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
     } catch (error) {
       throw ioError(path, 'open', error);
     }
     try {
-      const stats = await handle.stat();
+      const stats = fstatSync(fd);
       if (!stats.isFile()) {
         throw new CudaPatchelfError('io', `not a regular file (${describeFileType(stats)})`, { file: path });
       }
-      return new FileByteSource(path, handle, stats);
+      return new FileByteSource(path, fd, stats);
     } catch (error) {
-      await handle.close();
+      closeSync(fd);
       if (error instanceof CudaPatchelfError) throw error;
       throw ioError(path, 'stat', error);
     }
@@ -90,7 +94,7 @@ export class FileByteSource implements ByteSource {
     while (done < length) {
       let bytesRead: number;
       try {
-        ({ bytesRead } = await this.handle.read(buffer, done, length - done, position + done));
+        bytesRead = readSync(this.fd, buffer, done, length - done, position + done);
       } catch (error) {
         throw ioError(this.path, 'read', error);
       }
@@ -102,7 +106,7 @@ export class FileByteSource implements ByteSource {
   }
 
   async close(): Promise<void> {
-    await this.handle.close();
+    closeSync(this.fd);
   }
 }
 

@@ -5,7 +5,7 @@ import type { ElfCodec, ProgramHeader } from './codec.js';
 import { DT, PT, SHT } from './constants.js';
 import { dynamicValue, type DynamicArray, type ElfHeader, type ElfImage } from './elf-image.js';
 import { readSectionHeaders, type Section } from './section-headers.js';
-import { readStringReferences, type StringReference } from './string-references.js';
+import { readStringReferences, type StringReferences } from './string-references.js';
 import { stringAt } from './string-table.js';
 
 /** Tags whose d_val is an index into the dynamic string table. */
@@ -48,7 +48,7 @@ export interface EditFacts {
   readonly dynamic: DynamicArray;
   readonly dynstr: DynamicStringTable;
   /** References into .dynstr from outside the dynamic array. */
-  readonly references: readonly StringReference[];
+  readonly references: StringReferences;
   readonly sections: readonly Section[];
   /** The bytes of PT_INTERP and PT_NOTE ranges (what may be moved to make room after the table). */
   readonly movableRanges: readonly MovableRange[];

@@ -37,7 +37,9 @@ export async function readSectionHeaders(image: ElfImage): Promise<Section[]> {
   for (let i = 0; i < count; i++) raw.push(codec.decode(SHDR, bytes, i * entrySize));
 
   const namesIndex = header.e_shstrndx === SHN_XINDEX ? first.sh_link : header.e_shstrndx;
-  if (namesIndex === 0) return raw.map((sh, index) => ({ ...sh, index, name: '', headerOffset: header.e_shoff + index * entrySize }));
+  // Object.assign onto the decoded record: a spread into a new literal costs microseconds per section.
+  const section = (sh: SectionHeader, index: number, name: string): Section => Object.assign(sh, { index, name, headerOffset: header.e_shoff + index * entrySize });
+  if (namesIndex === 0) return raw.map((sh, index) => section(sh, index, ''));
   const namesHeader = raw[namesIndex];
   if (namesHeader === undefined) throw formatError(`e_shstrndx ${namesIndex} is not a section (there are ${count})`);
   if (namesHeader.sh_type === SHT.SHT_NOBITS) throw formatError('the section name table has no bytes in the file (SHT_NOBITS)');
@@ -45,9 +47,10 @@ export async function readSectionHeaders(image: ElfImage): Promise<Section[]> {
   const names = new StringTable(source, namesHeader.sh_offset, namesHeader.sh_size, 'section name table');
   // A name table of usual size is read once and decoded from memory; a huge one string by string.
   const whole = namesHeader.sh_size <= WHOLE_NAME_TABLE ? await names.readAll() : null;
-  const nameOf = async (index: number): Promise<string> =>
-    whole === null ? names.get(index) : stringAt(whole, index, 'section name table', namesHeader.sh_offset);
   const result: Section[] = [];
-  for (const [index, sh] of raw.entries()) result.push({ ...sh, index, name: await nameOf(sh.sh_name), headerOffset: header.e_shoff + index * entrySize });
+  for (const [index, sh] of raw.entries()) {
+    const name = whole === null ? await names.get(sh.sh_name) : stringAt(whole, sh.sh_name, 'section name table', namesHeader.sh_offset);
+    result.push(section(sh, index, name));
+  }
   return result;
 }

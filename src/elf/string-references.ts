@@ -12,12 +12,19 @@ import { formatError } from '../errors/cuda-patchelf-error.js';
 /** Bytes of a GNU hash chain read at a time. */
 const CHAIN_CHUNK = 4096;
 
+/** A version record's reference into the dynamic string table. */
 export interface StringReference {
   /** Index into the dynamic string table. */
   readonly index: number;
-  readonly source: 'symbol' | 'version-need-file' | 'version-need-name' | 'version-definition';
+  readonly source: 'version-need-file' | 'version-need-name' | 'version-definition';
   /** File offset of the 4-byte field that holds the index (so a rename can rewrite it). */
   readonly fieldOffset: number;
+}
+
+export interface StringReferences {
+  /** The st_name of every .dynsym entry: tens of thousands in big libraries, so a typed array. */
+  readonly symbolNames: Uint32Array;
+  readonly versionRecords: readonly StringReference[];
 }
 
 /** Version records are small and close together: read them through one window instead of one by one. */
@@ -46,31 +53,30 @@ class RecordReader {
 }
 
 /** `sections`: the file's section headers, already read by the caller (the symbol count may need them). */
-export async function readStringReferences(image: ElfImage, sections: readonly Section[]): Promise<StringReference[]> {
-  const references: StringReference[] = [];
-  await symbolNameReferences(image, sections, references);
-  await versionNeedReferences(image, references);
-  await versionDefinitionReferences(image, references);
-  return references;
+export async function readStringReferences(image: ElfImage, sections: readonly Section[]): Promise<StringReferences> {
+  const versionRecords: StringReference[] = [];
+  await versionNeedReferences(image, versionRecords);
+  await versionDefinitionReferences(image, versionRecords);
+  return { symbolNames: await symbolNames(image, sections), versionRecords };
 }
 
-async function symbolNameReferences(image: ElfImage, sections: readonly Section[], out: StringReference[]): Promise<void> {
+async function symbolNames(image: ElfImage, sections: readonly Section[]): Promise<Uint32Array> {
+  const none = new Uint32Array(0);
   const dynamic = image.dynamic;
-  if (dynamic === null) return;
+  if (dynamic === null) return none;
   const address = dynamicValue(dynamic, DT.DT_SYMTAB);
-  if (address === undefined) return;
+  if (address === undefined) return none;
   const entrySize = dynamicValue(dynamic, DT.DT_SYMENT) ?? (image.codec.elfClass === 64 ? 24 : 16);
   if (entrySize < 4) throw formatError(`DT_SYMENT ${entrySize} is smaller than a symbol name field`, dynamic.offset);
   const count = await dynamicSymbolCount(image, sections);
-  if (count === 0) return;
+  if (count === 0) return none;
   const offset = fileOffsetOf(image.programHeaders, address, count * entrySize, 'dynamic symbol table (DT_SYMTAB)');
   const bytes = await image.source.read(offset, count * entrySize, 'dynamic symbol table');
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  for (let i = 0; i < count; i++) {
-    // st_name is the first word of Elf32_Sym and Elf64_Sym alike.
-    const index = view.getUint32(i * entrySize, image.codec.littleEndian);
-    out.push({ index, source: 'symbol', fieldOffset: offset + i * entrySize });
-  }
+  const names = new Uint32Array(count);
+  // st_name is the first word of Elf32_Sym and Elf64_Sym alike.
+  for (let i = 0; i < count; i++) names[i] = view.getUint32(i * entrySize, image.codec.littleEndian);
+  return names;
 }
 
 /**

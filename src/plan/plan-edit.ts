@@ -40,7 +40,7 @@ function normalize(facts: EditFacts, entry: WantedEntry): WantedEntry {
 export function planEdit(facts: EditFacts, wanted: WantedDynamic): Plan {
   const table = facts.dynstr.bytes;
   const entries = wanted.entries.map((entry) => normalize(facts, entry));
-  const renamed = facts.references.filter((ref) => ref.source === 'version-need-file' && wanted.versionNeedRenames.has(stringAt(table, ref.index)));
+  const renamed = facts.references.versionRecords.filter((ref) => ref.source === 'version-need-file' && wanted.versionNeedRenames.has(stringAt(table, ref.index)));
   const current = facts.dynamic.entries;
   const unchanged =
     renamed.length === 0 &&
@@ -50,8 +50,9 @@ export function planEdit(facts: EditFacts, wanted: WantedDynamic): Plan {
 
   // Strings: what stays referenced, what is released, what must be placed.
   const live = [
-    ...facts.references.filter((ref) => !renamed.includes(ref)).map((ref) => ref.index),
-    ...entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
+    facts.references.symbolNames,
+    facts.references.versionRecords.filter((ref) => !renamed.includes(ref)).map((ref) => ref.index),
+    entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
   ];
   const released = [...current.filter((e) => STRING_TAGS.has(e.d_tag)).map((e) => e.d_val), ...renamed.map((ref) => ref.index)];
   const requests: StringRequest[] = [
@@ -265,10 +266,13 @@ function addSymbolWrites(facts: EditFacts, moved: ReadonlyMap<number, number>, w
   const table = facts.symbolTable;
   if (table === null || moved.size === 0) return;
   const size = facts.codec.sizeOf(SYM);
+  // Only st_shndx is looked at for every symbol (unstripped files have tens of thousands).
+  const shndxAt = facts.codec.fieldOffset(SYM, 'st_shndx');
+  const view = new DataView(table.bytes.buffer, table.bytes.byteOffset, table.bytes.byteLength);
   for (let at = 0; at + size <= table.bytes.length; at += size) {
-    const symbol = facts.codec.decode(SYM, table.bytes, at);
-    const delta = moved.get(symbol.st_shndx);
+    const delta = moved.get(view.getUint16(at + shndxAt, facts.codec.littleEndian));
     if (delta === undefined) continue;
+    const symbol = facts.codec.decode(SYM, table.bytes, at);
     const bytes = table.bytes.slice(at, at + size);
     facts.codec.encode(SYM, { st_value: symbol.st_value + delta }, bytes, 0);
     writes.add('sections', table.offset + at, bytes, 'symbol in a moved section (.symtab)');

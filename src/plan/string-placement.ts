@@ -32,24 +32,66 @@ export interface StringPlacement {
   readonly deadRanges: readonly Range[];
 }
 
-/** Sorted indices with a range query (a typed array: files have tens of thousands of symbols). */
-class IndexSet {
-  private readonly sorted: Float64Array;
+/** Range queries answered by scanning before a sorted copy is worth its sort. */
+const SCANS_BEFORE_SORTING = 16;
 
-  constructor(indices: Iterable<number>) {
-    this.sorted = Float64Array.from(indices).sort();
+/**
+ * The indices that stay referenced, with a range query. Files have tens of thousands of symbols and a
+ * plan usually asks a handful of questions, so the first ones scan the arrays as they are; a table
+ * that makes the planner ask many (long runs of zeros) gets a sorted copy and binary searches.
+ */
+class LiveIndices {
+  private readonly parts: readonly ArrayLike<number>[];
+  private readonly added: number[] = [];
+  private sorted: Float64Array | null = null;
+  private scans = 0;
+
+  constructor(parts: readonly ArrayLike<number>[]) {
+    this.parts = [...parts, this.added];
+  }
+
+  add(index: number): void {
+    this.added.push(index);
+    this.sorted = null;
+  }
+
+  has(index: number): boolean {
+    return this.firstIn(index, index) !== undefined;
   }
 
   /** The smallest index in [low, high], or undefined. */
   firstIn(low: number, high: number): number | undefined {
+    if (this.sorted === null && ++this.scans > SCANS_BEFORE_SORTING) this.sorted = this.sortedCopy();
+    return this.sorted === null ? this.scan(low, high) : this.search(this.sorted, low, high);
+  }
+
+  private scan(low: number, high: number): number | undefined {
+    let found: number | undefined;
+    for (const part of this.parts) {
+      for (let i = 0; i < part.length; i++) {
+        const index = part[i] ?? 0;
+        if (index >= low && index <= high && (found === undefined || index < found)) found = index;
+      }
+    }
+    return found;
+  }
+
+  private sortedCopy(): Float64Array {
+    const copy = new Float64Array(this.parts.reduce((sum, part) => sum + part.length, 0));
+    let at = 0;
+    for (const part of this.parts) for (let i = 0; i < part.length; i++) copy[at++] = part[i] ?? 0;
+    return copy.sort();
+  }
+
+  private search(sorted: Float64Array, low: number, high: number): number | undefined {
     let lo = 0;
-    let hi = this.sorted.length;
+    let hi = sorted.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if ((this.sorted[mid] ?? 0) < low) lo = mid + 1;
+      if ((sorted[mid] ?? 0) < low) lo = mid + 1;
       else hi = mid;
     }
-    const found = this.sorted[lo];
+    const found = sorted[lo];
     return found !== undefined && found <= high ? found : undefined;
   }
 }
@@ -63,7 +105,7 @@ function overlaps(a: Range, b: Range): boolean {
  * reference inside it. Empty when a live reference covers `index` itself (the string is shared as the
  * tail of, or equal to, a live string).
  */
-function deadRangeOf(table: Uint8Array, live: IndexSet, index: number): Range | null {
+function deadRangeOf(table: Uint8Array, live: LiveIndices, index: number): Range | null {
   const end = table.indexOf(0, index);
   if (end <= index) return null;
   const chunkStart = index === 0 ? 0 : table.lastIndexOf(0, index - 1) + 1;
@@ -85,7 +127,7 @@ function findOccurrence(table: Uint8Array, needle: Uint8Array, avoid: readonly R
  * A run of zeros that can hold `length` bytes plus a terminator: it starts right after a NUL and no
  * live reference points into it. Such runs are what earlier edits left after zeroing dead strings.
  */
-function findSlack(table: Uint8Array, length: number, live: IndexSet, taken: readonly Range[]): number | undefined {
+function findSlack(table: Uint8Array, length: number, live: LiveIndices, taken: readonly Range[]): number | undefined {
   const buffer = Buffer.from(table.buffer, table.byteOffset, table.byteLength);
   // A terminator of what precedes, `length` bytes, and a NUL: a run of length + 2 zeros.
   const zeros = Buffer.alloc(length + 2);
@@ -102,11 +144,11 @@ function findSlack(table: Uint8Array, length: number, live: IndexSet, taken: rea
  */
 export function placeStrings(
   table: Uint8Array,
-  live: Iterable<number>,
+  live: readonly ArrayLike<number>[],
   released: Iterable<number>,
   requests: readonly StringRequest[],
 ): StringPlacement {
-  const liveIndices = new Set(live);
+  const liveIndices = new LiveIndices(live);
   const indexOf = new Map<string, number>();
   const pending: StringRequest[] = [];
   const releasedList = [...new Set(released)].filter((index) => !liveIndices.has(index));
@@ -120,11 +162,10 @@ export function placeStrings(
       liveIndices.add(same);
     } else pending.push(request);
   }
-  const liveSet = new IndexSet(liveIndices);
   const dead: Range[] = [];
   for (const index of releasedList) {
     if (liveIndices.has(index)) continue;
-    const range = deadRangeOf(table, liveSet, index);
+    const range = deadRangeOf(table, liveIndices, index);
     if (range !== null) dead.push(range);
   }
 
@@ -156,7 +197,7 @@ export function placeStrings(
       indexOf.set(request.text, own.start);
       continue;
     }
-    const slack = findSlack(table, bytes.length, liveSet, [...slackWrites, ...dead, ...reused]);
+    const slack = findSlack(table, bytes.length, liveIndices, [...slackWrites, ...dead, ...reused]);
     if (slack !== undefined) {
       result.set(bytes, slack);
       slackWrites.push({ start: slack, end: slack + bytes.length });
