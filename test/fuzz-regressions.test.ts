@@ -1,0 +1,125 @@
+// Inputs the read → plan → write fuzzer found, each cut down to the one structure that matters and
+// rebuilt here from a real file by name, so that the case reads as what it is. Each must be refused
+// (a CudaPatchelfError, the file byte-identical) or edited so that the file reads back as asked.
+
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixture } from './helpers/fixtures.js';
+import { fieldOffsets, rawLayout, writeUnsigned, type RawLayout } from './helpers/malformed.js';
+import { editOperation, hooksOperation, type FileAccess, type Operation } from './fuzz/fuzz-operations.js';
+
+const files: FileAccess = { read: async (path) => new Uint8Array(await readFile(path)) };
+
+const DT_NULL = 0;
+const DT_STRTAB = 5;
+const DT_RELASZ = 8;
+const DT_INIT_ARRAYSZ = 27;
+const PT_LOAD = 1;
+
+interface Case {
+  readonly name: string;
+  readonly base: string;
+  /** Turns the real file into the input (in place). */
+  readonly edit: (bytes: Uint8Array, layout: RawLayout) => void;
+  readonly operation: Operation;
+}
+
+/** The dynamic entry with this tag (the first), or an error naming what the base file lacks. */
+function entry(layout: RawLayout, tag: number, nth = 0): { at: number; tag: number; val: number } {
+  const found = (layout.dynamic?.entries ?? []).filter((e) => e.tag === tag)[nth];
+  if (found === undefined) throw new Error(`the base file has no dynamic entry ${tag} #${nth}`);
+  return found;
+}
+
+function load(layout: RawLayout, nth: number): { at: number } {
+  const found = layout.programHeaders.filter((ph) => ph.type === PT_LOAD)[nth];
+  if (found === undefined) throw new Error(`the base file has no PT_LOAD #${nth}`);
+  return found;
+}
+
+const word = (layout: RawLayout): 4 | 8 => fieldOffsets(layout.elfClass).word as 4 | 8;
+const LONG_RUNPATH = `/nix/store/${'x'.repeat(32)}-cuda_compat/compat:/run/opengl-driver/lib:$ORIGIN/../lib`;
+
+const CASES: readonly Case[] = [
+  {
+    // The planner diffs the new dynamic array against the old one re-encoded with zeroed DT_NULL slots,
+    // so a byte of the slot's old d_val that "already matches" zero is never written: the new
+    // DT_RUNPATH points at index 0x10000 + its real index.
+    name: 'a spare DT_NULL slot with a non-zero d_val takes a new tag',
+    base: 'compiled/x86_64/libuser-no-runpath',
+    edit: (bytes, layout) => {
+      const terminator = entry(layout, DT_NULL);
+      writeUnsigned(bytes, terminator.at + word(layout), word(layout), layout.little, 0x10000);
+    },
+    operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath('/run/opengl-driver/lib'), files),
+  },
+  {
+    // A DT_NULL in the middle ends the live array; the entries after it are not DT_NULL. A new tag
+    // goes where the terminator was and no new terminator is written, so the dead entries become live.
+    name: 'entries after the DT_NULL terminator that are not DT_NULL',
+    base: 'compiled/x86_64/libuser-no-runpath',
+    edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT_RELASZ).at, word(layout), layout.little, DT_NULL),
+    operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath('/run/opengl-driver/lib'), files),
+  },
+  {
+    // d_val is decoded to a JavaScript number: 2^64-1 becomes 2^64, encoded back as 0. An entry the
+    // edit does not touch changes when the rewritten span covers it.
+    name: 'an untouched dynamic entry whose d_val is above 2^53',
+    base: 'compiled/x86_64/libuser-runpath',
+    edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT_INIT_ARRAYSZ).at + 8, 8, layout.little, 2n ** 64n - 1n),
+    operation: editOperation('remove-needed libgreet.so.1', (e) => e.removeNeeded('libgreet.so.1'), files),
+  },
+  {
+    // A PT_LOAD whose p_filesz (2 GiB, far past the end of the file and above its p_memsz) covers the
+    // addresses the new segment gets: the new .dynstr is then looked up through the wrong segment.
+    name: 'a PT_LOAD with p_filesz above p_memsz and past the end of the file',
+    base: 'compiled/x86_64/libuser-runpath',
+    edit: (bytes, layout) => writeUnsigned(bytes, load(layout, 2).at + fieldOffsets(64).p_filesz, 8, layout.little, 0x80000000),
+    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH), files),
+  },
+  {
+    // A PT_LOAD at the top of the address space: the new segment's addresses wrap or collide, and the
+    // DT_NEEDED entries read back as symbol names.
+    name: 'a PT_LOAD whose p_vaddr is 2^64-1',
+    base: 'cuda/aarch64/libnvtoolsext1/libnvToolsExt.so.1.0.0',
+    edit: (bytes, layout) => writeUnsigned(bytes, load(layout, 1).at + fieldOffsets(64).p_offset + 8, 8, layout.little, 2n ** 64n - 1n),
+    operation: editOperation('add-needed "libextra.so.1"', (e) => e.addNeeded('libextra.so.1'), files),
+  },
+  {
+    // e_phnum raised so that the table runs over the bytes after it: garbage "program headers" are
+    // taken as segments.
+    name: 'e_phnum larger than the program header table',
+    base: 'compiled/arm/pie-runpath',
+    edit: (bytes, layout) => writeUnsigned(bytes, fieldOffsets(layout.elfClass).e_phnum, 2, layout.little, 0x7f),
+    operation: hooksOperation('default', false, files),
+  },
+  {
+    // Two DT_STRTAB entries, the first with a value that is no address of the file.
+    name: 'a second DT_STRTAB entry',
+    base: 'compiled/x86_64/pie-runpath-gold',
+    edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT_RELASZ).at, word(layout), layout.little, DT_STRTAB),
+    operation: editOperation('set-runpath "$ORIGIN"', (e) => e.setRunpath('$ORIGIN'), files),
+  },
+];
+
+let scratch: string;
+
+describe('inputs the fuzzer found: refused cleanly or edited right', () => {
+  beforeAll(async () => {
+    scratch = await mkdtemp(join(tmpdir(), 'cuda-patchelf-fuzz-regressions-'));
+  });
+  afterAll(async () => {
+    await rm(scratch, { recursive: true, force: true });
+  });
+
+  it.each(CASES)('$name ($base)', async ({ base, edit, operation }) => {
+    const bytes = new Uint8Array(await readFile(fixture(base).path));
+    edit(bytes, rawLayout(bytes));
+    const path = join(scratch, 'input.so');
+    await writeFile(path, bytes);
+    const result = await operation.run(path, bytes);
+    expect(result.problems, `${operation.name}: ${result.outcome}`).toEqual([]);
+  });
+});

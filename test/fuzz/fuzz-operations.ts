@@ -1,0 +1,282 @@
+// The operations a fuzzed input goes through, each by the tool's own read → plan → write path on a
+// real file (editElfFile for the edit commands, processFile for apply's hooks), and what must read
+// back afterwards: the dynamic array the edit asked for, every other entry as it was, and nothing more
+// to do when the same edit is asked again.
+
+import { processFile } from '../../src/batch/patch-tree.js';
+import { FileByteSource } from '../../src/elf/byte-source.js';
+import { DT } from '../../src/elf/constants.js';
+import { currentEntries, readEditFacts, RELOCATABLE_SECTION_TAGS, STRING_TAGS, type CurrentEntry } from '../../src/elf/edit-facts.js';
+import { readElfImage } from '../../src/elf/elf-image.js';
+import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
+import { editElfFile, planEditOf, type EditOperations } from '../../src/edit/edit-file.js';
+import { cudaCompatHook, driverHook, removeStubsHook } from '../../src/hooks/builtin-hooks.js';
+import type { Semantics } from '../../src/hooks/compose-hooks.js';
+import { orderHooks } from '../../src/hooks/order-hooks.js';
+import { BUILTIN_HOOK_NAMES } from '../../src/hooks/builtin-hooks.js';
+import type { DynamicEditor } from '../../src/plan/dynamic-editor.js';
+import { isStringEntry, type WantedEntry } from '../../src/plan/wanted.js';
+import type { Plan } from '../../src/plan/plan.js';
+import type { Rng } from '../helpers/fuzz-mutations.js';
+
+/** What happened to one input. `problems` empty: every property held. */
+export interface OperationResult {
+  readonly outcome: 'written' | 'noop' | 'refused' | 'skipped';
+  /** The error kind of a refusal. */
+  readonly refusal?: string;
+  readonly problems: string[];
+}
+
+export interface Operation {
+  /** The operation in words, for the replay log. */
+  readonly name: string;
+  run(path: string, input: Uint8Array): Promise<OperationResult>;
+}
+
+/** Entries whose value may change when tables move: the string table and what only a tag points at. */
+const MOVABLE_VALUE_TAGS: ReadonlySet<number> = new Set([DT.DT_STRTAB, DT.DT_STRSZ, ...RELOCATABLE_SECTION_TAGS]);
+
+const PATH_CHARS = 'abcdefghijklmnopqrstuvwxyz0123456789/._-$';
+
+/** A byte string (one char per byte) of `length` path-like bytes, some of them above 0x7f. */
+function pathBytes(r: Rng, length: number): string {
+  let value = '';
+  for (let i = 0; i < length; i++) value += r.below(16) === 0 ? String.fromCharCode(0x80 + r.below(0x80)) : r.pick([...PATH_CHARS]);
+  return value;
+}
+
+function runpathValue(r: Rng): string {
+  return r.pick([
+    () => '',
+    () => '$ORIGIN',
+    () => '/run/opengl-driver/lib',
+    () => `/nix/store/${pathBytes(r, 32)}-cuda_compat/compat:/run/opengl-driver/lib:$ORIGIN/../lib`,
+    () => pathBytes(r, 1 + r.below(16)),
+    () => pathBytes(r, 200 + r.below(4000)),
+    () => Array.from({ length: 1 + r.below(8) }, () => `/${pathBytes(r, 1 + r.below(40))}`).join(':'),
+  ])();
+}
+
+function libraryName(r: Rng): string {
+  return `lib${pathBytes(r, 1 + r.below(r.below(4) === 0 ? 300 : 12)).replaceAll('/', '_')}.so.${r.below(10)}`;
+}
+
+/** The dynamic array as an editor (the operation's intent) or the written file (the result) has it. */
+function describeEntry(entry: WantedEntry | CurrentEntry): string {
+  if ('text' in entry && entry.text !== null) return `0x${entry.d_tag.toString(16)}="${entry.text}"`;
+  return `0x${entry.d_tag.toString(16)}=${'d_val' in entry ? entry.d_val : '?'}`;
+}
+
+/** Differences between the dynamic array asked for and the one that reads back from the written file. */
+function arrayDifferences(wanted: readonly WantedEntry[], got: readonly CurrentEntry[]): string[] {
+  const problems: string[] = [];
+  if (wanted.length !== got.length) problems.push(`dynamic array has ${got.length} entries, the edit asked for ${wanted.length}`);
+  for (let i = 0; i < Math.min(wanted.length, got.length); i++) {
+    const w = wanted[i] as WantedEntry;
+    const g = got[i] as CurrentEntry;
+    const same =
+      w.d_tag === g.d_tag &&
+      (isStringEntry(w) ? STRING_TAGS.has(w.d_tag) ? g.text === w.text : true : MOVABLE_VALUE_TAGS.has(w.d_tag) || g.d_val === w.d_val);
+    if (!same) problems.push(`entry ${i}: asked for ${describeEntry(w)}, reads back ${describeEntry(g)}`);
+  }
+  return problems;
+}
+
+/** Reads a written file back with the tool's own reader: header, dynamic array, its strings. */
+async function readBackEntries(path: string): Promise<{ entries: CurrentEntry[]; machine: number; type: number; interpreter: string | null }> {
+  const source = await FileByteSource.open(path);
+  try {
+    const image = await readElfImage(source);
+    const facts = await readEditFacts(image);
+    return { entries: currentEntries(facts), machine: image.header.e_machine, type: image.header.e_type, interpreter: image.interpreter };
+  } finally {
+    await source.close();
+  }
+}
+
+/** The plan's writes laid over the input: what the file must hold afterwards, byte for byte. */
+export function expectedBytes(input: Uint8Array, plan: Plan): Uint8Array {
+  const out = new Uint8Array(Math.max(plan.newSize, input.length));
+  out.set(input);
+  for (const write of plan.writes) out.set(write.bytes, write.offset);
+  return out.subarray(0, plan.newSize);
+}
+
+export interface FileAccess {
+  /** The file's bytes now. */
+  read(path: string): Promise<Uint8Array>;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && Buffer.from(a.buffer, a.byteOffset, a.length).equals(Buffer.from(b.buffer, b.byteOffset, b.length));
+}
+
+/** What a refusal must look like: the tool's own error, a kind a bad file may get, a readable message. */
+export function refusalProblems(error: unknown): string[] {
+  if (!(error instanceof CudaPatchelfError)) {
+    return [`not a CudaPatchelfError: ${error instanceof Error ? `${error.name}: ${error.message}\n${error.stack ?? ''}` : String(error)}`];
+  }
+  const describe = error.describe();
+  const problems: string[] = [];
+  if (error.kind !== 'format' && error.kind !== 'unsupported') problems.push(`kind ${error.kind} for a bad input: ${describe}`);
+  if (/NaN|undefined|Infinity|\[object/.test(describe)) problems.push(`unreadable message: ${describe}`);
+  return problems;
+}
+
+/** An edit command's operation through editElfFile, checked against the editor's own intent. */
+export function editOperation(name: string, apply: (editor: DynamicEditor) => void, files: FileAccess): Operation {
+  return {
+    name,
+    async run(path, input) {
+      let wanted: readonly WantedEntry[] = [];
+      let before: { machine: number; type: number; interpreter: string | null } | null = null;
+      const operations: EditOperations = (editor, image) => {
+        apply(editor);
+        wanted = editor.wanted().entries;
+        before = { machine: image.header.e_machine, type: image.header.e_type, interpreter: image.interpreter };
+      };
+      let plan: Plan;
+      try {
+        ({ plan } = await editElfFile(path, operations));
+      } catch (error) {
+        const problems = refusalProblems(error);
+        if (!sameBytes(await files.read(path), input)) problems.push('a refused file was changed');
+        return { outcome: 'refused', refusal: (error as { kind?: string }).kind ?? 'crash', problems };
+      }
+      const problems: string[] = [];
+      const written = await files.read(path);
+      if (!sameBytes(written, expectedBytes(input, plan))) problems.push(`the file does not hold the input with the plan's ${plan.writes.length} writes laid over it`);
+      try {
+        const back = await readBackEntries(path);
+        problems.push(...arrayDifferences(wanted, back.entries));
+        const was = before as { machine: number; type: number; interpreter: string | null } | null;
+        if (was !== null && (was.machine !== back.machine || was.type !== back.type || was.interpreter !== back.interpreter)) {
+          problems.push('e_machine, e_type or the interpreter changed');
+        }
+      } catch (error) {
+        problems.push(`the written file does not read back: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      try {
+        const again = await planAgain(path, apply);
+        if (again !== 'noop') problems.push(`the same edit again is not a noop (tier ${again})`);
+      } catch (error) {
+        problems.push(`the same edit again fails: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      return { outcome: plan.tier === 'noop' ? 'noop' : 'written', problems };
+    },
+  };
+}
+
+async function planAgain(path: string, apply: (editor: DynamicEditor) => void): Promise<string> {
+  const source = await FileByteSource.open(path);
+  try {
+    return (await planEditOf(await readElfImage(source), (editor) => apply(editor))).plan.tier;
+  } finally {
+    await source.close();
+  }
+}
+
+const COMPAT_DIR = '/nix/store/00000000000000000000000000000000-cuda_compat';
+
+/** apply's path: processFile with the built-in hooks, as the batch runs it. */
+export function hooksOperation(semantics: Semantics, removeStubs: boolean, files: FileAccess): Operation {
+  const hooks = orderHooks([driverHook(), cudaCompatHook(COMPAT_DIR), ...(removeStubs ? [removeStubsHook('/lib/stubs')] : [])], BUILTIN_HOOK_NAMES);
+  const options = { hooks, semantics, dryRun: false };
+  return {
+    name: `apply hooks (${semantics}${removeStubs ? ', remove-stubs' : ''})`,
+    async run(path, input) {
+      const item = { kind: 'file', path, relativePath: 'lib/input.so', size: input.length, nlink: 1 } as const;
+      let outcome;
+      try {
+        outcome = await processFile(item, options);
+      } catch (error) {
+        return { outcome: 'refused', refusal: 'crash', problems: [`processFile threw: ${error instanceof Error ? `${error.message}\n${error.stack ?? ''}` : String(error)}`] };
+      }
+      const problems: string[] = [];
+      switch (outcome.status) {
+        case 'failed': {
+          problems.push(...refusalProblems(outcome.error));
+          if (!sameBytes(await files.read(path), input)) problems.push('a failed file was changed');
+          return { outcome: 'refused', refusal: (outcome.error as { kind?: string }).kind ?? 'crash', problems };
+        }
+        case 'skipped':
+        case 'unchanged':
+          if (!sameBytes(await files.read(path), input)) problems.push(`a file ${outcome.status} was changed`);
+          return { outcome: outcome.status === 'skipped' ? 'skipped' : 'noop', problems };
+        case 'patched': {
+          try {
+            const back = await readBackEntries(path);
+            const runpath = back.entries.find((e) => e.d_tag === DT.DT_RUNPATH) ?? back.entries.find((e) => e.d_tag === DT.DT_RPATH);
+            if (runpath?.text !== outcome.newRunpath) problems.push(`runpath reads back as "${runpath?.text ?? '(none)'}", apply reported "${outcome.newRunpath}"`);
+            if (semantics === 'default') {
+              const again = await processFile(item, { ...options, dryRun: true });
+              if (again.status !== 'unchanged') problems.push(`apply again is not a noop: ${again.status}`);
+            }
+          } catch (error) {
+            problems.push(`the written file does not read back: ${error instanceof Error ? error.message : String(error)}`);
+          }
+          return { outcome: 'written', problems };
+        }
+      }
+    },
+  };
+}
+
+/**
+ * The DT_NEEDED name at a position of the input, chosen on the first call and the same name after:
+ * asking for the same edit again must name the same library, not the one that moved into its place.
+ */
+function neededPicker(which: number): { which: number; name(editor: DynamicEditor): string | undefined } {
+  let chosen: { name: string | undefined } | null = null;
+  return {
+    which,
+    name(editor) {
+      chosen ??= { name: editor.needed()[which] };
+      return chosen.name;
+    },
+  };
+}
+
+/** One operation for an input, drawn from the same generator as its mutation. */
+export function drawOperation(r: Rng, files: FileAccess): Operation {
+  switch (r.below(8)) {
+    case 0:
+      return hooksOperation('default', r.below(2) === 0, files);
+    case 1:
+      return hooksOperation('nixpkgs-compat', false, files);
+    case 2: {
+      const value = runpathValue(r);
+      const policy = r.pick(['keep', 'runpath', 'rpath'] as const);
+      return editOperation(`set-runpath (${policy}) "${value.slice(0, 80)}${value.length > 80 ? `…(${value.length} bytes)` : ''}"`, (e) => e.setRunpath(value, policy), files);
+    }
+    case 3:
+      return editOperation('remove-runpath --all', (e) => e.setRunpath(null), files);
+    case 4: {
+      const name = libraryName(r);
+      return editOperation(`add-needed "${name}"`, (e) => e.addNeeded(name), files);
+    }
+    case 5: {
+      const pick = neededPicker(r.below(4));
+      return editOperation(`remove-needed #${pick.which}`, (e) => {
+        const name = pick.name(e);
+        if (name !== undefined) e.removeNeeded(name);
+      }, files);
+    }
+    case 6: {
+      const pick = neededPicker(r.below(4));
+      const to = libraryName(r);
+      return editOperation(`replace-needed #${pick.which} "${to}"`, (e) => {
+        const name = pick.name(e);
+        if (name !== undefined && name !== to) e.replaceNeeded(name, to);
+      }, files);
+    }
+    default: {
+      const dirs = Array.from({ length: 1 + r.below(3) }, () => `/${pathBytes(r, 1 + r.below(60))}`);
+      return editOperation(`add-runpath "${dirs.join(':')}"`, (e) => {
+        const current = e.runpath();
+        const kept = current === null || current === '' ? [] : current.split(':').filter((dir) => !dirs.includes(dir));
+        e.setRunpath([...dirs, ...kept].join(':'));
+      }, files);
+    }
+  }
+}
