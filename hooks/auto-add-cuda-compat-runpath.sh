@@ -1,0 +1,20 @@
+# shellcheck shell=bash
+# Setup hook, a drop-in for Nixpkgs' autoAddCudaCompatRunpath (Jetson): puts CUDA_COMPAT/compat, where
+# cuda_compat's newer libcuda.so.1 is, first in the runpath of every dynamic ELF file of every output,
+# before the driver's directory whatever order the hooks were sourced in, and never into the files of
+# cuda_compat itself; through the one `cuda-patchelf apply` run that cuda-patchelf-fixup.sh registers in
+# postFixupHooks. Off with dontUseAutoAddCudaCompatRunpath.
+#
+# Filled at install time (makeSetupHook substitutions), or else:
+#   @cudaCompat@         the cuda_compat package; else $CUDA_PATCHELF_CUDA_COMPAT (one of them is needed)
+#   @cudaPatchelfFixup@  the path of cuda-patchelf-fixup.sh; else the one next to this file
+
+cudaPatchelfFixupScript="@cudaPatchelfFixup@"
+if [[ $cudaPatchelfFixupScript == @*@ ]]; then
+  cudaPatchelfFixupScript=$(dirname -- "${BASH_SOURCE[0]}")/cuda-patchelf-fixup.sh
+fi
+# shellcheck source=cuda-patchelf-fixup.sh
+source "$cudaPatchelfFixupScript"
+unset cudaPatchelfFixupScript
+
+cudaPatchelfAddHook cuda-compat "@cudaCompat@" CUDA_PATCHELF_CUDA_COMPAT
