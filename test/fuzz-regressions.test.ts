@@ -8,15 +8,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { fieldOffsets, rawLayout, writeUnsigned, type RawLayout } from './helpers/malformed.js';
-import { editOperation, hooksOperation, type FileAccess, type Operation } from './fuzz/fuzz-operations.js';
-
-const files: FileAccess = { read: async (path) => new Uint8Array(await readFile(path)) };
+import { editOperation, hooksOperation, type Operation } from './fuzz/fuzz-operations.js';
 
 const DT_NULL = 0;
 const DT_STRTAB = 5;
 const DT_RELASZ = 8;
 const DT_INIT_ARRAYSZ = 27;
 const PT_LOAD = 1;
+const E_TYPE = 16;
+const ET_EXEC = 2;
 
 interface Case {
   readonly name: string;
@@ -53,7 +53,7 @@ const CASES: readonly Case[] = [
       const terminator = entry(layout, DT_NULL);
       writeUnsigned(bytes, terminator.at + word(layout), word(layout), layout.little, 0x10000);
     },
-    operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath('/run/opengl-driver/lib'), files),
+    operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath('/run/opengl-driver/lib')),
   },
   {
     // A DT_NULL in the middle ends the live array; the entries after it are not DT_NULL. A new tag
@@ -61,7 +61,7 @@ const CASES: readonly Case[] = [
     name: 'entries after the DT_NULL terminator that are not DT_NULL',
     base: 'compiled/x86_64/libuser-no-runpath',
     edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT_RELASZ).at, word(layout), layout.little, DT_NULL),
-    operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath('/run/opengl-driver/lib'), files),
+    operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath('/run/opengl-driver/lib')),
   },
   {
     // d_val is decoded to a JavaScript number: 2^64-1 becomes 2^64, encoded back as 0. An entry the
@@ -69,7 +69,7 @@ const CASES: readonly Case[] = [
     name: 'an untouched dynamic entry whose d_val is above 2^53',
     base: 'compiled/x86_64/libuser-runpath',
     edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT_INIT_ARRAYSZ).at + 8, 8, layout.little, 2n ** 64n - 1n),
-    operation: editOperation('remove-needed libgreet.so.1', (e) => e.removeNeeded('libgreet.so.1'), files),
+    operation: editOperation('remove-needed libgreet.so.1', (e) => e.removeNeeded('libgreet.so.1')),
   },
   {
     // A PT_LOAD whose p_filesz (2 GiB, far past the end of the file and above its p_memsz) covers the
@@ -77,7 +77,7 @@ const CASES: readonly Case[] = [
     name: 'a PT_LOAD with p_filesz above p_memsz and past the end of the file',
     base: 'compiled/x86_64/libuser-runpath',
     edit: (bytes, layout) => writeUnsigned(bytes, load(layout, 2).at + fieldOffsets(64).p_filesz, 8, layout.little, 0x80000000),
-    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH), files),
+    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
   },
   {
     // A PT_LOAD at the top of the address space: the new segment's addresses wrap or collide, and the
@@ -85,7 +85,7 @@ const CASES: readonly Case[] = [
     name: 'a PT_LOAD whose p_vaddr is 2^64-1',
     base: 'cuda/aarch64/libnvtoolsext1/libnvToolsExt.so.1.0.0',
     edit: (bytes, layout) => writeUnsigned(bytes, load(layout, 1).at + fieldOffsets(64).p_offset + 8, 8, layout.little, 2n ** 64n - 1n),
-    operation: editOperation('add-needed "libextra.so.1"', (e) => e.addNeeded('libextra.so.1'), files),
+    operation: editOperation('add-needed "libextra.so.1"', (e) => e.addNeeded('libextra.so.1')),
   },
   {
     // e_phnum raised so that the table runs over the bytes after it: garbage "program headers" are
@@ -93,14 +93,25 @@ const CASES: readonly Case[] = [
     name: 'e_phnum larger than the program header table',
     base: 'compiled/arm/pie-runpath',
     edit: (bytes, layout) => writeUnsigned(bytes, fieldOffsets(layout.elfClass).e_phnum, 2, layout.little, 0x7f),
-    operation: hooksOperation('default', false, files),
+    operation: hooksOperation('default', false),
   },
   {
     // Two DT_STRTAB entries, the first with a value that is no address of the file.
     name: 'a second DT_STRTAB entry',
     base: 'compiled/x86_64/pie-runpath-gold',
     edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT_RELASZ).at, word(layout), layout.little, DT_STRTAB),
-    operation: editOperation('set-runpath "$ORIGIN"', (e) => e.setRunpath('$ORIGIN'), files),
+    operation: editOperation('set-runpath "$ORIGIN"', (e) => e.setRunpath('$ORIGIN')),
+  },
+  {
+    // An executable (here a library turned into one) whose program header table must move, with a
+    // PT_LOAD of 4 GiB p_memsz: the new segment goes above it and the plan writes 4 GiB into the file.
+    name: 'an executable with a PT_LOAD of 4 GiB p_memsz',
+    base: 'compiled/x86_64/libuser-runpath',
+    edit: (bytes, layout) => {
+      writeUnsigned(bytes, E_TYPE, 2, layout.little, ET_EXEC);
+      writeUnsigned(bytes, load(layout, 2).at + fieldOffsets(64).p_filesz + 8, 8, layout.little, 2n ** 32n);
+    },
+    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
   },
 ];
 

@@ -3,6 +3,7 @@
 // back afterwards: the dynamic array the edit asked for, every other entry as it was, and nothing more
 // to do when the same edit is asked again.
 
+import { readFile, stat } from 'node:fs/promises';
 import { processFile } from '../../src/batch/patch-tree.js';
 import { FileByteSource } from '../../src/elf/byte-source.js';
 import { DT } from '../../src/elf/constants.js';
@@ -102,9 +103,27 @@ export function expectedBytes(input: Uint8Array, plan: Plan): Uint8Array {
   return out.subarray(0, plan.newSize);
 }
 
-export interface FileAccess {
-  /** The file's bytes now. */
-  read(path: string): Promise<Uint8Array>;
+/**
+ * The file's bytes now, or its size when it grew past any legitimate edit of the input (tables of the
+ * input copied once, plus alignment): such a file is not read whole.
+ */
+async function readResult(path: string, input: Uint8Array): Promise<Uint8Array | { tooLarge: number }> {
+  const { size } = await stat(path);
+  if (size > 2 * input.length + MAX_GROWTH) return { tooLarge: size };
+  return new Uint8Array(await readFile(path));
+}
+
+/**
+ * An edit copies tables of the input, and an executable's new segment may need padding up to its
+ * alignment (2 MiB on x86_64 CUDA files): growth beyond this is no edit of a runpath.
+ */
+const MAX_GROWTH = 4 * 2 ** 20;
+
+/** Problems with a file the tool was to leave alone. */
+async function untouchedProblems(path: string, input: Uint8Array, what: string): Promise<string[]> {
+  const now = await readResult(path, input);
+  if ('tooLarge' in now) return [`${what} grew to ${now.tooLarge} bytes`];
+  return sameBytes(now, input) ? [] : [`${what} was changed`];
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
@@ -124,7 +143,7 @@ export function refusalProblems(error: unknown): string[] {
 }
 
 /** An edit command's operation through editElfFile, checked against the editor's own intent. */
-export function editOperation(name: string, apply: (editor: DynamicEditor) => void, files: FileAccess): Operation {
+export function editOperation(name: string, apply: (editor: DynamicEditor) => void): Operation {
   return {
     name,
     async run(path, input) {
@@ -139,12 +158,13 @@ export function editOperation(name: string, apply: (editor: DynamicEditor) => vo
       try {
         ({ plan } = await editElfFile(path, operations));
       } catch (error) {
-        const problems = refusalProblems(error);
-        if (!sameBytes(await files.read(path), input)) problems.push('a refused file was changed');
+        const problems = [...refusalProblems(error), ...(await untouchedProblems(path, input, 'a refused file'))];
         return { outcome: 'refused', refusal: (error as { kind?: string }).kind ?? 'crash', problems };
       }
       const problems: string[] = [];
-      const written = await files.read(path);
+      if (plan.newSize > 2 * input.length + MAX_GROWTH) return { outcome: 'written', problems: [`the plan grows the file from ${input.length} to ${plan.newSize} bytes`] };
+      const written = await readResult(path, input);
+      if ('tooLarge' in written) return { outcome: 'written', problems: [`the written file grew from ${input.length} to ${written.tooLarge} bytes`] };
       if (!sameBytes(written, expectedBytes(input, plan))) problems.push(`the file does not hold the input with the plan's ${plan.writes.length} writes laid over it`);
       try {
         const back = await readBackEntries(path);
@@ -179,7 +199,7 @@ async function planAgain(path: string, apply: (editor: DynamicEditor) => void): 
 const COMPAT_DIR = '/nix/store/00000000000000000000000000000000-cuda_compat';
 
 /** apply's path: processFile with the built-in hooks, as the batch runs it. */
-export function hooksOperation(semantics: Semantics, removeStubs: boolean, files: FileAccess): Operation {
+export function hooksOperation(semantics: Semantics, removeStubs: boolean): Operation {
   const hooks = orderHooks([driverHook(), cudaCompatHook(COMPAT_DIR), ...(removeStubs ? [removeStubsHook('/lib/stubs')] : [])], BUILTIN_HOOK_NAMES);
   const options = { hooks, semantics, dryRun: false };
   return {
@@ -195,15 +215,16 @@ export function hooksOperation(semantics: Semantics, removeStubs: boolean, files
       const problems: string[] = [];
       switch (outcome.status) {
         case 'failed': {
-          problems.push(...refusalProblems(outcome.error));
-          if (!sameBytes(await files.read(path), input)) problems.push('a failed file was changed');
+          problems.push(...refusalProblems(outcome.error), ...(await untouchedProblems(path, input, 'a failed file')));
           return { outcome: 'refused', refusal: (outcome.error as { kind?: string }).kind ?? 'crash', problems };
         }
         case 'skipped':
         case 'unchanged':
-          if (!sameBytes(await files.read(path), input)) problems.push(`a file ${outcome.status} was changed`);
+          problems.push(...(await untouchedProblems(path, input, `a file ${outcome.status}`)));
           return { outcome: outcome.status === 'skipped' ? 'skipped' : 'noop', problems };
         case 'patched': {
+          const written = await readResult(path, input);
+          if ('tooLarge' in written) return { outcome: 'written', problems: [`the written file grew from ${input.length} to ${written.tooLarge} bytes`] };
           try {
             const back = await readBackEntries(path);
             const runpath = back.entries.find((e) => e.d_tag === DT.DT_RUNPATH) ?? back.entries.find((e) => e.d_tag === DT.DT_RPATH);
@@ -238,29 +259,29 @@ function neededPicker(which: number): { which: number; name(editor: DynamicEdito
 }
 
 /** One operation for an input, drawn from the same generator as its mutation. */
-export function drawOperation(r: Rng, files: FileAccess): Operation {
+export function drawOperation(r: Rng): Operation {
   switch (r.below(8)) {
     case 0:
-      return hooksOperation('default', r.below(2) === 0, files);
+      return hooksOperation('default', r.below(2) === 0);
     case 1:
-      return hooksOperation('nixpkgs-compat', false, files);
+      return hooksOperation('nixpkgs-compat', false);
     case 2: {
       const value = runpathValue(r);
       const policy = r.pick(['keep', 'runpath', 'rpath'] as const);
-      return editOperation(`set-runpath (${policy}) "${value.slice(0, 80)}${value.length > 80 ? `…(${value.length} bytes)` : ''}"`, (e) => e.setRunpath(value, policy), files);
+      return editOperation(`set-runpath (${policy}) "${value.slice(0, 80)}${value.length > 80 ? `…(${value.length} bytes)` : ''}"`, (e) => e.setRunpath(value, policy));
     }
     case 3:
-      return editOperation('remove-runpath --all', (e) => e.setRunpath(null), files);
+      return editOperation('remove-runpath --all', (e) => e.setRunpath(null));
     case 4: {
       const name = libraryName(r);
-      return editOperation(`add-needed "${name}"`, (e) => e.addNeeded(name), files);
+      return editOperation(`add-needed "${name}"`, (e) => e.addNeeded(name));
     }
     case 5: {
       const pick = neededPicker(r.below(4));
       return editOperation(`remove-needed #${pick.which}`, (e) => {
         const name = pick.name(e);
         if (name !== undefined) e.removeNeeded(name);
-      }, files);
+      });
     }
     case 6: {
       const pick = neededPicker(r.below(4));
@@ -268,7 +289,7 @@ export function drawOperation(r: Rng, files: FileAccess): Operation {
       return editOperation(`replace-needed #${pick.which} "${to}"`, (e) => {
         const name = pick.name(e);
         if (name !== undefined && name !== to) e.replaceNeeded(name, to);
-      }, files);
+      });
     }
     default: {
       const dirs = Array.from({ length: 1 + r.below(3) }, () => `/${pathBytes(r, 1 + r.below(60))}`);
@@ -276,7 +297,7 @@ export function drawOperation(r: Rng, files: FileAccess): Operation {
         const current = e.runpath();
         const kept = current === null || current === '' ? [] : current.split(':').filter((dir) => !dirs.includes(dir));
         e.setRunpath([...dirs, ...kept].join(':'));
-      }, files);
+      });
     }
   }
 }
