@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash source-path=SCRIPTDIR
 # Setup hook, a drop-in for Nixpkgs' autoAddCudaCompatRunpath (Jetson): puts CUDA_COMPAT/compat, where
 # cuda_compat's newer libcuda.so.1 is, first in the runpath of every dynamic ELF file of every output,
 # before the driver's directory whatever order the hooks were sourced in, and never into the files of

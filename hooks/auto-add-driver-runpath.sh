@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash source-path=SCRIPTDIR
 # Setup hook, a drop-in for Nixpkgs' autoAddDriverRunpath: puts DRIVER_LINK/lib (on NixOS
 # /run/opengl-driver/lib, where the NVIDIA driver's libcuda.so.1 is) first in the runpath of every dynamic
 # ELF file of every output, through the one `cuda-patchelf apply` run that cuda-patchelf-fixup.sh registers

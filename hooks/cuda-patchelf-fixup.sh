@@ -68,7 +68,9 @@ cudaPatchelfOutputNames() {
   fi
 }
 
-# The postFixupHooks entry: one `cuda-patchelf apply` over every output that exists.
+# The postFixupHooks entry: one `cuda-patchelf apply` over every output that exists. --make-writable
+# because the outputs are the build's own files: one that a step left read-only (install -m 0555) is
+# patched all the same and keeps its mode.
 cudaPatchelfFixup() {
   local -a args=(apply --make-writable) active=() extraFlags=() outputDirs=()
   local hook switch output cli status=0

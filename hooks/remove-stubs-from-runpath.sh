@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash source-path=SCRIPTDIR
 # Setup hook: drops the runpath entries that point into a lib/stubs directory (the link-time stand-ins
 # for libcuda.so and friends, which must never be found at run time) from every dynamic ELF file of every
 # output, after the other hooks, and zeroes the dropped strings so that Nix no longer counts the stubs
