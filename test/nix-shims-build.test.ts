@@ -19,19 +19,15 @@ let driverLink = '';
 let run: NixRun;
 let built: ExecResult;
 
-
-
 beforeAll(async () => {
   dir = await makeTempDir('nix');
   // Outside the store, as /run/opengl-driver is on NixOS: a link to the driver package, made once it is built.
   driverLink = join(dir, 'run', 'opengl-driver');
   run = await openNixRun({ driverLink });
-  const driver = await run.build(['driver']);
-  if (driver.code !== 0) throw new Error(describeExec('nix-build -A driver', driver));
+  await run.build(['driver']);
   await mkdir(dirname(driverLink), { recursive: true });
   await symlink(run.output('driver'), driverLink);
   built = await run.build(['greet', 'greetStubsKept', 'greetDriver']);
-  if (built.code !== 0) throw new Error(describeExec('nix-build -A greet -A greetStubsKept -A greetDriver', built));
 });
 
 afterAll(async () => {

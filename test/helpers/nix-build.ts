@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { REPO_ROOT, requireTool } from './fixtures.js';
 import { assertCliBuilt, cliPath } from './run-cli.js';
-import { execTool, mustExec, type ExecResult } from './tree-tools.js';
+import { mustExec, type ExecResult } from './tree-tools.js';
 
 const NIX_FILE = join(REPO_ROOT, 'fixtures', 'nix', 'default.nix');
 const NIX_CONFIG = ['build-users-group =', 'sandbox = false', 'substituters =', 'max-jobs = 2'];
@@ -34,7 +34,7 @@ export interface NixRun {
   readonly paths: Readonly<Record<string, DerivationPaths>>;
   /** The store path of one output of a derivation of default.nix (throws when there is no such thing). */
   output(attr: string, name?: string): string;
-  /** `nix-build -A ATTR...`: the build log is on stderr. */
+  /** `nix-build -A ATTR...`; the build log is on stderr. Throws with the log when the build fails. */
   build(attrs: readonly string[]): Promise<ExecResult>;
   /** `nix-store -q --references`, sorted. */
   references(storePath: string): Promise<string[]>;
@@ -77,7 +77,7 @@ export async function openNixRun(options: NixRunOptions): Promise<NixRun> {
       if (path === undefined) throw new Error(`${NIX_FILE} has no derivation ${attr} with an output ${name}`);
       return path;
     },
-    build: (attrs) => execTool(nixBuild, ['--no-out-link', ...args, ...attrs.flatMap((attr) => ['-A', attr])], { env, timeoutMs: 300_000 }),
+    build: (attrs) => mustExec(nixBuild, ['--no-out-link', ...args, ...attrs.flatMap((attr) => ['-A', attr])], { env, timeoutMs: 300_000 }),
     references: async (storePath) => {
       const result = await mustExec(nixStore, ['--query', '--references', storePath], { env });
       return result.stdout.split('\n').filter((line) => line.length > 0).sort();
