@@ -1,0 +1,94 @@
+// A tree of real ELF files for whole-tree campaigns (kills, concurrent runs): the ELF files of some
+// source directories (this machine's /usr, the fixtures' Debian, CUDA and compiled files), copied
+// under one root with their relative paths, regular files only, each at most a given size so that the
+// tree can be restored between rounds in a moment.
+
+import { copyFile, mkdir, open, readdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { CACHE_DIR } from './fixtures.js';
+
+export type TreeArch = 'x86_64' | 'aarch64' | 'other';
+
+export interface ElfTreeFile {
+  /** Path relative to the tree root, `/`-separated. */
+  readonly rel: string;
+  readonly arch: TreeArch;
+  readonly size: number;
+}
+
+export interface ElfTreeSource {
+  readonly dir: string;
+  /** The top directory it becomes in the tree. */
+  readonly name: string;
+  /** At most this many files from this source (the first in path order). */
+  readonly maxFiles?: number;
+}
+
+/** Debian's x86_64 libraries and programs, and the fixtures' files of every architecture. */
+export const REAL_ELF_SOURCES: readonly ElfTreeSource[] = [
+  { dir: '/usr/lib/x86_64-linux-gnu', name: 'usr-lib' },
+  { dir: '/usr/bin', name: 'usr-bin' },
+  { dir: '/usr/sbin', name: 'usr-sbin' },
+  { dir: '/usr/libexec', name: 'usr-libexec' },
+  { dir: join(CACHE_DIR, 'debian'), name: 'debian' },
+  { dir: join(CACHE_DIR, 'cuda'), name: 'cuda' },
+  { dir: join(CACHE_DIR, 'compiled'), name: 'compiled' },
+];
+
+const EM_X86_64 = 62;
+const EM_AARCH64 = 183;
+
+/** The first 20 bytes say ELF, class and byte order, and e_machine. */
+async function elfMachine(path: string): Promise<TreeArch | null> {
+  const handle = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(20);
+    const { bytesRead } = await handle.read(head, 0, 20, 0);
+    if (bytesRead < 20 || head.readUInt32BE(0) !== 0x7f454c46) return null;
+    const machine = head[5] === 2 ? head.readUInt16BE(18) : head.readUInt16LE(18);
+    return machine === EM_X86_64 ? 'x86_64' : machine === EM_AARCH64 ? 'aarch64' : 'other';
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Regular files under `dir` (links not followed), in path order. */
+async function regularFiles(dir: string, relative = ''): Promise<{ rel: string; path: string }[]> {
+  const found: { rel: string; path: string }[] = [];
+  let entries;
+  try {
+    entries = await readdir(join(dir, relative), { withFileTypes: true });
+  } catch {
+    return found;
+  }
+  for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    const rel = relative === '' ? entry.name : `${relative}/${entry.name}`;
+    if (entry.isDirectory()) found.push(...(await regularFiles(dir, rel)));
+    else if (entry.isFile()) found.push({ rel, path: join(dir, rel) });
+  }
+  return found;
+}
+
+/** Copies the ELF files of the sources (each at most `maxFileBytes`) into `root`. */
+export async function assembleElfTree(root: string, sources: readonly ElfTreeSource[], maxFileBytes: number): Promise<ElfTreeFile[]> {
+  const files: ElfTreeFile[] = [];
+  for (const source of sources) {
+    let taken = 0;
+    for (const { rel, path } of await regularFiles(source.dir)) {
+      if (source.maxFiles !== undefined && taken >= source.maxFiles) break;
+      const handle = await open(path, 'r').catch(() => null);
+      if (handle === null) continue;
+      const { size } = await handle.stat();
+      await handle.close();
+      if (size > maxFileBytes) continue;
+      const arch = await elfMachine(path);
+      if (arch === null) continue;
+      const treeRel = `${source.name}/${rel}`;
+      await mkdir(dirname(join(root, treeRel)), { recursive: true });
+      await copyFile(path, join(root, treeRel));
+      files.push({ rel: treeRel, arch, size });
+      taken++;
+    }
+  }
+  return files;
+}
