@@ -1,11 +1,17 @@
-// A worker thread of the batch: it patches the files the pool sends it, a few at a time, and posts
-// each outcome back. Errors travel as plain data and become CudaPatchelfErrors again in the pool.
+// A worker thread of the batch: it patches the files of each batch the pool sends it, one after the
+// other (its reads and writes are synchronous), and posts the batch's outcomes back in one message.
+// Errors travel as plain data and become CudaPatchelfErrors again in the pool.
 
 import { parentPort, workerData } from 'node:worker_threads';
-import { processFile, type FileItem, type FileOptions } from './patch-tree.js';
+import { processFile, type FileOptions } from './patch-tree.js';
 import { serializeOutcome } from './outcome-transfer.js';
+import type { WorkerBatch, WorkerBatchOutcomes } from './worker-pool.js';
 
 const options = workerData as FileOptions;
-parentPort?.on('message', (message: { id: number; item: FileItem }) => {
-  void processFile(message.item, options).then((outcome) => parentPort?.postMessage({ id: message.id, outcome: serializeOutcome(outcome) }));
+parentPort?.on('message', (batch: WorkerBatch) => {
+  void (async () => {
+    const outcomes: WorkerBatchOutcomes['outcomes'][number][] = [];
+    for (const { id, item } of batch.items) outcomes.push({ id, outcome: serializeOutcome(await processFile(item, options)) });
+    parentPort?.postMessage({ outcomes } satisfies WorkerBatchOutcomes);
+  })();
 });
