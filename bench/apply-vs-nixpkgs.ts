@@ -10,7 +10,7 @@ import { mkdir, readFile, rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freshCopy, measure, median, requireBenchTools, treeBytes, type Measurement } from './lib/measure.js';
+import { medianSample, requireBenchTools, sampleOnFreshCopies, treeBytes, type TreeSample } from './lib/measure.js';
 import { mib, ratio, table, writeResults } from './lib/results.js';
 
 const run = promisify(execFile);
@@ -52,16 +52,8 @@ interface Contender {
   readonly argv: string[];
 }
 
-async function runContender(contender: Contender): Promise<{ m: Measurement; growth: number }> {
-  const samples: { m: Measurement; growth: number }[] = [];
-  for (let i = 0; i < REPEAT; i++) {
-    await freshCopy(source, work);
-    const before = await treeBytes(work);
-    const m = await measure(contender.argv.map((arg) => (arg === '{}' ? work : arg)));
-    samples.push({ m, growth: (await treeBytes(work)) - before });
-  }
-  const wall = median(samples.map((s) => s.m.wallSeconds));
-  return samples.find((s) => s.m.wallSeconds === wall) ?? (samples[0] as { m: Measurement; growth: number });
+async function runContender(contender: Contender): Promise<TreeSample> {
+  return medianSample(await sampleOnFreshCopies(source, work, contender.argv, REPEAT));
 }
 
 async function main(): Promise<void> {
@@ -87,7 +79,7 @@ async function main(): Promise<void> {
     `${(elfFiles / m.wallSeconds).toFixed(0)}`,
     ratio(baseline, m.wallSeconds),
     m.cpuCores.toFixed(2),
-    mib(m.bytesWritten),
+    mib(m.wchar),
     mib(growth),
     (m.peakRssKiB / 1024).toFixed(0),
   ]);

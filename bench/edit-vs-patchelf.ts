@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { loadManifest } from '../test/helpers/fixtures.js';
-import { measure, median, requireBenchTools, type Measurement } from './lib/measure.js';
+import { measure, medianSample, requireBenchTools, type Measurement } from './lib/measure.js';
 import { mib, ratio, table, writeResults } from './lib/results.js';
 
 const run = promisify(execFile);
@@ -39,9 +39,8 @@ async function sample(file: string, argv: (copy: string) => string[]): Promise<S
 async function repeated(file: string, argv: (copy: string) => string[]): Promise<Sample> {
   const samples: Sample[] = [];
   for (let i = 0; i < REPEAT; i++) samples.push(await sample(file, argv));
-  const wall = median(samples.map((s) => s.m.wallSeconds));
-  const chosen = samples.find((s) => s.m.wallSeconds === wall) ?? (samples[0] as Sample);
-  return { m: { ...chosen.m, wallSeconds: wall, peakRssKiB: Math.max(...samples.map((s) => s.m.peakRssKiB)) }, growth: chosen.growth };
+  const chosen = medianSample(samples);
+  return { m: { ...chosen.m, peakRssKiB: Math.max(...samples.map((s) => s.m.peakRssKiB)) }, growth: chosen.growth };
 }
 
 async function main(): Promise<void> {
@@ -64,7 +63,7 @@ async function main(): Promise<void> {
       `${(theirs.m.wallSeconds * 1000).toFixed(0)} ms`,
       ratio(theirs.m.wallSeconds, ours.m.wallSeconds),
       `${(ours.m.peakRssKiB / 1024).toFixed(0)} / ${(theirs.m.peakRssKiB / 1024).toFixed(0)}`,
-      `${(ours.m.bytesWritten / 1024).toFixed(0)} / ${(theirs.m.bytesWritten / 1024).toFixed(0)}`,
+      `${(ours.m.wchar / 1024).toFixed(0)} / ${(theirs.m.wchar / 1024).toFixed(0)}`,
       `${ours.growth} / ${theirs.growth}`,
     ]);
     process.stderr.write(`${rows.at(-1)?.join('  ')}\n`);

@@ -4,17 +4,12 @@
 //
 // Run: npx vite-node bench/reader.bench.ts [SMALL_LIBRARY]
 
-import { copyFile, mkdtemp, rm, stat, truncate } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Bench } from 'tinybench';
-import { FileByteSource } from '../src/elf/byte-source.js';
-import { readElfImage } from '../src/elf/elf-image.js';
-import { summarize } from '../src/elf/summary.js';
+import { readerBenchmarks } from './lib/micro-benchmarks.js';
 
-const GIB = 1024 ** 3;
 const repoRoot = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
 interface ManifestEntry {
@@ -46,58 +41,12 @@ async function smallLibrary(): Promise<string> {
   return closest.path;
 }
 
-/** One full read as `print` does it; returns how many bytes came off the file. */
-async function readOnce(path: string): Promise<number> {
-  const source = await FileByteSource.open(path);
-  try {
-    await summarize(await readElfImage(source));
-    return source.bytesRead;
-  } finally {
-    await source.close();
-  }
-}
-
 const small = await smallLibrary();
-const dir = await mkdtemp(join(tmpdir(), 'cuda-patchelf-bench-'));
-try {
-  const big = join(dir, `${basename(small)}.1gib`);
-  await copyFile(small, big);
-  // Sparse: the file is 1 GiB long but takes no disk space, and the ELF structures stay at the front.
-  await truncate(big, (await stat(small)).size + GIB);
-
-  const files = [
-    { name: 'small library', path: small },
-    { name: 'same + 1 GiB sparse', path: big },
-  ];
-  const bytesRead = new Map<string, number>();
-  for (const file of files) bytesRead.set(file.name, await readOnce(file.path));
-
-  const bench = new Bench({ name: 'reader: image + summary', time: 1_000, warmupTime: 200 });
-  for (const file of files) bench.add(file.name, () => readOnce(file.path).then(() => undefined));
-  await bench.run();
-
-  const rows = await Promise.all(
-    files.map(async (file) => {
-      const task = bench.getTask(file.name);
-      const result = task?.result;
-      const latency = result !== undefined && 'latency' in result ? result.latency : undefined;
-      return {
-        file: file.name,
-        'size (bytes)': (await stat(file.path)).size,
-        'bytes read': bytesRead.get(file.name) ?? NaN,
-        'mean (µs)': latency === undefined ? NaN : Number((latency.mean * 1000).toFixed(1)),
-        'p99 (µs)': latency?.p99 === undefined ? NaN : Number((latency.p99 * 1000).toFixed(1)),
-        samples: latency?.samplesCount ?? 0,
-      };
-    }),
-  );
-  console.log(`${bench.name} (${small})`);
-  console.table(rows);
-  const [a, b] = rows;
-  if (a !== undefined && b !== undefined && a['bytes read'] !== b['bytes read']) {
-    console.error(`bytes read differ: ${a['bytes read']} vs ${b['bytes read']}: the reader is reading by file size`);
-    process.exitCode = 1;
-  }
-} finally {
-  await rm(dir, { recursive: true, force: true });
+const rows = await readerBenchmarks(small);
+console.log(`reader: image + summary (${small})`);
+console.table(rows.map((row) => ({ file: row.name, 'bytes read': row.note, 'mean (µs)': row.meanMicros.toFixed(1), 'p99 (µs)': row.p99Micros.toFixed(1), samples: row.samples })));
+const [a, b] = rows;
+if (a !== undefined && b !== undefined && a.note !== b.note) {
+  console.error(`bytes read differ: ${a.note} vs ${b.note}: the reader is reading by file size`);
+  process.exitCode = 1;
 }
