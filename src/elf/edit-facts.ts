@@ -3,6 +3,7 @@
 import { formatError } from '../errors/cuda-patchelf-error.js';
 import type { ElfCodec, ProgramHeader } from './codec.js';
 import { DT, PT, SHT } from './constants.js';
+import { checkEditable } from './edit-preconditions.js';
 import { dynamicValue, type DynamicArray, type ElfHeader, type ElfImage } from './elf-image.js';
 import { readSectionHeaders, type Section } from './section-headers.js';
 import { readStringReferences, type StringReferences } from './string-references.js';
@@ -70,6 +71,7 @@ export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
   const { source, header, programHeaders, dynamic, dynamicStrings, codec } = image;
   if (dynamic === null) throw formatError('no dynamic section (PT_DYNAMIC): a static file has no runpath to edit');
   if (dynamicStrings === null) throw formatError('dynamic array has no string table (DT_STRTAB)', dynamic.offset);
+  checkEditable(programHeaders, dynamic, source.size);
   const strtabAddress = dynamicValue(dynamic, DT.DT_STRTAB) ?? 0;
   const movableRanges: MovableRange[] = [];
   for (const ph of programHeaders) {

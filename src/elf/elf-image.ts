@@ -20,8 +20,14 @@ export interface DynamicArray {
   /** File offset and size of the array (PT_DYNAMIC's p_offset, p_filesz). */
   readonly offset: number;
   readonly vaddr: number;
-  /** How many entries fit in p_filesz. */
+  /**
+   * How many entries the array holds in place: the live ones, the terminator and the DT_NULL slots
+   * right after it. Slots past a non-DT_NULL entry after the terminator are not counted: a new tag
+   * written before such an entry would make it live.
+   */
   readonly capacity: number;
+  /** The array's bytes as they are in the file, `capacity` entries (what an in-place edit diffs against). */
+  readonly bytes: Uint8Array;
   /** The live entries: those before the first DT_NULL, in file order. */
   readonly entries: readonly DynamicEntry[];
   /** DT_NULL entries right after the terminating one: room for new tags without moving the array. */
@@ -132,7 +138,8 @@ async function readDynamicArray(source: ByteSource, codec: ElfCodec, programHead
   if (index === capacity) throw formatError('dynamic array has no DT_NULL terminator', ph.p_offset);
   let spareSlots = 0;
   for (let i = index + 1; i < capacity && codec.decode(DYN, bytes, i * entrySize).d_tag === DT.DT_NULL; i++) spareSlots++;
-  return { offset: ph.p_offset, vaddr: ph.p_vaddr, capacity, entries, spareSlots };
+  const usable = index + 1 + spareSlots;
+  return { offset: ph.p_offset, vaddr: ph.p_vaddr, capacity: usable, bytes: bytes.subarray(0, usable * entrySize), entries, spareSlots };
 }
 
 async function readInterpreter(source: ByteSource, programHeaders: readonly ProgramHeader[], table: ProgramHeaderTable): Promise<string | null> {

@@ -167,11 +167,14 @@ function changedSpan(old: Uint8Array, next: Uint8Array): { first: number; end: n
   return { first, end };
 }
 
-/** One write covering the changed span of the dynamic array, in place: it switches everything at once. */
+/**
+ * One write covering the changed span of the dynamic array, in place: it switches everything at once.
+ * The span is diffed against the array's bytes in the file, not a re-encoding of what was decoded.
+ */
 function addDynamicWrite(facts: EditFacts, entries: readonly DynamicEntry[], writes: Writes): void {
   const slots = Math.max(entries.length, facts.dynamic.entries.length) + 1;
   const next = encodeRecords(facts, DYN, entries, slots);
-  const span = changedSpan(encodeRecords(facts, DYN, facts.dynamic.entries, slots), next);
+  const span = changedSpan(facts.dynamic.bytes.subarray(0, next.length), next);
   if (span !== null) writes.add('dynamic', facts.dynamic.offset + span.first, next.slice(span.first, span.end), 'dynamic array entries');
 }
 

@@ -104,6 +104,9 @@ function extendLayout(facts: EditFacts, index: number): SegmentLayout {
   };
 }
 
+/** The largest hole an executable's moved table may leave in the file (a big .bss puts it far out). */
+const MAX_IDENTITY_HOLE = 64 * 2 ** 20;
+
 /**
  * Where the new segment starts in the file and in memory, and its alignment. Normally: at the end of
  * the file, above every segment, with p_vaddr ≡ p_offset (mod page size) — no padding. When an
@@ -124,6 +127,11 @@ function placeNewSegment(facts: EditFacts, pageSize: number, executableTableMove
   }
   const delta = first.p_vaddr;
   const start = Math.max(alignUp(facts.fileSize, facts.codec.wordSize), alignUp(highestEnd, pageSize) - delta);
+  if (start - facts.fileSize > MAX_IDENTITY_HOLE) {
+    throw unsupported(
+      `needs one more program header; the table cannot grow in place, and moving it where the kernel looks for it would leave a hole of ${Math.round((start - facts.fileSize) / 2 ** 20)} MiB in the file (the memory image is that much larger than the file)`,
+    );
+  }
   return { start, vaddr: delta + start, align: delta % pageSize === 0 ? pageSize : first.p_align };
 }
 

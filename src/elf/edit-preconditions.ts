@@ -1,0 +1,67 @@
+// What a file must satisfy before the rewriter touches it. The reader accepts more (print shows odd
+// files as they are), but an edit re-encodes program headers and dynamic entries from their decoded
+// values and places new data by the segments' addresses: values it cannot carry over exactly, and
+// segments or tags that contradict each other, are refused up front and the file is left alone.
+
+import { formatError } from '../errors/cuda-patchelf-error.js';
+import type { ProgramHeader } from './codec.js';
+import { DT, DT_NAMES, PT, nameOf } from './constants.js';
+import type { DynamicArray } from './elf-image.js';
+
+/** Tags that say where one structure is: a second one would leave the rewriter two answers. */
+const ONE_PER_FILE_TAGS: readonly number[] = [
+  DT.DT_STRTAB,
+  DT.DT_STRSZ,
+  DT.DT_SYMTAB,
+  DT.DT_SYMENT,
+  DT.DT_HASH,
+  DT.DT_GNU_HASH,
+  DT.DT_VERSYM,
+  DT.DT_VERNEED,
+  DT.DT_VERNEEDNUM,
+  DT.DT_VERDEF,
+  DT.DT_VERDEFNUM,
+];
+
+/**
+ * Decoded 64-bit values above 2^53 are rounded (JavaScript numbers); no real address, size or tag
+ * comes near, so such a value is a corrupt field, not one to round and write back.
+ */
+function requireExact(value: number, what: string): void {
+  if (!Number.isSafeInteger(value)) throw formatError(`${what} is beyond 2^53, which no real file has; refusing to rewrite it`);
+}
+
+export function checkEditable(programHeaders: readonly ProgramHeader[], dynamic: DynamicArray, fileSize: number): void {
+  for (const [index, ph] of programHeaders.entries()) {
+    for (const [field, value] of Object.entries(ph)) requireExact(value, `program header ${index}'s ${field}`);
+  }
+  for (const [index, entry] of dynamic.entries.entries()) {
+    requireExact(entry.d_tag, `dynamic entry ${index}'s d_tag`);
+    requireExact(entry.d_val, `dynamic entry ${index} (${nameOf(DT_NAMES, entry.d_tag)})'s d_val`);
+  }
+  for (const tag of ONE_PER_FILE_TAGS) {
+    const count = dynamic.entries.filter((entry) => entry.d_tag === tag).length;
+    if (count > 1) throw formatError(`the dynamic array has ${count} ${nameOf(DT_NAMES, tag)} entries, expected at most one`, dynamic.offset);
+  }
+  checkLoadSegments(programHeaders, fileSize);
+}
+
+/**
+ * gABI: PT_LOAD entries are sorted by p_vaddr, and p_filesz may not exceed p_memsz. A segment that
+ * overlaps the next in memory or maps bytes past the end of the file would make the addresses the
+ * planner hands out, and the file offsets it looks them up at, ambiguous.
+ */
+function checkLoadSegments(programHeaders: readonly ProgramHeader[], fileSize: number): void {
+  let previous: { ph: ProgramHeader; index: number } | null = null;
+  for (const [index, ph] of programHeaders.entries()) {
+    if (ph.p_type !== PT.PT_LOAD) continue;
+    if (ph.p_filesz > ph.p_memsz) throw formatError(`PT_LOAD ${index} has p_filesz 0x${ph.p_filesz.toString(16)} above its p_memsz 0x${ph.p_memsz.toString(16)}`);
+    if (ph.p_offset + ph.p_filesz > fileSize) {
+      throw formatError(`PT_LOAD ${index} maps bytes up to 0x${(ph.p_offset + ph.p_filesz).toString(16)}, past the end of the file (0x${fileSize.toString(16)})`);
+    }
+    if (previous !== null && previous.ph.p_vaddr + previous.ph.p_memsz > ph.p_vaddr) {
+      throw formatError(`PT_LOAD ${index} (at 0x${ph.p_vaddr.toString(16)}) is not above PT_LOAD ${previous.index}, which ends at 0x${(previous.ph.p_vaddr + previous.ph.p_memsz).toString(16)}`);
+    }
+    previous = { ph, index };
+  }
+}
