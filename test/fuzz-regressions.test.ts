@@ -113,6 +113,19 @@ const CASES: readonly Case[] = [
     },
     operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
   },
+  {
+    // A RangeError from the planner, not a CudaPatchelfError: an unknown e_type (0x43, taken as an
+    // executable), a first PT_LOAD of p_memsz 2^53+1, and program header bytes without zeros; the
+    // appended region is filled past its end (AppendedRegion.bytes, src/plan/region.ts).
+    name: 'the planner throws a RangeError (fuzz seed 7, iteration 82857)',
+    base: 'compiled/x86_64/no-sections',
+    edit: (bytes, layout) => {
+      writeUnsigned(bytes, E_TYPE, 2, layout.little, 0x43);
+      writeUnsigned(bytes, load(layout, 0).at + fieldOffsets(64).p_filesz + 8, 8, layout.little, 2n ** 53n + 1n);
+      for (let at = 0x22c; at < 0x238; at++) if (bytes[at] === 0) bytes[at] = 0x2f;
+    },
+    operation: editOperation('add-runpath', (e) => e.setRunpath(`/r\x8dfda2l9jy0w_pnfxb\xeayxt:/3z$\x96y8aewyv6x$_whtk4vzosk$p\xac\xf8t$i2vmk:${e.runpath() ?? ''}`)),
+  },
 ];
 
 let scratch: string;

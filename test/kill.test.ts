@@ -12,6 +12,8 @@ import { REAL_ELF_SOURCES } from './helpers/kill-tree.js';
 import { assertCliBuilt, cliPath } from './helpers/run-cli.js';
 
 const KILLS = 4;
+/** Every other killed run has --durable: an fsync between phases, where kills land inside a file's writes. */
+const DURABLE_EVERY = 2;
 const SEED = Number.parseInt(process.env.KILL_SEED ?? '0x4b', 16) >>> 0;
 
 let scratch: string;
@@ -30,6 +32,7 @@ describe(`apply killed at ${KILLS} random moments (seed 0x${SEED.toString(16)})`
       scratch,
       cli: cliPath,
       loadSample: 3,
+      durableEvery: DURABLE_EVERY,
     });
     console.info(`kill slice: ${JSON.stringify(run.figures)}`);
   }, 180_000);

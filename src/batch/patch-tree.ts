@@ -9,6 +9,8 @@ import { planEditOf, writePlan, type PlannedEdit } from '../edit/edit-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { composeRunpath, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
 import type { Hook } from '../hooks/hook.js';
+import { changedWhileRead } from './changed-while-read.js';
+import { withFileLock } from './file-lock.js';
 import { countOutcome, emptySummary, type BatchSummary, type FileOutcome } from './file-outcome.js';
 import { walkTrees, type WalkItem } from './walk-trees.js';
 import { WorkerPool, workersAvailable } from './worker-pool.js';
@@ -72,7 +74,8 @@ export async function processFile(item: FileItem, options: FileOptions): Promise
       }
     });
   } catch (error) {
-    return { path, status: 'failed', error: error instanceof CudaPatchelfError ? error.withFile(path) : error };
+    const changed = error instanceof CudaPatchelfError && error.kind === 'format' ? await changedWhileRead(path, source.stats) : null;
+    return { path, status: 'failed', error: changed ?? (error instanceof CudaPatchelfError ? error.withFile(path) : error) };
   } finally {
     await source.close();
   }
@@ -83,7 +86,8 @@ export async function processFile(item: FileItem, options: FileOptions): Promise
   let bytesWritten = 0;
   if (!options.dryRun) {
     try {
-      bytesWritten = await writePlan(path, planned.plan, source.stats, options);
+      // Under the lock, writePlan's check sees any write another run made since this one read the file.
+      bytesWritten = await withFileLock(path, source.stats, () => writePlan(path, planned.plan, source.stats, options));
     } catch (error) {
       return { path, status: 'failed', error };
     }

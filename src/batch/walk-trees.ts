@@ -1,11 +1,17 @@
 // Walks the given directories without following symbolic links, yielding each regular file once per
 // inode (hard links are reported, not patched twice) and reporting what is not a regular file.
+//
+// Directories are read as raw names (Buffers), one directory at a time from an explicit stack, so that
+// every entry gets an outcome: a name with a newline is a name like any other, a tree thousands of
+// levels deep costs no recursion, a directory that cannot be read is reported and its siblings are
+// still walked, and a name that is not UTF-8 — which a path string cannot spell, so no file operation
+// can reach it — is reported as such instead of turning into a different name that does not exist.
 
-import { stat } from 'node:fs/promises';
+import { lstat, readdir, stat } from 'node:fs/promises';
 import { relative, resolve, sep } from 'node:path';
-import type { Stats } from 'node:fs';
-import fg from 'fast-glob';
+import type { Dirent, Stats } from 'node:fs';
 import { ioError } from '../elf/byte-source.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 
 export type WalkItem =
   | {
@@ -22,6 +28,28 @@ export type WalkItem =
 
 function toPosix(path: string): string {
   return sep === '/' ? path : path.split(sep).join('/');
+}
+
+interface Directory {
+  readonly path: string;
+  /** Relative to the walked root, `/`-separated; '' for the root. */
+  readonly relativePath: string;
+}
+
+/** The UTF-8 reading of a raw name, or null when the bytes are not UTF-8 (a string cannot spell them). */
+function nameText(raw: Buffer): string | null {
+  const text = raw.toString('utf8');
+  return Buffer.from(text, 'utf8').equals(raw) ? text : null;
+}
+
+/** A raw name for people: bytes that are not printable ASCII as \xNN. */
+function escapedName(raw: Buffer): string {
+  return [...raw].map((byte) => (byte >= 0x20 && byte < 0x7f && byte !== 0x5c ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, '0')}`)).join('');
+}
+
+function unaddressable(path: string, isDirectory: boolean): CudaPatchelfError {
+  const what = isDirectory ? 'directory name is not UTF-8, so its files cannot be reached' : 'file name is not UTF-8, so the file cannot be opened';
+  return new CudaPatchelfError('io', `${what}; left alone (rename it to have it patched)`, { file: path });
 }
 
 export async function* walkTrees(roots: readonly string[]): AsyncGenerator<WalkItem> {
@@ -50,25 +78,40 @@ export async function* walkTrees(roots: readonly string[]): AsyncGenerator<WalkI
       yield classify(absoluteRoot, toPosix(relative(resolve(absoluteRoot, '..'), absoluteRoot)), rootStats);
       continue;
     }
-    const stream = fg.stream('**', {
-      cwd: absoluteRoot,
-      dot: true,
-      onlyFiles: false,
-      followSymbolicLinks: false,
-      objectMode: true,
-      stats: true,
-      absolute: true,
-      throwErrorOnBrokenSymbolicLink: false,
-      suppressErrors: false,
-    }) as AsyncIterable<{ path: string; stats: Stats }>;
-    try {
-      for await (const entry of stream) {
-        if (entry.stats.isDirectory()) continue;
-        yield classify(entry.path, toPosix(relative(absoluteRoot, entry.path)), entry.stats);
+    const pending: Directory[] = [{ path: absoluteRoot, relativePath: '' }];
+    for (let directory = pending.pop(); directory !== undefined; directory = pending.pop()) {
+      let entries: Dirent<Buffer>[];
+      try {
+        entries = await readdir(directory.path, { withFileTypes: true, encoding: 'buffer' });
+      } catch (error) {
+        yield { kind: 'error', path: directory.path, error: ioError(directory.path, 'read the directory', error) };
+        continue;
       }
-    } catch (error) {
-      const path = (error as NodeJS.ErrnoException).path ?? root;
-      yield { kind: 'error', path, error: ioError(path, 'walk', error) };
+      const subdirectories: Directory[] = [];
+      for (const entry of entries.sort((a, b) => Buffer.compare(a.name, b.name))) {
+        const name = nameText(entry.name);
+        if (name === null) {
+          const shown = `${directory.path}${sep}${escapedName(entry.name)}`;
+          yield { kind: 'error', path: shown, error: unaddressable(shown, entry.isDirectory()) };
+          continue;
+        }
+        const path = `${directory.path}${sep}${name}`;
+        const relativePath = directory.relativePath === '' ? name : `${directory.relativePath}/${name}`;
+        if (entry.isDirectory()) subdirectories.push({ path, relativePath });
+        else if (entry.isSymbolicLink()) yield { kind: 'skip', path, reason: 'symlink' };
+        else {
+          let stats: Stats;
+          try {
+            stats = await lstat(path);
+          } catch (error) {
+            yield { kind: 'error', path, error: ioError(path, 'stat', error) };
+            continue;
+          }
+          yield classify(path, relativePath, stats);
+        }
+      }
+      // Depth first, in name order.
+      pending.push(...subdirectories.reverse());
     }
   }
 }

@@ -5,6 +5,10 @@
 // where the kernel stops a write for a fatal signal), which must load. A second apply must then finish
 // the job: exit 0, every file as an uninterrupted run leaves it (or, for a prefix, with the new runpath
 // and loadable), and `check` exits 0.
+//
+// Writes take microseconds and reading and planning most of a run, so few kills land between the
+// writes of one file. Runs with --durable (an fsync between the phases of each file's writes, on a
+// tree on a disk) spend most of their time there: every `durableEvery`th run is one of those.
 
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -37,6 +41,8 @@ export interface KillCampaignConfig {
   readonly cli: string;
   /** Completely patched files loaded again after each kill (all of them were loaded once). */
   readonly loadSample: number;
+  /** Every this many runs, the killed run has --durable (0: never). */
+  readonly durableEvery: number;
   readonly log?: (line: string) => void;
 }
 
@@ -45,7 +51,9 @@ export interface KillFigures {
   treeBytes: number;
   patchedFiles: number;
   fullRunSeconds: number;
+  durableRunSeconds: number;
   kills: number;
+  durableKills: number;
   finishedBeforeKill: number;
   /** Over all kills: files found byte-identical to the original, completely patched, a plan prefix. */
   original: number;
@@ -98,7 +106,7 @@ function runCli(cli: string, args: readonly string[], killAfterMs?: number): Pro
   });
 }
 
-const applyArgs = (tree: string): string[] => ['apply', tree, '--cuda-compat', COMPAT_DIR];
+const applyArgs = (tree: string, durable = false): string[] => ['apply', tree, '--cuda-compat', COMPAT_DIR, ...(durable ? ['--durable'] : [])];
 
 async function hashes(root: string, files: readonly ElfTreeFile[]): Promise<Map<string, string>> {
   const hashed = await mapLimited(files, 8, async (f) => [f.rel, await sha256File(join(root, f.rel))] as const);
@@ -158,7 +166,11 @@ function killStates(original: Uint8Array, plan: Plan): Map<string, string> {
   return states;
 }
 
-async function reference(config: KillCampaignConfig, pristine: string, work: string): Promise<{ reference: Reference; seconds: number; problems: string[] }> {
+async function reference(
+  config: KillCampaignConfig,
+  pristine: string,
+  work: string,
+): Promise<{ reference: Reference; seconds: number; durableSeconds: number; problems: string[] }> {
   const files = await assembleElfTree(pristine, config.sources, config.maxFileBytes);
   await restore(pristine, work);
   const run = await runCli(config.cli, [...applyArgs(work), '--json']);
@@ -178,9 +190,22 @@ async function reference(config: KillCampaignConfig, pristine: string, work: str
       problems.push(`${file.rel}: the original loads, the patched file does not`);
     }
   });
+  const patchedHash = await hashes(work, files);
+  // A durable run writes the same bytes; it only waits for the disk between phases.
+  let durableSeconds = 0;
+  if (config.durableEvery > 0) {
+    await restore(pristine, work);
+    const durable = await runCli(config.cli, applyArgs(work, true));
+    durableSeconds = durable.ms / 1000;
+    if (durable.code !== 0) problems.push(`the uninterrupted durable apply exited ${String(durable.code ?? durable.signal)}`);
+    const durableHash = await hashes(work, files);
+    const different = files.filter((f) => durableHash.get(f.rel) !== patchedHash.get(f.rel));
+    if (different.length > 0) problems.push(`--durable writes other bytes: ${different.map((f) => f.rel).join(', ')}`);
+  }
   return {
-    reference: { files, newRunpath, originalHash: await hashes(pristine, files), patchedHash: await hashes(work, files) },
+    reference: { files, newRunpath, originalHash: await hashes(pristine, files), patchedHash },
     seconds: run.ms / 1000,
+    durableSeconds,
     problems,
   };
 }
@@ -194,9 +219,14 @@ interface RoundResult {
   readonly problems: string[];
 }
 
-async function round(config: KillCampaignConfig, ref: Reference, pristine: string, work: string, delayMs: number, r: Rng): Promise<RoundResult> {
+interface RoundPlan {
+  readonly delayMs: number;
+  readonly durable: boolean;
+}
+
+async function round(config: KillCampaignConfig, ref: Reference, pristine: string, work: string, plan: RoundPlan, r: Rng): Promise<RoundResult> {
   await restore(pristine, work);
-  const killedRun = await runCli(config.cli, applyArgs(work), delayMs);
+  const killedRun = await runCli(config.cli, applyArgs(work, plan.durable), plan.delayMs);
   const killed = killedRun.signal === 'SIGKILL';
   const problems: string[] = [];
   if (!killed && killedRun.code !== 0) problems.push(`apply (not killed) exited ${String(killedRun.code)}: ${killedRun.stderr.slice(0, 2000)}`);
@@ -256,13 +286,15 @@ export async function runKillCampaign(config: KillCampaignConfig): Promise<{ fig
   const pristine = join(config.scratch, 'pristine');
   const work = join(config.scratch, 'work');
   await mkdir(config.scratch, { recursive: true });
-  const { reference: ref, seconds, problems: referenceProblems } = await reference(config, pristine, work);
+  const { reference: ref, seconds, durableSeconds, problems: referenceProblems } = await reference(config, pristine, work);
   const figures: KillFigures = {
     elfFiles: ref.files.length,
     treeBytes: ref.files.reduce((sum, f) => sum + f.size, 0),
     patchedFiles: ref.newRunpath.size,
     fullRunSeconds: seconds,
+    durableRunSeconds: durableSeconds,
     kills: 0,
+    durableKills: 0,
     finishedBeforeKill: 0,
     original: 0,
     complete: 0,
@@ -273,13 +305,17 @@ export async function runKillCampaign(config: KillCampaignConfig): Promise<{ fig
     checkFailures: 0,
   };
   const problems: KillProblem[] = referenceProblems.map((problem) => ({ round: 0, delayMs: 0, problem }));
-  config.log?.(`tree: ${figures.elfFiles} ELF files, ${(figures.treeBytes / 2 ** 20).toFixed(0)} MiB, ${figures.patchedFiles} patched by apply in ${seconds.toFixed(1)} s`);
+  config.log?.(
+    `tree: ${figures.elfFiles} ELF files, ${(figures.treeBytes / 2 ** 20).toFixed(0)} MiB, ${figures.patchedFiles} patched by apply in ${seconds.toFixed(1)} s (--durable: ${durableSeconds.toFixed(1)} s)`,
+  );
   const r = rng(config.seed);
   // Runs that finish before the kill do not count; give up long before an endless loop.
   for (let n = 1; figures.kills < config.kills && n <= config.kills * 4; n++) {
-    const delayMs = r.below(Math.max(1, Math.round(seconds * 1000)));
-    const result = await round(config, ref, pristine, work, delayMs, r);
+    const durable = config.durableEvery > 0 && n % config.durableEvery === 0;
+    const delayMs = r.below(Math.max(1, Math.round((durable ? durableSeconds : seconds) * 1000)));
+    const result = await round(config, ref, pristine, work, { delayMs, durable }, r);
     if (result.killed) figures.kills++;
+    if (result.killed && durable) figures.durableKills++;
     else figures.finishedBeforeKill++;
     figures.original += result.original;
     figures.complete += result.complete;
@@ -290,7 +326,7 @@ export async function runKillCampaign(config: KillCampaignConfig): Promise<{ fig
     figures.checkFailures += result.problems.some((p) => p.startsWith('check after')) ? 1 : 0;
     problems.push(...result.problems.map((problem) => ({ round: n, delayMs, problem })));
     config.log?.(
-      `round ${n}: ${result.killed ? 'killed' : 'finished'} at ${delayMs} ms: ${result.original} original, ${result.complete} complete, ${result.prefix} prefix; ${result.problems.length} problems`,
+      `round ${n}${durable ? ' (--durable)' : ''}: ${result.killed ? 'killed' : 'finished'} at ${delayMs} ms: ${result.original} original, ${result.complete} complete, ${result.prefix} prefix; ${result.problems.length} problems`,
     );
   }
   return { figures, problems };

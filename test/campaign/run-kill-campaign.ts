@@ -1,10 +1,9 @@
-// npm run kill-campaign -- [--kills N] [--seed S] [--max-file-mib M] [--load-sample N] [--report FILE]
+// npm run kill-campaign -- [--kills N] [--seed S] [--max-file-mib M] [--load-sample N] [--durable-every N] [--report FILE]
 //
 // SIGKILLs `cuda-patchelf apply --cuda-compat` at random moments over a tree of real ELF files (this
 // machine's /usr and the fixtures; kill-campaign.ts says what is checked after each kill) and prints
 // the figures as JSON; exits 1 when any file was left broken or a second apply did not finish the job.
 
-import { existsSync } from 'node:fs';
 import { cp, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -19,6 +18,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '1' },
     'max-file-mib': { type: 'string', default: '8' },
     'load-sample': { type: 'string', default: '10' },
+    'durable-every': { type: 'string', default: '2' },
     report: { type: 'string' },
   },
 });
@@ -43,8 +43,9 @@ async function snapshotCli(scratch: string): Promise<string> {
 
 async function main(): Promise<number> {
   assertCliBuilt();
-  // tmpfs keeps a restore of the tree per round cheap; the writes are the same.
-  const scratch = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'cuda-patchelf-kill-'));
+  // On a disk, not tmpfs: --durable runs wait there for each fsync, which is where kills land inside a
+  // file's writes.
+  const scratch = await mkdtemp(join(tmpdir(), 'cuda-patchelf-kill-'));
   try {
     const cli = await snapshotCli(scratch);
     const { figures, problems } = await runKillCampaign({
@@ -55,6 +56,7 @@ async function main(): Promise<number> {
       scratch,
       cli,
       loadSample: whole('load-sample', values['load-sample']),
+      durableEvery: whole('durable-every', values['durable-every']),
       log: (line) => process.stderr.write(`kill-campaign: ${line}\n`),
     });
     for (const p of problems.slice(0, 40)) process.stderr.write(`PROBLEM round ${p.round} (killed at ${p.delayMs} ms): ${p.problem}\n`);

@@ -46,6 +46,12 @@ function pathBytes(r: Rng, length: number): string {
   return value;
 }
 
+/** A byte string for the replay log: bytes outside printable ASCII as \xNN, so none is invisible. */
+function printable(value: string, limit = 80): string {
+  const shown = [...value.slice(0, limit)].map((c) => (c < ' ' || c > '~' ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}` : c)).join('');
+  return value.length > limit ? `${shown}…(${value.length} bytes)` : shown;
+}
+
 function runpathValue(r: Rng): string {
   return r.pick([
     () => '',
@@ -64,7 +70,7 @@ function libraryName(r: Rng): string {
 
 /** The dynamic array as an editor (the operation's intent) or the written file (the result) has it. */
 function describeEntry(entry: WantedEntry | CurrentEntry): string {
-  if ('text' in entry && entry.text !== null) return `0x${entry.d_tag.toString(16)}="${entry.text}"`;
+  if ('text' in entry && entry.text !== null) return `0x${entry.d_tag.toString(16)}="${printable(entry.text)}"`;
   return `0x${entry.d_tag.toString(16)}=${'d_val' in entry ? entry.d_val : '?'}`;
 }
 
@@ -268,13 +274,13 @@ export function drawOperation(r: Rng): Operation {
     case 2: {
       const value = runpathValue(r);
       const policy = r.pick(['keep', 'runpath', 'rpath'] as const);
-      return editOperation(`set-runpath (${policy}) "${value.slice(0, 80)}${value.length > 80 ? `…(${value.length} bytes)` : ''}"`, (e) => e.setRunpath(value, policy));
+      return editOperation(`set-runpath (${policy}) "${printable(value)}"`, (e) => e.setRunpath(value, policy));
     }
     case 3:
       return editOperation('remove-runpath --all', (e) => e.setRunpath(null));
     case 4: {
       const name = libraryName(r);
-      return editOperation(`add-needed "${name}"`, (e) => e.addNeeded(name));
+      return editOperation(`add-needed "${printable(name)}"`, (e) => e.addNeeded(name));
     }
     case 5: {
       const pick = neededPicker(r.below(4));
@@ -286,14 +292,14 @@ export function drawOperation(r: Rng): Operation {
     case 6: {
       const pick = neededPicker(r.below(4));
       const to = libraryName(r);
-      return editOperation(`replace-needed #${pick.which} "${to}"`, (e) => {
+      return editOperation(`replace-needed #${pick.which} "${printable(to)}"`, (e) => {
         const name = pick.name(e);
         if (name !== undefined && name !== to) e.replaceNeeded(name, to);
       });
     }
     default: {
       const dirs = Array.from({ length: 1 + r.below(3) }, () => `/${pathBytes(r, 1 + r.below(60))}`);
-      return editOperation(`add-runpath "${dirs.join(':')}"`, (e) => {
+      return editOperation(`add-runpath "${printable(dirs.join(':'), 400)}"`, (e) => {
         const current = e.runpath();
         const kept = current === null || current === '' ? [] : current.split(':').filter((dir) => !dirs.includes(dir));
         e.setRunpath([...dirs, ...kept].join(':'));
