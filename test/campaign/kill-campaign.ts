@@ -328,6 +328,7 @@ export async function runKillCampaign(config: KillCampaignConfig): Promise<{ fig
     config.log?.(
       `round ${n}${durable ? ' (--durable)' : ''}: ${result.killed ? 'killed' : 'finished'} at ${delayMs} ms: ${result.original} original, ${result.complete} complete, ${result.prefix} prefix; ${result.problems.length} problems`,
     );
+    for (const problem of result.problems) config.log?.(`  PROBLEM ${problem}`);
   }
   return { figures, problems };
 }
