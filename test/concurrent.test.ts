@@ -8,18 +8,20 @@
 // changing the files.
 
 import { appendFile, copyFile, link, mkdtemp, readFile, rename, rm, stat, truncate, utimes } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
 import { readElfImage } from '../src/elf/elf-image.js';
 import { planEditOf, writePlan, type PlannedEdit } from '../src/edit/edit-file.js';
+import { lockName } from '../src/batch/file-lock.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
 import { COMPAT_DIR } from './campaign/kill-campaign.js';
 import { fixture } from './helpers/fixtures.js';
 import { REAL_ELF_SOURCES, assembleElfTree, type ElfTreeFile } from './helpers/kill-tree.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
-import { copyTree, sha256File } from './helpers/tree-tools.js';
+import { copyTree, readDynamic, sha256File } from './helpers/tree-tools.js';
 import { mapLimited } from './helpers/tools.js';
 import { parseReport } from './helpers/tree-report.js';
 
@@ -151,6 +153,23 @@ describe('two apply runs on one tree at once', () => {
     expect(check.code, check.stdout).toBe(0);
     await rm(tree, { recursive: true, force: true });
   }, 300_000);
+});
+
+describe('a file another writer holds', () => {
+  it('is waited for, then written', async () => {
+    const path = join(scratch, 'held.so');
+    await copyFile(fixture('compiled/x86_64/libuser-runpath').path, path);
+    const holder = createServer();
+    const held = await stat(path);
+    await new Promise<void>((resolve) => holder.listen(lockName(held), resolve));
+    const HELD_MS = 1500;
+    const released = new Promise<void>((resolve) => setTimeout(() => holder.close(() => resolve()), HELD_MS));
+    const run = await runCli(['apply', path, '--cuda-compat', COMPAT_DIR], { timeoutMs: 60_000 });
+    await released;
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.ms).toBeGreaterThanOrEqual(HELD_MS - 100);
+    expect((await readDynamic(path))?.runpath ?? '').toMatch(/^\/nix\/store\/0+-cuda_compat\/compat:/);
+  });
 });
 
 describe('apply while another process keeps changing the files (CLI)', () => {

@@ -26,9 +26,14 @@ function listen(name: string): Promise<Server> {
   });
 }
 
+/** The abstract socket name of a file's lock (a leading NUL puts it in the abstract namespace). */
+export function lockName(stats: Pick<Stats, 'dev' | 'ino'>): string {
+  return `\0cuda-patchelf/${stats.dev}/${stats.ino}`;
+}
+
 /** The lock on the file `stats` describes, or null where this system has no abstract sockets. */
 async function acquire(path: string, stats: Stats): Promise<Server | null> {
-  const name = `\0cuda-patchelf/${stats.dev}/${stats.ino}`;
+  const name = lockName(stats);
   const deadline = Date.now() + WAIT_MS;
   for (;;) {
     try {
