@@ -49,6 +49,7 @@ describe(`apply killed at ${KILLS} random moments (seed 0x${SEED.toString(16)})`
   it('leaves every file original, complete or a loadable prefix, and a second apply finishes the job', () => {
     expect(run.problems.map((p) => `round ${p.round} (killed at ${p.delayMs} ms): ${p.problem}`)).toEqual([]);
     expect(run.figures.broken).toBe(0);
+    expect(run.figures.unfinished).toBe(0);
     expect(run.figures.secondApplyFailures).toBe(0);
     expect(run.figures.checkFailures).toBe(0);
     expect(run.figures.loadChecks).toBeGreaterThan(0);

@@ -61,6 +61,8 @@ export interface KillFigures {
   prefix: number;
   /** Files in no state an order of writes explains, or not loadable when the original was. */
   broken: number;
+  /** Files the second apply left other than an uninterrupted run does (or, from a prefix, not as tools read the result). */
+  unfinished: number;
   loadChecks: number;
   secondApplyFailures: number;
   checkFailures: number;
@@ -300,6 +302,7 @@ export async function runKillCampaign(config: KillCampaignConfig): Promise<{ fig
     complete: 0,
     prefix: 0,
     broken: 0,
+    unfinished: 0,
     loadChecks: 0,
     secondApplyFailures: 0,
     checkFailures: 0,
@@ -322,6 +325,7 @@ export async function runKillCampaign(config: KillCampaignConfig): Promise<{ fig
     figures.prefix += result.prefix;
     figures.loadChecks += result.loadChecks;
     figures.broken += result.problems.filter((p) => p.includes('neither the original') || p.includes('does not load')).length;
+    figures.unfinished += result.problems.filter((p) => p.includes(': after the second apply')).length;
     figures.secondApplyFailures += result.problems.some((p) => p.startsWith('the second apply')) ? 1 : 0;
     figures.checkFailures += result.problems.some((p) => p.startsWith('check after')) ? 1 : 0;
     problems.push(...result.problems.map((problem) => ({ round: n, delayMs, problem })));
