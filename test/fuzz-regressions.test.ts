@@ -12,9 +12,11 @@ import { editOperation, hooksOperation, type Operation } from './fuzz/fuzz-opera
 
 const DT_NULL = 0;
 const DT_STRTAB = 5;
+const DT_HASH = 4;
 const DT_RELASZ = 8;
 const DT_INIT_ARRAYSZ = 27;
 const PT_LOAD = 1;
+const PT_NOTE = 4;
 const E_TYPE = 16;
 const ET_EXEC = 2;
 
@@ -30,6 +32,12 @@ interface Case {
 function entry(layout: RawLayout, tag: number, nth = 0): { at: number; tag: number; val: number } {
   const found = (layout.dynamic?.entries ?? []).filter((e) => e.tag === tag)[nth];
   if (found === undefined) throw new Error(`the base file has no dynamic entry ${tag} #${nth}`);
+  return found;
+}
+
+function programHeader(layout: RawLayout, type: number): { at: number } {
+  const found = layout.programHeaders.find((ph) => ph.type === type);
+  if (found === undefined) throw new Error(`the base file has no program header of type ${type}`);
   return found;
 }
 
@@ -125,6 +133,38 @@ const CASES: readonly Case[] = [
       for (let at = 0x22c; at < 0x238; at++) if (bytes[at] === 0) bytes[at] = 0x2f;
     },
     operation: editOperation('add-runpath', (e) => e.setRunpath(`/r\x8dfda2l9jy0w_pnfxb\xeayxt:/3z$\x96y8aewyv6x$_whtk4vzosk$p\xac\xf8t$i2vmk:${e.runpath() ?? ''}`)),
+  },
+  {
+    // A PT_LOAD just below 2^53: the new segment goes above it, past what the reader takes.
+    name: 'a PT_LOAD whose p_vaddr is 2^53-1',
+    base: 'cuda/x86_64/libnvtoolsext1/libnvToolsExt.so.1.0.0',
+    edit: (bytes, layout) => writeUnsigned(bytes, load(layout, 1).at + fieldOffsets(64).p_offset + 8, 8, layout.little, 2n ** 53n - 1n),
+    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
+  },
+  {
+    // PT_NOTE's p_filesz raised to 0xff, over the sections after the note: when the program header
+    // table grows over the note, the symbol table ends up where no segment maps it (fuzz seed 2,
+    // iteration 5464).
+    name: 'a PT_NOTE whose p_filesz runs over the sections after it',
+    base: 'debian/aarch64/libxau6/libXau.so.6.0.0',
+    edit: (bytes, layout) => writeUnsigned(bytes, programHeader(layout, PT_NOTE).at + fieldOffsets(64).p_filesz, 8, layout.little, 0xff),
+    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
+  },
+  {
+    // DT_HASH moved back by 8 bytes: its nchain, which sizes the symbol table, is read from elsewhere
+    // (fuzz seed 2, iteration 12191).
+    name: 'DT_HASH pointing 8 bytes early',
+    base: 'debian/x86_64/libc6/libdl.so.2',
+    edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT_HASH).at + 8, 8, layout.little, BigInt(entry(layout, DT_HASH).val - 8)),
+    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
+  },
+  {
+    // A section header size of 0xffffffff (.gnu.hash): harmless where the section is, fatal to the
+    // next edit once the grown program header table makes it the neighbour to move (fuzz seed 2, iteration 6896).
+    name: 'a section header with sh_size 0xffffffff',
+    base: 'compiled/ppc64/pie-runpath',
+    edit: (bytes, layout) => writeUnsigned(bytes, 0x10bc8, 8, layout.little, 0xffffffff),
+    operation: editOperation('add-needed "libextra.so.1"', (e) => e.addNeeded('libextra.so.1')),
   },
 ];
 

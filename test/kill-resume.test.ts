@@ -8,12 +8,10 @@ import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileByteSource } from '../src/elf/byte-source.js';
-import { readElfImage } from '../src/elf/elf-image.js';
-import { editElfFile, planEditOf } from '../src/edit/edit-file.js';
-import type { Plan } from '../src/plan/plan.js';
+import { editElfFile } from '../src/edit/edit-file.js';
 import { applyPlan } from '../src/write/apply-plan.js';
 import { fixture } from './helpers/fixtures.js';
+import { planFile } from './helpers/fuzz-plan-file.js';
 import { effectiveRunpath, readDynamic } from './helpers/tree-tools.js';
 
 /** Store path hashes: 32 characters of Nix's base32 alphabet. */
@@ -45,21 +43,12 @@ afterAll(async () => {
 
 const setNew = (editor: { setRunpath(value: string, policy: 'keep'): void }): void => editor.setRunpath(NEW, 'keep');
 
-async function planOf(path: string): Promise<Plan> {
-  const source = await FileByteSource.open(path);
-  try {
-    return (await planEditOf(await readElfImage(source), setNew)).plan;
-  } finally {
-    await source.close();
-  }
-}
-
 describe('a run killed inside a file, then run again', () => {
   it.each(CASES)('$fixture: every prefix of the plan, run again, reads as an uninterrupted run', async ({ fixture: id, before }) => {
     const base = join(scratch, `${id.replaceAll('/', '_')}.base`);
     await copyFile(fixture(id).path, base);
     if (before !== null) await editElfFile(base, (editor) => editor.setRunpath(before, 'keep'));
-    const plan = await planOf(base);
+    const plan = await planFile(base, setNew);
     expect(plan.writes.length).toBeGreaterThan(1);
     const problems: string[] = [];
     for (let k = 1; k < plan.writes.length; k++) {

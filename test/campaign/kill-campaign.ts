@@ -14,12 +14,10 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { FileByteSource } from '../../src/elf/byte-source.js';
 import { textToByteString } from '../../src/elf/byte-string.js';
-import { readElfImage } from '../../src/elf/elf-image.js';
-import { planEditOf } from '../../src/edit/edit-file.js';
 import type { Plan, PlannedWrite } from '../../src/plan/plan.js';
 import { ldList } from '../helpers/fixtures.js';
+import { planFile } from '../helpers/fuzz-plan-file.js';
 import { rng, type Rng } from '../helpers/fuzz-mutations.js';
 import { assembleElfTree, type ElfTreeFile, type ElfTreeSource } from '../helpers/kill-tree.js';
 import { mapLimited } from '../helpers/tools.js';
@@ -132,14 +130,7 @@ async function restore(pristine: string, work: string): Promise<void> {
 }
 
 /** The plan apply makes for a file: its runpath set to the hooks' value, tag kind kept. */
-async function planFor(path: string, runpath: string): Promise<Plan> {
-  const source = await FileByteSource.open(path);
-  try {
-    return (await planEditOf(await readElfImage(source), (editor) => editor.setRunpath(textToByteString(runpath), 'keep'))).plan;
-  } finally {
-    await source.close();
-  }
-}
+const planFor = (path: string, runpath: string): Promise<Plan> => planFile(path, (editor) => editor.setRunpath(textToByteString(runpath), 'keep'));
 
 /**
  * The hashes of every state a kill can leave the file in: the original with the first k writes of the

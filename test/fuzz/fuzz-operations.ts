@@ -10,7 +10,7 @@ import { DT } from '../../src/elf/constants.js';
 import { currentEntries, readEditFacts, RELOCATABLE_SECTION_TAGS, STRING_TAGS, type CurrentEntry } from '../../src/elf/edit-facts.js';
 import { readElfImage } from '../../src/elf/elf-image.js';
 import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
-import { editElfFile, planEditOf, type EditOperations } from '../../src/edit/edit-file.js';
+import { editElfFile, type EditOperations } from '../../src/edit/edit-file.js';
 import { cudaCompatHook, driverHook, removeStubsHook } from '../../src/hooks/builtin-hooks.js';
 import type { Semantics } from '../../src/hooks/compose-hooks.js';
 import { orderHooks } from '../../src/hooks/order-hooks.js';
@@ -18,7 +18,9 @@ import { BUILTIN_HOOK_NAMES } from '../../src/hooks/builtin-hooks.js';
 import type { DynamicEditor } from '../../src/plan/dynamic-editor.js';
 import { isStringEntry, type WantedEntry } from '../../src/plan/wanted.js';
 import type { Plan } from '../../src/plan/plan.js';
+import { COMPAT_DIR } from '../campaign/kill-campaign.js';
 import type { Rng } from '../helpers/fuzz-mutations.js';
+import { planFile } from '../helpers/fuzz-plan-file.js';
 
 /** What happened to one input. `problems` empty: every property held. */
 export interface OperationResult {
@@ -183,7 +185,7 @@ export function editOperation(name: string, apply: (editor: DynamicEditor) => vo
         problems.push(`the written file does not read back: ${error instanceof Error ? error.message : String(error)}`);
       }
       try {
-        const again = await planAgain(path, apply);
+        const again = (await planFile(path, (editor) => apply(editor))).tier;
         if (again !== 'noop') problems.push(`the same edit again is not a noop (tier ${again})`);
       } catch (error) {
         problems.push(`the same edit again fails: ${error instanceof Error ? error.message : String(error)}`);
@@ -192,17 +194,6 @@ export function editOperation(name: string, apply: (editor: DynamicEditor) => vo
     },
   };
 }
-
-async function planAgain(path: string, apply: (editor: DynamicEditor) => void): Promise<string> {
-  const source = await FileByteSource.open(path);
-  try {
-    return (await planEditOf(await readElfImage(source), (editor) => apply(editor))).plan.tier;
-  } finally {
-    await source.close();
-  }
-}
-
-const COMPAT_DIR = '/nix/store/00000000000000000000000000000000-cuda_compat';
 
 /** apply's path: processFile with the built-in hooks, as the batch runs it. */
 export function hooksOperation(semantics: Semantics, removeStubs: boolean): Operation {
