@@ -166,7 +166,7 @@ function profileSection(input: ReportInput): string[] {
     `One \`apply --jobs 1\` run under \`node --cpu-prof\` on a fresh copy (${seconds(wallSeconds)} wall with the profiler, ` +
       `${(summary.totalMicros / 1e6).toFixed(2)} s sampled). Self time by part of the program, then the top functions. ` +
       '`(idle)` is the main thread waiting (for the file system, or between files); `(program)` is V8 and Node work outside JavaScript; ' +
-      'the `fs` internals are the system calls behind the reads and writes.',
+      'native calls (`lstat`, `read`, `open`...) are named with the caller in this project that made them.',
     '',
     selfTimeTable(summary.parts, 'part'),
     '',
@@ -205,7 +205,8 @@ export function renderReport(input: ReportInput): string {
     resultTable(input),
     '',
     'ELF files/s: dynamic ELF files of the closure / median wall time. Written: `write_bytes` of the whole process tree from /proc ' +
-      '(page-cache pages dirtied, what reaches the disk); wchar: bytes passed to write calls. Peak RSS: the largest single process (GNU time).',
+      '(page-cache pages dirtied, what reaches the disk, including the inode blocks that atime updates dirty on a just-copied tree: ' +
+      '(d) calls no write at all); wchar: bytes passed to write calls. Peak RSS: the largest single process (GNU time).',
     '',
     '## Ratios',
     '',

@@ -16,7 +16,7 @@ interface CallFrame {
 }
 
 interface CpuProfile {
-  readonly nodes: readonly { readonly id: number; readonly callFrame: CallFrame }[];
+  readonly nodes: readonly { readonly id: number; readonly callFrame: CallFrame; readonly children?: readonly number[] }[];
   readonly samples: readonly number[];
   readonly timeDeltas: readonly number[];
 }
@@ -88,7 +88,19 @@ export async function summarizeCpuProfile(file: string, repoRoot: string, limit 
   const profile = JSON.parse(await readFile(file, 'utf8')) as CpuProfile;
   const places = new Places(repoRoot);
   const nodes = new Map<number, { frame: CallFrame; place: Place }>();
-  for (const node of profile.nodes) nodes.set(node.id, { frame: node.callFrame, place: await places.of(node.callFrame) });
+  const parents = new Map<number, number>();
+  for (const node of profile.nodes) {
+    nodes.set(node.id, { frame: node.callFrame, place: await places.of(node.callFrame) });
+    for (const child of node.children ?? []) parents.set(child, node.id);
+  }
+  /** A native call is named with the nearest caller in this project or a dependency (not Node's internals). */
+  const callerOf = (id: number): string => {
+    for (let up = parents.get(id); up !== undefined; up = parents.get(up)) {
+      const caller = nodes.get(up);
+      if (caller !== undefined && caller.place.file !== '' && !caller.place.file.startsWith('node:')) return ` ← ${caller.frame.functionName} ${caller.place.file}:${caller.place.line}`;
+    }
+    return '';
+  };
   const byFunction = new Map<string, number>();
   const byPart = new Map<string, number>();
   let total = 0;
@@ -98,7 +110,8 @@ export async function summarizeCpuProfile(file: string, repoRoot: string, limit 
     const node = nodes.get(id);
     if (node === undefined) return;
     const { frame, place } = node;
-    const name = `${frame.functionName === '' ? '(anonymous)' : frame.functionName}${place.file === '' ? '' : ` ${place.file}:${place.line}`}`;
+    const where = place.file !== '' ? ` ${place.file}:${place.line}` : frame.functionName.startsWith('(') ? '' : callerOf(id);
+    const name = `${frame.functionName === '' ? '(anonymous)' : frame.functionName}${where}`;
     byFunction.set(name, (byFunction.get(name) ?? 0) + micros);
     const part = partOf(frame, place);
     byPart.set(part, (byPart.get(part) ?? 0) + micros);
