@@ -9,7 +9,7 @@
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmod, copyFile, lstat, mkdtemp, readFile, readdir, rm, truncate } from 'node:fs/promises';
+import { chmod, copyFile, lstat, mkdtemp, readFile, readdir, truncate } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -43,9 +43,10 @@ beforeAll(async () => {
   libraryHash = sha256(await readFile(fixture(HOSTILE_LIBRARY).path));
 });
 afterAll(async () => {
-  // Directories closed to everyone must be opened again before they can be removed.
+  // Directories closed to everyone must be opened again before they can be removed, and a tree
+  // deeper than PATH_MAX is removed by rm, which walks it with relative steps (Node's rm cannot).
   await run('chmod', ['-R', 'u+rwx', scratch]).catch(() => undefined);
-  await rm(scratch, { recursive: true, force: true });
+  await run('rm', ['-rf', '--', scratch]);
 });
 
 interface Checked {
