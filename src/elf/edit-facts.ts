@@ -61,6 +61,41 @@ export interface EditFacts {
   readonly symbolTable: { readonly offset: number; readonly bytes: Uint8Array } | null;
 }
 
+/** Tags whose value is an address in the file's image (what must never be moved over unawares). */
+const ADDRESS_TAGS: readonly number[] = [
+  ...RELOCATABLE_SECTION_TAGS,
+  DT.DT_STRTAB,
+  DT.DT_PLTGOT,
+  DT.DT_RELA,
+  DT.DT_REL,
+  DT.DT_JMPREL,
+  DT.DT_INIT,
+  DT.DT_FINI,
+  DT.DT_INIT_ARRAY,
+  DT.DT_FINI_ARRAY,
+  DT.DT_PREINIT_ARRAY,
+];
+
+/**
+ * Whether a PT_INTERP or PT_NOTE segment covers more than the interpreter name or the notes: an
+ * address a dynamic tag points at, or a section that is neither a note nor .interp. Such a segment
+ * (a corrupt size) is not moved out of the table's way: what it covers is not its own to move.
+ */
+function holdsMoreThanItself(ph: ProgramHeader, dynamic: DynamicArray, sections: readonly Section[]): boolean {
+  const inside = (vaddr: number): boolean => vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz;
+  if (dynamic.entries.some((entry) => ADDRESS_TAGS.includes(entry.d_tag) && inside(entry.d_val))) return true;
+  return sections.some(
+    (section) =>
+      section.sh_type !== SHT.SHT_NOTE &&
+      section.name !== '.interp' &&
+      section.sh_type !== SHT.SHT_NULL &&
+      section.sh_type !== SHT.SHT_NOBITS &&
+      section.sh_size > 0 &&
+      section.sh_offset < ph.p_offset + ph.p_filesz &&
+      ph.p_offset < section.sh_offset + section.sh_size,
+  );
+}
+
 /** A .symtab larger than this is left as it is when sections move (tools-only data). */
 const SYMBOL_TABLE_LIMIT = 64 * 2 ** 20;
 
@@ -73,20 +108,21 @@ export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
   if (dynamicStrings === null) throw formatError('dynamic array has no string table (DT_STRTAB)', dynamic.offset);
   checkEditable(programHeaders, dynamic, source.size);
   const strtabAddress = dynamicValue(dynamic, DT.DT_STRTAB) ?? 0;
+  const sections = await readSectionHeaders(image);
   const movableRanges: MovableRange[] = [];
   for (const ph of programHeaders) {
     if (ph.p_type !== PT.PT_INTERP && ph.p_type !== PT.PT_NOTE) continue;
-    if (movableRanges.some((range) => range.offset === ph.p_offset)) continue;
+    if (movableRanges.some((range) => range.offset === ph.p_offset) || holdsMoreThanItself(ph, dynamic, sections)) continue;
     movableRanges.push({ offset: ph.p_offset, bytes: await source.read(ph.p_offset, ph.p_filesz, 'interpreter or note segment') });
   }
-  const sections = await readSectionHeaders(image);
   const symtab = sections.find((section) => section.sh_type === SHT.SHT_SYMTAB && section.sh_size > 0 && section.sh_size <= SYMBOL_TABLE_LIMIT);
   const tableEnd = header.e_phoff + header.phnum * header.e_phentsize;
   const tagged = new Set(RELOCATABLE_SECTION_TAGS.map((tag) => dynamicValue(dynamic, tag)).filter((value) => value !== undefined));
   const relocatableSections: MovableRange[] = [];
   for (const section of sections) {
     const nextToTable = section.sh_offset < tableEnd + header.e_phentsize && section.sh_offset + section.sh_size > tableEnd;
-    if (!nextToTable || section.sh_type === SHT.SHT_NOBITS || !tagged.has(section.sh_addr)) continue;
+    const inFile = section.sh_offset + section.sh_size <= source.size;
+    if (!nextToTable || !inFile || section.sh_type === SHT.SHT_NOBITS || !tagged.has(section.sh_addr)) continue;
     relocatableSections.push({ offset: section.sh_offset, bytes: await source.read(section.sh_offset, section.sh_size, `section ${section.name}`) });
   }
   const after = Math.max(0, Math.min(LOOK_AFTER_TABLE, source.size - tableEnd));

@@ -152,7 +152,9 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
   const region = new AppendedRegion(placed.start);
   const vaddr = placed.vaddr;
   const vaddrOf = (offset: number): number => vaddr + (offset - region.start);
+  // A generous bound on where the new segment ends: the file size again past its start.
   if (codec.elfClass === 32 && vaddrOf(region.start + facts.fileSize) > 0xffffffff) throw unsupported('no room for a new segment in a 32-bit address space');
+  if (!Number.isSafeInteger(vaddrOf(region.start + facts.fileSize))) throw unsupported('no room for a new segment below 2^53: the highest segment ends too high');
   if (programHeaders.length + 2 >= 0xffff) throw unsupported('program header table is full (PN_XNUM)');
 
   const moved: MovedRange[] = (grow ?? []).map((range) => {
