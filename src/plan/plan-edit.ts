@@ -8,6 +8,7 @@ import { stringAt } from '../elf/string-table.js';
 import type { Section } from '../elf/section-headers.js';
 import type { Plan, PlannedWrite, WritePhase } from './plan.js';
 import { layoutSegment, type FinishedLayout, type MovedRange, type SegmentLayout, type TableLayout } from './segment-layout.js';
+import { resumeOf, stringStarts, type SectionRepair } from './resume-edit.js';
 import { placeStrings, type StringRequest } from './string-placement.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from './wanted.js';
 
@@ -21,7 +22,7 @@ interface Writes {
 
 function writeList(): Writes {
   const writes: PlannedWrite[] = [];
-  const order: WritePhase[] = ['data', 'headers', 'dynamic', 'sections', 'settle', 'cleanup'];
+  const order: WritePhase[] = ['data', 'headers', 'dynamic', 'cleanup', 'sections', 'settle'];
   return {
     add: (phase, offset, bytes, what) => writes.push({ phase, offset, bytes, what }),
     // Stable sort by phase: within a phase, writes keep the order they were added in.
@@ -37,7 +38,10 @@ function normalize(facts: EditFacts, entry: WantedEntry): WantedEntry {
   return entry;
 }
 
-export function planEdit(facts: EditFacts, wanted: WantedDynamic): Plan {
+export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): Plan {
+  // An edit cut short is finished first; planning goes on from the section headers as they should be.
+  const resume = resumeOf(factsAsRead);
+  const facts = resume === null ? factsAsRead : withRepairedSections(factsAsRead, resume.sections);
   const table = facts.dynstr.bytes;
   const entries = wanted.entries.map((entry) => normalize(facts, entry));
   const renamed = facts.references.versionRecords.filter((ref) => ref.source === 'version-need-file' && wanted.versionNeedRenames.has(stringAt(table, ref.index)));
@@ -46,7 +50,7 @@ export function planEdit(facts: EditFacts, wanted: WantedDynamic): Plan {
     renamed.length === 0 &&
     entries.length === current.length &&
     entries.every((entry, i) => !isStringEntry(entry) && entry.d_tag === current[i]?.d_tag && entry.d_val === current[i]?.d_val);
-  if (unchanged) return { tier: 'noop', writes: [], newSize: facts.fileSize };
+  if (unchanged && resume === null) return { tier: 'noop', writes: [], newSize: facts.fileSize };
 
   // Strings: what stays referenced, what is released, what must be placed.
   const live = [
@@ -54,7 +58,12 @@ export function planEdit(facts: EditFacts, wanted: WantedDynamic): Plan {
     facts.references.versionRecords.filter((ref) => !renamed.includes(ref)).map((ref) => ref.index),
     entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
   ];
-  const released = [...current.filter((e) => STRING_TAGS.has(e.d_tag)).map((e) => e.d_val), ...renamed.map((ref) => ref.index)];
+  const released = [
+    ...current.filter((e) => STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
+    ...renamed.map((ref) => ref.index),
+    // What the cut-short cleanup would have zeroed is no longer known: every string nothing refers to.
+    ...(resume === null ? [] : stringStarts(table)),
+  ];
   const requests: StringRequest[] = [
     ...entries.filter(isStringEntry).map((e) => ({ text: e.text, previous: e.previous })),
     ...renamed.map((ref) => ({ text: wanted.versionNeedRenames.get(stringAt(table, ref.index)) ?? '', previous: null })),
@@ -131,6 +140,7 @@ export function planEdit(facts: EditFacts, wanted: WantedDynamic): Plan {
   }
 
   addSectionWrites(facts, writes, {
+    repairs: resume?.sections ?? [],
     table: tableMoved || tableGrows ? { offset: tableOffset, vaddr: tableVaddr, size: placement.table.length } : null,
     dynamic: dynamicMoves ? { offset: dynamicOffset, vaddr: dynamicVaddr, size: dynamicCapacity * entrySize } : null,
     moved,
@@ -139,8 +149,17 @@ export function planEdit(facts: EditFacts, wanted: WantedDynamic): Plan {
   for (const range of placement.deadRanges) {
     writes.add('cleanup', facts.dynstr.offset + range.start, new Uint8Array(range.end - range.start), 'dead string zeroed in .dynstr');
   }
+  for (const range of resume?.deadFileRanges ?? []) {
+    writes.add('cleanup', range.start, new Uint8Array(range.end - range.start), 'string table an interrupted edit left, zeroed');
+  }
   const newSize = layout === null ? facts.fileSize : layout.region.endOffset;
   return { tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize };
+}
+
+/** The facts with the repaired section headers in place of the stale ones. */
+function withRepairedSections(facts: EditFacts, repairs: readonly SectionRepair[]): EditFacts {
+  const repaired = new Map(repairs.map((r) => [r.section.index, r.fields]));
+  return { ...facts, sections: facts.sections.map((section) => { const fields = repaired.get(section.index); return fields === undefined ? section : { ...section, ...fields }; }) };
 }
 
 function encodeWord(facts: EditFacts, value: number): Uint8Array {
@@ -239,7 +258,7 @@ interface MovedTable {
 function addSectionWrites(
   facts: EditFacts,
   writes: Writes,
-  moves: { table: MovedTable | null; dynamic: MovedTable | null; moved: readonly MovedRange[] },
+  moves: { repairs: readonly SectionRepair[]; table: MovedTable | null; dynamic: MovedTable | null; moved: readonly MovedRange[] },
 ): void {
   /** Address delta of each moved section, by section index. */
   const moved = new Map<number, number>();
@@ -249,6 +268,8 @@ function addSectionWrites(
     writes.add('sections', section.headerOffset, bytes, what);
     if (fields.sh_addr !== undefined && fields.sh_addr !== section.sh_addr) moved.set(section.index, fields.sh_addr - section.sh_addr);
   };
+  // Repairs first: a header this edit moves again is written once more, later in the same phase.
+  for (const { section, fields } of moves.repairs) update(section, fields, `section header of ${section.name}, as the tags say`);
   for (const section of facts.sections) {
     if (moves.table !== null && section.sh_type === SHT.SHT_STRTAB && section.sh_offset === facts.dynstr.offset && section.sh_addr === facts.dynstr.vaddr) {
       update(section, { sh_offset: moves.table.offset, sh_addr: moves.table.vaddr, sh_size: moves.table.size }, 'section header of .dynstr');

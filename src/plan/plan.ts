@@ -9,17 +9,19 @@
 export type Tier = 'noop' | 'in-place' | 'append' | 'rewrite';
 
 /**
- * When a write becomes visible to the loader:
+ * When a write becomes visible to the loader, in execution order:
  * - `data`: bytes nothing references yet (appended tables, strings put into unused slack);
  * - `headers`: program headers and the ELF header that map the new data;
  * - `dynamic`: the dynamic array entries that switch to the new tables and values;
- * - `sections`: section headers describing what moved (tools only, never the loader);
+ * - `cleanup`: dead strings overwritten with zeros;
+ * - `sections`: section headers describing what moved (tools only, never the loader); they come after
+ *   the cleanup so that a run cut short before the cleanup ends is seen by its stale `.dynstr` header
+ *   and finished by the next run (resume-edit.ts);
  * - `settle`: a program header table that moved out of the way goes back to its place, grown, once
- *   what followed it is no longer referenced;
- * - `cleanup`: dead strings overwritten with zeros.
+ *   what followed it is no longer referenced.
  * `--durable` syncs the file to disk between phases.
  */
-export type WritePhase = 'data' | 'headers' | 'dynamic' | 'sections' | 'settle' | 'cleanup';
+export type WritePhase = 'data' | 'headers' | 'dynamic' | 'cleanup' | 'sections' | 'settle';
 
 export interface PlannedWrite {
   readonly phase: WritePhase;

@@ -1,0 +1,61 @@
+// Finishing an edit that was cut short. A plan switches the loader to the new tables in its `dynamic`
+// phase and only then zeroes the dead strings and rewrites the section headers. A run killed in
+// between leaves a file that loads and reads as edited, so the next run plans nothing for it — unless
+// it notices: the `.dynstr` section header no longer describes the table DT_STRTAB/DT_STRSZ name
+// (cleanup comes before the section headers, so a file whose cleanup may be missing always shows
+// this). Then the section headers are set to what the tags say, the table the stale header describes
+// is zeroed when it is no longer the live one (nothing refers to a table the tags left), and the
+// strings of the live table that nothing refers to are zeroed: that is what the cut-short cleanup
+// would have done, so no replaced /nix/store path stays in the file.
+
+import type { EditFacts } from '../elf/edit-facts.js';
+import type { Section } from '../elf/section-headers.js';
+import { SHT } from '../elf/constants.js';
+import type { Range } from './string-placement.js';
+
+export interface SectionRepair {
+  readonly section: Section;
+  readonly fields: { readonly sh_offset: number; readonly sh_addr: number; readonly sh_size: number };
+}
+
+export interface Resume {
+  /** Section headers to set to what the dynamic tags say. */
+  readonly sections: readonly SectionRepair[];
+  /** File ranges to zero: a table the tags have left (the live table's dead strings are found by placement). */
+  readonly deadFileRanges: readonly Range[];
+}
+
+/** Null for a file no edit was cut short in; else the section headers to set and the ranges to zero. */
+export function resumeOf(facts: EditFacts): Resume | null {
+  const dynamicSection = facts.sections.find((s) => s.sh_type === SHT.SHT_DYNAMIC);
+  const linked = dynamicSection === undefined ? undefined : facts.sections[dynamicSection.sh_link];
+  const stringsSection = linked?.sh_type === SHT.SHT_STRTAB ? linked : facts.sections.find((s) => s.sh_type === SHT.SHT_STRTAB && s.name === '.dynstr');
+  if (stringsSection === undefined) return null;
+  const table = { sh_offset: facts.dynstr.offset, sh_addr: facts.dynstr.vaddr, sh_size: facts.dynstr.bytes.length };
+  if (stringsSection.sh_offset === table.sh_offset && stringsSection.sh_addr === table.sh_addr && stringsSection.sh_size === table.sh_size) return null;
+
+  const sections: SectionRepair[] = [{ section: stringsSection, fields: table }];
+  const dynamic = { sh_offset: facts.dynamic.offset, sh_addr: facts.dynamic.vaddr, sh_size: dynamicSection?.sh_size ?? 0 };
+  if (dynamicSection !== undefined && (dynamicSection.sh_offset !== dynamic.sh_offset || dynamicSection.sh_addr !== dynamic.sh_addr)) {
+    const programHeader = facts.programHeaders.find((ph) => ph.p_offset === facts.dynamic.offset);
+    sections.push({ section: dynamicSection, fields: { ...dynamic, sh_size: programHeader?.p_filesz ?? dynamic.sh_size } });
+  }
+  // The table the stale header describes, when the tags have left it: nothing refers to it any more.
+  const left = { start: stringsSection.sh_offset, end: stringsSection.sh_offset + stringsSection.sh_size };
+  const live = { start: facts.dynstr.offset, end: facts.dynstr.offset + facts.dynstr.bytes.length };
+  const tableLeft = stringsSection.sh_addr !== table.sh_addr && left.end <= facts.fileSize && (left.end <= live.start || live.end <= left.start);
+  const overlapsDynamic = left.start < facts.dynamic.offset + facts.dynamic.bytes.length && facts.dynamic.offset < left.end;
+  return { sections, deadFileRanges: tableLeft && !overlapsDynamic ? [left] : [] };
+}
+
+/** The start of every NUL-terminated string of a table. */
+export function stringStarts(table: Uint8Array): number[] {
+  const starts: number[] = [];
+  for (let at = 0; at < table.length; ) {
+    const nul = table.indexOf(0, at);
+    if (nul < 0) break;
+    if (nul > at) starts.push(at);
+    at = nul + 1;
+  }
+  return starts;
+}
