@@ -75,7 +75,7 @@ async function runTree(dirs: string[], options: TreeOptions, io: CliIo, dryRun: 
   const semantics: Semantics = options.nixpkgsCompat ? 'nixpkgs-compat' : 'default';
   const progress = io.stderrIsTty && !options.json ? new ProgressLine(io) : null;
   const jobs = jobsOf(options, io);
-  // Loaded here, not at start-up: the batch modules (fast-glob, picomatch, p-limit) cost the
+  // Loaded here, not at start-up: the batch modules (the walk, picomatch, p-limit) cost the
   // single-file commands time they do not need.
   const { patchTrees } = await import('../batch/patch-tree.js');
   const result = await patchTrees(dirs, {

@@ -29,7 +29,7 @@ export interface FileFacts {
 export interface FileSelector {
   /** Only ET_DYN files without PT_INTERP. */
   readonly sharedObjectsOnly?: boolean;
-  /** Globs on relative paths (fast-glob/micromatch syntax) a file must match, when given. */
+  /** Globs on relative paths (picomatch syntax) a file must match, when given. */
   readonly include?: readonly string[];
   /** Globs on relative paths that exclude a file. */
   readonly exclude?: readonly string[];
