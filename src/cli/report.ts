@@ -1,6 +1,6 @@
 // How the CLI turns errors and byte strings into lines for people and JSON for machines.
 
-import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
 import type { CliIo } from './cli-io.js';
 import { EXIT } from './exit-codes.js';
 
@@ -8,7 +8,7 @@ import { EXIT } from './exit-codes.js';
 export function errorLine(error: unknown, file?: string): string {
   if (error instanceof CudaPatchelfError) return `cuda-patchelf: ${(file === undefined ? error : error.withFile(file)).describe()}`;
   const message = error instanceof Error ? error.message : String(error);
-  return `cuda-patchelf: ${file === undefined ? '' : `${file}: `}internal error: ${message}`;
+  return `cuda-patchelf: ${file === undefined ? '' : `${oneLine(file)}: `}internal error: ${oneLine(message)}`;
 }
 
 /** The JSON form of an error, with stable field names. */

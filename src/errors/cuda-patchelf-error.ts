@@ -23,9 +23,10 @@ export class CudaPatchelfError extends Error {
   }
 
   /** One line for a person: `FILE: MESSAGE (at offset 0x…)`. */
+  /** One line: the file (control characters escaped, so a name with a newline stays one line), what is wrong, where. */
   describe(): string {
     const where = this.offset === undefined ? '' : ` (at offset 0x${this.offset.toString(16)})`;
-    return `${this.file === undefined ? '' : `${this.file}: `}${this.message}${where}`;
+    return `${this.file === undefined ? '' : `${oneLine(this.file)}: `}${oneLine(this.message)}${where}`;
   }
 
   /** The same error attributed to a file, for errors raised below the layer that knows the path. */
@@ -39,4 +40,9 @@ export class CudaPatchelfError extends Error {
 /** Shorthand for the most common error: a structure of the file is malformed. */
 export function formatError(message: string, offset?: number): CudaPatchelfError {
   return new CudaPatchelfError('format', message, offset === undefined ? {} : { offset });
+}
+
+/** Control characters as escapes (\n, \t, \x1b …): an error line stays one line whatever a name holds. */
+export function oneLine(text: string): string {
+  return text.replace(/[\x00-\x1f\x7f]/g, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`));
 }
