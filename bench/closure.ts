@@ -93,6 +93,7 @@ async function microBenchmarks(census: Census): Promise<ReportInput['micro']> {
   return [...(await readerBenchmarks(small.path)), ...(await plannerBenchmarks(planned, CUDA_COMPAT)), ...(await hookBenchmarks(CUDA_COMPAT))];
 }
 
+/** The machine, and the commit of the checkout when the run started. */
 async function machine(): Promise<string> {
   const cpu = cpus();
   const commit = (await run('git', ['-C', repoRoot, 'describe', '--always', '--dirty'])).stdout.trim();
@@ -104,6 +105,7 @@ async function main(): Promise<void> {
   if (!existsSync(cli)) throw new Error(`${cli} is missing: run npm run build first`);
   const started = new Date();
   const loadBefore = loadavg();
+  const machineLine = await machine();
   const source = await assemble();
   say('census (apply --dry-run)');
   const census = await takeCensus(source, cli, ['--cuda-compat', CUDA_COMPAT]);
@@ -122,7 +124,7 @@ async function main(): Promise<void> {
   const chart = resultsFile(machineName, 'svg', dir);
   const label = process.env.BENCH_RUN ?? (QUICK ? 'quick run (--quick: a few outputs of the closure)' : 'full run');
   const input: ReportInput = {
-    run: { label, repeat: REPEAT, machine: await machine(), loadBefore, loadAfter: loadavg(), started, finished: new Date() },
+    run: { label, repeat: REPEAT, machine: machineLine, loadBefore, loadAfter: loadavg(), started, finished: new Date() },
     census,
     results,
     profile,
