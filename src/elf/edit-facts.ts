@@ -106,7 +106,15 @@ export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
   const { source, header, programHeaders, dynamic, dynamicStrings, codec } = image;
   if (dynamic === null) throw formatError('no dynamic section (PT_DYNAMIC): a static file has no runpath to edit');
   if (dynamicStrings === null) throw formatError('dynamic array has no string table (DT_STRTAB)', dynamic.offset);
-  checkEditable(programHeaders, dynamic, source.size);
+  const dynstrBytes = await dynamicStrings.readAll();
+  const tableEnd = header.e_phoff + header.phnum * header.e_phentsize;
+  checkEditable(programHeaders, dynamic, {
+    fileSize: source.size,
+    ehsize: header.e_ehsize,
+    phoff: header.e_phoff,
+    phEnd: tableEnd,
+    dynstr: { offset: dynamicStrings.offset, bytes: dynstrBytes },
+  });
   const strtabAddress = dynamicValue(dynamic, DT.DT_STRTAB) ?? 0;
   const sections = await readSectionHeaders(image);
   const movableRanges: MovableRange[] = [];
@@ -116,7 +124,6 @@ export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
     movableRanges.push({ offset: ph.p_offset, bytes: await source.read(ph.p_offset, ph.p_filesz, 'interpreter or note segment') });
   }
   const symtab = sections.find((section) => section.sh_type === SHT.SHT_SYMTAB && section.sh_size > 0 && section.sh_size <= SYMBOL_TABLE_LIMIT);
-  const tableEnd = header.e_phoff + header.phnum * header.e_phentsize;
   const tagged = new Set(RELOCATABLE_SECTION_TAGS.map((tag) => dynamicValue(dynamic, tag)).filter((value) => value !== undefined));
   const relocatableSections: MovableRange[] = [];
   for (const section of sections) {
@@ -132,7 +139,7 @@ export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
     header,
     programHeaders,
     dynamic,
-    dynstr: { offset: dynamicStrings.offset, vaddr: strtabAddress, bytes: await dynamicStrings.readAll() },
+    dynstr: { offset: dynamicStrings.offset, vaddr: strtabAddress, bytes: dynstrBytes },
     references: await readStringReferences(image, sections),
     sections,
     movableRanges,

@@ -31,9 +31,21 @@ function requireExact(value: number, what: string): void {
   if (!Number.isSafeInteger(value)) throw formatError(`${what} is beyond 2^53, which no real file has; refusing to rewrite it`);
 }
 
-export function checkEditable(programHeaders: readonly ProgramHeader[], dynamic: DynamicArray, fileSize: number): void {
+/** What the checks look at besides the program headers and the dynamic array. */
+export interface EditableFile {
+  readonly fileSize: number;
+  /** The ELF header's size, and where the program header table is: [phoff, phEnd). */
+  readonly ehsize: number;
+  readonly phoff: number;
+  readonly phEnd: number;
+  readonly dynstr: { readonly offset: number; readonly bytes: Uint8Array };
+}
+
+export function checkEditable(programHeaders: readonly ProgramHeader[], dynamic: DynamicArray, file: EditableFile): void {
   for (const [index, ph] of programHeaders.entries()) {
     for (const [field, value] of Object.entries(ph)) requireExact(value, `program header ${index}'s ${field}`);
+    requireExact(ph.p_vaddr + ph.p_memsz, `the end of program header ${index}'s memory range`);
+    requireExact(ph.p_offset + ph.p_filesz, `the end of program header ${index}'s file range`);
   }
   for (const [index, entry] of dynamic.entries.entries()) {
     requireExact(entry.d_tag, `dynamic entry ${index}'s d_tag`);
@@ -43,7 +55,22 @@ export function checkEditable(programHeaders: readonly ProgramHeader[], dynamic:
     const count = dynamic.entries.filter((entry) => entry.d_tag === tag).length;
     if (count > 1) throw formatError(`the dynamic array has ${count} ${nameOf(DT_NAMES, tag)} entries, expected at most one`, dynamic.offset);
   }
-  checkLoadSegments(programHeaders, fileSize);
+  checkLoadSegments(programHeaders, file.fileSize);
+  checkStringTable(dynamic, file);
+}
+
+/**
+ * gABI: a string table's first and last bytes are NUL (index 0 is the empty string). And the table
+ * must not lie over the headers or the dynamic array, which the rewriter writes separately.
+ */
+function checkStringTable(dynamic: DynamicArray, file: EditableFile): void {
+  const { offset, bytes } = file.dynstr;
+  if (bytes.length === 0 || bytes[0] !== 0 || bytes[bytes.length - 1] !== 0) {
+    throw formatError('the dynamic string table does not start and end with a NUL byte (DT_STRTAB or DT_STRSZ is off)', offset);
+  }
+  const overlaps = (start: number, end: number): boolean => offset < end && start < offset + bytes.length;
+  if (overlaps(0, file.ehsize) || overlaps(file.phoff, file.phEnd)) throw formatError('the dynamic string table lies over the ELF or program headers', offset);
+  if (overlaps(dynamic.offset, dynamic.offset + dynamic.bytes.length)) throw formatError('the dynamic string table lies over the dynamic array', offset);
 }
 
 /**
