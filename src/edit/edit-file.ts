@@ -5,6 +5,7 @@ import { chmod, copyFile, rm } from 'node:fs/promises';
 import { FileByteSource, ioError } from '../elf/byte-source.js';
 import { currentEntries, readEditFacts, type EditFacts } from '../elf/edit-facts.js';
 import { readElfImage, type ElfImage } from '../elf/elf-image.js';
+import { PlannedByteSource } from '../elf/planned-byte-source.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { DynamicEditor } from '../plan/dynamic-editor.js';
 import { planEdit } from '../plan/plan-edit.js';
@@ -72,12 +73,28 @@ export interface PlannedEdit {
   readonly plan: Plan;
 }
 
-/** Reads what planning needs from an open image, runs the operations and plans them. */
+/**
+ * Reads what planning needs from an open image, runs the operations and plans them. A plan is then
+ * read back as the file would be after it (nothing written yet): a hostile file can make a structure
+ * the rewriter does not manage depend on bytes it moves or overwrites, and such a plan is refused
+ * instead of leaving a file that no longer reads.
+ */
 export async function planEditOf(image: ElfImage, operations: EditOperations): Promise<PlannedEdit> {
   const facts = await readEditFacts(image);
   const editor = new DynamicEditor(currentEntries(facts));
   await operations(editor, image);
-  return { facts, plan: planEdit(facts, editor.wanted()) };
+  const plan = planEdit(facts, editor.wanted());
+  if (plan.tier !== 'noop') await checkReadsBack(image, plan);
+  return { facts, plan };
+}
+
+async function checkReadsBack(image: ElfImage, plan: Plan): Promise<void> {
+  try {
+    await readEditFacts(await readElfImage(new PlannedByteSource(image.source, plan.writes, plan.newSize)));
+  } catch (error) {
+    if (!(error instanceof CudaPatchelfError)) throw error;
+    throw new CudaPatchelfError('unsupported', `the edited file would not read back (${error.message}); left alone`);
+  }
 }
 
 async function copyTo(from: string, to: string): Promise<void> {
