@@ -17,6 +17,8 @@ const DT_STRTAB = 5;
 const DT_HASH = 4;
 const DT_RELASZ = 8;
 const DT_INIT_ARRAYSZ = 27;
+const DT_STRSZ = 10;
+const DT_RUNPATH = 29;
 const PT_LOAD = 1;
 const PT_NOTE = 4;
 const E_TYPE = 16;
@@ -167,6 +169,20 @@ const CASES: readonly Case[] = [
     base: 'compiled/ppc64/pie-runpath',
     edit: (bytes, layout) => writeUnsigned(bytes, 0x10bc8, 8, layout.little, 0xffffffff),
     operation: editOperation('add-needed "libextra.so.1"', (e) => e.addNeeded('libextra.so.1')),
+  },
+  {
+    // DT_STRSZ 16 bytes too large, so the string table runs over .gnu.version after it, and DT_RUNPATH
+    // pointing at the tail of its string: the new runpath went in place and the cleanup of the dead
+    // string's bytes zeroed it and the version indexes (fuzz seed 7, iteration 4771).
+    name: 'a DT_STRSZ that runs the string table over .gnu.version',
+    base: 'compiled/aarch64-4k/pie-runpath',
+    edit: (bytes, layout) => {
+      const strsz = entry(layout, DT_STRSZ);
+      writeUnsigned(bytes, strsz.at + 8, 8, layout.little, BigInt(strsz.val + 16));
+      const runpath = entry(layout, DT_RUNPATH);
+      writeUnsigned(bytes, runpath.at + 8, 8, layout.little, BigInt(runpath.val + '$ORIGIN/../'.length));
+    },
+    operation: editOperation('set-runpath "$ORIGIN"', (e) => e.setRunpath('$ORIGIN')),
   },
 ];
 

@@ -3,13 +3,14 @@
 import { closeSync, fstatSync, openSync, statSync, type Stats } from 'node:fs';
 import { chmod, copyFile, rm } from 'node:fs/promises';
 import { FileByteSource, ioError } from '../elf/byte-source.js';
-import { currentEntries, readEditFacts, type EditFacts } from '../elf/edit-facts.js';
+import { currentEntries, readEditFacts, type CurrentEntry, type EditFacts } from '../elf/edit-facts.js';
 import { readElfImage, type ElfImage } from '../elf/elf-image.js';
 import { PlannedByteSource } from '../elf/planned-byte-source.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { DynamicEditor } from '../plan/dynamic-editor.js';
 import { planEdit } from '../plan/plan-edit.js';
 import type { Plan, Tier } from '../plan/plan.js';
+import { isStringEntry, type WantedEntry } from '../plan/wanted.js';
 import { applyPlan } from '../write/apply-plan.js';
 
 export interface EditOptions {
@@ -83,18 +84,32 @@ export async function planEditOf(image: ElfImage, operations: EditOperations): P
   const facts = await readEditFacts(image);
   const editor = new DynamicEditor(currentEntries(facts));
   await operations(editor, image);
-  const plan = planEdit(facts, editor.wanted());
-  if (plan.tier !== 'noop') await checkReadsBack(image, plan);
+  const wanted = editor.wanted();
+  const plan = planEdit(facts, wanted);
+  if (plan.tier !== 'noop') await checkReadsBack(image, plan, wanted.entries);
   return { facts, plan };
 }
 
-async function checkReadsBack(image: ElfImage, plan: Plan): Promise<void> {
+async function checkReadsBack(image: ElfImage, plan: Plan, wanted: readonly WantedEntry[]): Promise<void> {
+  let mismatch: string | null;
   try {
-    await readEditFacts(await readElfImage(new PlannedByteSource(image.source, plan.writes, plan.newSize)));
+    const after = await readEditFacts(await readElfImage(new PlannedByteSource(image.source, plan.writes, plan.newSize)));
+    mismatch = firstMismatch(wanted, currentEntries(after));
   } catch (error) {
     if (!(error instanceof CudaPatchelfError)) throw error;
-    throw new CudaPatchelfError('unsupported', `the edited file would not read back (${error.message}); left alone`);
+    mismatch = error.message;
   }
+  if (mismatch !== null) throw new CudaPatchelfError('unsupported', `the edited file would not read back (${mismatch}); left alone`);
+}
+
+/** Where the dynamic array read back from a plan differs from the one asked for: tags, and strings. */
+function firstMismatch(wanted: readonly WantedEntry[], got: readonly CurrentEntry[]): string | null {
+  if (got.length !== wanted.length) return `${got.length} dynamic entries instead of ${wanted.length}`;
+  for (const [index, entry] of wanted.entries()) {
+    const read = got[index];
+    if (read?.d_tag !== entry.d_tag || (isStringEntry(entry) && read.text !== entry.text)) return `dynamic entry ${index} does not read back as planned`;
+  }
+  return null;
 }
 
 async function copyTo(from: string, to: string): Promise<void> {

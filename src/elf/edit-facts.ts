@@ -8,19 +8,7 @@ import { dynamicValue, type DynamicArray, type ElfHeader, type ElfImage } from '
 import { readSectionHeaders, type Section } from './section-headers.js';
 import { readStringReferences, type StringReferences } from './string-references.js';
 import { stringAt } from './string-table.js';
-
-/** Tags whose d_val is an index into the dynamic string table. */
-export const STRING_TAGS: ReadonlySet<number> = new Set([
-  DT.DT_NEEDED,
-  DT.DT_SONAME,
-  DT.DT_RPATH,
-  DT.DT_RUNPATH,
-  DT.DT_AUXILIARY,
-  DT.DT_FILTER,
-  DT.DT_CONFIG,
-  DT.DT_DEPAUDIT,
-  DT.DT_AUDIT,
-]);
+import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS, STRING_TAGS } from './tag-groups.js';
 
 export interface DynamicStringTable {
   readonly offset: number;
@@ -33,13 +21,6 @@ export interface MovableRange {
   readonly offset: number;
   readonly bytes: Uint8Array;
 }
-
-/**
- * Tags that point at a section whose only references are that tag and its section header: such a
- * section can be copied into the new segment and the tag switched to the copy. (.dynstr is left out:
- * the string placement edits it where it stands.)
- */
-export const RELOCATABLE_SECTION_TAGS: readonly number[] = [DT.DT_GNU_HASH, DT.DT_HASH, DT.DT_SYMTAB, DT.DT_VERSYM, DT.DT_VERNEED, DT.DT_VERDEF];
 
 export interface EditFacts {
   readonly fileSize: number;
@@ -60,21 +41,6 @@ export interface EditFacts {
   /** The static symbol table (.symtab), whose symbols in a moved section must follow it; null if none. */
   readonly symbolTable: { readonly offset: number; readonly bytes: Uint8Array } | null;
 }
-
-/** Tags whose value is an address in the file's image (what must never be moved over unawares). */
-const ADDRESS_TAGS: readonly number[] = [
-  ...RELOCATABLE_SECTION_TAGS,
-  DT.DT_STRTAB,
-  DT.DT_PLTGOT,
-  DT.DT_RELA,
-  DT.DT_REL,
-  DT.DT_JMPREL,
-  DT.DT_INIT,
-  DT.DT_FINI,
-  DT.DT_INIT_ARRAY,
-  DT.DT_FINI_ARRAY,
-  DT.DT_PREINIT_ARRAY,
-];
 
 /**
  * Whether a PT_INTERP or PT_NOTE segment covers more than the interpreter name or the notes: an
@@ -107,15 +73,15 @@ export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
   if (dynamic === null) throw formatError('no dynamic section (PT_DYNAMIC): a static file has no runpath to edit');
   if (dynamicStrings === null) throw formatError('dynamic array has no string table (DT_STRTAB)', dynamic.offset);
   const dynstrBytes = await dynamicStrings.readAll();
+  const strtabAddress = dynamicValue(dynamic, DT.DT_STRTAB) ?? 0;
   const tableEnd = header.e_phoff + header.phnum * header.e_phentsize;
   checkEditable(programHeaders, dynamic, {
     fileSize: source.size,
     ehsize: header.e_ehsize,
     phoff: header.e_phoff,
     phEnd: tableEnd,
-    dynstr: { offset: dynamicStrings.offset, bytes: dynstrBytes },
+    dynstr: { offset: dynamicStrings.offset, vaddr: strtabAddress, bytes: dynstrBytes },
   });
-  const strtabAddress = dynamicValue(dynamic, DT.DT_STRTAB) ?? 0;
   const sections = await readSectionHeaders(image);
   const movableRanges: MovableRange[] = [];
   for (const ph of programHeaders) {

@@ -7,6 +7,7 @@ import { formatError } from '../errors/cuda-patchelf-error.js';
 import type { ProgramHeader } from './codec.js';
 import { DT, DT_NAMES, PT, nameOf } from './constants.js';
 import type { DynamicArray } from './elf-image.js';
+import { ADDRESS_TAGS } from './tag-groups.js';
 
 /** Tags that say where one structure is: a second one would leave the rewriter two answers. */
 const ONE_PER_FILE_TAGS: readonly number[] = [
@@ -38,7 +39,7 @@ export interface EditableFile {
   readonly ehsize: number;
   readonly phoff: number;
   readonly phEnd: number;
-  readonly dynstr: { readonly offset: number; readonly bytes: Uint8Array };
+  readonly dynstr: { readonly offset: number; readonly vaddr: number; readonly bytes: Uint8Array };
 }
 
 export function checkEditable(programHeaders: readonly ProgramHeader[], dynamic: DynamicArray, file: EditableFile): void {
@@ -61,16 +62,21 @@ export function checkEditable(programHeaders: readonly ProgramHeader[], dynamic:
 
 /**
  * gABI: a string table's first and last bytes are NUL (index 0 is the empty string). And the table
- * must not lie over the headers or the dynamic array, which the rewriter writes separately.
+ * must not lie over the headers, the dynamic array or another table a tag points at: the rewriter
+ * overwrites dead strings with zeros and writes those structures separately.
  */
 function checkStringTable(dynamic: DynamicArray, file: EditableFile): void {
-  const { offset, bytes } = file.dynstr;
+  const { offset, vaddr, bytes } = file.dynstr;
   if (bytes.length === 0 || bytes[0] !== 0 || bytes[bytes.length - 1] !== 0) {
     throw formatError('the dynamic string table does not start and end with a NUL byte (DT_STRTAB or DT_STRSZ is off)', offset);
   }
   const overlaps = (start: number, end: number): boolean => offset < end && start < offset + bytes.length;
   if (overlaps(0, file.ehsize) || overlaps(file.phoff, file.phEnd)) throw formatError('the dynamic string table lies over the ELF or program headers', offset);
   if (overlaps(dynamic.offset, dynamic.offset + dynamic.bytes.length)) throw formatError('the dynamic string table lies over the dynamic array', offset);
+  const inside = dynamic.entries.find((entry) => entry.d_tag !== DT.DT_STRTAB && ADDRESS_TAGS.includes(entry.d_tag) && entry.d_val >= vaddr && entry.d_val < vaddr + bytes.length);
+  if (inside !== undefined) {
+    throw formatError(`${nameOf(DT_NAMES, inside.d_tag)} (0x${inside.d_val.toString(16)}) points inside the dynamic string table (DT_STRSZ is too large or the tag is off)`, offset);
+  }
 }
 
 /**

@@ -3,7 +3,8 @@
 
 import { DYN, EHDR, PHDR, SHDR, SYM, type DynamicEntry, type ProgramHeader, type RecordLayout } from '../elf/codec.js';
 import { DT, EI_NIDENT, PT, SHT } from '../elf/constants.js';
-import { RELOCATABLE_SECTION_TAGS, STRING_TAGS, type EditFacts } from '../elf/edit-facts.js';
+import type { EditFacts } from '../elf/edit-facts.js';
+import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
 import { stringAt } from '../elf/string-table.js';
 import type { Section } from '../elf/section-headers.js';
 import type { Plan, PlannedWrite, WritePhase } from './plan.js';

@@ -7,7 +7,7 @@
 // --iterations 1.
 
 import { createHash } from 'node:crypto';
-import { copyFile, readFile, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Fixture } from '../helpers/fixtures.js';
 import { inputRng, mutate } from '../helpers/fuzz-mutations.js';
@@ -167,6 +167,7 @@ export async function runFuzz(config: FuzzConfig): Promise<{ figures: FuzzFigure
       if (kinds.some((kind) => (figures.problemKinds[kind] ?? 0) <= EXAMPLES_PER_KIND)) {
         failures.push({ class: failure ?? 'wrong-result', iteration, base: base.fixture.id, operation: operation.name, mutation: what.join('; '), problems });
         if (config.saveFailuresTo !== undefined) {
+          await mkdir(config.saveFailuresTo, { recursive: true });
           await writeFile(join(config.saveFailuresTo, `${iteration}.input`), bytes);
           // A file the tool grew far past the input is a sparse hole on tmpfs; a copy would fill the disk.
           if ((await stat(path)).size <= SAVED_OUTPUT_LIMIT) await copyFile(path, join(config.saveFailuresTo, `${iteration}.output`));
