@@ -16,11 +16,10 @@ import { walkTrees, type WalkItem } from './walk-trees.js';
 import { WorkerPool, workersAvailable } from './worker-pool.js';
 
 export interface BatchOptions {
-  /** Worker threads (0: all in this thread). */
-  readonly workers?: number;
   /** Hooks in the order they apply (see orderHooks). */
   readonly hooks: readonly Hook[];
   readonly semantics: Semantics;
+  /** Threads patching files at once: 1 patches in this thread, more start that many worker threads. */
   readonly jobs: number;
   /** Plan only: nothing is written (apply --dry-run, check, plan). */
   readonly dryRun: boolean;
@@ -39,7 +38,13 @@ function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
 export type FileItem = Extract<WalkItem, { kind: 'file' }>;
 
 /** The per-file options, as sent to worker threads (plain data). */
-export type FileOptions = Omit<BatchOptions, 'onOutcome' | 'jobs' | 'workers'>;
+export type FileOptions = Omit<BatchOptions, 'onOutcome' | 'jobs'>;
+
+/**
+ * Files handed out ahead per thread: most files of a tree are a sniff and a skip, tens of
+ * microseconds, so a thread needs a queue that outlasts a message round trip to stay busy.
+ */
+const FILES_QUEUED_PER_JOB = 32;
 
 export async function processFile(item: FileItem, options: FileOptions): Promise<FileOutcome> {
   const path = item.path;
@@ -124,9 +129,9 @@ export interface BatchResult {
 }
 
 export async function patchTrees(roots: readonly string[], options: BatchOptions): Promise<BatchResult> {
-  const { onOutcome, jobs, workers = 0, ...fileOptions } = options;
-  const limit = pLimit(Math.max(1, jobs));
-  const pool = workers > 0 && workersAvailable() ? new WorkerPool(workers, fileOptions) : null;
+  const { onOutcome, jobs, ...fileOptions } = options;
+  const limit = pLimit(Math.max(1, jobs) * FILES_QUEUED_PER_JOB);
+  const pool = jobs > 1 && workersAvailable() ? new WorkerPool(jobs, fileOptions) : null;
   const patchOne = (item: FileItem): Promise<FileOutcome> => (pool === null ? processFile(item, fileOptions) : pool.run(item));
   const summary = emptySummary();
   const outcomes: FileOutcome[] = [];

@@ -6,10 +6,11 @@
 // levels deep costs no recursion, a directory that cannot be read is reported and its siblings are
 // still walked, and a name that is not UTF-8 — which a path string cannot spell, so no file operation
 // can reach it — is reported as such instead of turning into a different name that does not exist.
+// The calls are synchronous: a directory read or stat served from the kernel's caches costs less than
+// a round trip through the thread pool, and the walk feeds the workers from the main thread.
 
-import { lstat, readdir, stat } from 'node:fs/promises';
+import { lstatSync, readdirSync, statSync, type Dirent, type Stats } from 'node:fs';
 import { relative, resolve, sep } from 'node:path';
-import type { Dirent, Stats } from 'node:fs';
 import { ioError } from '../elf/byte-source.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 
@@ -69,7 +70,7 @@ export async function* walkTrees(roots: readonly string[]): AsyncGenerator<WalkI
     try {
       // A root named on the command line is followed when it is a link (a Nix `result` link), as
       // `find -H` does; links inside the tree are not.
-      rootStats = await stat(absoluteRoot);
+      rootStats = statSync(absoluteRoot);
     } catch (error) {
       yield { kind: 'error', path: root, error: ioError(root, 'walk', error) };
       continue;
@@ -82,7 +83,7 @@ export async function* walkTrees(roots: readonly string[]): AsyncGenerator<WalkI
     for (let directory = pending.pop(); directory !== undefined; directory = pending.pop()) {
       let entries: Dirent<Buffer>[];
       try {
-        entries = await readdir(directory.path, { withFileTypes: true, encoding: 'buffer' });
+        entries = readdirSync(directory.path, { withFileTypes: true, encoding: 'buffer' });
       } catch (error) {
         yield { kind: 'error', path: directory.path, error: ioError(directory.path, 'read the directory', error) };
         continue;
@@ -102,7 +103,7 @@ export async function* walkTrees(roots: readonly string[]): AsyncGenerator<WalkI
         else {
           let stats: Stats;
           try {
-            stats = await lstat(path);
+            stats = lstatSync(path);
           } catch (error) {
             yield { kind: 'error', path, error: ioError(path, 'stat', error) };
             continue;

@@ -41,7 +41,7 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--stubs-pattern <fragment>', 'what marks a stubs entry for --remove-stubs', '/lib/stubs')
     .option('--config <file>', 'more hooks from a JSON file (see README)')
     .option('--nixpkgs-compat', "byte-identical to Nixpkgs' hooks: no dedupe, trailing ':' for an empty runpath, DT_RPATH becomes DT_RUNPATH")
-    .option('-j, --jobs <n>', `files in flight at once (default: ${cpuCount * 2})`)
+    .option('-j, --jobs <n>', `threads patching files at once (default: ${cpuCount}, the CPU count; 1: no worker threads)`)
     .option('--json', 'write a JSON report to stdout instead of the text summary');
 }
 
@@ -64,7 +64,7 @@ async function hooksFrom(options: TreeOptions): Promise<Hook[]> {
 }
 
 function jobsOf(options: TreeOptions, io: CliIo): number {
-  if (options.jobs === undefined) return io.cpuCount * 2;
+  if (options.jobs === undefined) return io.cpuCount;
   const jobs = Number(options.jobs);
   if (!Number.isInteger(jobs) || jobs < 1) throw new CudaPatchelfError('usage', `--jobs takes a positive whole number, not "${options.jobs}"`);
   return jobs;
@@ -82,7 +82,6 @@ async function runTree(dirs: string[], options: TreeOptions, io: CliIo, dryRun: 
     hooks,
     semantics,
     jobs,
-    workers: Math.min(io.cpuCount, jobs) > 1 ? Math.min(io.cpuCount, jobs) : 0,
     dryRun,
     durable: options.durable === true,
     makeWritable: options.makeWritable === true,

@@ -28,8 +28,8 @@ const ONE_PER_FILE_TAGS: readonly number[] = [
  * Decoded 64-bit values above 2^53 are rounded (JavaScript numbers); no real address, size or tag
  * comes near, so such a value is a corrupt field, not one to round and write back.
  */
-function requireExact(value: number, what: string): void {
-  if (!Number.isSafeInteger(value)) throw formatError(`${what} is beyond 2^53, which no real file has; refusing to rewrite it`);
+function requireExact(value: number, what: () => string): void {
+  if (!Number.isSafeInteger(value)) throw formatError(`${what()} is beyond 2^53, which no real file has; refusing to rewrite it`);
 }
 
 /** What the checks look at besides the program headers and the dynamic array. */
@@ -43,14 +43,15 @@ export interface EditableFile {
 }
 
 export function checkEditable(programHeaders: readonly ProgramHeader[], dynamic: DynamicArray, file: EditableFile): void {
+  // The messages are built only on failure: this runs on every file of a tree.
   for (const [index, ph] of programHeaders.entries()) {
-    for (const [field, value] of Object.entries(ph)) requireExact(value, `program header ${index}'s ${field}`);
-    requireExact(ph.p_vaddr + ph.p_memsz, `the end of program header ${index}'s memory range`);
-    requireExact(ph.p_offset + ph.p_filesz, `the end of program header ${index}'s file range`);
+    for (const field in ph) requireExact(ph[field as keyof ProgramHeader], () => `program header ${index}'s ${field}`);
+    requireExact(ph.p_vaddr + ph.p_memsz, () => `the end of program header ${index}'s memory range`);
+    requireExact(ph.p_offset + ph.p_filesz, () => `the end of program header ${index}'s file range`);
   }
   for (const [index, entry] of dynamic.entries.entries()) {
-    requireExact(entry.d_tag, `dynamic entry ${index}'s d_tag`);
-    requireExact(entry.d_val, `dynamic entry ${index} (${nameOf(DT_NAMES, entry.d_tag)})'s d_val`);
+    requireExact(entry.d_tag, () => `dynamic entry ${index}'s d_tag`);
+    requireExact(entry.d_val, () => `dynamic entry ${index} (${nameOf(DT_NAMES, entry.d_tag)})'s d_val`);
   }
   for (const tag of ONE_PER_FILE_TAGS) {
     const count = dynamic.entries.filter((entry) => entry.d_tag === tag).length;
