@@ -149,6 +149,12 @@ async function growTableInPlace(arch: Arch, file: string): Promise<ReadBack> {
   expect(after.image.header.e_phoff, `${file}: the table stays where it was`).toBe(before.image.header.e_phoff);
   expect(after.image.header.phnum, `${file}: the table grew by the new PT_LOAD`).toBe(before.image.header.phnum + 1);
   expect(layoutProblems(arch, before, after).problems).toEqual([]);
+  // The copy the table had in the new segment while the tags switched was cut off the file: the
+  // entries it shares with the grown table (all but the new PT_LOAD) are in the file once.
+  const bytes = await readFile(file);
+  const shared = bytes.subarray(after.image.header.e_phoff, after.image.header.e_phoff + before.image.header.phnum * after.image.header.e_phentsize);
+  expect(bytes.indexOf(shared), `${file}: the grown table`).toBe(after.image.header.e_phoff);
+  expect(bytes.indexOf(shared, after.image.header.e_phoff + 1), `${file}: a second copy of the table`).toBe(-1);
   return after;
 }
 

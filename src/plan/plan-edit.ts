@@ -124,9 +124,11 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): Plan {
     for (const range of placement.inPlaceWrites) writes.add('dynamic', facts.dynstr.offset + range.start, placement.table.slice(range.start, range.end), 'string rewritten in place in .dynstr');
   }
 
+  let newSize = facts.fileSize;
   if (layout !== null) {
     if (dynamicMoves) layout.region.fill(dynamicOffset, encodeRecords(facts, DYN, finalEntries, dynamicCapacity));
     const finished = layout.finish({ writable: dynamicMoves });
+    newSize = finished.fileEnd;
     const withDynamic = (table: TableLayout): TableLayout =>
       dynamicMoves ? { ...table, programHeaders: withMovedDynamic(table.programHeaders, dynamicOffset, dynamicVaddr, dynamicCapacity * entrySize) } : table;
     addHeaderWrites(facts, { ...finished, ...withDynamic(finished), interim: finished.interim === null ? null : withDynamic(finished.interim) }, layout, writes);
@@ -153,7 +155,6 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): Plan {
   for (const range of resume?.deadFileRanges ?? []) {
     writes.add('cleanup', range.start, new Uint8Array(range.end - range.start), 'string table an interrupted edit left, zeroed');
   }
-  const newSize = layout === null ? facts.fileSize : layout.region.endOffset;
   return { tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize };
 }
 

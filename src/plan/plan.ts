@@ -35,7 +35,10 @@ export interface Plan {
   readonly tier: Tier;
   /** In execution order: every prefix of this list leaves a valid, loadable ELF file. */
   readonly writes: readonly PlannedWrite[];
-  /** The file size after the plan (the original size, or more when data is appended). */
+  /**
+   * The file size after the plan (the original size, or more when data is appended). Writes may reach
+   * past it (a table needed only while the edit runs): the file is cut to this size after the last one.
+   */
   readonly newSize: number;
 }
 

@@ -42,7 +42,8 @@ export interface MovedRange {
  *   version tables). Those stay referenced until the tags switch, so the table first moves into the
  *   new segment (`interim`), the tags switch to the copies, and then the grown table is written in its
  *   old place and the ELF header points back at it. The table ends where tools expect it (binutils
- *   strip re-lays out a segment that holds a moved table);
+ *   strip re-lays out a segment that holds a moved table), and the interim copy, last in the region
+ *   and outside the final segment, is cut off the end of the file;
  * - `move-table`: the table moves into the new segment for good, with a PT_PHDR entry.
  */
 export type TableStrategy = 'extend' | 'null-slot' | 'grow-in-place' | 'grow-after-move' | 'move-table';
@@ -55,8 +56,13 @@ export interface TableLayout {
 
 export interface FinishedLayout extends TableLayout {
   readonly strategy: TableStrategy;
-  /** grow-after-move: the table as it stands in the region while the tags switch. */
+  /**
+   * grow-after-move: the table as it stands in the region while the tags switch. It is the last thing
+   * in the region, outside the final segment, and cut off the file once the grown table is live.
+   */
   readonly interim: TableLayout | null;
+  /** The file's size once the edit is done (the region's end, less an interim table). */
+  readonly fileEnd: number;
 }
 
 function isLoad(ph: ProgramHeader): boolean {
@@ -99,7 +105,7 @@ function extendLayout(facts: EditFacts, index: number): SegmentLayout {
       const programHeaders = facts.programHeaders.map((ph) => ({ ...ph }));
       const size = region.endOffset - segment.p_offset;
       programHeaders[index] = { ...segment, p_filesz: size, p_memsz: size, p_flags: segment.p_flags | PF_R | (writable ? PF_W : 0) };
-      return { programHeaders, tableOffset: facts.header.e_phoff, strategy: 'extend', interim: null };
+      return { programHeaders, tableOffset: facts.header.e_phoff, strategy: 'extend', interim: null, fileEnd: region.endOffset };
     },
   };
 }
@@ -165,7 +171,6 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
   });
   const hasPhdr = programHeaders.some((ph) => ph.p_type === PT.PT_PHDR);
   const movedCount = programHeaders.length + 1 + (hasPhdr ? 0 : 1);
-  const movedTableAt = tableMoves ? region.reserve(movedCount * entrySize, codec.wordSize) : -1;
 
   return {
     region,
@@ -173,8 +178,10 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
     moved,
     vaddrOf,
     finish: ({ writable }) => {
-      const end = region.endOffset;
-      const load: ProgramHeader = {
+      // The moved table goes last: an interim one is then cut off the end, leaving no dead bytes.
+      const dataEnd = region.endOffset;
+      const movedTableAt = tableMoves ? region.reserve(movedCount * entrySize, codec.wordSize) : -1;
+      const loadUpTo = (end: number): ProgramHeader => ({
         p_type: PT.PT_LOAD,
         p_flags: PF_R | (writable ? PF_W : 0),
         p_offset: region.start,
@@ -183,10 +190,11 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
         p_filesz: end - region.start,
         p_memsz: end - region.start,
         p_align: placed.align,
-      };
+      });
+      const load = loadUpTo(region.endOffset);
       const shifted = programHeaders.map((ph) => shiftIntoMoved(ph, moved));
-      const grown = (): TableLayout => ({
-        programHeaders: [...shifted.map((ph) => (ph.p_type === PT.PT_PHDR ? { ...ph, p_filesz: ph.p_filesz + entrySize, p_memsz: ph.p_memsz + entrySize } : ph)), load],
+      const grown = (finalLoad: ProgramHeader): TableLayout => ({
+        programHeaders: [...shifted.map((ph) => (ph.p_type === PT.PT_PHDR ? { ...ph, p_filesz: ph.p_filesz + entrySize, p_memsz: ph.p_memsz + entrySize } : ph)), finalLoad],
         tableOffset: header.e_phoff,
       });
       // The table in the new segment; PT_PHDR (first, as the gABI asks) tells glibc where it is.
@@ -205,15 +213,16 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
         };
         return { programHeaders: [phdr, ...shifted.filter((ph) => ph.p_type !== PT.PT_PHDR), load], tableOffset: movedTableAt };
       };
+      const fileEnd = region.endOffset;
       switch (strategy) {
         case 'null-slot':
-          return { programHeaders: [...shifted.filter((_, i) => i !== nullSlot), load], tableOffset: header.e_phoff, strategy, interim: null };
+          return { programHeaders: [...shifted.filter((_, i) => i !== nullSlot), load], tableOffset: header.e_phoff, strategy, interim: null, fileEnd };
         case 'grow-in-place':
-          return { ...grown(), strategy, interim: null };
+          return { ...grown(load), strategy, interim: null, fileEnd };
         case 'grow-after-move':
-          return { ...grown(), strategy, interim: movedTable() };
+          return { ...grown(loadUpTo(dataEnd)), strategy, interim: movedTable(), fileEnd: dataEnd };
         default:
-          return { ...movedTable(), strategy, interim: null };
+          return { ...movedTable(), strategy, interim: null, fileEnd };
       }
     },
   };

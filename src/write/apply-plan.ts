@@ -2,7 +2,7 @@
 // keeps every intermediate file valid (see plan.ts). The writes are synchronous system calls: a plan
 // is a few small writes, for which a thread-pool round trip each costs more than the write itself.
 
-import { fsyncSync, writeSync } from 'node:fs';
+import { fsyncSync, ftruncateSync, writeSync } from 'node:fs';
 import type { Plan } from '../plan/plan.js';
 
 export interface ApplyOptions {
@@ -26,6 +26,8 @@ export function applyPlan(fd: number, plan: Plan, options: ApplyOptions = {}): n
     }
     written += done;
   }
+  // Bytes written past the final size (an interim table) go once everything else is in place.
+  if (writes.length === plan.writes.length && writes.some((write) => write.offset + write.bytes.length > plan.newSize)) ftruncateSync(fd, plan.newSize);
   if (options.durable && writes.length > 0) fsyncSync(fd);
   return written;
 }

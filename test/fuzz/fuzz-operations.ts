@@ -106,7 +106,7 @@ async function readBackEntries(path: string): Promise<{ entries: CurrentEntry[];
 
 /** The plan's writes laid over the input: what the file must hold afterwards, byte for byte. */
 export function expectedBytes(input: Uint8Array, plan: Plan): Uint8Array {
-  const out = new Uint8Array(Math.max(plan.newSize, input.length));
+  const out = new Uint8Array(Math.max(plan.newSize, input.length, ...plan.writes.map((write) => write.offset + write.bytes.length)));
   out.set(input);
   for (const write of plan.writes) out.set(write.bytes, write.offset);
   return out.subarray(0, plan.newSize);
