@@ -134,7 +134,8 @@ const planFor = (path: string, runpath: string): Promise<Plan> => planFile(path,
 
 /**
  * The hashes of every state a kill can leave the file in: the original with the first k writes of the
- * plan, and with write k+1 cut at each page boundary inside it. Maps hash → a description.
+ * plan, and with write k+1 cut at each page boundary inside it; then all of them, cut to the plan's
+ * final size. Maps hash → a description.
  */
 function killStates(original: Uint8Array, plan: Plan): Map<string, string> {
   const states = new Map<string, string>();
@@ -154,8 +155,10 @@ function killStates(original: Uint8Array, plan: Plan): Map<string, string> {
       add(laid(bytes, write, cut - write.offset), `${k} of ${plan.writes.length} writes, and write ${k + 1} (${write.what}) cut at 0x${cut.toString(16)}`);
     }
     bytes = laid(bytes, write, write.bytes.length);
-    add(bytes, k + 1 === plan.writes.length ? 'complete' : `${k + 1} of ${plan.writes.length} writes`);
+    add(bytes, `${k + 1} of ${plan.writes.length} writes${k + 1 === plan.writes.length ? ', the file not yet cut to its final size' : ''}`);
   });
+  // After the last write the file is cut to its final size (a no-op unless a write reached past it).
+  add(bytes.subarray(0, plan.newSize), 'complete');
   return states;
 }
 
