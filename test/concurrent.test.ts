@@ -2,7 +2,7 @@
 // one of them and the other finding nothing to do or refusing it as changed (a run that reads a file
 // while the other writes it sees a mix of old and new bytes: that is a change, not a malformed file).
 // Without a lock the two could interleave the writes of one file, each run's plan made for different
-// bytes; src/batch/file-lock.ts keeps them apart. A file that changes between planning and writing
+// bytes; src/write/file-lock.ts keeps them apart. A file that changes between planning and writing
 // (size, mtime, inode) is refused with a `changed` error and left as the change made it: through the
 // library (writePlan checks the planned stats), and through the CLI while another process keeps
 // changing the files.
@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
 import { readElfImage } from '../src/elf/elf-image.js';
 import { planEditOf, writePlan, type PlannedEdit } from '../src/edit/edit-file.js';
-import { lockName } from '../src/batch/file-lock.js';
+import { lockName } from '../src/write/file-lock.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
 import { COMPAT_DIR } from './campaign/kill-campaign.js';
 import { fixture } from './helpers/fixtures.js';
@@ -156,19 +156,23 @@ describe('two apply runs on one tree at once', () => {
 });
 
 describe('a file another writer holds', () => {
-  it('is waited for, then written', async () => {
-    const path = join(scratch, 'held.so');
+  const EDITS = [
+    { command: 'apply', args: (path: string) => ['apply', path, '--cuda-compat', COMPAT_DIR], runpath: /^\/nix\/store\/0+-cuda_compat\/compat:/ },
+    { command: 'add-runpath', args: (path: string) => ['add-runpath', '/run/opengl-driver/lib', path], runpath: /^\/run\/opengl-driver\/lib:/ },
+  ];
+  it.each(EDITS)('is waited for by $command, then written', async ({ command, args, runpath }) => {
+    const path = join(scratch, `held-${command}.so`);
     await copyFile(fixture('compiled/x86_64/libuser-runpath').path, path);
     const holder = createServer();
     const held = await stat(path);
     await new Promise<void>((resolve) => holder.listen(lockName(held), resolve));
     const HELD_MS = 1500;
     const released = new Promise<void>((resolve) => setTimeout(() => holder.close(() => resolve()), HELD_MS));
-    const run = await runCli(['apply', path, '--cuda-compat', COMPAT_DIR], { timeoutMs: 60_000 });
+    const run = await runCli(args(path), { timeoutMs: 60_000 });
     await released;
     expect(run.code, run.stderr).toBe(0);
     expect(run.ms).toBeGreaterThanOrEqual(HELD_MS - 100);
-    expect((await readDynamic(path))?.runpath ?? '').toMatch(/^\/nix\/store\/0+-cuda_compat\/compat:/);
+    expect((await readDynamic(path))?.runpath ?? '').toMatch(runpath);
   });
 });
 

@@ -10,7 +10,7 @@ import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { composeRunpath, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
 import type { Hook } from '../hooks/hook.js';
 import { changedWhileRead } from './changed-while-read.js';
-import { withFileLock } from './file-lock.js';
+import { withFileLock } from '../write/file-lock.js';
 import { countOutcome, emptySummary, type BatchSummary, type FileOutcome } from './file-outcome.js';
 import { walkTrees, type WalkItem } from './walk-trees.js';
 import { WorkerPool, workersAvailable } from './worker-pool.js';

@@ -12,6 +12,7 @@ import { planEdit } from '../plan/plan-edit.js';
 import type { Plan, Tier } from '../plan/plan.js';
 import { isStringEntry, type WantedEntry } from '../plan/wanted.js';
 import { applyPlan } from '../write/apply-plan.js';
+import { withFileLock } from '../write/file-lock.js';
 
 export interface EditOptions {
   /** Write the result to this file and leave the input alone. */
@@ -66,7 +67,8 @@ async function edit(path: string, operations: EditOperations, options: EditOptio
     }
   }
   if (plan.tier === 'noop') return result(0);
-  return result(await writePlan(path, plan, source.stats, options));
+  // Under the lock, writePlan's check sees any write another cuda-patchelf made since this one read the file.
+  return result(await withFileLock(path, source.stats, () => writePlan(path, plan, source.stats, options)));
 }
 
 export interface PlannedEdit {

@@ -61,12 +61,14 @@ function place<N extends string>(fields: FieldList<N>, elfClass: ElfClass): Plac
 
 const TWO_32 = 2 ** 32;
 
+/** Placed layouts per class, shared by every codec: a tree of files would otherwise place them per file. */
+const PLACED: Record<ElfClass, Map<RecordLayout<string>, PlacedLayout<string>>> = { 32: new Map(), 64: new Map() };
+
 export class ElfCodec {
   readonly elfClass: ElfClass;
   readonly littleEndian: boolean;
   /** Bytes in an address, offset or xword: 4 or 8. */
   readonly wordSize: 4 | 8;
-  private readonly placed = new Map<RecordLayout<string>, PlacedLayout<string>>();
 
   constructor(elfClass: ElfClass, littleEndian: boolean) {
     this.elfClass = elfClass;
@@ -75,10 +77,11 @@ export class ElfCodec {
   }
 
   private layoutOf<N extends string>(layout: RecordLayout<N>): PlacedLayout<N> {
-    let placed = this.placed.get(layout);
+    const placedForClass = PLACED[this.elfClass];
+    let placed = placedForClass.get(layout);
     if (placed === undefined) {
       placed = place(this.elfClass === 64 ? layout.fields64 : layout.fields32, this.elfClass);
-      this.placed.set(layout, placed);
+      placedForClass.set(layout, placed);
     }
     return placed as unknown as PlacedLayout<N>;
   }
