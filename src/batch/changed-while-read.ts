@@ -1,6 +1,7 @@
 // A file that another process writes while it is read can show a mix of its old and new bytes: a
 // program header table that points past the size the file had when it was opened, a string table
-// cut short. Such a read fails as a format error that blames the file. When the file is no longer
+// cut short. Such a read fails as a format error that blames the file, or gives a plan that would not
+// read back (refused as unsupported). When the file is no longer
 // the one that was opened (inode, size or mtime), that failure is reported as what it is: a change.
 
 import { stat } from 'node:fs/promises';

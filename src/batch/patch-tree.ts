@@ -79,7 +79,9 @@ export async function processFile(item: FileItem, options: FileOptions): Promise
       }
     });
   } catch (error) {
-    const changed = error instanceof CudaPatchelfError && error.kind === 'format' ? await changedWhileRead(path, source.stats) : null;
+    // A torn read (another process writing the file) fails as malformed, or as a plan that would not read back.
+    const torn = error instanceof CudaPatchelfError && (error.kind === 'format' || error.kind === 'unsupported');
+    const changed = torn ? await changedWhileRead(path, source.stats) : null;
     return { path, status: 'failed', error: changed ?? (error instanceof CudaPatchelfError ? error.withFile(path) : error) };
   } finally {
     await source.close();

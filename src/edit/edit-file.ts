@@ -95,7 +95,7 @@ export async function planEditOf(image: ElfImage, operations: EditOperations): P
 async function checkReadsBack(image: ElfImage, plan: Plan, wanted: readonly WantedEntry[]): Promise<void> {
   let mismatch: string | null;
   try {
-    const after = await readEditFacts(await readElfImage(new PlannedByteSource(image.source, plan.writes, plan.newSize)));
+    const after = await readEditFacts(await readElfImage(new PlannedByteSource(image.source, plan.writes, plan.newSize)), 'check');
     mismatch = firstMismatch(wanted, currentEntries(after));
   } catch (error) {
     if (!(error instanceof CudaPatchelfError)) throw error;

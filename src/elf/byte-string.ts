@@ -2,8 +2,12 @@
 // survives a read-edit-write round trip. Conversion to and from UTF-8 happens only at the edges
 // (command line, printed output, JSON).
 
+/** Up to this length a string is built from char codes: names are short, and a Buffer per name costs more. */
+const SHORT_STRING = 64;
+
 /** Bytes (without NUL) → byte string. */
 export function bytesToByteString(bytes: Uint8Array): string {
+  if (bytes.length <= SHORT_STRING) return String.fromCharCode.apply(null, bytes as unknown as number[]);
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
 }
 

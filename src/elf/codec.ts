@@ -69,6 +69,8 @@ export class ElfCodec {
   readonly littleEndian: boolean;
   /** Bytes in an address, offset or xword: 4 or 8. */
   readonly wordSize: 4 | 8;
+  private lastBytes: Uint8Array | null = null;
+  private lastView: DataView | null = null;
 
   constructor(elfClass: ElfClass, littleEndian: boolean) {
     this.elfClass = elfClass;
@@ -107,7 +109,7 @@ export class ElfCodec {
     if (at < 0 || at + placed.size > bytes.length) {
       throw formatError(`${layout.name} record runs past the end of the data read`, at);
     }
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const view = this.viewOf(bytes);
     const out = {} as Record<N, number>;
     for (const field of placed.fields) out[field.name] = this.readField(view, at + field.at, field);
     return out;
@@ -129,6 +131,15 @@ export class ElfCodec {
     const bytes = new Uint8Array(this.sizeOf(layout));
     this.encode(layout, record, bytes, 0);
     return bytes;
+  }
+
+  /** Tables are decoded record after record from one buffer: one view serves them all. */
+  private viewOf(bytes: Uint8Array): DataView {
+    if (this.lastBytes !== bytes || this.lastView === null) {
+      this.lastView = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      this.lastBytes = bytes;
+    }
+    return this.lastView;
   }
 
   private readField(view: DataView, at: number, field: PlacedField<string>): number {

@@ -3,6 +3,7 @@
 import { formatError } from '../errors/cuda-patchelf-error.js';
 import type { ElfCodec, ProgramHeader } from './codec.js';
 import { DT, PT, SHT } from './constants.js';
+import { checkRange, type ByteSource } from './byte-source.js';
 import { checkEditable } from './edit-preconditions.js';
 import { dynamicValue, type DynamicArray, type ElfHeader, type ElfImage } from './elf-image.js';
 import { readSectionHeaders, type Section } from './section-headers.js';
@@ -68,7 +69,12 @@ const SYMBOL_TABLE_LIMIT = 64 * 2 ** 20;
 /** How far past the program header table the planner may look for room. */
 const LOOK_AFTER_TABLE = 4096;
 
-export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
+/**
+ * `purpose` 'check' reads an edited file back: everything is located and checked as for planning, but
+ * the symbol tables are only located, not read: planning needs their contents, a check has nothing to
+ * check in them (their references and bytes come back empty). Such facts are not for planning.
+ */
+export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' = 'plan'): Promise<EditFacts> {
   const { source, header, programHeaders, dynamic, dynamicStrings, codec } = image;
   if (dynamic === null) throw formatError('no dynamic section (PT_DYNAMIC): a static file has no runpath to edit');
   if (dynamicStrings === null) throw formatError('dynamic array has no string table (DT_STRTAB)', dynamic.offset);
@@ -106,13 +112,19 @@ export async function readEditFacts(image: ElfImage): Promise<EditFacts> {
     programHeaders,
     dynamic,
     dynstr: { offset: dynamicStrings.offset, vaddr: strtabAddress, bytes: dynstrBytes },
-    references: await readStringReferences(image, sections),
+    references: await readStringReferences(image, sections, purpose === 'plan' ? 'read' : 'locate'),
     sections,
     movableRanges,
     relocatableSections,
     afterProgramHeaders: await source.read(tableEnd, after, 'bytes after the program header table'),
-    symbolTable: symtab === undefined ? null : { offset: symtab.sh_offset, bytes: await source.read(symtab.sh_offset, symtab.sh_size, 'symbol table (.symtab)') },
+    symbolTable: symtab === undefined ? null : { offset: symtab.sh_offset, bytes: await readOrLocate(source, symtab.sh_offset, symtab.sh_size, 'symbol table (.symtab)', purpose) },
   };
+}
+
+async function readOrLocate(source: ByteSource, offset: number, length: number, what: string, purpose: 'plan' | 'check'): Promise<Uint8Array> {
+  if (purpose === 'plan') return source.read(offset, length, what);
+  checkRange(source.size, offset, length, what);
+  return new Uint8Array(0);
 }
 
 /** The current entries with their strings resolved, as the edit operations see them. */

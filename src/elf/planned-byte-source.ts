@@ -23,6 +23,11 @@ export class PlannedByteSource implements ByteSource {
 
   async read(position: number, length: number, what: string): Promise<Uint8Array> {
     checkRange(this.size, position, length, what);
+    const end = position + length;
+    // Most reads fall outside every write: the file's own bytes then serve as they are, uncopied.
+    if (end <= this.base.size && !this.writes.some((write) => write.offset < end && position < write.offset + write.bytes.length)) {
+      return this.base.read(position, length, what);
+    }
     const out = new Uint8Array(length);
     const fromBase = Math.max(0, Math.min(length, this.base.size - position));
     if (fromBase > 0) out.set(await this.base.read(position, fromBase, what));

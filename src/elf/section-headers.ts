@@ -37,8 +37,14 @@ export async function readSectionHeaders(image: ElfImage): Promise<Section[]> {
   for (let i = 0; i < count; i++) raw.push(codec.decode(SHDR, bytes, i * entrySize));
 
   const namesIndex = header.e_shstrndx === SHN_XINDEX ? first.sh_link : header.e_shstrndx;
-  // Object.assign onto the decoded record: a spread into a new literal costs microseconds per section.
-  const section = (sh: SectionHeader, index: number, name: string): Section => Object.assign(sh, { index, name, headerOffset: header.e_shoff + index * entrySize });
+  // The fields go onto the decoded record: a spread into a new literal costs microseconds per section.
+  const section = (sh: SectionHeader, index: number, name: string): Section => {
+    const record = sh as SectionHeader & { index: number; name: string; headerOffset: number };
+    record.index = index;
+    record.name = name;
+    record.headerOffset = header.e_shoff + index * entrySize;
+    return record;
+  };
   if (namesIndex === 0) return raw.map((sh, index) => section(sh, index, ''));
   const namesHeader = raw[namesIndex];
   if (namesHeader === undefined) throw formatError(`e_shstrndx ${namesIndex} is not a section (there are ${count})`);

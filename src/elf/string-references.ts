@@ -2,7 +2,7 @@
 // (.dynsym), version needs (.gnu.version_r) and version definitions (.gnu.version_d). A string's bytes
 // may only be reused or cleared when nothing here points into them (the linker shares string tails).
 
-import type { ByteSource } from './byte-source.js';
+import { checkRange, type ByteSource } from './byte-source.js';
 import { VERDAUX, VERDEF, VERNAUX, VERNEED, type ElfCodec, type RecordLayout } from './codec.js';
 import { DT, SHT } from './constants.js';
 import { dynamicValue, fileOffsetOf, type ElfImage } from './elf-image.js';
@@ -52,15 +52,19 @@ class RecordReader {
   }
 }
 
-/** `sections`: the file's section headers, already read by the caller (the symbol count may need them). */
-export async function readStringReferences(image: ElfImage, sections: readonly Section[]): Promise<StringReferences> {
+/**
+ * `sections`: the file's section headers, already read by the caller (the symbol count may need them).
+ * `symbols`: 'read' for planning; 'locate' only checks that .dynsym lies inside the file, without
+ * reading it (an edited file read back: the names matter to planning only).
+ */
+export async function readStringReferences(image: ElfImage, sections: readonly Section[], symbols: 'read' | 'locate' = 'read'): Promise<StringReferences> {
   const versionRecords: StringReference[] = [];
   await versionNeedReferences(image, versionRecords);
   await versionDefinitionReferences(image, versionRecords);
-  return { symbolNames: await symbolNames(image, sections), versionRecords };
+  return { symbolNames: await symbolNames(image, sections, symbols), versionRecords };
 }
 
-async function symbolNames(image: ElfImage, sections: readonly Section[]): Promise<Uint32Array> {
+async function symbolNames(image: ElfImage, sections: readonly Section[], symbols: 'read' | 'locate'): Promise<Uint32Array> {
   const none = new Uint32Array(0);
   const dynamic = image.dynamic;
   if (dynamic === null) return none;
@@ -71,6 +75,10 @@ async function symbolNames(image: ElfImage, sections: readonly Section[]): Promi
   const count = await dynamicSymbolCount(image, sections);
   if (count === 0) return none;
   const offset = fileOffsetOf(image.programHeaders, address, count * entrySize, 'dynamic symbol table (DT_SYMTAB)');
+  if (symbols === 'locate') {
+    checkRange(image.source.size, offset, count * entrySize, 'dynamic symbol table');
+    return none;
+  }
   const bytes = await image.source.read(offset, count * entrySize, 'dynamic symbol table');
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const names = new Uint32Array(count);
