@@ -35,7 +35,7 @@ export function contenders(tools: ContenderTools): Contender[] {
     group: 'a',
     name: `(a) cuda-patchelf apply --jobs ${jobs}`,
     short: `(a) apply --jobs ${jobs}`,
-    runs: `\`cuda-patchelf apply TREE --cuda-compat ${tools.cudaCompat} --jobs ${jobs}\` (driver + cuda-compat hooks; ${jobs === 1 ? 'one file at a time, no worker thread' : `${jobs} files in flight on ${jobs} worker threads`})`,
+    runs: `\`cuda-patchelf apply TREE --cuda-compat ${tools.cudaCompat} --jobs ${jobs}\` (driver + cuda-compat hooks; ${jobs === 1 ? 'one file at a time, no worker thread' : `${jobs} worker threads, the walk on the main thread`})`,
     argv: ['node', tools.cli, 'apply', '{}', '--cuda-compat', tools.cudaCompat, '--jobs', String(jobs)],
   });
   const nixpkgs = tools.patchelfs.map(

@@ -171,6 +171,11 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
   });
   const hasPhdr = programHeaders.some((ph) => ph.p_type === PT.PT_PHDR);
   const movedCount = programHeaders.length + 1 + (hasPhdr ? 0 : 1);
+  const reserveTable = (): number => region.reserve(movedCount * entrySize, codec.wordSize);
+  // A table moved for good goes first, before the tables copied after it: binutils strip re-lays out
+  // a segment that holds a program header table, and with the table last it garbled the .dynstr of
+  // npm's libvips-cpp.so (test/rewrite-matrix.test.ts).
+  const movedTableAt = strategy === 'move-table' ? reserveTable() : -1;
 
   return {
     region,
@@ -178,9 +183,9 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
     moved,
     vaddrOf,
     finish: ({ writable }) => {
-      // The moved table goes last: an interim one is then cut off the end, leaving no dead bytes.
+      // An interim table goes last, outside the final segment: it is cut off the end once dead.
       const dataEnd = region.endOffset;
-      const movedTableAt = tableMoves ? region.reserve(movedCount * entrySize, codec.wordSize) : -1;
+      const tableAt = strategy === 'grow-after-move' ? reserveTable() : movedTableAt;
       const loadUpTo = (end: number): ProgramHeader => ({
         p_type: PT.PT_LOAD,
         p_flags: PF_R | (writable ? PF_W : 0),
@@ -199,19 +204,19 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
       });
       // The table in the new segment; PT_PHDR (first, as the gABI asks) tells glibc where it is.
       const movedTable = (): TableLayout => {
-        const tableVaddr = vaddrOf(movedTableAt);
+        const tableVaddr = vaddrOf(tableAt);
         const tableSize = movedCount * entrySize;
         const phdr: ProgramHeader = {
           p_type: PT.PT_PHDR,
           p_flags: PF_R,
-          p_offset: movedTableAt,
+          p_offset: tableAt,
           p_vaddr: tableVaddr,
           p_paddr: tableVaddr,
           p_filesz: tableSize,
           p_memsz: tableSize,
           p_align: codec.wordSize,
         };
-        return { programHeaders: [phdr, ...shifted.filter((ph) => ph.p_type !== PT.PT_PHDR), load], tableOffset: movedTableAt };
+        return { programHeaders: [phdr, ...shifted.filter((ph) => ph.p_type !== PT.PT_PHDR), load], tableOffset: tableAt };
       };
       const fileEnd = region.endOffset;
       switch (strategy) {
