@@ -6,13 +6,17 @@ import { FileByteSource, ioError } from '../elf/byte-source.js';
 import { currentEntries, readEditFacts, type CurrentEntry, type EditFacts } from '../elf/edit-facts.js';
 import { readElfImage, type ElfImage } from '../elf/elf-image.js';
 import { PlannedByteSource } from '../elf/planned-byte-source.js';
+import { ShiftedByteSource } from '../elf/shifted-byte-source.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { DynamicEditor } from '../plan/dynamic-editor.js';
 import { planEdit } from '../plan/plan-edit.js';
+import { TableHasNoRoom } from '../plan/segment-layout.js';
+import { shiftForRewrite } from '../plan/shift-for-rewrite.js';
 import type { Plan, Tier } from '../plan/plan.js';
 import { isStringEntry, type WantedEntry } from '../plan/wanted.js';
 import { applyPlan } from '../write/apply-plan.js';
 import { withFileLock } from '../write/file-lock.js';
+import { rewriteFile } from '../write/rewrite-file.js';
 
 export interface EditOptions {
   /** Write the result to this file and leave the input alone. */
@@ -83,13 +87,35 @@ export interface PlannedEdit {
  * instead of leaving a file that no longer reads.
  */
 export async function planEditOf(image: ElfImage, operations: EditOperations): Promise<PlannedEdit> {
+  return planOn(image, operations, true);
+}
+
+async function planOn(image: ElfImage, operations: EditOperations, mayRewrite: boolean): Promise<PlannedEdit> {
   const facts = await readEditFacts(image);
   const editor = new DynamicEditor(currentEntries(facts));
   await operations(editor, image);
   const wanted = editor.wanted();
-  const plan = planEdit(facts, wanted);
+  let plan: Plan;
+  try {
+    plan = planEdit(facts, wanted);
+  } catch (error) {
+    if (!(mayRewrite && error instanceof TableHasNoRoom)) throw error;
+    return { facts, plan: await planRewrite(image, facts, error.message, operations) };
+  }
   if (plan.tier !== 'noop') await checkReadsBack(image, plan, wanted.entries);
   return { facts, plan };
+}
+
+/**
+ * Tier 4: the same operations planned on the file as a rewrite lays it out (a first page of its own
+ * for the headers, the old file behind it), where the program header table grows in place. The plan
+ * is read back there like any other.
+ */
+async function planRewrite(image: ElfImage, facts: EditFacts, why: string, operations: EditOperations): Promise<Plan> {
+  const shifted = shiftForRewrite(facts, why);
+  const source = new PlannedByteSource(new ShiftedByteSource(image.source, shifted.shift), shifted.writes, shifted.size);
+  const { plan } = await planOn(await readElfImage(source), operations, false);
+  return { tier: 'rewrite', writes: [...shifted.writes, ...plan.writes], newSize: plan.newSize, shift: shifted.shift };
 }
 
 async function checkReadsBack(image: ElfImage, plan: Plan, wanted: readonly WantedEntry[]): Promise<void> {
@@ -132,6 +158,8 @@ export async function writePlan(path: string, plan: Plan, planned: Stats | null,
   if (readOnly && !options.makeWritable) {
     throw new CudaPatchelfError('io', `read-only file (mode ${(before.mode & 0o7777).toString(8)}); pass --make-writable to edit it anyway`, { file: path });
   }
+  // A rewrite makes a new file with the old one's mode: the old one is never opened for writing.
+  if (plan.tier === 'rewrite') return rewriteFile(path, plan, planned, options);
   if (readOnly) await chmodOrThrow(path, before.mode | 0o200);
   let fd: number | undefined;
   try {

@@ -133,6 +133,14 @@ export class ElfCodec {
     return bytes;
   }
 
+  /** Records back to back in `count` slots (slots past the records stay zero): a table as the file holds it. */
+  encodeRecords<N extends string>(layout: RecordLayout<N>, records: readonly Record<N, number>[], count = records.length): Uint8Array {
+    const size = this.sizeOf(layout);
+    const bytes = new Uint8Array(count * size);
+    records.forEach((record, i) => this.encode(layout, record, bytes, i * size));
+    return bytes;
+  }
+
   /** Tables are decoded record after record from one buffer: one view serves them all. */
   private viewOf(bytes: Uint8Array): DataView {
     if (this.lastBytes !== bytes || this.lastView === null) {

@@ -1,7 +1,7 @@
 // The planner: from what a file has (EditFacts) and what it should have (WantedDynamic) to an ordered
 // list of positional writes, cheapest tier first. Pure: it reads nothing and writes nothing.
 
-import { DYN, EHDR, PHDR, SHDR, SYM, type DynamicEntry, type ProgramHeader, type RecordLayout } from '../elf/codec.js';
+import { DYN, EHDR, PHDR, SHDR, SYM, type DynamicEntry, type ProgramHeader } from '../elf/codec.js';
 import { DT, EI_NIDENT, PT, SHT } from '../elf/constants.js';
 import type { EditFacts } from '../elf/edit-facts.js';
 import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
@@ -126,7 +126,7 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): Plan {
 
   let newSize = facts.fileSize;
   if (layout !== null) {
-    if (dynamicMoves) layout.region.fill(dynamicOffset, encodeRecords(facts, DYN, finalEntries, dynamicCapacity));
+    if (dynamicMoves) layout.region.fill(dynamicOffset, facts.codec.encodeRecords(DYN, finalEntries, dynamicCapacity));
     const finished = layout.finish({ writable: dynamicMoves });
     newSize = finished.fileEnd;
     const withDynamic = (table: TableLayout): TableLayout =>
@@ -170,14 +170,6 @@ function encodeWord(facts: EditFacts, value: number): Uint8Array {
   return bytes;
 }
 
-/** Records of one layout, back to back, in `count` slots (slots past the records stay zero). */
-function encodeRecords<N extends string>(facts: EditFacts, layout: RecordLayout<N>, records: readonly Record<N, number>[], count = records.length): Uint8Array {
-  const size = facts.codec.sizeOf(layout);
-  const bytes = new Uint8Array(count * size);
-  records.forEach((record, i) => facts.codec.encode(layout, record, bytes, i * size));
-  return bytes;
-}
-
 /** The smallest [first, end) outside which `next` equals `old` (same length); null when equal. */
 function changedSpan(old: Uint8Array, next: Uint8Array): { first: number; end: number } | null {
   let first = 0;
@@ -194,7 +186,7 @@ function changedSpan(old: Uint8Array, next: Uint8Array): { first: number; end: n
  */
 function addDynamicWrite(facts: EditFacts, entries: readonly DynamicEntry[], writes: Writes): void {
   const slots = Math.max(entries.length, facts.dynamic.entries.length) + 1;
-  const next = encodeRecords(facts, DYN, entries, slots);
+  const next = facts.codec.encodeRecords(DYN, entries, slots);
   const span = changedSpan(facts.dynamic.bytes.subarray(0, next.length), next);
   if (span !== null) writes.add('dynamic', facts.dynamic.offset + span.first, next.slice(span.first, span.end), 'dynamic array entries');
 }
@@ -213,7 +205,7 @@ function withMovedDynamic(programHeaders: ProgramHeader[], offset: number, vaddr
  */
 function addHeaderWrites(facts: EditFacts, finished: FinishedLayout, layout: SegmentLayout, writes: Writes): void {
   const { codec, header } = facts;
-  const table = encodeRecords(facts, PHDR, finished.programHeaders);
+  const table = facts.codec.encodeRecords(PHDR, finished.programHeaders);
   const pointHeaderAt = (phase: WritePhase, tableOffset: number, count: number, what: string): void => {
     const headerBytes = new Uint8Array(EI_NIDENT + codec.sizeOf(EHDR));
     codec.encode(EHDR, { ...header, e_phoff: tableOffset, e_phnum: count }, headerBytes, EI_NIDENT);
@@ -222,7 +214,7 @@ function addHeaderWrites(facts: EditFacts, finished: FinishedLayout, layout: Seg
     writes.add(phase, at, headerBytes.slice(at, end), what);
   };
   if (finished.strategy === 'move-table') layout.region.fill(finished.tableOffset, table);
-  if (finished.interim !== null) layout.region.fill(finished.interim.tableOffset, encodeRecords(facts, PHDR, finished.interim.programHeaders));
+  if (finished.interim !== null) layout.region.fill(finished.interim.tableOffset, facts.codec.encodeRecords(PHDR, finished.interim.programHeaders));
   writes.add('data', layout.region.start, layout.region.bytes(), 'appended tables');
 
   if (finished.strategy === 'move-table') {
@@ -246,7 +238,7 @@ function addHeaderWrites(facts: EditFacts, finished: FinishedLayout, layout: Seg
     return;
   }
   // Same number of entries in place: write the span that changed.
-  const span = changedSpan(encodeRecords(facts, PHDR, facts.programHeaders), table);
+  const span = changedSpan(facts.codec.encodeRecords(PHDR, facts.programHeaders), table);
   if (span !== null) writes.add('headers', header.e_phoff + span.first, table.slice(span.first, span.end), 'program headers');
 }
 

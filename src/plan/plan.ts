@@ -4,7 +4,8 @@
  * - `noop`: nothing to change, nothing is written (not even the timestamp).
  * - `in-place`: strings and tags fit where they are (old string bytes, zeroed slack, spare DT_NULL slots).
  * - `append`: tables copied or grown at the end of the file, mapped by a new or extended PT_LOAD.
- * - `rewrite`: a whole new file (not offered: such plans are refused with an `unsupported` error).
+ * - `rewrite`: a new file renamed over the old one, only where the append tier cannot map new data (an
+ *   executable whose program header table has no room): see shift-for-rewrite.ts.
  */
 export type Tier = 'noop' | 'in-place' | 'append' | 'rewrite';
 
@@ -40,6 +41,11 @@ export interface Plan {
    * past it (a table needed only while the edit runs): the file is cut to this size after the last one.
    */
   readonly newSize: number;
+  /**
+   * Tier `rewrite` only: the writes go to a new file that holds `shift` zero bytes and then the whole
+   * old file, and which then replaces it.
+   */
+  readonly shift?: number;
 }
 
 export function bytesWritten(plan: Plan): number {

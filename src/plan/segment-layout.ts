@@ -86,6 +86,16 @@ function unsupported(message: string): CudaPatchelfError {
   return new CudaPatchelfError('unsupported', message);
 }
 
+/**
+ * An executable's program header table can neither grow where it is nor move to where the kernel
+ * looks for it: the append tier ends here, and the caller may offer the whole-file rewrite.
+ */
+export class TableHasNoRoom extends CudaPatchelfError {
+  constructor(message: string) {
+    super('unsupported', message);
+  }
+}
+
 /** Chooses how the region at the end of the file will be mapped. */
 export function layoutSegment(facts: EditFacts): SegmentLayout {
   const extend = extendableSegment(facts);
@@ -129,12 +139,12 @@ function placeNewSegment(facts: EditFacts, pageSize: number, executableTableMove
   }
   const first = loads.reduce((low, ph) => (ph.p_vaddr < low.p_vaddr ? ph : low));
   if (first.p_offset !== 0) {
-    throw unsupported("needs one more program header; the table cannot grow in place, and an executable whose first PT_LOAD does not start at offset 0 cannot have it moved (the kernel finds it by position); a whole-file rewrite is not supported");
+    throw new TableHasNoRoom('needs one more program header; the table cannot grow in place, and an executable whose first PT_LOAD does not start at offset 0 cannot have it moved (the kernel finds it by position)');
   }
   const delta = first.p_vaddr;
   const start = Math.max(alignUp(facts.fileSize, facts.codec.wordSize), alignUp(highestEnd, pageSize) - delta);
   if (start - facts.fileSize > MAX_IDENTITY_HOLE) {
-    throw unsupported(
+    throw new TableHasNoRoom(
       `needs one more program header; the table cannot grow in place, and moving it where the kernel looks for it would leave a hole of ${Math.round((start - facts.fileSize) / 2 ** 20)} MiB in the file (the memory image is that much larger than the file)`,
     );
   }

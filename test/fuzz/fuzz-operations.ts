@@ -104,10 +104,14 @@ async function readBackEntries(path: string): Promise<{ entries: CurrentEntry[];
   }
 }
 
-/** The plan's writes laid over the input: what the file must hold afterwards, byte for byte. */
+/**
+ * The plan's writes laid over the input (behind `shift` zero bytes for a rewrite): what the file must
+ * hold afterwards, byte for byte.
+ */
 export function expectedBytes(input: Uint8Array, plan: Plan): Uint8Array {
-  const out = new Uint8Array(Math.max(plan.newSize, input.length, ...plan.writes.map((write) => write.offset + write.bytes.length)));
-  out.set(input);
+  const shift = plan.shift ?? 0;
+  const out = new Uint8Array(Math.max(plan.newSize, shift + input.length, ...plan.writes.map((write) => write.offset + write.bytes.length)));
+  out.set(input, shift);
   for (const write of plan.writes) out.set(write.bytes, write.offset);
   return out.subarray(0, plan.newSize);
 }

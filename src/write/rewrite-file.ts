@@ -1,0 +1,98 @@
+// Tier 4 on disk. The new file is made next to the old one under a temporary name — the old file's
+// bytes copied behind the new first page, then the plan's writes — and renamed over it. Until the
+// rename the old file is untouched; after it the new one is complete: a kill at any moment leaves one
+// or the other (and at worst the temporary file, whose name says what it is). This tier alone copies
+// the whole file; the copy goes through a fixed-size buffer.
+
+import { closeSync, fchmodSync, fchownSync, fstatSync, fsyncSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { ioError } from '../elf/byte-source.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import type { Plan } from '../plan/plan.js';
+import { applyPlan } from './apply-plan.js';
+
+const COPY_CHUNK = 1 << 20;
+
+/** The name the new file has until it replaces `path`. */
+export function rewriteTempPath(path: string): string {
+  return join(dirname(path), `.${basename(path)}.cuda-patchelf-rewrite-${process.pid}`);
+}
+
+function sameFile(a: Stats, b: Stats): boolean {
+  return a.ino === b.ino && a.dev === b.dev && a.size === b.size && a.mtimeMs === b.mtimeMs;
+}
+
+function changedError(path: string): CudaPatchelfError {
+  return new CudaPatchelfError('changed', 'the file changed on disk while it was being planned; left alone', { file: path });
+}
+
+/** Copies all of `from` (of `size` bytes) into `to` at offset `shift`. */
+function copyShifted(from: number, to: number, size: number, shift: number): void {
+  const buffer = new Uint8Array(Math.min(COPY_CHUNK, Math.max(size, 1)));
+  for (let at = 0; at < size; ) {
+    const read = readSync(from, buffer, 0, Math.min(buffer.length, size - at), at);
+    if (read === 0) break;
+    for (let done = 0; done < read; ) done += writeSync(to, buffer, done, read - done, shift + at + done);
+    at += read;
+  }
+}
+
+/**
+ * Writes the plan's new file and renames it over `path`; returns the bytes written. `planned` is the
+ * file as it was read for planning (null: no check). A file with other hard links is refused: a new
+ * inode under one name would leave the other names on the old file.
+ */
+export function rewriteFile(path: string, plan: Plan, planned: Stats | null, options: { durable?: boolean }): number {
+  const temp = rewriteTempPath(path);
+  let input: number | undefined;
+  let output: number | undefined;
+  let step = 'open';
+  try {
+    input = openSync(path, 'r');
+    const before = fstatSync(input);
+    if (planned !== null && !sameFile(before, planned)) throw changedError(path);
+    if (before.nlink > 1) {
+      throw new CudaPatchelfError('unsupported', `the edit needs a whole-file rewrite, which would split the file's ${before.nlink} hard links; left alone`, { file: path });
+    }
+    step = 'create the new file for';
+    output = openSync(temp, 'wx', 0o600);
+    step = 'write the new file for';
+    copyShifted(input, output, before.size, plan.shift ?? 0);
+    const written = before.size + applyPlan(output, plan, options.durable === undefined ? {} : { durable: options.durable });
+    fchmodSync(output, before.mode & 0o7777);
+    try {
+      fchownSync(output, before.uid, before.gid);
+    } catch (error) {
+      // Only root may give a file away; anyone else's new file is theirs, as the old one was.
+      if ((error as NodeJS.ErrnoException).code !== 'EPERM') throw error;
+    }
+    // The last look before the switch (the caller holds the file's lock against other cuda-patchelf runs).
+    if (!sameFile(statSync(path), before)) throw changedError(path);
+    step = 'rename the new file over';
+    renameSync(temp, path);
+    if (options.durable) syncDirectory(dirname(path));
+    return written;
+  } catch (error) {
+    if (output !== undefined) {
+      try {
+        unlinkSync(temp);
+      } catch {
+        // Already renamed, or never created: nothing to clean up.
+      }
+    }
+    throw error instanceof CudaPatchelfError ? error : ioError(path, step, error);
+  } finally {
+    if (input !== undefined) closeSync(input);
+    if (output !== undefined) closeSync(output);
+  }
+}
+
+/** A rename is durable once the directory holding it is synced. */
+function syncDirectory(directory: string): void {
+  const fd = openSync(directory, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,216 @@
+// Tier 4, the whole-file rewrite, on the executables that need it: a fixed-address program whose
+// program header table has no room to grow (moved into .rodata, nothing movable after it) and whose
+// .bss (96 MiB) puts the address where the kernel would look for a moved table far past the file's
+// end. Natively on x86_64, under qemu-aarch64 on aarch64 (64 KiB pages); proved with readelf,
+// patchelf, eu-elflint, strip and the programs themselves.
+
+import { link, readFile, readdir, stat, chmod, writeFile, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requireTool } from './helpers/fixtures.js';
+import {
+  binutil,
+  compile,
+  describeRun,
+  dynamicStrings,
+  elfHeader,
+  execOk,
+  execTool,
+  fileState,
+  loadProblems,
+  offsetOfAddress,
+  runProgram,
+  scratchDir,
+  segments,
+  symbolAddress,
+  type BuildArch,
+  type SegmentRow,
+} from './helpers/rw-build.js';
+import { relocateProgramHeaders } from './helpers/rw-elf.js';
+import { assertCliBuilt, runCli, type CliResult } from './helpers/run-cli.js';
+
+const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
+const PAGE: Record<BuildArch, number> = { x86_64: 0x1000, aarch64: 0x10000 };
+const ROOM = 1024;
+const RUNPATH = '/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat-12.2/compat:/run/opengl-driver/lib:$ORIGIN/../lib/long/enough/never/to/fit/in/place';
+const OUTPUT = 'big bss fine 28672\n';
+
+const SOURCE = `#include <stdio.h>
+#include <string.h>
+__attribute__((used, aligned(64))) const unsigned char phdr_room[${ROOM}] = { 1 };
+static char big[96 << 20];
+int main(void) {
+  memset(big + (95 << 20), 7, 4096);
+  unsigned sum = 0;
+  for (int i = 0; i < 4096; i++) sum += big[(95 << 20) + i];
+  printf("big bss fine %u\\n", sum);
+  return 0;
+}
+`;
+
+let work = '';
+let removeWork: () => Promise<void> = async () => {};
+let counter = 0;
+
+beforeAll(async () => {
+  assertCliBuilt();
+  for (const tool of ['readelf', 'gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64', 'patchelf', 'eu-elflint']) requireTool(tool);
+  ({ dir: work, remove: removeWork } = await scratchDir('rw-whole-file'));
+});
+
+afterAll(async () => {
+  await removeWork();
+});
+
+async function cli(args: readonly string[]): Promise<CliResult> {
+  return runCli(args, { timeoutMs: 60_000 });
+}
+
+async function runOk(arch: BuildArch, file: string): Promise<string> {
+  const result = await runProgram(arch, file);
+  expect(result.code, `${file}\n${describeRun(result)}`).toBe(0);
+  return result.stdout;
+}
+
+/** eu-elflint's complaints about a file, with its name taken out. */
+async function elflint(file: string): Promise<string[]> {
+  const result = await execTool(requireTool('eu-elflint'), ['--gnu-ld', file]);
+  return result.stdout.split('\n').filter((line) => line !== '' && line !== 'No errors').map((line) => line.replaceAll(file, '<file>'));
+}
+
+const loads = (rows: readonly SegmentRow[]): SegmentRow[] => rows.filter((r) => r.type === 'LOAD');
+
+/** The program, linked, with its table moved into .rodata where nothing after it can move (no spare slot). */
+async function tableWithoutRoom(arch: BuildArch, flags: readonly string[] = ['-no-pie']): Promise<{ dir: string; program: string }> {
+  const dir = join(work, `${arch}-${++counter}`);
+  await mkdir(dir, { recursive: true });
+  const linked = await compile(arch, dir, 'prog.linked', { 'prog.c': SOURCE }, ['-O1', '-Wl,-z,noseparate-code', ...flags]);
+  const rows = await segments(linked);
+  const roomOffset = offsetOfAddress(rows, await symbolAddress(linked, 'phdr_room'));
+  const program = join(dir, 'prog');
+  await writeFile(program, relocateProgramHeaders(new Uint8Array(await readFile(linked)), { roomOffset, roomSize: ROOM, spareNullEntries: 0, occupyOldPlace: true }), { mode: 0o755 });
+  expect(await runOk(arch, program)).toBe(OUTPUT);
+  return { dir, program };
+}
+
+describe.each(ARCHES)('%s', (arch) => {
+  it('an executable whose table has no room is rewritten: a first page of its own for the headers, and it runs', async () => {
+    const { dir, program } = await tableWithoutRoom(arch);
+    const lintBefore = await elflint(program);
+    const before = await stat(program);
+    const beforeRows = await segments(program);
+    const result = await cli(['set-runpath', RUNPATH, program, '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    expect((JSON.parse(result.stdout) as { tier: string }[])[0]?.tier).toBe('rewrite');
+
+    // A new file took the old one's name, with its mode; no temporary file is left next to it.
+    const after = await stat(program);
+    expect(after.ino).not.toBe(before.ino);
+    expect(after.mode).toBe(before.mode);
+    expect((await readdir(dir)).sort()).toEqual(['prog', 'prog.c', 'prog.linked']);
+
+    const rows = await segments(program);
+    const header = await elfHeader(program);
+    const page = PAGE[arch];
+    // The old file moved by whole pages behind a first page that holds the ELF header and the table.
+    expect(header.phoff).toBe(64);
+    const [first, ...rest] = loads(rows);
+    expect(first).toMatchObject({ offset: 0, align: page });
+    expect(first?.filesz).toBe(page);
+    const shifted = loads(beforeRows).map((l) => ({ vaddr: l.vaddr, memsz: l.memsz, offset: l.offset + page }));
+    expect(rest.slice(0, shifted.length).map((l) => ({ vaddr: l.vaddr, memsz: l.memsz, offset: l.offset }))).toEqual(shifted);
+    expect((first?.vaddr ?? 0) + page).toBe(loads(beforeRows)[0]?.vaddr);
+    // Every way of finding the table agrees: PT_PHDR (Linux ≥ 5.18, glibc), the first PT_LOAD's
+    // p_vaddr - p_offset + e_phoff (older Linux), the lowest p_vaddr - p_offset + e_phoff (qemu-user).
+    const phdr = rows.find((r) => r.type === 'PHDR');
+    expect(rows[0]?.type).toBe('PHDR');
+    expect(phdr?.vaddr).toBe((first?.vaddr ?? 0) + header.phoff);
+    expect(Math.min(...loads(rows).map((l) => l.vaddr - l.offset)) + header.phoff).toBe(phdr?.vaddr);
+    expect(phdr?.memsz).toBe(header.phnum * 56);
+    expect(loadProblems(rows)).toEqual([]);
+
+    expect(await dynamicStrings(program, 'RUNPATH')).toEqual([RUNPATH]);
+    expect((await execOk(requireTool('patchelf'), ['--print-rpath', program])).trim()).toBe(RUNPATH);
+    expect(await elflint(program)).toEqual(lintBefore);
+    expect(await runOk(arch, program)).toBe(OUTPUT);
+
+    // The same edit again asks for nothing; another edit fits in the room the first page left.
+    const bytes = await fileState(program);
+    const again = await cli(['set-runpath', RUNPATH, program, '--json']);
+    expect((JSON.parse(again.stdout) as { tier: string }[])[0]?.tier).toBe('noop');
+    expect(await fileState(program)).toEqual(bytes);
+    const more = await cli(['add-needed', 'libm.so.6', program, '--json']);
+    expect(more.code, more.stderr).toBe(0);
+    expect(['in-place', 'append']).toContain((JSON.parse(more.stdout) as { tier: string }[])[0]?.tier);
+    expect(await runOk(arch, program)).toBe(OUTPUT);
+
+    // strip takes the result, and the stripped program runs.
+    const stripped = join(dir, 'prog.stripped');
+    await execOk(binutil(arch, 'strip'), ['-o', stripped, program]);
+    expect(await runOk(arch, stripped)).toBe(OUTPUT);
+  });
+
+  it('apply rewrites it (the dry run writes nothing), names the tier, and check then finds nothing to do', async () => {
+    const { dir, program } = await tableWithoutRoom(arch);
+    const dry = await cli(['apply', dir, '--dry-run', '--json', '--cuda-compat', '/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat']);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toMatch(/rewrite/);
+    const untouched = await fileState(program);
+    const applied = await cli(['apply', dir, '--cuda-compat', '/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat']);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stdout).toMatch(/rewrite/);
+    expect((await fileState(program)).sha256).not.toBe(untouched.sha256);
+    expect(await runOk(arch, program)).toBe(OUTPUT);
+    expect((await cli(['check', dir, '--cuda-compat', '/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat'])).code).toBe(0);
+  });
+
+  it('a file with another hard link is refused (a new inode would split them), both names untouched', async () => {
+    const { dir, program } = await tableWithoutRoom(arch);
+    const other = join(dir, 'prog.other-name');
+    await link(program, other);
+    const before = await fileState(program);
+    const result = await cli(['set-runpath', RUNPATH, program]);
+    expect(result.code).toBe(3);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toContain(`${program}: the edit needs a whole-file rewrite, which would split the file's 2 hard links; left alone`);
+    expect(await fileState(program)).toEqual(before);
+    expect((await stat(program)).ino).toBe((await stat(other)).ino);
+  });
+
+  it('a read-only file is refused without --make-writable, and keeps its mode with it', async () => {
+    const { program } = await tableWithoutRoom(arch);
+    await chmod(program, 0o555);
+    const before = await fileState(program);
+    const refused = await cli(['set-runpath', RUNPATH, program]);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain('read-only file (mode 555)');
+    expect(await fileState(program)).toEqual(before);
+    const done = await cli(['set-runpath', RUNPATH, program, '--make-writable', '--json']);
+    expect(done.code, done.stderr).toBe(0);
+    expect((JSON.parse(done.stdout) as { tier: string }[])[0]?.tier).toBe('rewrite');
+    expect((await stat(program)).mode & 0o7777).toBe(0o555);
+    expect(await runOk(arch, program)).toBe(OUTPUT);
+  });
+
+  it('--output writes the rewritten file there and leaves the input alone', async () => {
+    const { dir, program } = await tableWithoutRoom(arch);
+    const before = await fileState(program);
+    const output = join(dir, 'prog.out');
+    const result = await cli(['set-runpath', RUNPATH, program, '--output', output, '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    expect((JSON.parse(result.stdout) as { tier: string }[])[0]?.tier).toBe('rewrite');
+    expect(await fileState(program)).toEqual(before);
+    expect(await dynamicStrings(output, 'RUNPATH')).toEqual([RUNPATH]);
+    expect(await runOk(arch, output)).toBe(OUTPUT);
+  });
+
+  it('a position-independent executable in the same state is refused: nothing is free below address 0', async () => {
+    const { program } = await tableWithoutRoom(arch, ['-fPIE', '-pie']);
+    const before = await fileState(program);
+    const result = await cli(['set-runpath', RUNPATH, program]);
+    expect(result.code).toBe(3);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toContain('nor can a whole-file rewrite help: a position-independent file has no addresses free below its first segment');
+    expect(await fileState(program)).toEqual(before);
+  });
+});
