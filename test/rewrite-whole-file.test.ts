@@ -164,6 +164,19 @@ describe.each(ARCHES)('%s', (arch) => {
     expect((await cli(['check', dir, '--cuda-compat', '/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat'])).code).toBe(0);
   });
 
+  it('the temporary file a killed rewrite leaves behind is skipped by apply, never patched or removed', async () => {
+    const { dir, program } = await tableWithoutRoom(arch);
+    const leftover = join(dir, '.prog.cuda-patchelf-rewrite-4242');
+    await writeFile(leftover, (await readFile(program)).subarray(0, 4096), { mode: 0o600 });
+    const before = await fileState(leftover);
+    const result = await cli(['apply', dir, '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const report = JSON.parse(result.stdout) as { files: { path: string; status: string; reason?: string; tier?: string }[] };
+    expect(report.files.find((f) => f.path === leftover)).toEqual({ path: leftover, status: 'skipped', reason: 'rewrite-temporary' });
+    expect(report.files.find((f) => f.path === program)?.tier).toBe('rewrite');
+    expect(await fileState(leftover)).toEqual(before);
+  });
+
   it('a file with another hard link is refused (a new inode would split them), both names untouched', async () => {
     const { dir, program } = await tableWithoutRoom(arch);
     const other = join(dir, 'prog.other-name');

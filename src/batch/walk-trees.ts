@@ -13,6 +13,7 @@ import { lstatSync, readdirSync, statSync, type Dirent, type Stats } from 'node:
 import { relative, resolve, sep } from 'node:path';
 import { ioError } from '../elf/byte-source.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { isRewriteTemporary } from '../write/rewrite-file.js';
 
 export type WalkItem =
   | {
@@ -24,7 +25,7 @@ export type WalkItem =
       /** Names of this inode in the walked trees, when counted (see patchTrees); 1 otherwise. */
       readonly names?: number;
     }
-  | { readonly kind: 'skip'; readonly path: string; readonly reason: 'symlink' | 'special' | 'hard-link'; readonly detail?: string }
+  | { readonly kind: 'skip'; readonly path: string; readonly reason: 'symlink' | 'special' | 'hard-link' | 'rewrite-temporary'; readonly detail?: string }
   | { readonly kind: 'error'; readonly path: string; readonly error: unknown };
 
 function toPosix(path: string): string {
@@ -100,6 +101,7 @@ export async function* walkTrees(roots: readonly string[]): AsyncGenerator<WalkI
         const relativePath = directory.relativePath === '' ? name : `${directory.relativePath}/${name}`;
         if (entry.isDirectory()) subdirectories.push({ path, relativePath });
         else if (entry.isSymbolicLink()) yield { kind: 'skip', path, reason: 'symlink' };
+        else if (isRewriteTemporary(name)) yield { kind: 'skip', path, reason: 'rewrite-temporary' };
         else {
           let stats: Stats;
           try {

@@ -18,6 +18,14 @@ export function rewriteTempPath(path: string): string {
   return join(dirname(path), `.${basename(path)}.cuda-patchelf-rewrite-${process.pid}`);
 }
 
+/**
+ * Whether a file name is such a temporary name: a run killed during a rewrite leaves one, and a run at
+ * the same moment may be writing one. The walk leaves them alone.
+ */
+export function isRewriteTemporary(name: string): boolean {
+  return /^\..+\.cuda-patchelf-rewrite-\d+$/.test(name);
+}
+
 function sameFile(a: Stats, b: Stats): boolean {
   return a.ino === b.ino && a.dev === b.dev && a.size === b.size && a.mtimeMs === b.mtimeMs;
 }
