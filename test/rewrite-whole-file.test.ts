@@ -4,7 +4,8 @@
 // end. Natively on x86_64, under qemu-aarch64 on aarch64 (64 KiB pages); proved with readelf,
 // patchelf, eu-elflint, strip and the programs themselves.
 
-import { link, readFile, readdir, stat, chmod, writeFile, mkdir } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { link, readFile, readdir, rm, stat, chmod, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireTool } from './helpers/fixtures.js';
@@ -27,7 +28,7 @@ import {
   type SegmentRow,
 } from './helpers/rw-build.js';
 import { relocateProgramHeaders } from './helpers/rw-elf.js';
-import { assertCliBuilt, runCli, type CliResult } from './helpers/run-cli.js';
+import { assertCliBuilt, cliPath, runCli, type CliResult } from './helpers/run-cli.js';
 
 const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
 const PAGE: Record<BuildArch, number> = { x86_64: 0x1000, aarch64: 0x10000 };
@@ -225,5 +226,43 @@ describe.each(ARCHES)('%s', (arch) => {
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
     expect(result.stderr).toContain('nor can a whole-file rewrite help: a position-independent file has no addresses free below its first segment');
     expect(await fileState(program)).toEqual(before);
+  });
+  it('killed at random moments (--durable), the file is always its original or the finished result', async () => {
+    // 48 MiB of initialised data: copying the file takes long enough for kills to land inside the rewrite.
+    const dataSource = SOURCE.replace('static char big[96 << 20];', 'static char big[96 << 20];\nchar filled[48 << 20] = { 1 };');
+    const dir = join(work, `${arch}-kill-${++counter}`);
+    await mkdir(dir, { recursive: true });
+    const linked = await compile(arch, dir, 'prog.linked', { 'prog.c': dataSource }, ['-O1', '-no-pie', '-Wl,-z,noseparate-code']);
+    const rows = await segments(linked);
+    const roomOffset = offsetOfAddress(rows, await symbolAddress(linked, 'phdr_room'));
+    const original = relocateProgramHeaders(new Uint8Array(await readFile(linked)), { roomOffset, roomSize: ROOM, spareNullEntries: 0, occupyOldPlace: true });
+    const program = join(dir, 'prog');
+    const write = (): Promise<void> => writeFile(program, original, { mode: 0o755 });
+    await write();
+    const done = await cli(['set-runpath', RUNPATH, program, '--json']);
+    expect((JSON.parse(done.stdout) as { tier: string }[])[0]?.tier).toBe('rewrite');
+    const finished = await readFile(program);
+    const elapsed = done.ms;
+    let killedInside = 0;
+    for (let round = 0; round < 12; round++) {
+      await write();
+      const child = spawn(process.execPath, [cliPath, 'set-runpath', RUNPATH, program, '--durable'], { stdio: 'ignore' });
+      await new Promise((resolve) => setTimeout(resolve, (elapsed * (round + 0.5)) / 12));
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.once('exit', resolve));
+      const now = await readFile(program);
+      const state = Buffer.compare(now, original) === 0 ? 'original' : Buffer.compare(now, finished) === 0 ? 'finished' : 'broken';
+      expect(state, `round ${round}`).not.toBe('broken');
+      const leftovers = (await readdir(dir)).filter((name) => name.includes('.cuda-patchelf-rewrite-'));
+      if (state === 'original' && leftovers.length > 0) killedInside++;
+      expect(await runOk(arch, program)).toBe(OUTPUT);
+      // The next run finishes the job whatever the kill left: the same bytes as an uninterrupted run.
+      const again = await cli(['set-runpath', RUNPATH, program]);
+      expect(again.code, again.stderr).toBe(0);
+      expect(Buffer.compare(await readFile(program), finished)).toBe(0);
+      for (const name of leftovers) await rm(join(dir, name));
+    }
+    // Some kills must have landed inside the rewrite (a temporary file, the original still in place).
+    expect(killedInside).toBeGreaterThan(0);
   });
 });
