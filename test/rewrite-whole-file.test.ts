@@ -6,7 +6,7 @@
 
 import { spawn } from 'node:child_process';
 import { existsSync, watch } from 'node:fs';
-import { link, mkdtemp, readFile, readdir, rm, stat, chmod, writeFile, mkdir } from 'node:fs/promises';
+import { chown, link, mkdtemp, readFile, readdir, rm, stat, chmod, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { requireTool } from './helpers/fixtures.js';
@@ -205,6 +205,17 @@ describe.each(ARCHES)('%s', (arch) => {
     expect((JSON.parse(done.stdout) as { tier: string }[])[0]?.tier).toBe('rewrite');
     expect((await stat(program)).mode & 0o7777).toBe(0o555);
     expect(await runOk(arch, program)).toBe(OUTPUT);
+  });
+
+  it('the new file keeps the owner and the mode of the old one, set-user-ID bit included', async () => {
+    const { program } = await tableWithoutRoom(arch);
+    await chown(program, 65534, 65534);
+    await chmod(program, 0o4751);
+    const result = await cli(['set-runpath', RUNPATH, program, '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    expect((JSON.parse(result.stdout) as { tier: string }[])[0]?.tier).toBe('rewrite');
+    const after = await stat(program);
+    expect({ uid: after.uid, gid: after.gid, mode: after.mode & 0o7777 }).toEqual({ uid: 65534, gid: 65534, mode: 0o4751 });
   });
 
   it('--output writes the rewritten file there and leaves the input alone', async () => {

@@ -67,13 +67,14 @@ export function rewriteFile(path: string, plan: Plan, planned: Stats | null, opt
     step = 'write the new file for';
     copyShifted(input, output, before.size, plan.shift ?? 0);
     const written = before.size + applyPlan(output, plan, options.durable === undefined ? {} : { durable: options.durable });
-    fchmodSync(output, before.mode & 0o7777);
     try {
       fchownSync(output, before.uid, before.gid);
     } catch (error) {
       // Only root may give a file away; anyone else's new file is theirs, as the old one was.
       if ((error as NodeJS.ErrnoException).code !== 'EPERM') throw error;
     }
+    // After the owner: a change of owner clears the set-user-ID and set-group-ID bits.
+    fchmodSync(output, before.mode & 0o7777);
     // The last look before the switch (the caller holds the file's lock against other cuda-patchelf runs).
     if (!sameFile(statSync(path), before)) throw changedError(path);
     step = 'rename the new file over';
