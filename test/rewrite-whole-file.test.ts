@@ -152,6 +152,24 @@ describe.each(ARCHES)('%s', (arch) => {
     expect(await runOk(arch, stripped)).toBe(OUTPUT);
   });
 
+  it.each([
+    { op: ['add-runpath', '--force-rpath', '--dedupe', RUNPATH], tag: 'RPATH', value: RUNPATH },
+    { op: ['add-runpath', '--append', '--dedupe', RUNPATH], tag: 'RUNPATH', value: RUNPATH },
+    { op: ['add-needed', 'libm.so.6'], tag: 'NEEDED', value: 'libm.so.6' },
+  ])('$op.0 $op.1 takes the rewrite too, reads back, runs, and is a noop the second time', async ({ op, tag, value }) => {
+    const { program } = await tableWithoutRoom(arch);
+    const result = await cli([...op, program, '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    expect((JSON.parse(result.stdout) as { tier: string }[])[0]?.tier).toBe('rewrite');
+    // patchelf's own flag reads the same value back.
+    if (tag === 'NEEDED') expect(await execOk(requireTool('patchelf'), ['--print-needed', program])).toContain(value);
+    expect(await dynamicStrings(program, tag)).toContain(value);
+    expect(await runOk(arch, program)).toBe(OUTPUT);
+    const bytes = await fileState(program);
+    expect((await cli([...op, program])).code).toBe(0);
+    expect(await fileState(program)).toEqual(bytes);
+  });
+
   it('apply rewrites it (the dry run writes nothing), names the tier, and check then finds nothing to do', async () => {
     const { dir, program } = await tableWithoutRoom(arch);
     const dry = await cli(['apply', dir, '--dry-run', '--json', '--cuda-compat', '/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat']);
