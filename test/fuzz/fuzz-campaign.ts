@@ -53,6 +53,8 @@ export interface FuzzFigures {
   /** Different mutated files among the iterations (by SHA-1). */
   distinctInputs: number;
   written: number;
+  /** The written inputs by the tier they took. */
+  writtenTiers: Record<string, number>;
   noop: number;
   skipped: number;
   refused: Record<string, number>;
@@ -112,6 +114,7 @@ export async function runFuzz(config: FuzzConfig): Promise<{ figures: FuzzFigure
     baseFiles: bases.length,
     distinctInputs: 0,
     written: 0,
+    writtenTiers: {},
     noop: 0,
     skipped: 0,
     refused: {},
@@ -149,6 +152,7 @@ export async function runFuzz(config: FuzzConfig): Promise<{ figures: FuzzFigure
       figures.iterations++;
       if (result.outcome === 'refused') figures.refused[result.refusal ?? 'crash'] = (figures.refused[result.refusal ?? 'crash'] ?? 0) + 1;
       else figures[result.outcome]++;
+      if (result.tier !== undefined) figures.writtenTiers[result.tier] = (figures.writtenTiers[result.tier] ?? 0) + 1;
       const problems = [...result.problems];
       if (ms > figures.maxInputMs) {
         figures.maxInputMs = ms;

@@ -28,6 +28,8 @@ export interface OperationResult {
   readonly outcome: 'written' | 'noop' | 'refused' | 'skipped';
   /** The error kind of a refusal. */
   readonly refusal?: string;
+  /** The tier a written file took. */
+  readonly tier?: string;
   readonly problems: string[];
 }
 
@@ -175,9 +177,10 @@ export function editOperation(name: string, apply: (editor: DynamicEditor) => vo
         return { outcome: 'refused', refusal: (error as { kind?: string }).kind ?? 'crash', problems };
       }
       const problems: string[] = [];
-      if (plan.newSize > 2 * input.length + MAX_GROWTH) return { outcome: 'written', problems: [`the plan grows the file from ${input.length} to ${plan.newSize} bytes`] };
+      const tier = plan.tier;
+      if (plan.newSize > 2 * input.length + MAX_GROWTH) return { outcome: 'written', tier, problems: [`the plan grows the file from ${input.length} to ${plan.newSize} bytes`] };
       const written = await readResult(path, input);
-      if ('tooLarge' in written) return { outcome: 'written', problems: [`the written file grew from ${input.length} to ${written.tooLarge} bytes`] };
+      if ('tooLarge' in written) return { outcome: 'written', tier, problems: [`the written file grew from ${input.length} to ${written.tooLarge} bytes`] };
       if (!sameBytes(written, expectedBytes(input, plan))) problems.push(`the file does not hold the input with the plan's ${plan.writes.length} writes laid over it`);
       try {
         const back = await readBackEntries(path);
@@ -195,7 +198,7 @@ export function editOperation(name: string, apply: (editor: DynamicEditor) => vo
       } catch (error) {
         problems.push(`the same edit again fails: ${error instanceof Error ? error.message : String(error)}`);
       }
-      return { outcome: plan.tier === 'noop' ? 'noop' : 'written', problems };
+      return plan.tier === 'noop' ? { outcome: 'noop', problems } : { outcome: 'written', tier, problems };
     },
   };
 }
@@ -225,8 +228,9 @@ export function hooksOperation(semantics: Semantics, removeStubs: boolean): Oper
           problems.push(...(await untouchedProblems(path, input, `a file ${outcome.status}`)));
           return { outcome: outcome.status === 'skipped' ? 'skipped' : 'noop', problems };
         case 'patched': {
+          const tier = outcome.tier;
           const written = await readResult(path, input);
-          if ('tooLarge' in written) return { outcome: 'written', problems: [`the written file grew from ${input.length} to ${written.tooLarge} bytes`] };
+          if ('tooLarge' in written) return { outcome: 'written', tier, problems: [`the written file grew from ${input.length} to ${written.tooLarge} bytes`] };
           try {
             const back = await readBackEntries(path);
             const runpath = back.entries.find((e) => e.d_tag === DT.DT_RUNPATH) ?? back.entries.find((e) => e.d_tag === DT.DT_RPATH);
@@ -238,7 +242,7 @@ export function hooksOperation(semantics: Semantics, removeStubs: boolean): Oper
           } catch (error) {
             problems.push(`the written file does not read back: ${error instanceof Error ? error.message : String(error)}`);
           }
-          return { outcome: 'written', problems };
+          return { outcome: 'written', tier, problems };
         }
       }
     },
