@@ -7,10 +7,11 @@
 import { stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { sameFile } from '../write/same-file.js';
 
 /** A `changed` error when the file at `path` is not the one `opened` describes; null when it is. */
 export async function changedWhileRead(path: string, opened: Stats): Promise<CudaPatchelfError | null> {
   const now = await stat(path).catch(() => null);
-  if (now !== null && now.ino === opened.ino && now.dev === opened.dev && now.size === opened.size && now.mtimeMs === opened.mtimeMs) return null;
+  if (now !== null && sameFile(now, opened)) return null;
   return new CudaPatchelfError('changed', 'the file changed on disk while it was being read; left alone', { file: path });
 }

@@ -17,6 +17,7 @@ import { isStringEntry, type WantedEntry } from '../plan/wanted.js';
 import { applyPlan } from '../write/apply-plan.js';
 import { withFileLock } from '../write/file-lock.js';
 import { rewriteFile } from '../write/rewrite-file.js';
+import { changedSincePlanned, sameFile } from '../write/same-file.js';
 
 export interface EditOptions {
   /** Write the result to this file and leave the input alone. */
@@ -170,9 +171,7 @@ export async function writePlan(path: string, plan: Plan, planned: Stats | null,
     }
     if (planned !== null) {
       const now = fstatSync(fd);
-      if (now.ino !== planned.ino || now.dev !== planned.dev || now.size !== planned.size || now.mtimeMs !== planned.mtimeMs) {
-        throw new CudaPatchelfError('changed', 'the file changed on disk while it was being planned; left alone', { file: path });
-      }
+      if (!sameFile(now, planned)) throw changedSincePlanned(path);
     }
     try {
       return applyPlan(fd, plan, options.durable === undefined ? {} : { durable: options.durable });

@@ -11,7 +11,7 @@
 // position-independent one starts at address 0.
 
 import { EHDR, PHDR, SHDR, type ProgramHeader } from '../elf/codec.js';
-import { EI_NIDENT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ET, EV_CURRENT, PF_R, PT, SHT, machinePageSize } from '../elf/constants.js';
+import { EI_NIDENT, ELF_MAGIC, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ET, EV_CURRENT, PF_R, PT, SHT, machinePageSize } from '../elf/constants.js';
 import type { EditFacts } from '../elf/edit-facts.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { PlannedWrite } from './plan.js';
@@ -77,7 +77,7 @@ export function shiftForRewrite(facts: EditFacts, why: string): ShiftedFile {
   const table = [...moved.slice(0, firstLoad), headerLoad, ...moved.slice(firstLoad)];
 
   const ident = new Uint8Array(EI_NIDENT);
-  ident.set([0x7f, 0x45, 0x4c, 0x46, codec.elfClass === 64 ? ELFCLASS64 : ELFCLASS32, codec.littleEndian ? ELFDATA2LSB : ELFDATA2MSB, EV_CURRENT, header.osabi, header.abiversion]);
+  ident.set([...ELF_MAGIC, codec.elfClass === 64 ? ELFCLASS64 : ELFCLASS32, codec.littleEndian ? ELFDATA2LSB : ELFDATA2MSB, EV_CURRENT, header.osabi, header.abiversion]);
   const elfHeader = new Uint8Array(EI_NIDENT + codec.sizeOf(EHDR));
   elfHeader.set(ident);
   const shoff = header.e_shoff === 0 ? 0 : header.e_shoff + shift;

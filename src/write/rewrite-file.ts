@@ -10,6 +10,7 @@ import { ioError } from '../elf/byte-source.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Plan } from '../plan/plan.js';
 import { applyPlan } from './apply-plan.js';
+import { changedSincePlanned, sameFile } from './same-file.js';
 
 const COPY_CHUNK = 1 << 20;
 
@@ -24,14 +25,6 @@ export function rewriteTempPath(path: string): string {
  */
 export function isRewriteTemporary(name: string): boolean {
   return /^\..+\.cuda-patchelf-rewrite-\d+$/.test(name);
-}
-
-function sameFile(a: Stats, b: Stats): boolean {
-  return a.ino === b.ino && a.dev === b.dev && a.size === b.size && a.mtimeMs === b.mtimeMs;
-}
-
-function changedError(path: string): CudaPatchelfError {
-  return new CudaPatchelfError('changed', 'the file changed on disk while it was being planned; left alone', { file: path });
 }
 
 /** Copies all of `from` (of `size` bytes) into `to` at offset `shift`. */
@@ -58,7 +51,7 @@ export function rewriteFile(path: string, plan: Plan, planned: Stats | null, opt
   try {
     input = openSync(path, 'r');
     const before = fstatSync(input);
-    if (planned !== null && !sameFile(before, planned)) throw changedError(path);
+    if (planned !== null && !sameFile(before, planned)) throw changedSincePlanned(path);
     if (before.nlink > 1) {
       throw new CudaPatchelfError('unsupported', `the edit needs a whole-file rewrite, which would split the file's ${before.nlink} hard links; left alone`, { file: path });
     }
@@ -66,7 +59,8 @@ export function rewriteFile(path: string, plan: Plan, planned: Stats | null, opt
     output = openSync(temp, 'wx', 0o600);
     step = 'write the new file for';
     copyShifted(input, output, before.size, plan.shift ?? 0);
-    const written = before.size + applyPlan(output, plan, options.durable === undefined ? {} : { durable: options.durable });
+    // The phases need no syncs in between: nothing sees the new file before the rename.
+    const written = before.size + applyPlan(output, plan);
     try {
       fchownSync(output, before.uid, before.gid);
     } catch (error) {
@@ -75,8 +69,10 @@ export function rewriteFile(path: string, plan: Plan, planned: Stats | null, opt
     }
     // After the owner: a change of owner clears the set-user-ID and set-group-ID bits.
     fchmodSync(output, before.mode & 0o7777);
+    // Durable: the new file's bytes reach the disk before the name points at it.
+    if (options.durable) fsyncSync(output);
     // The last look before the switch (the caller holds the file's lock against other cuda-patchelf runs).
-    if (!sameFile(statSync(path), before)) throw changedError(path);
+    if (!sameFile(statSync(path), before)) throw changedSincePlanned(path);
     step = 'rename the new file over';
     renameSync(temp, path);
     if (options.durable) syncDirectory(dirname(path));
