@@ -64,6 +64,11 @@ describe('parseHookConfig', () => {
     expect(parseHookConfig(CONFIG, '{ "hooks": [] }')).toEqual([]);
   });
 
+  it('brings directories to one spelling: no doubled slashes, no "." components, no trailing slash', () => {
+    const [spelled] = parseHookConfig(CONFIG, JSON.stringify({ hooks: [{ name: 'a', prepend: ['/opt//x/', '${ORIGIN}/./lib/', '$ORIGIN', '/'] }] }));
+    expect(spelled?.transform).toEqual({ kind: 'prepend', dirs: ['/opt/x', '${ORIGIN}/lib', '$ORIGIN', '/'] });
+  });
+
   const invalid: Array<[string, string, RegExp]> = [
     ['not JSON', '{ "hooks": [ ', /not valid JSON/],
     ['a trailing comma', '{ "hooks": [], }', /not valid JSON/],
@@ -85,8 +90,11 @@ describe('parseHookConfig', () => {
     ['a non-string directory', '{ "hooks": [{ "name": "a", "prepend": [1] }] }', /"a": prepend must be an array of strings/],
     ['directories as a string', '{ "hooks": [{ "name": "a", "append": "/x" }] }', /"a": append must be an array of strings/],
     ['a null directory', '{ "hooks": [{ "name": "a", "append": [null] }] }', /"a": append must be an array of strings/],
-    ["a ':' in a directory", '{ "hooks": [{ "name": "a", "prepend": ["/x:/y"] }] }', /"a": prepend needs directories, without ':'/],
-    ['an empty directory', '{ "hooks": [{ "name": "a", "prepend": [""] }] }', /"a": prepend needs directories/],
+    ["a ':' in a directory", '{ "hooks": [{ "name": "a", "prepend": ["/x:/y"] }] }', /"a": prepend entry "\/x:\/y" contains ':', the runpath separator/],
+    ['an empty directory', '{ "hooks": [{ "name": "a", "prepend": [""] }] }', /"a": prepend entry is empty; it must be an absolute path or one starting with \$ORIGIN/],
+    ['a relative directory', '{ "hooks": [{ "name": "a", "prepend": ["./cc"] }] }', /"a": prepend entry "\.\/cc" is relative; it must be an absolute path or one starting with \$ORIGIN/],
+    ['a bare name', '{ "hooks": [{ "name": "a", "append": ["lib"] }] }', /"a": append entry "lib" is relative/],
+    ['$ORIGIN glued to a name', '{ "hooks": [{ "name": "a", "append": ["$ORIGINAL/lib"] }] }', /"a": append entry "\$ORIGINAL\/lib" is relative/],
     ['no directories', '{ "hooks": [{ "name": "a", "append": [] }] }', /"a": append needs directories/],
     ['a numeric removeMatching', '{ "hooks": [{ "name": "a", "removeMatching": 3 }] }', /"a": removeMatching must be a non-empty string/],
     ['an empty removeMatching', '{ "hooks": [{ "name": "a", "removeMatching": "" }] }', /"a": removeMatching must be a non-empty string/],

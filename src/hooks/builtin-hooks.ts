@@ -3,6 +3,7 @@
 
 import { EM } from '../elf/constants.js';
 import type { Hook } from './hook.js';
+import { NIXPKGS_STUBS_PATTERNS } from './stubs-pattern.js';
 
 export const DEFAULT_DRIVER_LINK = '/run/opengl-driver';
 
@@ -17,7 +18,7 @@ export function driverHook(driverLink: string = DEFAULT_DRIVER_LINK): Hook {
   return {
     name: 'driver',
     transform: { kind: 'prepend', dirs: [`${driverLink}/lib`] },
-    machineDirs: new Map([[EM.EM_386, [`${driverLink}-32/lib`]]]),
+    machineDirs: driverMachineDirs(driverLink),
     files: {},
     before: [],
     after: [],
@@ -38,11 +39,22 @@ export function cudaCompatHook(cudaCompat: string): Hook {
   };
 }
 
-/** `remove-stubs`: drops entries pointing into a `lib/stubs` directory (link-time stub libraries). */
-export function removeStubsHook(fragment = '/lib/stubs'): Hook {
+function driverMachineDirs(driverLink: string): ReadonlyMap<number, readonly string[]> {
+  return new Map([[EM.EM_386, [`${driverLink}-32/lib`]]]);
+}
+
+/**
+ * `remove-stubs`, as Nixpkgs' removeStubsFromRunpathHook: link-time stub libraries (libcuda.so from
+ * `lib/stubs`) must never be found at run time, where the driver's library belongs. The first stubs
+ * entry becomes the driver's directory unless that came earlier; the other stubs entries are dropped.
+ * The driver link is needed even when the driver hook is off, as in Nixpkgs.
+ */
+export function removeStubsHook(options: { patterns?: readonly string[]; driverLink?: string } = {}): Hook {
+  const driverLink = options.driverLink ?? DEFAULT_DRIVER_LINK;
   return {
     name: 'remove-stubs',
-    transform: { kind: 'remove-matching', fragment },
+    transform: { kind: 'replace-matching', patterns: options.patterns ?? NIXPKGS_STUBS_PATTERNS, dirs: [`${driverLink}/lib`] },
+    machineDirs: driverMachineDirs(driverLink),
     files: {},
     before: [],
     after: ['*'],

@@ -2,10 +2,13 @@
 
 import { resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
-import type { FileFacts, FileSelector, Hook, TracedEntry } from './hook.js';
+import type { FileFacts, FileSelector, Hook, RunpathTransform, TracedEntry } from './hook.js';
+import { normalizeRunpathEntry } from './runpath-entry.js';
+import { stubsMatcher } from './stubs-pattern.js';
 
 /**
- * - `default`: the Nixpkgs order, with duplicate and empty entries dropped (first occurrence wins).
+ * - `default`: the Nixpkgs order, with duplicate and empty entries dropped (first occurrence wins;
+ *   `/a//b/` and `/a/b` are one entry).
  * - `nixpkgs-compat`: byte-identical to running each Nixpkgs hook's `patchelf --set-rpath "<dir>:$old"`
  *   in turn: no dedupe, and an empty old runpath leaves a trailing `:`.
  */
@@ -32,6 +35,43 @@ function dirsFor(hook: Hook, file: FileFacts, semantics: Semantics): readonly st
   return (semantics === 'default' ? hook.machineDirs?.get(file.machine) : undefined) ?? hook.transform.dirs;
 }
 
+type ReplaceMatching = Extract<RunpathTransform, { kind: 'replace-matching' }>;
+
+/** Compiled once per transform (hooks travel to worker threads as plain data). */
+const matchers = new WeakMap<ReplaceMatching, (entry: string) => boolean>();
+
+function matcherOf(transform: ReplaceMatching): (entry: string) => boolean {
+  let matcher = matchers.get(transform);
+  if (matcher === undefined) matchers.set(transform, (matcher = stubsMatcher(transform.patterns)));
+  return matcher;
+}
+
+/**
+ * Nixpkgs' stubs hook reads the runpath back with `mapfile -d ':'`, which drops the empty entry after
+ * a trailing ':' (and sees no entry at all in an empty runpath); it then writes the entries joined.
+ */
+function asReadByMapfile(entries: TracedEntry[]): TracedEntry[] {
+  return entries.length > 0 && entries[entries.length - 1]?.dir === '' ? entries.slice(0, -1) : entries;
+}
+
+function replaceMatching(entries: TracedEntry[], transform: ReplaceMatching, added: readonly TracedEntry[], semantics: Semantics): TracedEntry[] {
+  const matches = matcherOf(transform);
+  const spelling = semantics === 'default' ? normalizeRunpathEntry : (dir: string): string => dir;
+  const replacements = new Set(added.map((entry) => spelling(entry.dir)));
+  let replaced = false;
+  const result: TracedEntry[] = [];
+  for (const entry of semantics === 'nixpkgs-compat' ? asReadByMapfile(entries) : entries) {
+    if (matches(entry.dir)) {
+      if (!replaced) result.push(...added);
+      replaced = true;
+    } else {
+      result.push(entry);
+      if (replacements.has(spelling(entry.dir))) replaced = true;
+    }
+  }
+  return result;
+}
+
 function applyHook(entries: TracedEntry[], hook: Hook, file: FileFacts, semantics: Semantics): TracedEntry[] {
   const added = dirsFor(hook, file, semantics).map((dir) => ({ dir, hook: hook.name }));
   switch (hook.transform.kind) {
@@ -43,6 +83,8 @@ function applyHook(entries: TracedEntry[], hook: Hook, file: FileFacts, semantic
       const fragment = hook.transform.fragment;
       return entries.filter((entry) => !entry.dir.includes(fragment));
     }
+    case 'replace-matching':
+      return replaceMatching(entries, hook.transform, added, semantics);
   }
 }
 
@@ -62,7 +104,28 @@ export function composeRunpath(orderedHooks: readonly Hook[], file: FileFacts, c
   for (const hook of applicable) for (let i = 0; i < repeat; i++) entries = applyHook(entries, hook, file, semantics);
   if (semantics === 'default') {
     const seen = new Set<string>();
-    entries = entries.filter((entry) => entry.dir !== '' && !seen.has(entry.dir) && seen.add(entry.dir) !== undefined);
+    entries = entries.filter((entry) => {
+      const key = normalizeRunpathEntry(entry.dir);
+      return key !== '' && !seen.has(key) && seen.add(key) !== undefined;
+    });
   }
   return { value: entries.map((entry) => entry.dir).join(':'), entries, applied: applicable.map((hook) => hook.name) };
+}
+
+/**
+ * Whether `current` is what one run of the hooks makes of some runpath, in nixpkgs-compat: there every
+ * run prepends again, as Nixpkgs' patchelf sequence does, so `check` cannot ask whether `apply` would
+ * change nothing. It asks whether the hooks' entries already lead (and, for appending hooks, end) the
+ * runpath in hook order, with the rest as the hooks would leave it: the runpath with some leading and
+ * trailing entries taken off must compose back to itself.
+ */
+export function isOneHookRun(orderedHooks: readonly Hook[], file: FileFacts, current: string): boolean {
+  const entries = current.split(':');
+  for (let lead = 0; lead <= entries.length; lead++) {
+    for (let trail = 0; lead + trail <= entries.length; trail++) {
+      const base = entries.slice(lead, entries.length - trail).join(':');
+      if (composeRunpath(orderedHooks, file, base, 'nixpkgs-compat')?.value === current) return true;
+    }
+  }
+  return false;
 }

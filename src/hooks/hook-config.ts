@@ -6,6 +6,7 @@
 import { textToByteString } from '../elf/byte-string.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Hook, RunpathTransform } from './hook.js';
+import { hookDirectory } from './runpath-entry.js';
 
 const KNOWN_FIELDS = new Set(['name', 'prepend', 'append', 'removeMatching', 'include', 'exclude', 'sharedObjectsOnly', 'before', 'after']);
 
@@ -27,8 +28,15 @@ function transformOf(file: string, name: string, raw: Record<string, unknown>): 
     return { kind: 'remove-matching', fragment: textToByteString(raw.removeMatching) };
   }
   const kind = raw.prepend !== undefined ? 'prepend' : 'append';
-  const dirs = stringList(file, `hook "${name}": ${kind}`, raw[kind]).map(textToByteString);
-  if (dirs.length === 0 || dirs.some((dir) => dir === '' || dir.includes(':'))) throw configError(file, `hook "${name}": ${kind} needs directories, without ':'`);
+  const listed = stringList(file, `hook "${name}": ${kind}`, raw[kind]);
+  if (listed.length === 0) throw configError(file, `hook "${name}": ${kind} needs directories, without ':'`);
+  const dirs = listed.map((dir) => {
+    try {
+      return textToByteString(hookDirectory(dir, `hook "${name}": ${kind} entry`, true));
+    } catch (error) {
+      throw error instanceof CudaPatchelfError ? configError(file, error.message) : error;
+    }
+  });
   return { kind, dirs };
 }
 

@@ -12,8 +12,13 @@ export interface TracedEntry {
 export type RunpathTransform =
   | { readonly kind: 'prepend'; readonly dirs: readonly string[] }
   | { readonly kind: 'append'; readonly dirs: readonly string[] }
-  /** Drop entries whose directory contains this path fragment (e.g. `/lib/stubs`). */
-  | { readonly kind: 'remove-matching'; readonly fragment: string };
+  /** Drop entries whose directory contains this path fragment (e.g. `/build/`). */
+  | { readonly kind: 'remove-matching'; readonly fragment: string }
+  /**
+   * Nixpkgs' stubs rule: the first entry matching one of `patterns` (shell-style, see stubs-pattern.ts)
+   * becomes `dirs`, unless one of `dirs` came earlier; later matches are dropped.
+   */
+  | { readonly kind: 'replace-matching'; readonly patterns: readonly string[]; readonly dirs: readonly string[] };
 
 /** What a hook may know about a file when deciding whether it applies. */
 export interface FileFacts {

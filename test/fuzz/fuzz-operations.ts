@@ -205,7 +205,7 @@ export function editOperation(name: string, apply: (editor: DynamicEditor) => vo
 
 /** apply's path: processFile with the built-in hooks, as the batch runs it. */
 export function hooksOperation(semantics: Semantics, removeStubs: boolean): Operation {
-  const hooks = orderHooks([driverHook(), cudaCompatHook(COMPAT_DIR), ...(removeStubs ? [removeStubsHook('/lib/stubs')] : [])], BUILTIN_HOOK_NAMES);
+  const hooks = orderHooks([driverHook(), cudaCompatHook(COMPAT_DIR), ...(removeStubs ? [removeStubsHook({ patterns: ['*/lib/stubs*'] })] : [])], BUILTIN_HOOK_NAMES);
   const options = { hooks, semantics, dryRun: false };
   return {
     name: `apply hooks (${semantics}${removeStubs ? ', remove-stubs' : ''})`,

@@ -1,0 +1,125 @@
+// The stubs hook as Nixpkgs' removeStubsFromRunpathHook has it, the spelling of runpath entries, and
+// what `check --nixpkgs-compat` counts as done (isOneHookRun); no disk.
+
+import { describe, expect, it } from 'vitest';
+import { EM } from '../src/elf/constants.js';
+import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
+import { cudaCompatHook, driverHook, removeStubsHook } from '../src/hooks/builtin-hooks.js';
+import { composeRunpath, isOneHookRun, type Semantics } from '../src/hooks/compose-hooks.js';
+import type { FileFacts, Hook } from '../src/hooks/hook.js';
+import { orderHooks } from '../src/hooks/order-hooks.js';
+import { hookDirectory, normalizeRunpathEntry } from '../src/hooks/runpath-entry.js';
+import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../src/hooks/stubs-pattern.js';
+
+const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
+const DRIVER = '/run/opengl-driver/lib';
+const STUBS = '/nix/store/11111111111111111111111111111111-cuda_cudart/lib/stubs';
+const STUBS_OUTPUT = '/nix/store/22222222222222222222222222222222-cuda_cudart-12.8.90-stubs/lib';
+const FILE: FileFacts = { relativePath: 'lib/libx.so', path: '/build/out/lib/libx.so', isSharedObject: true, machine: EM.EM_X86_64 };
+
+const compose = (hooks: readonly Hook[], current: string | null, semantics: Semantics = 'default', file: FileFacts = FILE): string | null =>
+  composeRunpath(orderHooks(hooks), file, current, semantics)?.value ?? null;
+
+describe('remove-stubs, as Nixpkgs', () => {
+  it('matches entries by store-path name, as shell patterns on the whole entry', () => {
+    expect(NIXPKGS_STUBS_PATTERNS).toEqual(['*-cuda*/lib/stubs', '*-cuda*-stubs/lib*']);
+    expect(removeStubsHook().transform).toEqual({ kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: [DRIVER] });
+    const isStubs = stubsMatcher(NIXPKGS_STUBS_PATTERNS);
+    for (const entry of [STUBS, STUBS_OUTPUT, `${STUBS_OUTPUT}64`, '/nix/store/x-cudatoolkit-12/lib/stubs']) expect(isStubs(entry), entry).toBe(true);
+    for (const entry of ['/usr/local/cuda/lib64/stubs', `${STUBS}/more`, '/opt/lib/stubs', DRIVER, '$ORIGIN']) expect(isStubs(entry), entry).toBe(false);
+  });
+
+  it('replaces the first stubs entry with the driver directory, even with the driver hook off, and drops the others', () => {
+    expect(compose([removeStubsHook()], `$ORIGIN:${STUBS}:/opt/lib:${STUBS_OUTPUT}`)).toBe(`$ORIGIN:${DRIVER}:/opt/lib`);
+    expect(compose([removeStubsHook()], `$ORIGIN:${STUBS}:/opt/lib:${STUBS_OUTPUT}`, 'nixpkgs-compat')).toBe(`$ORIGIN:${DRIVER}:/opt/lib`);
+    // The driver directory already before the stubs: the stubs entries just go.
+    expect(compose([removeStubsHook()], `${DRIVER}:${STUBS}:/opt/lib`, 'nixpkgs-compat')).toBe(`${DRIVER}:/opt/lib`);
+    // After them, Nixpkgs still replaces the first one: the driver directory then appears twice (default: once).
+    expect(compose([removeStubsHook()], `${STUBS}:${DRIVER}`, 'nixpkgs-compat')).toBe(`${DRIVER}:${DRIVER}`);
+    expect(compose([removeStubsHook()], `${STUBS}:${DRIVER}`)).toBe(DRIVER);
+    // With the driver hook on, its entry comes first and the stubs entry simply goes.
+    expect(compose([driverHook(), removeStubsHook()], `${STUBS}:/opt/lib`, 'nixpkgs-compat')).toBe(`${DRIVER}:/opt/lib`);
+    expect(compose([driverHook(), cudaCompatHook(COMPAT), removeStubsHook()], STUBS, 'nixpkgs-compat')).toBe(`${COMPAT}/compat:${DRIVER}`);
+  });
+
+  it('takes its driver directory from the driver link, per machine by default', () => {
+    expect(compose([removeStubsHook({ driverLink: '/opt/gl' })], STUBS)).toBe('/opt/gl/lib');
+    const i386 = { ...FILE, machine: EM.EM_386 };
+    expect(compose([removeStubsHook()], STUBS, 'default', i386)).toBe('/run/opengl-driver-32/lib');
+    expect(compose([removeStubsHook()], STUBS, 'nixpkgs-compat', i386)).toBe(DRIVER);
+  });
+
+  it("in nixpkgs-compat reads the runpath as Nixpkgs' mapfile does: a trailing ':' goes", () => {
+    // The driver hook leaves "DRIVER:" on a file without a runpath; the stubs hook writes it back without the ':'.
+    expect(compose([driverHook()], null, 'nixpkgs-compat')).toBe(`${DRIVER}:`);
+    expect(compose([driverHook(), removeStubsHook()], null, 'nixpkgs-compat')).toBe(DRIVER);
+    expect(compose([removeStubsHook()], 'a::b:', 'nixpkgs-compat')).toBe('a::b');
+    expect(compose([removeStubsHook()], ':', 'nixpkgs-compat')).toBe('');
+    expect(compose([removeStubsHook()], null, 'nixpkgs-compat')).toBe('');
+  });
+
+  it('takes other patterns, and refuses one that would match every entry', () => {
+    expect(compose([removeStubsHook({ patterns: ['*/lib64/stubs'] })], `/usr/local/cuda/lib64/stubs:${STUBS}`)).toBe(`${DRIVER}:${STUBS}`);
+    expect(compose([removeStubsHook({ patterns: ['/opt/?/stubs'] })], '/opt/a/stubs:/opt/ab/stubs')).toBe(`${DRIVER}:/opt/ab/stubs`);
+    // Regular-expression characters are plain characters in a pattern.
+    expect(compose([removeStubsHook({ patterns: ['/opt/a.b+(c)/stubs'] })], '/opt/a.b+(c)/stubs:/opt/aXb+(c)/stubs')).toBe(`${DRIVER}:/opt/aXb+(c)/stubs`);
+    for (const bad of ['', '/', '*', '/*', '**/', '?']) {
+      expect(() => stubsMatcher([bad]), bad).toThrow(CudaPatchelfError);
+      expect(() => stubsMatcher([bad]), bad).toThrow(/would match every runpath entry/);
+    }
+  });
+});
+
+describe('runpath entries', () => {
+  it('have one spelling', () => {
+    const cases: Array<[string, string]> = [
+      ['/run/opengl-driver//lib', '/run/opengl-driver/lib'],
+      ['/run/opengl-driver/lib/', '/run/opengl-driver/lib'],
+      ['//a/./b/.//', '/a/b'],
+      ['/', '/'],
+      ['///', '/'],
+      ['$ORIGIN/../lib/', '$ORIGIN/../lib'],
+      ['', ''],
+    ];
+    for (const [entry, spelled] of cases) expect(normalizeRunpathEntry(entry), entry).toBe(spelled);
+  });
+
+  it('dedupe by that spelling, first occurrence wins', () => {
+    expect(compose([driverHook()], '/run/opengl-driver//lib:/opt/lib/:/opt/lib')).toBe(`${DRIVER}:/opt/lib/`);
+    expect(compose([driverHook('/run/opengl-driver')], '/run/opengl-driver/lib/')).toBe(DRIVER);
+    // nixpkgs-compat keeps every entry as it is.
+    expect(compose([driverHook()], '/run/opengl-driver//lib', 'nixpkgs-compat')).toBe(`${DRIVER}:/run/opengl-driver//lib`);
+  });
+
+  it('are taken from people only absolute (or under $ORIGIN where allowed), and normalised', () => {
+    expect(hookDirectory('/run/opengl-driver/', '--driver-link', false)).toBe('/run/opengl-driver');
+    expect(hookDirectory('$ORIGIN/../lib', 'x', true)).toBe('$ORIGIN/../lib');
+    expect(() => hookDirectory('$ORIGIN/../lib', '--cuda-compat', false)).toThrow(/--cuda-compat "\$ORIGIN\/..\/lib" is relative; it must be an absolute path/);
+    expect(() => hookDirectory('', '--driver-link', false)).toThrow(/--driver-link is empty/);
+    expect(() => hookDirectory('./cc', '--cuda-compat', false)).toThrow(/is relative/);
+    expect(() => hookDirectory('/a:/b', '--cuda-compat', false)).toThrow(/contains ':'/);
+  });
+});
+
+describe('isOneHookRun (check --nixpkgs-compat)', () => {
+  const hooks = orderHooks([driverHook(), cudaCompatHook(COMPAT)]);
+  const once = (current: string | null, h: readonly Hook[] = hooks): string => composeRunpath(h, FILE, current, 'nixpkgs-compat')?.value ?? '';
+
+  it('is true of what one run of the hooks makes of any runpath, twice included', () => {
+    const withStubs = orderHooks([driverHook(), cudaCompatHook(COMPAT), removeStubsHook()]);
+    for (const start of [null, '', '$ORIGIN', `$ORIGIN:${DRIVER}`, 'a::b', `${STUBS}:/opt`]) {
+      expect(isOneHookRun(hooks, FILE, once(start)), String(start)).toBe(true);
+      expect(isOneHookRun(hooks, FILE, once(once(start))), String(start)).toBe(true);
+      expect(isOneHookRun(withStubs, FILE, once(start, withStubs)), String(start)).toBe(true);
+    }
+  });
+
+  it('is false where the hooks entries do not lead in hook order, or the rest would change', () => {
+    for (const current of ['', '$ORIGIN', DRIVER, `${DRIVER}:${COMPAT}/compat`, `$ORIGIN:${COMPAT}/compat:${DRIVER}`, `${COMPAT}/compat`]) {
+      expect(isOneHookRun(hooks, FILE, current), current).toBe(false);
+    }
+    // The stubs hook would still drop the stubs entry.
+    const withStubs = orderHooks([driverHook(), cudaCompatHook(COMPAT), removeStubsHook()]);
+    expect(isOneHookRun(withStubs, FILE, `${COMPAT}/compat:${DRIVER}:${STUBS}`)).toBe(false);
+  });
+});
