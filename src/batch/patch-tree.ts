@@ -3,14 +3,15 @@
 
 import pLimit from 'p-limit';
 import { FileByteSource } from '../elf/byte-source.js';
-import { ELF_MAGIC, ET, PT } from '../elf/constants.js';
+import { DT, ELF_MAGIC, ET, PT } from '../elf/constants.js';
 import { readElfImage, skipReason } from '../elf/elf-image.js';
 import { planEditOf, writePlan, type PlannedEdit } from '../edit/edit-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import { composeRunpath, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
+import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
 import type { Hook } from '../hooks/hook.js';
 import { changedWhileRead } from './changed-while-read.js';
 import { withFileLock } from '../write/file-lock.js';
+import { writeRefusal } from '../write/write-refusal.js';
 import { countOutcome, emptySummary, type BatchSummary, type FileOutcome } from './file-outcome.js';
 import { walkTrees, type WalkItem } from './walk-trees.js';
 import { WorkerPool, workersAvailable } from './worker-pool.js';
@@ -23,6 +24,11 @@ export interface BatchOptions {
   readonly jobs: number;
   /** Plan only: nothing is written (apply --dry-run, check, plan). */
   readonly dryRun: boolean;
+  /**
+   * `check`: in nixpkgs-compat, where every run prepends again, a file counts as done when its runpath
+   * is already what one run of the hooks makes (isOneHookRun), instead of when a run would change nothing.
+   */
+  readonly gate?: boolean;
   readonly durable?: boolean;
   readonly makeWritable?: boolean;
   /** Called as each file is done (progress, streaming reports). */
@@ -73,10 +79,15 @@ export async function processFile(item: FileItem, options: FileOptions): Promise
     planned = await planEditOf(image, (editor) => {
       oldRunpath = editor.runpath();
       composed = composeRunpath(options.hooks, fileFacts, oldRunpath, options.semantics, item.names ?? 1);
-      if (composed !== null && composed.value !== (oldRunpath ?? '')) {
-        // Nixpkgs runs patchelf --set-rpath, which turns DT_RPATH into DT_RUNPATH; by default the kind stays.
-        editor.setRunpath(composed.value, options.semantics === 'nixpkgs-compat' ? 'runpath' : 'keep');
+      if (composed === null) return;
+      if (options.semantics === 'default') {
+        if (composed.value !== (oldRunpath ?? '')) editor.setRunpath(composed.value, 'keep');
+        return;
       }
+      const done = options.gate === true && oldRunpath !== null && editor.runpathTag() === DT.DT_RUNPATH && isOneHookRun(options.hooks, fileFacts, oldRunpath);
+      // Nixpkgs runs patchelf --set-rpath for every hook, even one that leaves the value as it is (the
+      // stubs hook): DT_RPATH becomes DT_RUNPATH, and a file without one gets an empty DT_RUNPATH.
+      if (!done) editor.setRunpath(composed.value, 'runpath');
     });
   } catch (error) {
     // A torn read (another process writing the file) fails as malformed, or as a plan that would not read back.
@@ -90,6 +101,8 @@ export async function processFile(item: FileItem, options: FileOptions): Promise
   const result = composed as ComposedRunpath | null;
   if (result === null) return { path, status: 'skipped', reason: 'no-hook' };
   if (planned.plan.tier === 'noop') return { path, status: 'unchanged', runpath: oldRunpath };
+  const refusal = writeRefusal(path, source.stats, planned.plan.tier, options.makeWritable === true);
+  if (refusal !== null) return { path, status: 'failed', error: refusal };
   let bytesWritten = 0;
   if (!options.dryRun) {
     try {

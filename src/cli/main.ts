@@ -2,12 +2,32 @@
 // cuda-patchelf's entry point: the only module that touches `process`.
 
 import { availableParallelism } from 'node:os';
+import type { Writable } from 'node:stream';
 import { runCli } from './program.js';
 
+/**
+ * Output for a stream whose reader may go away (`cuda-patchelf plan DIR | head -1`). Node ignores
+ * SIGPIPE and reports a closed pipe as an EPIPE error on the stream, which would end the process with a
+ * stack trace; instead the output stops and the work goes on, so the exit code is the one the work
+ * deserves (for `check`, 1 when it found files to patch) and no file is left half done.
+ */
+function closablePipe(stream: Writable): (text: string) => void {
+  let open = true;
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    open = false;
+  });
+  return (text) => {
+    if (open) stream.write(text);
+  };
+}
+
+const writeOut = closablePipe(process.stdout);
+const writeErr = closablePipe(process.stderr);
 const code = await runCli(process.argv.slice(2), {
-  out: (line) => process.stdout.write(`${line}\n`),
-  err: (line) => process.stderr.write(`${line}\n`),
-  errRaw: (text) => process.stderr.write(text),
+  out: (line) => writeOut(`${line}\n`),
+  err: (line) => writeErr(`${line}\n`),
+  errRaw: writeErr,
   setExitCode: (value) => {
     process.exitCode = value;
   },

@@ -5,12 +5,14 @@ import type { Command } from 'commander';
 import { byteStringToText, textToByteString } from '../elf/byte-string.js';
 import type { BatchResult } from '../batch/patch-tree.js';
 import { patchedCount, type BatchSummary, type FileOutcome } from '../batch/file-outcome.js';
-import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
 import { BUILTIN_HOOK_NAMES, cudaCompatHook, DEFAULT_DRIVER_LINK, driverHook, removeStubsHook } from '../hooks/builtin-hooks.js';
 import type { Semantics } from '../hooks/compose-hooks.js';
 import { parseHookConfig } from '../hooks/hook-config.js';
 import type { Hook } from '../hooks/hook.js';
 import { orderHooks } from '../hooks/order-hooks.js';
+import { hookDirectory } from '../hooks/runpath-entry.js';
+import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../hooks/stubs-pattern.js';
 import type { CliIo } from './cli-io.js';
 import { EXIT } from './exit-codes.js';
 import { errorJson, errorLine } from './report.js';
@@ -21,11 +23,13 @@ interface TreeOptions {
   driverLink: string;
   cudaCompat?: string;
   removeStubs?: boolean;
-  stubsPattern: string;
+  stubsPattern?: string[];
   config?: string;
   nixpkgsCompat?: boolean;
   jobs?: string;
   json?: boolean;
+  quiet?: boolean;
+  verbose?: boolean;
   dryRun?: boolean;
   durable?: boolean;
   makeWritable?: boolean;
@@ -35,31 +39,54 @@ interface TreeOptions {
  * Patching threads by default: half the CPUs. A thread patching files keeps about 1.5 cores busy (V8
  * compiles and collects garbage beside it on threads of its own, and each worker compiles the code
  * anew), so one thread per CPU oversubscribes them: measured on 2 CPUs, --jobs 1 beats --jobs 2; on 16,
- * --jobs 8 beats --jobs 16 (README, Threads).
+ * --jobs 8 beats --jobs 16 (docs/benchmarks.md, Threads).
  */
 export function defaultJobs(cpuCount: number): number {
   return Math.max(1, Math.floor(cpuCount / 2));
 }
 
+const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
+
 function withTreeOptions(command: Command, cpuCount: number): Command {
   return command
     .argument('<dirs...>', 'output trees (or single files) to walk')
     .option('--no-driver', 'leave out the driver hook (Nixpkgs: dontUseAutoAddDriverRunpath)')
-    .option('--driver-link <dir>', 'the driver link; the hook adds DIR/lib (DIR-32/lib for i386 files)', DEFAULT_DRIVER_LINK)
-    .option('--cuda-compat <dir>', 'add the cuda_compat hook: DIR/compat goes before the driver directory')
-    .option('--remove-stubs', 'add the hook that drops runpath entries pointing into lib/stubs')
-    .option('--stubs-pattern <fragment>', 'what marks a stubs entry for --remove-stubs', '/lib/stubs')
-    .option('--config <file>', 'more hooks from a JSON file (see README)')
+    .option('--driver-link <dir>', 'the driver link, absolute; the hook adds DIR/lib (DIR-32/lib for i386 files)', DEFAULT_DRIVER_LINK)
+    .option('--cuda-compat <dir>', 'add the cuda_compat hook (absolute DIR): DIR/compat goes before the driver directory')
+    .option('--remove-stubs', 'add the stubs hook: the first CUDA stubs entry becomes DRIVER-LINK/lib (unless that came first), the others go')
+    .option('--stubs-pattern <glob>', `what marks a stubs entry, a shell pattern on the whole entry; repeatable (default: ${NIXPKGS_STUBS_PATTERNS.join(' ')})`, collect)
+    .option('--config <file>', 'more hooks from a JSON file (see docs/hooks.md)')
     .option('--nixpkgs-compat', "byte-identical to Nixpkgs' hooks: no dedupe, trailing ':' for an empty runpath, DT_RPATH becomes DT_RUNPATH")
+    .option('--make-writable', 'patch read-only files too (their mode is restored afterwards); plan and check take it to agree with apply')
     .option('-j, --jobs <n>', `threads patching files at once (default: ${defaultJobs(cpuCount)}, half the CPUs; 1: no worker threads)`)
-    .option('--json', 'write a JSON report to stdout instead of the text summary');
+    .option('--json', 'write a JSON report to stdout instead of the text summary')
+    .option('-q, --quiet', 'print nothing but errors (the exit code says the rest)')
+    .option('-v, --verbose', 'also print a line for each file patched (or to patch), and for each ELF file left alone and why');
+}
+
+/** Every check of the command line that needs no file: a usage error here means nothing was read. */
+function checkArguments(dirs: readonly string[], options: TreeOptions, command: Command): void {
+  if (dirs.some((dir) => dir === '')) throw new CudaPatchelfError('usage', 'an empty path was given (an unset variable?); name the output tree to walk');
+  const given = (key: keyof TreeOptions): boolean => command.getOptionValueSource(key) === 'cli';
+  if (!options.driver && given('driverLink') && !options.removeStubs) {
+    throw new CudaPatchelfError('usage', '--driver-link has no effect with --no-driver (only --remove-stubs uses it then)');
+  }
+  if (options.stubsPattern !== undefined && !options.removeStubs) throw new CudaPatchelfError('usage', '--stubs-pattern needs --remove-stubs');
+  if (options.quiet && options.verbose) throw new CudaPatchelfError('usage', '--quiet and --verbose contradict each other');
+  if (options.json && (options.quiet || options.verbose)) throw new CudaPatchelfError('usage', `--json reports every file; --${options.quiet ? 'quiet' : 'verbose'} is for the text output`);
 }
 
 async function hooksFrom(options: TreeOptions): Promise<Hook[]> {
   const hooks: Hook[] = [];
-  if (options.driver) hooks.push(driverHook(textToByteString(options.driverLink)));
-  if (options.cudaCompat !== undefined) hooks.push(cudaCompatHook(textToByteString(options.cudaCompat)));
-  if (options.removeStubs) hooks.push(removeStubsHook(textToByteString(options.stubsPattern)));
+  const driverLink = textToByteString(hookDirectory(options.driverLink, '--driver-link', false));
+  if (options.driver) hooks.push(driverHook(driverLink));
+  if (options.cudaCompat !== undefined) hooks.push(cudaCompatHook(textToByteString(hookDirectory(options.cudaCompat, '--cuda-compat', false))));
+  if (options.removeStubs) {
+    const patterns = options.stubsPattern?.map(textToByteString);
+    // Compiled here so that a bad pattern is a usage error before any file is read.
+    if (patterns !== undefined) stubsMatcher(patterns);
+    hooks.push(removeStubsHook({ driverLink, ...(patterns === undefined ? {} : { patterns }) }));
+  }
   if (options.config !== undefined) {
     let text: string;
     try {
@@ -80,11 +107,21 @@ function jobsOf(options: TreeOptions, io: CliIo): number {
   return jobs;
 }
 
-async function runTree(dirs: string[], options: TreeOptions, io: CliIo, dryRun: boolean): Promise<BatchResult & { hooks: Hook[] }> {
+type TreeCommandName = 'apply' | 'check' | 'plan';
+
+interface TreeRun extends BatchResult {
+  readonly hooks: Hook[];
+  readonly dryRun: boolean;
+}
+
+async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptions, command: Command, io: CliIo): Promise<TreeRun> {
+  checkArguments(dirs, options, command);
   const hooks = await hooksFrom(options);
   const semantics: Semantics = options.nixpkgsCompat ? 'nixpkgs-compat' : 'default';
-  const progress = io.stderrIsTty && !options.json ? new ProgressLine(io) : null;
+  const dryRun = name !== 'apply' || options.dryRun === true;
+  const progress = io.stderrIsTty && !options.json && !options.quiet ? new ProgressLine(io) : null;
   const jobs = jobsOf(options, io);
+  const verb = dryRun ? 'would patch' : 'patched';
   // Loaded here, not at start-up: the batch modules (the walk, picomatch, p-limit) cost the
   // single-file commands time they do not need.
   const { patchTrees } = await import('../batch/patch-tree.js');
@@ -93,19 +130,37 @@ async function runTree(dirs: string[], options: TreeOptions, io: CliIo, dryRun: 
     semantics,
     jobs,
     dryRun,
+    gate: name === 'check',
     durable: options.durable === true,
     makeWritable: options.makeWritable === true,
     onOutcome: (outcome, bytes) => {
-      if (outcome.status === 'failed') progress?.clear();
+      const line = outcome.status === 'failed' ? null : options.verbose ? verboseLine(outcome, verb) : null;
+      if (outcome.status === 'failed' || line !== null) progress?.clear();
       if (outcome.status === 'failed') io.err(errorLine(outcome.error, outcome.path));
+      if (line !== null) io.out(line);
       progress?.update(bytes);
     },
   });
   progress?.clear();
-  return { ...result, hooks };
+  return { ...result, hooks, dryRun };
 }
 
-const text = (value: string | null): string => (value === null ? '(none)' : `"${byteStringToText(value)}"`);
+/** --verbose: a line per file patched, and per ELF file left alone (not for files that are not ELF). */
+function verboseLine(outcome: FileOutcome, verb: string): string | null {
+  const path = oneLine(outcome.path);
+  switch (outcome.status) {
+    case 'patched':
+      return `${verb} ${path}: ${text(outcome.oldRunpath)} -> ${text(outcome.newRunpath)}`;
+    case 'unchanged':
+      return `unchanged ${path}: ${text(outcome.runpath)}`;
+    case 'skipped':
+      return outcome.reason === 'not-elf' ? null : `skipped ${path}: ${outcome.reason}`;
+    default:
+      return null;
+  }
+}
+
+const text = (value: string | null): string => (value === null ? '(none)' : `"${oneLine(byteStringToText(value))}"`);
 
 function summaryLine(verb: string, s: BatchSummary): string {
   // Sorted, so the line reads the same whatever order the files finished in.
@@ -122,13 +177,15 @@ function summaryLine(verb: string, s: BatchSummary): string {
   ].join(' · ');
 }
 
-function outcomeJson(outcome: FileOutcome): object {
+/** A dry run's JSON says "would-patch" where a real run says "patched". */
+function outcomeJson(outcome: FileOutcome, dryRun: boolean): object {
   switch (outcome.status) {
     case 'failed':
       return { path: outcome.path, status: outcome.status, error: errorJson(outcome.error) };
     case 'patched':
       return {
         ...outcome,
+        status: dryRun ? 'would-patch' : 'patched',
         oldRunpath: outcome.oldRunpath === null ? null : byteStringToText(outcome.oldRunpath),
         newRunpath: byteStringToText(outcome.newRunpath),
         entries: outcome.entries.map((e) => ({ dir: byteStringToText(e.dir), hook: e.hook })),
@@ -140,17 +197,19 @@ function outcomeJson(outcome: FileOutcome): object {
   }
 }
 
-function reportJson(io: CliIo, command: string, result: BatchResult & { hooks: Hook[] }, options: TreeOptions, dryRun: boolean): void {
+/** Version 2: a dry run's files say "would-patch", and its summary counts them under `wouldPatch`. */
+function reportJson(io: CliIo, command: TreeCommandName, run: TreeRun, options: TreeOptions): void {
+  const { visited, patched, ...counts } = run.summary;
   io.out(
     JSON.stringify(
       {
-        version: 1,
+        version: 2,
         command,
-        dryRun,
+        dryRun: run.dryRun,
         semantics: options.nixpkgsCompat ? 'nixpkgs-compat' : 'default',
-        hooks: result.hooks.map((h) => h.name),
-        summary: result.summary,
-        files: result.outcomes.map(outcomeJson),
+        hooks: run.hooks.map((h) => h.name),
+        summary: { visited, [run.dryRun ? 'wouldPatch' : 'patched']: patched, ...counts },
+        files: run.outcomes.map((outcome) => outcomeJson(outcome, run.dryRun)),
       },
       null,
       2,
@@ -158,53 +217,54 @@ function reportJson(io: CliIo, command: string, result: BatchResult & { hooks: H
   );
 }
 
+const pendingOf = (run: TreeRun): Extract<FileOutcome, { status: 'patched' }>[] =>
+  run.outcomes.filter((o): o is Extract<FileOutcome, { status: 'patched' }> => o.status === 'patched');
+
 export function registerTreeCommands(program: Command, io: CliIo): void {
   withTreeOptions(program.command('apply'), io.cpuCount)
     .description('patch every dynamic ELF file under DIRS with the hooks, each file read once and written once')
     .option('--dry-run', 'plan only: report what would change, write nothing')
     .option('--durable', 'fsync between the data and the header writes')
-    .option('--make-writable', 'patch read-only files too (their mode is restored afterwards)')
-    .action(async (dirs: string[], options: TreeOptions) => {
-      const dryRun = options.dryRun === true;
-      const result = await runTree(dirs, options, io, dryRun);
-      if (options.json) reportJson(io, 'apply', result, options, dryRun);
-      else {
-        io.out(`cuda-patchelf apply: ${summaryLine(dryRun ? 'would patch' : 'patched', result.summary)}`);
-        if (result.summary.patchedWithOtherLinks > 0) {
-          io.out(`note: ${result.summary.patchedWithOtherLinks} patched file(s) have other hard links; the change shows through every link`);
+    .action(async (dirs: string[], options: TreeOptions, command: Command) => {
+      const run = await runTree('apply', dirs, options, command, io);
+      if (options.json) reportJson(io, 'apply', run, options);
+      else if (!options.quiet) {
+        io.out(`cuda-patchelf apply: ${summaryLine(run.dryRun ? 'would patch' : 'patched', run.summary)}`);
+        if (run.summary.patchedWithOtherLinks > 0) {
+          io.out(`note: ${run.summary.patchedWithOtherLinks} ${run.dryRun ? 'file(s) to patch' : 'patched file(s)'} have other hard links; the change shows through every link`);
         }
       }
-      io.setExitCode(result.summary.failed > 0 ? EXIT.someFilesFailed : EXIT.ok);
+      io.setExitCode(run.summary.failed > 0 ? EXIT.someFilesFailed : EXIT.ok);
     });
 
   withTreeOptions(program.command('check'), io.cpuCount)
     .description('change nothing; exit 1 listing every file apply would change (a CI gate)')
-    .action(async (dirs: string[], options: TreeOptions) => {
-      const result = await runTree(dirs, options, io, true);
-      const pending = result.outcomes.filter((o): o is Extract<FileOutcome, { status: 'patched' }> => o.status === 'patched');
-      if (options.json) reportJson(io, 'check', result, options, true);
-      else {
-        for (const o of pending) io.out(`${o.path}: ${text(o.oldRunpath)} -> ${text(o.newRunpath)}`);
+    .action(async (dirs: string[], options: TreeOptions, command: Command) => {
+      const run = await runTree('check', dirs, options, command, io);
+      const pending = pendingOf(run);
+      if (options.json) reportJson(io, 'check', run, options);
+      else if (!options.quiet) {
+        // --verbose has listed them already, one line per file.
+        if (!options.verbose) for (const o of pending) io.out(`${oneLine(o.path)}: ${text(o.oldRunpath)} -> ${text(o.newRunpath)}`);
         io.out(`cuda-patchelf check: ${pending.length === 0 ? 'nothing to do' : `${pending.length} file(s) need patching`}`);
       }
-      io.setExitCode(result.summary.failed > 0 ? EXIT.someFilesFailed : pending.length > 0 ? EXIT.checkFoundWork : EXIT.ok);
+      io.setExitCode(run.summary.failed > 0 ? EXIT.someFilesFailed : pending.length > 0 ? EXIT.checkFoundWork : EXIT.ok);
     });
 
   withTreeOptions(program.command('plan'), io.cpuCount)
     .description('per file: the old runpath, the new one, and the hook behind each entry')
-    .action(async (dirs: string[], options: TreeOptions) => {
-      const result = await runTree(dirs, options, io, true);
-      if (options.json) reportJson(io, 'plan', result, options, true);
-      else {
-        for (const o of result.outcomes) {
-          if (o.status !== 'patched') continue;
-          io.out(`${o.path} (${o.tier})`);
+    .action(async (dirs: string[], options: TreeOptions, command: Command) => {
+      const run = await runTree('plan', dirs, options, command, io);
+      if (options.json) reportJson(io, 'plan', run, options);
+      else if (!options.quiet) {
+        for (const o of pendingOf(run)) {
+          io.out(`${oneLine(o.path)} (${o.tier})`);
           io.out(`  old: ${text(o.oldRunpath)}`);
           io.out(`  new: ${text(o.newRunpath)}`);
           for (const entry of o.entries) io.out(`    ${byteStringToText(entry.dir) || '(empty)'}  <- ${entry.hook ?? 'file'}`);
         }
-        io.out(`cuda-patchelf plan: ${summaryLine('to patch', result.summary)}`);
+        io.out(`cuda-patchelf plan: ${summaryLine('to patch', run.summary)}`);
       }
-      io.setExitCode(result.summary.failed > 0 ? EXIT.someFilesFailed : EXIT.ok);
+      io.setExitCode(run.summary.failed > 0 ? EXIT.someFilesFailed : EXIT.ok);
     });
 }

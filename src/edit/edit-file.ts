@@ -18,6 +18,7 @@ import { applyPlan } from '../write/apply-plan.js';
 import { withFileLock } from '../write/file-lock.js';
 import { rewriteFile } from '../write/rewrite-file.js';
 import { changedSincePlanned, sameFile } from '../write/same-file.js';
+import { readOnlyRefusal } from '../write/write-refusal.js';
 
 export interface EditOptions {
   /** Write the result to this file and leave the input alone. */
@@ -156,9 +157,7 @@ async function copyTo(from: string, to: string): Promise<void> {
 export async function writePlan(path: string, plan: Plan, planned: Stats | null, options: EditOptions): Promise<number> {
   const before = statOrThrow(path);
   const readOnly = (before.mode & 0o222) === 0;
-  if (readOnly && !options.makeWritable) {
-    throw new CudaPatchelfError('io', `read-only file (mode ${(before.mode & 0o7777).toString(8)}); pass --make-writable to edit it anyway`, { file: path });
-  }
+  if (readOnly && !options.makeWritable) throw readOnlyRefusal(path, before.mode);
   // A rewrite makes a new file with the old one's mode: the old one is never opened for writing.
   if (plan.tier === 'rewrite') return rewriteFile(path, plan, planned, options);
   if (readOnly) await chmodOrThrow(path, before.mode | 0o200);

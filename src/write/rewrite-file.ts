@@ -11,6 +11,7 @@ import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Plan } from '../plan/plan.js';
 import { applyPlan } from './apply-plan.js';
 import { changedSincePlanned, sameFile } from './same-file.js';
+import { splitsHardLinks } from './write-refusal.js';
 
 const COPY_CHUNK = 1 << 20;
 
@@ -52,9 +53,7 @@ export function rewriteFile(path: string, plan: Plan, planned: Stats | null, opt
     input = openSync(path, 'r');
     const before = fstatSync(input);
     if (planned !== null && !sameFile(before, planned)) throw changedSincePlanned(path);
-    if (before.nlink > 1) {
-      throw new CudaPatchelfError('unsupported', `the edit needs a whole-file rewrite, which would split the file's ${before.nlink} hard links; left alone`, { file: path });
-    }
+    if (before.nlink > 1) throw splitsHardLinks(path, before.nlink);
     step = 'create the new file for';
     output = openSync(temp, 'wx', 0o600);
     step = 'write the new file for';

@@ -8,7 +8,8 @@ export interface ReportEntry {
 
 export interface ReportFile {
   readonly path: string;
-  readonly status: 'patched' | 'unchanged' | 'skipped' | 'failed';
+  /** A dry run (check, plan, apply --dry-run) says `would-patch` where apply says `patched`. */
+  readonly status: 'patched' | 'would-patch' | 'unchanged' | 'skipped' | 'failed';
   readonly reason?: string;
   readonly detail?: string;
   readonly tier?: string;
@@ -23,6 +24,7 @@ export interface ReportFile {
 
 export interface ReportSummary {
   readonly visited: number;
+  /** Files patched by tier; in a dry run this key is `wouldPatch` instead. */
   readonly patched: Record<string, number>;
   readonly unchanged: number;
   readonly skipped: Record<string, number>;
@@ -41,12 +43,22 @@ export interface TreeReport {
   readonly files: readonly ReportFile[];
 }
 
+/**
+ * Reads a version 2 report strictly: a dry run's files say `would-patch` (never `patched`) and its
+ * summary counts them under `wouldPatch`; a real run the other way round. The summary comes back with
+ * that count under `patched` in both cases, so that tests compare counts whatever the run.
+ */
 export function parseReport(stdout: string): TreeReport {
-  const report = JSON.parse(stdout) as TreeReport;
-  if (report.version !== 1 || !Array.isArray(report.files) || typeof report.summary !== 'object') {
-    throw new Error(`not a version 1 tree report:\n${stdout.slice(0, 2000)}`);
+  const report = JSON.parse(stdout) as TreeReport & { summary: { wouldPatch?: Record<string, number> } };
+  if (report.version !== 2 || !Array.isArray(report.files) || typeof report.summary !== 'object') {
+    throw new Error(`not a version 2 tree report:\n${stdout.slice(0, 2000)}`);
   }
-  return report;
+  const [present, absent, wrongStatus] = report.dryRun ? (['wouldPatch', 'patched', 'patched'] as const) : (['patched', 'wouldPatch', 'would-patch'] as const);
+  if (!(present in report.summary) || absent in report.summary || report.files.some((file) => file.status === wrongStatus)) {
+    throw new Error(`a ${report.dryRun ? 'dry-run' : 'real'} report must count files under "${present}" and never say "${wrongStatus}":\n${stdout.slice(0, 2000)}`);
+  }
+  const { wouldPatch, ...summary } = report.summary;
+  return { ...report, summary: { ...summary, patched: wouldPatch ?? summary.patched } };
 }
 
 export interface SummaryLine {

@@ -1,0 +1,23 @@
+// The refusals a write meets before its first byte, in one place: `apply` checks them as it writes,
+// and `plan`, `check` and `apply --dry-run` check them on the file they read, so that all of them
+// report the same files as failing, for the same reason.
+
+import type { Stats } from 'node:fs';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import type { Tier } from '../plan/plan.js';
+
+export function readOnlyRefusal(path: string, mode: number): CudaPatchelfError {
+  return new CudaPatchelfError('io', `read-only file (mode ${(mode & 0o7777).toString(8)}); pass --make-writable to edit it anyway`, { file: path });
+}
+
+/** A rewrite makes a new inode: under one name it would leave the file's other names on the old one. */
+export function splitsHardLinks(path: string, nlink: number): CudaPatchelfError {
+  return new CudaPatchelfError('unsupported', `the edit needs a whole-file rewrite, which would split the file's ${nlink} hard links; left alone`, { file: path });
+}
+
+/** Why a write of this tier to the file `stats` describes would be refused; null when it would go ahead. */
+export function writeRefusal(path: string, stats: Stats, tier: Tier, makeWritable: boolean): CudaPatchelfError | null {
+  if ((stats.mode & 0o222) === 0 && !makeWritable) return readOnlyRefusal(path, stats.mode);
+  if (tier === 'rewrite' && stats.nlink > 1) return splitsHardLinks(path, stats.nlink);
+  return null;
+}

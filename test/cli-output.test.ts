@@ -1,0 +1,187 @@
+// What the tree commands say, and when: a reader that goes away (`plan | head -1`) ends the output
+// quietly with the exit code the work deserves; `check` is a gate in both semantics; plan, check and
+// apply agree on what fails and why; dry runs say "would patch"; --quiet and --verbose.
+
+import { execFile } from 'node:child_process';
+import { chmod, copyFile, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { fixture } from './helpers/fixtures.js';
+import { assertCliBuilt, cliPath, runCli, stderrLines } from './helpers/run-cli.js';
+import { parseReport } from './helpers/tree-report.js';
+import { contentDifferences, makeTempDir, readDynamic, snapshotTree } from './helpers/tree-tools.js';
+
+const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
+const STUBS = '/nix/store/11111111111111111111111111111111-cuda_cudart/lib/stubs';
+const run = promisify(execFile);
+
+/** A tree of real libraries: with a runpath, without, with DT_RPATH, and one with a stubs entry. */
+async function smallTree(label: string): Promise<string> {
+  const root = await makeTempDir(label);
+  await mkdir(join(root, 'lib'));
+  await mkdir(join(root, 'bin'));
+  await copyFile(fixture('compiled/x86_64/libuser-runpath').path, join(root, 'lib', 'libuser-runpath.so'));
+  await copyFile(fixture('compiled/x86_64/libuser-no-runpath').path, join(root, 'lib', 'libuser-no-runpath.so'));
+  await copyFile(fixture('compiled/x86_64/libuser-rpath').path, join(root, 'lib', 'libuser-rpath.so'));
+  await copyFile(fixture('compiled/x86_64/pie-runpath').path, join(root, 'bin', 'app'));
+  const stubbed = await runCli(['set-runpath', `$ORIGIN:${STUBS}`, join(root, 'bin', 'app')]);
+  if (stubbed.code !== 0) throw new Error(stubbed.stderr);
+  return root;
+}
+
+beforeAll(() => {
+  assertCliBuilt();
+});
+
+describe('a reader that goes away', () => {
+  let big: string;
+  beforeAll(async () => {
+    // Enough files that the output outgrows a pipe's buffer: the writer meets the closed pipe for sure.
+    big = await makeTempDir('epipe');
+    const source = fixture('compiled/x86_64/libuser-runpath').path;
+    for (let i = 0; i < 400; i++) await copyFile(source, join(big, `lib${String(i).padStart(3, '0')}.so`));
+  });
+
+  const piped = async (args: string): Promise<{ first: string; code: number; stderr: string }> => {
+    const script = `set -o pipefail; node ${cliPath} ${args} 2>"$1/stderr" | head -1; echo "exit:\${PIPESTATUS[0]}"`;
+    const errDir = await makeTempDir('epipe-err');
+    const { stdout } = await run('bash', ['-c', script, 'bash', errDir], { encoding: 'utf8' });
+    const [first = '', exit = ''] = stdout.trimEnd().split('\n');
+    const { readFile } = await import('node:fs/promises');
+    return { first, code: Number(exit.replace('exit:', '')), stderr: await readFile(join(errDir, 'stderr'), 'utf8') };
+  };
+
+  it('plan | head -1: the first line, no stack trace, exit 0', async () => {
+    const result = await piped(`plan ${big}`);
+    expect(result.first).toMatch(/^\/.*lib000\.so \(\w+\)$/);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+
+  it('check | head -1: exit 1, which says "needs patching", and no stack trace', async () => {
+    const result = await piped(`check ${big}`);
+    expect(result.first).toMatch(/lib000\.so: "\$ORIGIN:[^"]*" -> "\/run\/opengl-driver\/lib:/);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(1);
+  });
+
+  it('apply --verbose | head -1: every file still patched, exit 0', async () => {
+    const tree = await makeTempDir('epipe-apply');
+    for (let i = 0; i < 400; i++) await copyFile(join(big, `lib${String(i).padStart(3, '0')}.so`), join(tree, `lib${i}.so`));
+    const result = await piped(`apply ${tree} --verbose`);
+    expect(result.first).toMatch(/^patched \//);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const check = await runCli(['check', tree]);
+    expect(check.code, check.stdout).toBe(0);
+  });
+});
+
+describe('check as a gate', () => {
+  for (const extra of [[], ['--remove-stubs']]) {
+    it(`--nixpkgs-compat ${extra.join(' ')}: fails before apply --nixpkgs-compat, passes after once and after twice`, async () => {
+      const root = await smallTree('gate-compat');
+      const flags = ['--nixpkgs-compat', '--cuda-compat', COMPAT, ...extra];
+      const before = await runCli(['check', root, ...flags]);
+      expect(before.code, before.stdout).toBe(1);
+      expect(before.stdout).toContain('cuda-patchelf check: 4 file(s) need patching');
+      for (const round of [1, 2]) {
+        const apply = await runCli(['apply', root, ...flags]);
+        expect(apply.code, apply.stderr).toBe(0);
+        const after = await runCli(['check', root, ...flags]);
+        expect({ round, code: after.code, stdout: after.stdout }).toEqual({ round, code: 0, stdout: 'cuda-patchelf check: nothing to do\n' });
+      }
+      // The compat entry leads, then the driver's, as Nixpkgs' hook order has them; DT_RPATH became DT_RUNPATH.
+      const rpath = await readDynamic(join(root, 'lib', 'libuser-rpath.so'));
+      expect(rpath?.rpath).toBeNull();
+      expect(rpath?.runpath?.startsWith(`${COMPAT}/compat:/run/opengl-driver/lib:`)).toBe(true);
+      // Other hooks than the ones applied: still work to do.
+      const other = await runCli(['check', root, '--nixpkgs-compat', '--cuda-compat', `${COMPAT}-other`, ...extra]);
+      expect(other.code).toBe(1);
+    });
+  }
+
+  it('--nixpkgs-compat: a file whose hook entries are out of order needs patching', async () => {
+    const root = await smallTree('gate-order');
+    const file = join(root, 'lib', 'libuser-runpath.so');
+    expect((await runCli(['set-runpath', `/run/opengl-driver/lib:${COMPAT}/compat:$ORIGIN`, file])).code).toBe(0);
+    const check = await runCli(['check', file, '--nixpkgs-compat', '--cuda-compat', COMPAT]);
+    expect(check.code, check.stdout).toBe(1);
+  });
+});
+
+describe('plan, check and apply agree on what fails', () => {
+  it('a read-only file fails the same way in all four, and is patched by all with --make-writable', async () => {
+    const root = await smallTree('agree');
+    const readOnly = join(root, 'lib', 'libuser-runpath.so');
+    await chmod(readOnly, 0o444);
+    const before = await snapshotTree(root);
+    const message = `cuda-patchelf: ${readOnly}: read-only file (mode 444); pass --make-writable to edit it anyway`;
+    for (const args of [['plan', root], ['check', root], ['apply', root, '--dry-run'], ['apply', root]]) {
+      const result = await runCli(args);
+      expect({ args, code: result.code, errors: stderrLines(result) }).toEqual({ args, code: 3, errors: [message] });
+    }
+    const jsons = await Promise.all([['plan'], ['check'], ['apply', '--dry-run'], ['apply']].map(async ([name, ...rest]) => parseReport((await runCli([name as string, root, '--json', ...rest])).stdout)));
+    for (const report of jsons) {
+      expect(report.files.find((f) => f.path === readOnly)).toMatchObject({ status: 'failed', error: { kind: 'io', message: expect.stringContaining('read-only file') } });
+      expect(report.summary.failed).toBe(1);
+    }
+    // Only the real apply wrote, and not to the read-only file.
+    const changed = contentDifferences(before, await snapshotTree(root));
+    expect(changed.some((line) => line.includes('libuser-runpath.so'))).toBe(false);
+    const writable = await runCli(['check', root, '--make-writable']);
+    expect(writable.code).toBe(1);
+    expect(writable.stdout).toContain(`${readOnly}: "$ORIGIN:`);
+    const applied = await runCli(['apply', root, '--make-writable']);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect((await runCli(['check', root])).code).toBe(0);
+  });
+});
+
+describe('dry runs, --quiet and --verbose', () => {
+  it('a dry run says "would patch", in text and JSON', async () => {
+    const root = await smallTree('dry');
+    for (const args of [['apply', root, '--dry-run', '--json'], ['plan', root, '--json'], ['check', root, '--json']]) {
+      const result = await runCli(args);
+      const raw = JSON.parse(result.stdout) as { version: number; dryRun: boolean; summary: Record<string, unknown>; files: { status: string }[] };
+      expect(raw.version).toBe(2);
+      expect(raw.dryRun).toBe(true);
+      expect(raw.summary.wouldPatch).toEqual({ append: 4 });
+      expect(raw.summary).not.toHaveProperty('patched');
+      expect(raw.files.filter((f) => f.status === 'would-patch')).toHaveLength(4);
+      expect(raw.files.filter((f) => f.status === 'patched')).toHaveLength(0);
+    }
+    const text = await runCli(['apply', root, '--dry-run']);
+    expect(text.stdout).toMatch(/^cuda-patchelf apply: 4 visited · 4 would patch \(4 append\)/m);
+    const real = parseReport((await runCli(['apply', root, '--json'])).stdout);
+    expect(real.files.filter((f) => f.status === 'patched')).toHaveLength(4);
+  });
+
+  it('--quiet prints nothing but errors', async () => {
+    const root = await smallTree('quiet');
+    await chmod(join(root, 'bin', 'app'), 0o555);
+    for (const args of [['plan', root, '-q'], ['check', root, '--quiet'], ['apply', root, '--quiet']]) {
+      const result = await runCli(args);
+      expect(result.stdout, args.join(' ')).toBe('');
+      expect(stderrLines(result), args.join(' ')).toEqual([`cuda-patchelf: ${join(root, 'bin', 'app')}: read-only file (mode 555); pass --make-writable to edit it anyway`]);
+      expect(result.code).toBe(3);
+    }
+  });
+
+  it('--verbose prints a line per file patched and per ELF file left alone', async () => {
+    const root = await smallTree('verbose');
+    await copyFile(fixture('compiled/x86_64/static').path, join(root, 'bin', 'static'));
+    const dry = await runCli(['apply', root, '--dry-run', '--verbose', '--remove-stubs']);
+    const lines = dry.stdout.trimEnd().split('\n');
+    expect(lines).toContain(`would patch ${join(root, 'bin', 'app')}: "$ORIGIN:${STUBS}" -> "/run/opengl-driver/lib:$ORIGIN"`);
+    expect(lines).toContain(`would patch ${join(root, 'lib', 'libuser-no-runpath.so')}: (none) -> "/run/opengl-driver/lib"`);
+    expect(lines).toContain(`skipped ${join(root, 'bin', 'static')}: static`);
+    expect(lines.filter((line) => line.startsWith('would patch '))).toHaveLength(4);
+    expect(lines[lines.length - 1]).toMatch(/^cuda-patchelf apply: 5 visited · 4 would patch/);
+    const real = await runCli(['apply', root, '-v', '--remove-stubs']);
+    expect(real.stdout.split('\n').filter((line) => line.startsWith('patched '))).toHaveLength(4);
+    const again = await runCli(['apply', root, '-v', '--remove-stubs']);
+    expect(again.stdout).toContain(`unchanged ${join(root, 'bin', 'app')}: "/run/opengl-driver/lib:$ORIGIN"`);
+  });
+});
