@@ -3,7 +3,7 @@
 import type { Tier } from '../plan/plan.js';
 import type { TracedEntry } from '../hooks/hook.js';
 
-export type SkipReason = 'not-elf' | 'archive' | 'static' | 'static-pie' | 'relocatable' | 'core' | 'symlink' | 'special' | 'hard-link' | 'no-hook' | 'rewrite-temporary';
+export type SkipReason = 'not-elf' | 'archive' | 'static' | 'static-pie' | 'relocatable' | 'core' | 'debug-info' | 'symlink' | 'special' | 'hard-link' | 'no-hook' | 'rewrite-temporary';
 
 export type FileOutcome =
   | { readonly path: string; readonly status: 'skipped'; readonly reason: SkipReason; readonly detail?: string }

@@ -26,11 +26,13 @@ function summaryForOutput(summary: ElfSummary): ElfSummary {
 }
 
 function humanLines(file: string, s: ElfSummary): string[] {
+  const kindRow: [string, string][] = s.debugInfo ? [['kind', 'debug-info (objcopy --only-keep-debug; no dynamic data)']] : [];
   const rows: [string, string][] = [
     ['class', s.class],
     ['byte order', s.byteOrder],
     ['machine', s.machine],
     ['type', s.type],
+    ...kindRow,
     ['interpreter', text(s.interpreter)],
     ['soname', text(s.soname)],
     ['needed', s.needed.length === 0 ? '-' : s.needed.map(byteStringToText).join(' ')],

@@ -1,6 +1,6 @@
 // Everything the planner needs to know about a file, read up front, so that planning is pure.
 
-import { formatError } from '../errors/cuda-patchelf-error.js';
+import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
 import type { ElfCodec, ProgramHeader } from './codec.js';
 import { DT, PT, SHT } from './constants.js';
 import { checkRange, type ByteSource } from './byte-source.js';
@@ -76,6 +76,7 @@ const LOOK_AFTER_TABLE = 4096;
  */
 export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' = 'plan'): Promise<EditFacts> {
   const { source, header, programHeaders, dynamic, dynamicStrings, codec } = image;
+  if (image.debugInfo) throw new CudaPatchelfError('unsupported', 'a debug-info file (objcopy --only-keep-debug): it has no dynamic section to edit');
   if (dynamic === null) throw formatError('no dynamic section (PT_DYNAMIC): a static file has no runpath to edit');
   if (dynamicStrings === null) throw formatError('dynamic array has no string table (DT_STRTAB)', dynamic.offset);
   const dynstrBytes = await dynamicStrings.readAll();

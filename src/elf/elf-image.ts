@@ -1,13 +1,15 @@
 // The lazy ELF reader: the header, the program header table, the dynamic array found through
 // PT_DYNAMIC and the strings it names. Section headers are read only on request (section-headers.ts):
-// stripped files have none, and the loader never looks at them.
+// stripped files have none, and the loader never looks at them. The one exception tells a debug-info
+// file from a damaged one (dynamicSectionHasNoBytes).
 
 import { checkRange, type ByteSource } from './byte-source.js';
 import { DYN, EHDR, ElfCodec, PHDR, SHDR, type DynamicEntry, type ElfHeaderFields, type ProgramHeader } from './codec.js';
-import { DT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELF_MAGIC, EI_NIDENT, ET, PN_XNUM, PT } from './constants.js';
+import { DT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELF_MAGIC, EI_NIDENT, ET, PN_XNUM, PT, SHT } from './constants.js';
 import { bytesToByteString } from './byte-string.js';
+import { readSectionHeaderTable } from './section-headers.js';
 import { StringTable } from './string-table.js';
-import { formatError } from '../errors/cuda-patchelf-error.js';
+import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
 
 export interface ElfHeader extends ElfHeaderFields {
   readonly osabi: number;
@@ -44,6 +46,12 @@ export interface ElfImage {
   readonly interpreter: string | null;
   /** The dynamic string table (DT_STRTAB/DT_STRSZ), read lazily. */
   readonly dynamicStrings: StringTable | null;
+  /**
+   * A debug-info file (`objcopy --only-keep-debug`, `eu-strip -f`): the program headers of a dynamic
+   * executable or library, PT_DYNAMIC included, without the bytes they map. No loader ever loads it;
+   * `dynamic`, `interpreter` and `dynamicStrings` are null.
+   */
+  readonly debugInfo: boolean;
 }
 
 const ELF_HEADER_READ = 64; // e_ident + the ELF64 header; ELF32 headers are 52 bytes.
@@ -68,10 +76,48 @@ export async function readElfImage(source: ByteSource): Promise<ElfImage> {
     phnum: programHeaders.length,
   };
   const table = { offset: fields.e_phoff, entrySize: codec.sizeOf(PHDR) };
-  const dynamic = await readDynamicArray(source, codec, programHeaders, table);
+  const dynamicHeader = onlyHeaderOfType(programHeaders, table, PT.PT_DYNAMIC, 'PT_DYNAMIC');
+  const debugInfoImage: ElfImage = { source, codec, header, programHeaders, dynamic: null, interpreter: null, dynamicStrings: null, debugInfo: true };
+  if (dynamicHeader !== null && dynamicLeftOut(programHeaders, dynamicHeader)) return debugInfoImage;
+  let dynamic: DynamicArray | null;
+  try {
+    dynamic = dynamicHeader === null ? null : await readDynamicArray(source, codec, dynamicHeader);
+  } catch (error) {
+    if (dynamicHeader !== null && error instanceof CudaPatchelfError && error.kind === 'format' && (await dynamicSectionHasNoBytes(source, codec, fields, dynamicHeader))) {
+      return debugInfoImage;
+    }
+    throw error;
+  }
   const interpreter = await readInterpreter(source, programHeaders, table);
   const dynamicStrings = dynamic === null ? null : locateDynamicStrings(source, codec, programHeaders, dynamic);
-  return { source, codec, header, programHeaders, dynamic, interpreter, dynamicStrings };
+  return { source, codec, header, programHeaders, dynamic, interpreter, dynamicStrings, debugInfo: false };
+}
+
+/**
+ * `objcopy --only-keep-debug` (Nixpkgs' separateDebugInfo) keeps every program header but empties the
+ * allocated sections: PT_DYNAMIC and the PT_LOAD around it keep their p_memsz and get p_filesz 0. A
+ * PT_DYNAMIC without file bytes at an address some PT_LOAD does map from the file is not that: the
+ * loader finds the array there, and the file is read (and refused) as damaged.
+ */
+function dynamicLeftOut(programHeaders: readonly ProgramHeader[], dynamic: ProgramHeader): boolean {
+  if (dynamic.p_filesz !== 0 || dynamic.p_memsz === 0) return false;
+  return !programHeaders.some((ph) => ph.p_type === PT.PT_LOAD && dynamic.p_vaddr >= ph.p_vaddr && dynamic.p_vaddr < ph.p_vaddr + ph.p_filesz);
+}
+
+/**
+ * `eu-strip -f` writes debug files whose program headers are the original's, unchanged: PT_DYNAMIC
+ * names bytes of the other file, usually past the end of this one. Only when those bytes cannot be
+ * read as a dynamic array are the section headers asked, as readelf and patchelf decide it: the
+ * section at PT_DYNAMIC's address is SHT_NOBITS. Section headers that cannot be read say nothing.
+ */
+async function dynamicSectionHasNoBytes(source: ByteSource, codec: ElfCodec, fields: ElfHeaderFields, dynamic: ProgramHeader): Promise<boolean> {
+  try {
+    const sections = await readSectionHeaderTable(source, codec, fields);
+    return sections.some((section) => section.sh_type === SHT.SHT_NOBITS && section.sh_addr === dynamic.p_vaddr && section.sh_size > 0);
+  } catch (error) {
+    if (error instanceof CudaPatchelfError) return false;
+    throw error;
+  }
 }
 
 /** Class and byte order from e_ident, or a format error saying why this is not an ELF file we read. */
@@ -121,9 +167,7 @@ function onlyHeaderOfType(programHeaders: readonly ProgramHeader[], table: Progr
   return indices[0] === undefined ? null : (programHeaders[indices[0]] ?? null);
 }
 
-async function readDynamicArray(source: ByteSource, codec: ElfCodec, programHeaders: readonly ProgramHeader[], table: ProgramHeaderTable): Promise<DynamicArray | null> {
-  const ph = onlyHeaderOfType(programHeaders, table, PT.PT_DYNAMIC, 'PT_DYNAMIC');
-  if (ph === null) return null;
+async function readDynamicArray(source: ByteSource, codec: ElfCodec, ph: ProgramHeader): Promise<DynamicArray> {
   const entrySize = codec.sizeOf(DYN);
   const capacity = Math.floor(ph.p_filesz / entrySize);
   if (capacity === 0) throw formatError(`PT_DYNAMIC is ${ph.p_filesz} bytes, too small for one entry`, ph.p_offset);
@@ -211,11 +255,13 @@ const DF_1_PIE = 0x08000000;
 /**
  * Why `apply` would leave a readable ELF file alone, or null when it would visit it. A static-pie has
  * a dynamic section (for relocating itself) but no interpreter; glibc's start-up code asserts it has
- * no DT_RUNPATH/DT_RPATH, so giving it one makes it crash before main.
+ * no DT_RUNPATH/DT_RPATH, so giving it one makes it crash before main. A debug-info file has no
+ * dynamic array to patch, and nothing ever loads it.
  */
-export function skipReason(image: ElfImage): 'relocatable' | 'core' | 'static' | 'static-pie' | null {
+export function skipReason(image: ElfImage): 'relocatable' | 'core' | 'debug-info' | 'static' | 'static-pie' | null {
   if (image.header.e_type === ET.ET_REL) return 'relocatable';
   if (image.header.e_type === ET.ET_CORE) return 'core';
+  if (image.debugInfo) return 'debug-info';
   if (image.dynamic === null) return 'static';
   const pie = ((dynamicValue(image.dynamic, DT.DT_FLAGS_1) ?? 0) & DF_1_PIE) !== 0;
   if (pie && image.interpreter === null) return 'static-pie';

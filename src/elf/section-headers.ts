@@ -1,8 +1,8 @@
 // Section headers, read only when asked for: the loader never uses them and stripped files have none,
 // but the rewriter keeps `.dynstr`/`.dynamic` headers in step with what it moves, and `print` shows them.
 
-import { checkRange } from './byte-source.js';
-import { SHDR, type SectionHeader } from './codec.js';
+import { checkRange, type ByteSource } from './byte-source.js';
+import { SHDR, type ElfCodec, type ElfHeaderFields, type SectionHeader } from './codec.js';
 import { SHT } from './constants.js';
 import type { ElfImage } from './elf-image.js';
 import { StringTable, stringAt } from './string-table.js';
@@ -21,8 +21,8 @@ export interface Section extends SectionHeader {
   readonly headerOffset: number;
 }
 
-export async function readSectionHeaders(image: ElfImage): Promise<Section[]> {
-  const { source, codec, header } = image;
+/** The section header table as decoded records, without names: one read after section 0. */
+export async function readSectionHeaderTable(source: ByteSource, codec: ElfCodec, header: ElfHeaderFields): Promise<SectionHeader[]> {
   if (header.e_shoff === 0) return [];
   const entrySize = codec.sizeOf(SHDR);
   if (header.e_shentsize !== entrySize) {
@@ -35,8 +35,14 @@ export async function readSectionHeaders(image: ElfImage): Promise<Section[]> {
   const bytes = await source.read(header.e_shoff, count * entrySize, 'section header table');
   const raw: SectionHeader[] = [];
   for (let i = 0; i < count; i++) raw.push(codec.decode(SHDR, bytes, i * entrySize));
+  return raw;
+}
 
-  const namesIndex = header.e_shstrndx === SHN_XINDEX ? first.sh_link : header.e_shstrndx;
+export async function readSectionHeaders(image: ElfImage): Promise<Section[]> {
+  const { source, codec, header } = image;
+  const raw = await readSectionHeaderTable(source, codec, header);
+  const entrySize = codec.sizeOf(SHDR);
+  const namesIndex = header.e_shstrndx === SHN_XINDEX ? (raw[0]?.sh_link ?? 0) : header.e_shstrndx;
   // The fields go onto the decoded record: a spread into a new literal costs microseconds per section.
   const section = (sh: SectionHeader, index: number, name: string): Section => {
     const record = sh as SectionHeader & { index: number; name: string; headerOffset: number };
@@ -47,7 +53,7 @@ export async function readSectionHeaders(image: ElfImage): Promise<Section[]> {
   };
   if (namesIndex === 0) return raw.map((sh, index) => section(sh, index, ''));
   const namesHeader = raw[namesIndex];
-  if (namesHeader === undefined) throw formatError(`e_shstrndx ${namesIndex} is not a section (there are ${count})`);
+  if (namesHeader === undefined) throw formatError(`e_shstrndx ${namesIndex} is not a section (there are ${raw.length})`);
   if (namesHeader.sh_type === SHT.SHT_NOBITS) throw formatError('the section name table has no bytes in the file (SHT_NOBITS)');
   checkRange(source.size, namesHeader.sh_offset, namesHeader.sh_size, 'section name table');
   const names = new StringTable(source, namesHeader.sh_offset, namesHeader.sh_size, 'section name table');

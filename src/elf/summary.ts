@@ -18,6 +18,11 @@ export interface ElfSummary {
   readonly byteOrder: 'little-endian' | 'big-endian';
   readonly machine: string;
   readonly type: string;
+  /**
+   * A debug-info file (objcopy --only-keep-debug): program headers without the bytes they map, so no
+   * interpreter, dynamic entries or runpath to show.
+   */
+  readonly debugInfo: boolean;
   readonly interpreter: string | null;
   readonly soname: string | null;
   readonly needed: string[];
@@ -53,6 +58,7 @@ export async function summarize(image: ElfImage): Promise<ElfSummary> {
     byteOrder: codec.littleEndian ? 'little-endian' : 'big-endian',
     machine: nameOf(EM_NAMES, header.e_machine),
     type: nameOf(ET_NAMES, header.e_type),
+    debugInfo: image.debugInfo,
     interpreter: image.interpreter,
     soname: await singleString(image, DT.DT_SONAME),
     needed: await dynamicStringsOf(image, DT.DT_NEEDED),

@@ -274,3 +274,38 @@ export async function dlopenProbe(files: string | string[], arch: Arch, opts: Ld
   const { stdout } = await runProgram(fixture(probeId), { args: list, libraryPath: opts.libraryPath ?? null, env: opts.env ?? {} });
   return stdout;
 }
+
+/** The compiled variants fixtures/build.sh makes separateDebugInfo outputs of (cache debug-info/<variant>). */
+export const DEBUG_INFO_VARIANTS = ['x86_64', 'aarch64-64k', 'arm', 'ppc64'] as const;
+export type DebugInfoVariant = (typeof DEBUG_INFO_VARIANTS)[number];
+
+export interface DebugInfoFile {
+  /** Absolute path of the debug file. */
+  path: string;
+  /** The file of the output tree (out/) it was made from. */
+  source: string;
+  /** `objcopy --only-keep-debug` (Nixpkgs' separateDebugInfo) or `eu-strip -f` (RPM's debuginfo). */
+  tool: 'objcopy' | 'eu-strip';
+}
+
+export interface DebugInfoTree {
+  /** Holds out/ (an output), debug/ (its debug output: lib/debug/.build-id/xx/yyyy.debug) and eu-strip/. */
+  root: string;
+  files: DebugInfoFile[];
+}
+
+/** A variant's output and debug output, from the list fixtures/build.sh writes beside them. */
+export function debugInfoTree(variant: DebugInfoVariant): DebugInfoTree {
+  const root = join(CACHE_DIR, 'debug-info', variant);
+  const list = join(root, 'debug-files.tsv');
+  if (!existsSync(list)) throw new Error(`${list} not found: run bash fixtures/build.sh (the vitest global setup does)`);
+  const files = readFileSync(list, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line): DebugInfoFile => {
+      const [debug, source, tool] = line.split('\t');
+      if (debug === undefined || source === undefined || (tool !== 'objcopy' && tool !== 'eu-strip')) throw new Error(`${list}: cannot read the line "${line}"`);
+      return { path: join(root, debug), source: join(root, source), tool };
+    });
+  return { root, files };
+}
