@@ -1,20 +1,24 @@
-// Runs the setup hooks of hooks/ the way a Nix builder does, without Nix: bash sources
-// fixtures/nix/setup.sh (a small stand-in for stdenv's setup script), which sources the hook files named in
-// nativeBuildInputs, and runs the fixup phase, whose `runHook postFixup` runs the derivation's own
-// postFixup and then the postFixupHooks entries in order. Everything a derivation would set comes in as
-// environment variables, as Nix passes derivation attributes. The outputs hold the demo of
-// fixtures/nix/src (bin/greet and lib/libgreet.so, which needs libcuda.so.1), built fresh for each build;
-// the cuda-patchelf the hooks find is a wrapper around the built CLI that logs each call.
+// Runs setup hooks the way a Nix builder does, without Nix: bash sources fixtures/nix/setup.sh (a small
+// stand-in for stdenv's setup script that follows its protocol), which sources the hook files named in the
+// input lists with the offsets of their list, then runs the build phase (which compiles the demo of
+// fixtures/nix/src: bin/greet in out and lib/libgreet.so, which needs libcuda.so.1, in lib) and the fixup
+// phase: stdenv's own fixupOutput hooks (separateDebugInfo, strip, patchelf --shrink-rpath), then the
+// derivation's own postFixup and the postFixupHooks entries in order. Everything a derivation would set
+// comes in as environment variables, as Nix passes derivation attributes, with NIX_LOG_FD=2 as Nix sets it.
+// The hooks are either this project's (hooks/) or the restatement of Nixpkgs' own (fixtures/nix/nixpkgs/),
+// run with the real patchelf: the same build with each gives the runpaths to compare. The cuda-patchelf
+// the hooks find is a wrapper around the built CLI that logs each call.
 
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { REPO_ROOT, requireTool } from './fixtures.js';
 import { assertCliBuilt, cliPath } from './run-cli.js';
-import { execTool, makeTempDir, mustExec, readDynamic, type ExecResult } from './tree-tools.js';
+import { dedupeRunpath, execTool, hasElfMagic, makeTempDir, mustExec, readDynamic, tagKind, type ExecResult, type TagKind } from './tree-tools.js';
 
 export const HOOKS_DIR = join(REPO_ROOT, 'hooks');
 export const STDENV_SETUP = join(REPO_ROOT, 'fixtures', 'nix', 'setup.sh');
+export const NIXPKGS_HOOKS_DIR = join(REPO_ROOT, 'fixtures', 'nix', 'nixpkgs');
 const BUILD_GREET = join(REPO_ROOT, 'fixtures', 'nix', 'build-greet.sh');
 
 export const HOOK_FILES = {
@@ -23,6 +27,16 @@ export const HOOK_FILES = {
   stubs: join(HOOKS_DIR, 'remove-stubs-from-runpath.sh'),
 } as const;
 export type HookName = keyof typeof HOOK_FILES;
+
+/** The restatement of Nixpkgs' hooks, by the same names. */
+export const NIXPKGS_HOOK_FILES: Readonly<Record<HookName, string>> = {
+  driver: join(NIXPKGS_HOOKS_DIR, 'auto-add-driver-runpath.sh'),
+  compat: join(NIXPKGS_HOOKS_DIR, 'auto-add-cuda-compat-runpath.sh'),
+  stubs: join(NIXPKGS_HOOKS_DIR, 'remove-stubs-from-runpath.sh'),
+};
+
+/** Whose hooks a build sources: this project's shims, or Nixpkgs' restated. */
+export type Flavour = 'shims' | 'nixpkgs';
 
 /** The fake libcuda versions: the program prints which copy the loader found. */
 export const VERSION = { driver: 12020, compat: 12040 } as const;
@@ -39,8 +53,13 @@ export interface Packages {
   readonly driverLink: string;
   /** A cuda_compat package: compat/libcuda.so.1. */
   readonly cudaCompat: string;
-  /** NVIDIA-style link-time stubs: the directory holding the stub libcuda.so. */
+  /**
+   * NVIDIA-style link-time stubs: the directory holding the stub libcuda.so, in a package named as a store
+   * path of CUDA's redistributables is (<hash>-cuda…/lib/stubs), which is what Nixpkgs' stubs hook recognises.
+   */
   readonly stubsDir: string;
+  /** Another stubs directory, of the other shape Nixpkgs recognises: a stubs output's lib (…-cuda…-stubs/lib). */
+  readonly stubsOutputDir: string;
   /** The runpath entries the hooks add: <cudaCompat>/compat and <driverLink>/lib. */
   readonly compatEntry: string;
   readonly driverEntry: string;
@@ -51,10 +70,19 @@ export async function buildPackages(): Promise<Packages> {
   const root = await makeTempDir('shim');
   const driverLink = join(root, 'driver');
   const cudaCompat = join(root, 'cuda_compat');
-  const packages = { root, driverLink, cudaCompat, stubsDir: join(root, 'stubs', 'lib', 'stubs'), compatEntry: `${cudaCompat}/compat`, driverEntry: `${driverLink}/lib` };
+  const packages = {
+    root,
+    driverLink,
+    cudaCompat,
+    stubsDir: join(root, '2kkmzg0yw2b0dmv5bpxf1irfm9k0l4hr-cuda12.8-cuda_cudart-12.8.90', 'lib', 'stubs'),
+    stubsOutputDir: join(root, '4yq1zn2ykpsg8h2b9x5yv2ir81k8ldrp-cuda12.8-libcublas-12.8.4.1-stubs', 'lib'),
+    compatEntry: `${cudaCompat}/compat`,
+    driverEntry: `${driverLink}/lib`,
+  };
   await buildGreet(['libcuda', join(packages.driverLink, 'lib'), String(VERSION.driver), '0']);
   await buildGreet(['libcuda', join(packages.cudaCompat, 'compat'), String(VERSION.compat), '0']);
   await buildGreet(['libcuda', packages.stubsDir, '0', '34']);
+  await buildGreet(['libcuda', packages.stubsOutputDir, '0', '34']);
   return packages;
 }
 
@@ -78,22 +106,47 @@ function buildGreet(args: readonly string[]): Promise<ExecResult> {
   return mustExec(requireTool('bash'), [BUILD_GREET, ...args], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', LC_ALL: 'C' } });
 }
 
+/** A hook by name (this flavour's file), or any other setup hook: a file, or a package with nix-support/setup-hook. */
+export type Input = HookName | string;
+
+/** Where the builder's cuda-patchelf comes from. */
+export type CliSource =
+  /** a directory on PATH, as a nativeBuildInputs package puts it there */
+  | 'path'
+  /** CUDA_PATCHELF names it, nothing on PATH */
+  | 'env'
+  /** nowhere */
+  | 'none'
+  /** a package (bin/cuda-patchelf) in that input list, which puts it on PATH or not as stdenv decides */
+  | 'nativeBuildInputs'
+  | 'buildInputs';
+
 export interface BuildOptions {
-  /** The hook files in the order nativeBuildInputs names them (a name twice: sourced twice). */
-  readonly hooks: readonly (HookName | string)[];
-  /** Derivation attributes (switches, phases' code, NIX_DEBUG...). */
+  /** nativeBuildInputs: the hooks in the order the list names them (hostOffset -1, targetOffset 0). */
+  readonly hooks: readonly Input[];
+  /** buildInputs (hostOffset 0, targetOffset 1). */
+  readonly buildInputs?: readonly Input[];
+  /** depsBuildBuild (hostOffset -1, targetOffset -1). */
+  readonly depsBuildBuild?: readonly Input[];
+  /** Derivation attributes (switches, phases' code, NIX_DEBUG, strictDeps, separateDebugInfo...). */
   readonly attrs?: Readonly<Record<string, string>>;
-  /** How the hooks find cuda-patchelf: on PATH (default), through CUDA_PATCHELF, or not at all. */
-  readonly cli?: 'path' | 'env' | 'none';
+  /** How the hooks find cuda-patchelf (default: on PATH). */
+  readonly cli?: CliSource;
   /** Pass the packages' paths to the hooks through their environment variables (default true). */
   readonly envPaths?: boolean;
+  /** This project's hooks (default) or Nixpkgs' restated. */
+  readonly flavour?: Flavour;
+  /** Set NIX_LOG_FD=2, as Nix does for a build (default true); without it stdenv's nixLog is silent. */
+  readonly nixLogFd?: boolean;
 }
 
 export interface Build {
   readonly dir: string;
-  /** The two outputs: out (bin/greet) and lib (lib/libgreet.so). */
+  /** The outputs: out (bin/greet), lib (lib/libgreet.so), and debug when separateDebugInfo asks for it. */
   readonly out: string;
   readonly lib: string;
+  readonly debug: string;
+  readonly outputs: Readonly<Record<string, string>>;
   readonly greet: string;
   readonly libgreet: string;
   /** The builder's exit status and what it said. */
@@ -102,12 +155,11 @@ export interface Build {
   readonly calls: string[][];
 }
 
-/** Builds the demo into fresh outputs and runs the fixup phase with the hooks, as a builder would. */
+/** Builds the demo into fresh outputs with the hooks, as a builder would: build phase, then fixup phase. */
 export async function buildWithHooks(packages: Packages, options: BuildOptions): Promise<Build> {
   const dir = await mkdtemp(join(packages.root, 'build-'));
-  const out = join(dir, 'out');
-  const lib = join(dir, 'lib');
-  await buildGreet(['greet', out, lib, packages.stubsDir]);
+  const outputs: Record<string, string> = { out: join(dir, 'out'), lib: join(dir, 'lib') };
+  if (options.attrs?.['separateDebugInfo'] !== undefined) outputs['debug'] = join(dir, 'debug');
 
   const bin = join(dir, 'bin');
   const callLog = join(dir, 'calls.log');
@@ -117,17 +169,24 @@ export async function buildWithHooks(packages: Packages, options: BuildOptions):
   await writeFile(wrapper, `#!/usr/bin/env bash\nprintf '%s\\0' "$@" >> ${shellQuote(callLog)}\necho >> ${shellQuote(callLog)}\nexec ${shellQuote(process.execPath)} ${shellQuote(cliPath)} "$@"\n`, { mode: 0o755 });
   await writeFile(callLog, '');
 
+  const flavour = options.flavour ?? 'shims';
+  const files: Readonly<Record<HookName, string>> = flavour === 'shims' ? HOOK_FILES : NIXPKGS_HOOK_FILES;
+  const list = (inputs: readonly Input[] | undefined, extra: readonly string[] = []): string =>
+    [...(inputs ?? []).map((input) => (input in files ? files[input as HookName] : input)), ...extra].join(' ');
   const cli = options.cli ?? 'path';
   const systemPath = `${dirname(requireTool('gcc'))}:/usr/bin:/bin`;
   const env: Record<string, string> = {
     PATH: cli === 'path' ? `${bin}:${systemPath}` : systemPath,
     HOME: dir,
     LC_ALL: 'C',
-    outputs: 'out lib',
-    out,
-    lib,
-    phases: 'fixupPhase',
-    nativeBuildInputs: options.hooks.map((hook) => (hook in HOOK_FILES ? HOOK_FILES[hook as HookName] : hook)).join(' '),
+    outputs: Object.keys(outputs).join(' '),
+    ...outputs,
+    phases: 'buildPhase fixupPhase',
+    buildPhase: `bash ${shellQuote(BUILD_GREET)} greet "$out" "$lib" ${shellQuote(packages.stubsDir)}`,
+    depsBuildBuild: list(options.depsBuildBuild),
+    nativeBuildInputs: list(options.hooks, cli === 'nativeBuildInputs' ? [dir] : []),
+    buildInputs: list(options.buildInputs, cli === 'buildInputs' ? [dir] : []),
+    ...(options.nixLogFd ?? true ? { NIX_LOG_FD: '2' } : {}),
     ...(cli === 'env' ? { CUDA_PATCHELF: wrapper } : {}),
     ...(options.envPaths ?? true ? { CUDA_PATCHELF_DRIVER_LINK: packages.driverLink, CUDA_PATCHELF_CUDA_COMPAT: packages.cudaCompat } : {}),
     ...options.attrs,
@@ -137,10 +196,30 @@ export async function buildWithHooks(packages: Packages, options: BuildOptions):
     .split('\n')
     .filter((line) => line.length > 0)
     .map((line) => line.split('\0').slice(0, -1));
-  return { dir, out, lib, greet: join(out, 'bin', 'greet'), libgreet: join(lib, 'lib', 'libgreet.so'), result, calls };
+  return {
+    dir,
+    out: outputs['out'] as string,
+    lib: outputs['lib'] as string,
+    debug: join(dir, 'debug'),
+    outputs,
+    greet: join(dir, 'out', 'bin', 'greet'),
+    libgreet: join(dir, 'lib', 'lib', 'libgreet.so'),
+    result,
+    calls,
+  };
 }
 
-function shellQuote(text: string): string {
+/** Installs a hook file as makeSetupHook does: PARENT/NAME/nix-support/setup-hook with each @key@ replaced. */
+export async function installHook(parent: string, name: string, file: string, substitutions: Readonly<Record<string, string>>): Promise<string> {
+  let text = await readFile(file, 'utf8');
+  for (const [key, value] of Object.entries(substitutions)) text = text.replaceAll(`@${key}@`, value);
+  const pkg = join(parent, name);
+  await mkdir(join(pkg, 'nix-support'), { recursive: true });
+  await writeFile(join(pkg, 'nix-support', 'setup-hook'), text);
+  return pkg;
+}
+
+export function shellQuote(text: string): string {
   return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
@@ -161,4 +240,78 @@ export async function runpathOf(file: string): Promise<string | null> {
 /** Runs bin/greet with no loader variables: what it prints says which libcuda.so.1 the runpaths found. */
 export function runGreet(build: Build): Promise<ExecResult> {
   return execTool(build.greet, [], { env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' }, timeoutMs: 30_000 });
+}
+
+/** Regular files (symbolic links not followed) under root, by path relative to it. */
+async function regularFiles(root: string): Promise<string[]> {
+  const found: string[] = [];
+  const visit = async (dir: string): Promise<void> => {
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) await visit(path);
+      else if (entry.isFile()) found.push(path);
+    }
+  };
+  await visit(root);
+  return found.sort();
+}
+
+/** What a file's dynamic section says of its search path: the tag (none: neither) and its string. */
+export interface SearchPath {
+  readonly kind: TagKind;
+  readonly runpath: string | null;
+}
+
+/**
+ * The search path of every ELF file of every output (a file without a dynamic section, such as a
+ * debug-info file, reads as none), by `<output>/<path>`, with the build's own directory written `<build>`
+ * so that two builds compare.
+ */
+export function elfSearchPaths(build: Build): Promise<Record<string, SearchPath>> {
+  return outputSearchPaths(build.outputs, { [build.dir]: '<build>' });
+}
+
+/**
+ * The same for any outputs (name → directory), each key of `rename` written as its value in the runpaths.
+ * A debug file goes by the name of the file it is for (lib/debug/.build-id/<libgreet.so>.debug): its build
+ * ID differs from one build to the next.
+ */
+export async function outputSearchPaths(outputs: Readonly<Record<string, string>>, rename: Readonly<Record<string, string>>): Promise<Record<string, SearchPath>> {
+  const result: Record<string, SearchPath> = {};
+  for (const [name, root] of Object.entries(outputs)) {
+    const debugNames = await debugFileNames(root);
+    for (const file of await regularFiles(root)) {
+      if (!(await hasElfMagic(file))) continue;
+      let runpath = await runpathOf(file);
+      for (const [from, to] of Object.entries(rename)) runpath = runpath?.replaceAll(from, to) ?? null;
+      const facts = await readDynamic(file);
+      result[`${name}/${debugNames.get(file) ?? relative(root, file)}`] = { kind: facts === null ? 'none' : tagKind(facts), runpath };
+    }
+  }
+  return result;
+}
+
+/** separateDebugInfo's links lib/debug/NAME → .build-id/xx/yyyy.debug, as debug file → lib/debug/.build-id/<NAME>.debug. */
+async function debugFileNames(root: string): Promise<Map<string, string>> {
+  const names = new Map<string, string>();
+  const dir = join(root, 'lib', 'debug');
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const entry of entries) {
+    if (!entry.isSymbolicLink()) continue;
+    names.set(join(dir, await readlink(join(dir, entry.name))), `lib/debug/.build-id/<${entry.name}>.debug`);
+  }
+  return names;
+}
+
+/**
+ * The runpath strings alone, as cuda-patchelf's default semantics would give them from Nixpkgs': deduped,
+ * no empty entry, and an empty runpath (which searches nothing) the same as none.
+ */
+export function dedupedRunpaths(paths: Readonly<Record<string, SearchPath>>): Record<string, string | null> {
+  return Object.fromEntries(Object.entries(paths).map(([file, { runpath }]) => [file, runpath === null ? null : dedupeRunpath(runpath) || null]));
+}
+
+/** The files under lib/debug of the debug output (the .debug files separateDebugInfo wrote), by path. */
+export async function debugFiles(build: Build): Promise<string[]> {
+  return regularFiles(join(build.debug, 'lib', 'debug'));
 }
