@@ -9,12 +9,18 @@
 #
 # The switches are read at fixup time, not when the hooks are sourced, so a derivation may also set them
 # in an earlier phase:
-#   dontUseAutoAddDriverRunpath, dontUseAutoAddCudaCompatRunpath, dontUseRemoveStubsFromRunpath
+#   dontUseAutoAddDriverRunpath (or the deprecated dontUseAutoAddOpenGLRunpath),
+#   dontUseAutoAddCudaCompatRunpath, dontUseRemoveStubsFromRunpath
 #     turn one hook off;
 #   cudaPatchelfFlags: more arguments for `cuda-patchelf apply` (a string, or an array with
-#     __structuredAttrs), e.g. "--nixpkgs-compat" or "--config hooks.json";
-#   CUDA_PATCHELF: the cuda-patchelf command to run (default: the one on PATH);
-#   NIX_DEBUG >= 1: say what is sourced, skipped and run.
+#     __structuredAttrs), e.g. "--nixpkgs-compat" or "--config hooks.json"; they come last, so they win;
+#   CUDA_PATCHELF: the cuda-patchelf command to run (default: the one filled in at install time, else the
+#     one on PATH);
+#   NIX_BUILD_CORES: how many files cuda-patchelf patches at once (0, or unset: its own default);
+#   NIX_DEBUG >= 1: say what is sourced, skipped and run, and one line per file patched.
+#
+# Messages go through stdenv's nixLog and nixErrorLog when it has them (and a log to write to), as the
+# Nixpkgs hooks' do; else to stderr.
 
 if [[ -n ${cudaPatchelfFixupOnce-} ]]; then
   return 0
@@ -23,20 +29,59 @@ declare -g cudaPatchelfFixupOnce=1
 
 # hook name -> its directory argument ("" for a hook that takes none), for each hook sourced
 declare -gA cudaPatchelfHookArgs=()
-# hook name -> the variable that turns it off
+# hook name -> the variables that turn it off (any one of them set is enough)
 declare -gA cudaPatchelfHookSwitches=(
-  [driver]=dontUseAutoAddDriverRunpath
+  [driver]="dontUseAutoAddDriverRunpath dontUseAutoAddOpenGLRunpath"
   [cuda-compat]=dontUseAutoAddCudaCompatRunpath
   [remove-stubs]=dontUseRemoveStubsFromRunpath
 )
+# the cuda-patchelf command filled in at install time by the first hook that had one
+declare -g cudaPatchelfInstalledCli=
+# set once the deprecation of dontUseAutoAddOpenGLRunpath has been said
+declare -g cudaPatchelfOpenGLSwitchSaid=
 
-cudaPatchelfLog() {
-  echo "cuda-patchelf hook: $*" >&2
+# stdenv's nixLog family writes to NIX_LOG_FD and is silent without it (nix-shell): then stderr it is, so
+# that no message of ours is ever lost.
+cudaPatchelfHasNixLog() {
+  declare -F "$1" >/dev/null && [[ -n ${NIX_LOG_FD-} ]]
 }
 
+cudaPatchelfLog() {
+  if cudaPatchelfHasNixLog nixLog; then
+    nixLog "cuda-patchelf hook: $*"
+  else
+    echo "cuda-patchelf hook: $*" >&2
+  fi
+}
+
+cudaPatchelfErrorLog() {
+  if cudaPatchelfHasNixLog nixErrorLog; then
+    nixErrorLog "cuda-patchelf hook: error: $*"
+  else
+    echo "cuda-patchelf hook: error: $*" >&2
+  fi
+}
+
+# At NIX_DEBUG >= 1, the level at which Nixpkgs' autoFixElfFiles names each file it fixes. (nixDebugLog
+# would hide these lines below NIX_DEBUG=6.)
 cudaPatchelfDebugLog() {
   if (( ${NIX_DEBUG:-0} >= 1 )); then
     cudaPatchelfLog "$@"
+  fi
+}
+
+# cudaPatchelfFilled VALUE: VALUE is a placeholder that makeSetupHook filled in (an unfilled one still
+# reads @name@; this pattern itself is no placeholder: no name in it).
+cudaPatchelfFilled() {
+  [[ $1 != @*@ ]]
+}
+
+# cudaPatchelfUseCli VALUE: the hook file's @cudaPatchelf@, the cuda-patchelf it was installed with. A
+# filled-in command is found whatever list the hook and cuda-patchelf are inputs in: under strictDeps only
+# build-platform inputs reach PATH.
+cudaPatchelfUseCli() {
+  if [[ -z $cudaPatchelfInstalledCli && -n $1 ]] && cudaPatchelfFilled "$1"; then
+    cudaPatchelfInstalledCli=$1
   fi
 }
 
@@ -50,14 +95,33 @@ cudaPatchelfAddHook() {
     cudaPatchelfDebugLog "skipping the $hook hook: already sourced"
     return 0
   fi
-  # An unfilled placeholder still reads @name@ (this pattern itself is no placeholder: no name in it).
-  if [[ -z $value || $value == @*@ ]]; then
+  if [[ -z $value ]] || ! cudaPatchelfFilled "$value"; then
     value=${envVar:+${!envVar-}}
     value=${value:-$default}
   fi
   cudaPatchelfHookArgs[$hook]=$value
   cudaPatchelfLog "sourcing the $hook hook${value:+ ($value)}"
   cudaPatchelfDebugLog "the $hook hook was sourced with hostOffset=${hostOffset-unset} targetOffset=${targetOffset-unset}"
+}
+
+# cudaPatchelfSwitchedOff HOOK: succeeds, naming the switch, when a switch of HOOK is set.
+cudaPatchelfSwitchedOff() {
+  local switch
+  for switch in ${cudaPatchelfHookSwitches[$1]}; do
+    if [[ -n ${!switch-} ]]; then
+      echo "$switch"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# Nixpkgs' driver hook says this whenever the old switch is set, whether or not it decides anything.
+cudaPatchelfSayOpenGLSwitch() {
+  if [[ -n ${dontUseAutoAddOpenGLRunpath-} && -z $cudaPatchelfOpenGLSwitchSaid ]]; then
+    cudaPatchelfOpenGLSwitchSaid=1
+    cudaPatchelfLog "dontUseAutoAddOpenGLRunpath has been deprecated, please use dontUseAutoAddDriverRunpath instead"
+  fi
 }
 
 cudaPatchelfOutputNames() {
@@ -73,27 +137,40 @@ cudaPatchelfOutputNames() {
 # patched all the same and keeps its mode.
 cudaPatchelfFixup() {
   local -a args=(apply --make-writable) active=() extraFlags=() outputDirs=()
-  local hook switch output cli status=0
+  local hook switch output cli driverLink= status=0
 
+  [[ ! -v cudaPatchelfHookArgs[driver] ]] || cudaPatchelfSayOpenGLSwitch
   for hook in driver cuda-compat remove-stubs; do
     [[ -v cudaPatchelfHookArgs[$hook] ]] || continue
-    switch=${cudaPatchelfHookSwitches[$hook]}
-    if [[ -n ${!switch-} ]]; then
+    if switch=$(cudaPatchelfSwitchedOff "$hook"); then
       cudaPatchelfLog "the $hook hook is off: $switch is set"
       continue
     fi
     active+=("$hook")
     case $hook in
-      driver) args+=(--driver-link "${cudaPatchelfHookArgs[driver]}") ;;
+      driver)
+        driverLink=${cudaPatchelfHookArgs[driver]}
+        args+=(--driver-link "$driverLink")
+        ;;
       cuda-compat)
         if [[ -z ${cudaPatchelfHookArgs[cuda-compat]} ]]; then
-          cudaPatchelfLog "error: the cuda-compat hook has no cuda_compat directory:" \
-            "substitute @cudaCompat@ or set CUDA_PATCHELF_CUDA_COMPAT (or set $switch)"
+          cudaPatchelfErrorLog "the cuda-compat hook has no cuda_compat directory:" \
+            "substitute @cudaCompat@ or set CUDA_PATCHELF_CUDA_COMPAT (or set dontUseAutoAddCudaCompatRunpath)"
           return 1
         fi
         args+=(--cuda-compat "${cudaPatchelfHookArgs[cuda-compat]}")
         ;;
-      remove-stubs) args+=(--remove-stubs) ;;
+      remove-stubs)
+        args+=(--remove-stubs)
+        # Nixpkgs' stubs hook puts the driver directory in place of the first stubs entry, driver hook or
+        # not: with the driver hook off, the stubs hook's own driver link names it.
+        if [[ -z $driverLink ]]; then
+          args+=(--driver-link "${cudaPatchelfHookArgs[remove-stubs]}")
+        elif [[ $driverLink != "${cudaPatchelfHookArgs[remove-stubs]}" ]]; then
+          cudaPatchelfLog "warning: the driver hook's driver link ($driverLink) replaces the stubs entries," \
+            "not the stubs hook's (${cudaPatchelfHookArgs[remove-stubs]})"
+        fi
+        ;;
     esac
   done
   if (( ${#active[@]} == 0 )); then
@@ -102,6 +179,15 @@ cudaPatchelfFixup() {
   fi
   # The driver hook is on in cuda-patchelf unless turned off.
   [[ " ${active[*]} " == *" driver "* ]] || args+=(--no-driver)
+
+  # stdenv's parallelism; 0 means every core (setup.sh normally turns it into a count already), which is
+  # cuda-patchelf's own default as far as it goes.
+  if [[ ${NIX_BUILD_CORES-} =~ ^[0-9]+$ ]] && (( NIX_BUILD_CORES > 0 )); then
+    args+=(--jobs "$NIX_BUILD_CORES")
+  fi
+  if (( ${NIX_DEBUG:-0} >= 1 )); then
+    args+=(--verbose)
+  fi
 
   # shellcheck disable=SC2154 # set by the derivation, if at all
   if [[ "$(declare -p cudaPatchelfFlags 2>/dev/null)" == "declare -a"* ]]; then
@@ -124,8 +210,10 @@ cudaPatchelfFixup() {
 
   if [[ -n ${CUDA_PATCHELF-} ]]; then
     cli=$CUDA_PATCHELF
+  elif [[ -n $cudaPatchelfInstalledCli ]]; then
+    cli=$cudaPatchelfInstalledCli
   elif ! cli=$(command -v cuda-patchelf); then
-    cudaPatchelfLog "error: cuda-patchelf is not on PATH: add it to nativeBuildInputs or set CUDA_PATCHELF"
+    cudaPatchelfErrorLog "cuda-patchelf is not on PATH: add it to nativeBuildInputs or set CUDA_PATCHELF"
     return 127
   fi
 
@@ -133,7 +221,7 @@ cudaPatchelfFixup() {
   cudaPatchelfDebugLog "command: ${cli@Q} ${args[*]@Q} ${extraFlags[*]@Q} -- ${outputDirs[*]@Q}"
   "$cli" "${args[@]}" "${extraFlags[@]}" -- "${outputDirs[@]}" || status=$?
   if (( status != 0 )); then
-    cudaPatchelfLog "error: cuda-patchelf apply failed with exit code $status (its messages are above)"
+    cudaPatchelfErrorLog "cuda-patchelf apply failed with exit code $status (its messages are above)"
     return "$status"
   fi
 }

@@ -57,9 +57,11 @@ describe('hook order', () => {
     expect(await sha256File(compatFirst.libgreet)).toBe(await sha256File(driverFirst.libgreet));
   });
 
-  it('sourced twice (as when several inputs propagate a hook), a hook still registers one postFixupHooks entry and one call', async () => {
+  it('sourced again from other input lists (stdenv sources a package once per list), a hook still registers one postFixupHooks entry and one call', async () => {
     const build = await buildWithHooks(packages(), {
-      hooks: ['compat', 'driver', 'stubs', 'driver', 'compat', 'stubs', join(HOOKS_DIR, 'cuda-patchelf-fixup.sh')],
+      depsBuildBuild: ['stubs', 'driver'],
+      hooks: ['compat', 'driver', 'stubs'],
+      buildInputs: ['driver', 'compat', 'stubs', join(HOOKS_DIR, 'cuda-patchelf-fixup.sh')],
       attrs: { preFixup: 'declare -p postFixupHooks >&2' },
     });
     await expectCompatFirst(build);

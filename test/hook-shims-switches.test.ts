@@ -1,9 +1,11 @@
 // What turns the hooks of hooks/ on, off and where they take their paths from, in a builder that follows
-// the stdenv hook protocol: each dontUse… switch (also set after the hooks were sourced), the @placeholder@
-// filled at install time as makeSetupHook does (it wins over the environment), the environment variables,
-// the default driver link, cudaPatchelfFlags as a string and as an array, CUDA_PATCHELF, and NIX_DEBUG.
+// the stdenv hook protocol: each dontUse… switch (also set after the hooks were sourced, and the deprecated
+// dontUseAutoAddOpenGLRunpath), the @placeholder@ filled at install time as makeSetupHook does (it wins over
+// the environment), the environment variables, the default driver link, cudaPatchelfFlags as a string and
+// as an array, CUDA_PATCHELF, NIX_BUILD_CORES, NIX_DEBUG, and stdenv's nixLog.
 
 import { readFile, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -24,14 +26,51 @@ const packages = usePackages();
 const ALL = ['driver', 'compat', 'stubs'] as const;
 
 describe('switches', () => {
-  it('dontUseAutoAddDriverRunpath leaves the driver out: cuda_compat only', async () => {
-    const { compatEntry } = packages();
+  it('dontUseAutoAddDriverRunpath leaves the driver hook out: cuda_compat first, and the stubs entry becomes the driver directory', async () => {
+    const { compatEntry, driverEntry, driverLink } = packages();
     const build = await buildWithHooks(packages(), { hooks: ALL, attrs: { dontUseAutoAddDriverRunpath: '1' } });
     expectBuilt(build);
     expect(build.calls[0]).toContain('--no-driver');
-    expect(await runpathOf(build.libgreet)).toBe(compatEntry);
+    // Nixpkgs' stubs hook puts the driver directory in place of the stubs entry even with the driver hook off.
+    expect(build.calls[0]).toEqual(expect.arrayContaining(['--remove-stubs', '--driver-link', driverLink]));
+    expect(await runpathOf(build.libgreet)).toBe(`${compatEntry}:${driverEntry}`);
     expect(await runpathOf(build.greet)).toBe(`${compatEntry}:${build.lib}/lib`);
     expect((await runGreet(build)).stdout).toBe(greetReport(VERSION.compat));
+    expect(build.result.stderr).toContain('cuda-patchelf hook: the driver hook is off: dontUseAutoAddDriverRunpath is set');
+  });
+
+  it('the deprecated dontUseAutoAddOpenGLRunpath turns the driver hook off too, and says once that it is deprecated', async () => {
+    const { compatEntry, driverEntry } = packages();
+    const build = await buildWithHooks(packages(), { hooks: ALL, attrs: { dontUseAutoAddOpenGLRunpath: '1' } });
+    expectBuilt(build);
+    expect(build.calls[0]).toContain('--no-driver');
+    expect(await runpathOf(build.libgreet)).toBe(`${compatEntry}:${driverEntry}`);
+    expect(await runpathOf(build.greet)).toBe(`${compatEntry}:${build.lib}/lib`);
+    const deprecation = 'cuda-patchelf hook: dontUseAutoAddOpenGLRunpath has been deprecated, please use dontUseAutoAddDriverRunpath instead';
+    expect(build.result.stderr.split(deprecation)).toHaveLength(2);
+    expect(build.result.stderr).toContain('cuda-patchelf hook: the driver hook is off: dontUseAutoAddOpenGLRunpath is set');
+    // Set only after the hooks were sourced, it still counts, and still says so.
+    const late = await buildWithHooks(packages(), { hooks: ['driver'], attrs: { preFixup: 'dontUseAutoAddOpenGLRunpath=1' } });
+    expectBuilt(late);
+    expect(await runpathOf(late.libgreet)).toBe(packages().stubsDir);
+    expect(late.result.stderr.split(deprecation)).toHaveLength(2);
+    // Without the driver hook there is nothing for it to deprecate.
+    const noDriverHook = await buildWithHooks(packages(), { hooks: ['compat'], attrs: { dontUseAutoAddOpenGLRunpath: '1' } });
+    expectBuilt(noDriverHook);
+    expect(noDriverHook.result.stderr).not.toContain('deprecated');
+  });
+
+  it("with the driver hook on, the driver hook's driver link replaces the stubs entries, and a different one of the stubs hook is said", async () => {
+    const { driverLink, driverEntry } = packages();
+    const build0 = await buildWithHooks(packages(), { hooks: [] });
+    const stubsHook = join(build0.dir, 'stubs-setup-hook');
+    const text = (await readFile(HOOK_FILES.stubs, 'utf8')).replaceAll('@driverLink@', '/elsewhere/opengl-driver').replaceAll('@cudaPatchelfFixup@', join(HOOKS_DIR, 'cuda-patchelf-fixup.sh'));
+    await writeFile(stubsHook, text);
+    const build = await buildWithHooks(packages(), { hooks: ['driver', stubsHook] });
+    expectBuilt(build);
+    expect(build.calls[0]?.filter((arg) => arg === '--driver-link')).toHaveLength(1);
+    expect(await runpathOf(build.libgreet)).toBe(driverEntry);
+    expect(build.result.stderr).toContain(`cuda-patchelf hook: warning: the driver hook's driver link (${driverLink}) replaces the stubs entries, not the stubs hook's (/elsewhere/opengl-driver)`);
   });
 
   it('dontUseAutoAddCudaCompatRunpath leaves cuda_compat out: the program loads the driver', async () => {
@@ -126,9 +165,10 @@ describe('switches', () => {
   });
 
   it('says what it sources, skips and runs under NIX_DEBUG, and only the essentials without it', async () => {
-    const hooks = ['driver', 'compat', 'driver'];
-    const quiet = await buildWithHooks(packages(), { hooks });
-    const debug = await buildWithHooks(packages(), { hooks, attrs: { NIX_DEBUG: '1' } });
+    // The driver hook twice: from nativeBuildInputs and from buildInputs (stdenv sources a package once per list).
+    const hooks = ['driver', 'compat'];
+    const quiet = await buildWithHooks(packages(), { hooks, buildInputs: ['driver'] });
+    const debug = await buildWithHooks(packages(), { hooks, buildInputs: ['driver'], attrs: { NIX_DEBUG: '1' } });
     expectBuilt(quiet);
     expectBuilt(debug);
     for (const build of [quiet, debug]) {
@@ -145,5 +185,49 @@ describe('switches', () => {
       expect(debug.result.stderr).toContain(line);
       expect(quiet.result.stderr).not.toContain(line.replace(debug.out, quiet.out).replace(debug.lib, quiet.lib));
     }
+    // One line per file patched, as Nixpkgs' autoFixElfFiles names each file at NIX_DEBUG >= 1: cuda-patchelf's --verbose.
+    expect(debug.calls[0]).toContain('--verbose');
+    expect(quiet.calls[0]).not.toContain('--verbose');
+    for (const [build, shown] of [[debug, true], [quiet, false]] as const) {
+      const said = `${build.result.stdout}${build.result.stderr}`;
+      // Every line naming the file but stdenv's own (patchelf's shrink-rpath hook names each file too).
+      const ours = said.split('\n').filter((line) => !line.startsWith('shrinking '));
+      for (const file of [build.greet, build.libgreet]) {
+        expect(ours.filter((line) => line.includes(file)), `${file} in\n${said}`).toHaveLength(shown ? 1 : 0);
+      }
+    }
+  });
+
+  it('patches NIX_BUILD_CORES files at once, and leaves the number to cuda-patchelf when it is 0 (every core)', async () => {
+    const jobs = async (attrs: Record<string, string>): Promise<string | undefined> => {
+      const build = await buildWithHooks(packages(), { hooks: ['driver'], attrs });
+      expectBuilt(build);
+      const args = build.calls[0] ?? [];
+      const at = args.indexOf('--jobs');
+      return at < 0 ? undefined : args[at + 1];
+    };
+    expect(await jobs({ NIX_BUILD_CORES: '2' })).toBe('2');
+    // stdenv's setup.sh makes an unset NIX_BUILD_CORES 1, and 0 the number of cores, before any phase.
+    expect(await jobs({})).toBe('1');
+    expect(await jobs({ NIX_BUILD_CORES: '0' })).toBe(String(availableParallelism()));
+    // A 0 that reaches the hook (a builder that does not normalise it) passes no --jobs at all.
+    expect(await jobs({ preFixup: 'NIX_BUILD_CORES=0' })).toBeUndefined();
+    // cudaPatchelfFlags come after, so that a derivation's own --jobs wins.
+    const own = await buildWithHooks(packages(), { hooks: ['driver'], attrs: { NIX_BUILD_CORES: '2', cudaPatchelfFlags: '--jobs 1' } });
+    expectBuilt(own);
+    expect(own.calls[0]?.join(' ')).toContain('--jobs 2 --jobs 1 --');
+  });
+
+  it("writes through stdenv's nixLog and nixErrorLog to NIX_LOG_FD, and to stderr where there is no log to write to", async () => {
+    const logged = await buildWithHooks(packages(), { hooks: ['driver'] });
+    const plain = await buildWithHooks(packages(), { hooks: ['driver'], nixLogFd: false });
+    expectBuilt(logged);
+    expectBuilt(plain);
+    expect(logged.result.stderr).toContain(`cudaPatchelfLog: cuda-patchelf hook: sourcing the driver hook (${packages().driverLink})\n`);
+    expect(plain.result.stderr.split('\n')).toContain(`cuda-patchelf hook: sourcing the driver hook (${packages().driverLink})`);
+    expect(plain.result.stderr).not.toContain('cudaPatchelfLog:');
+    const failed = await buildWithHooks(packages(), { hooks: ['driver'], cli: 'none' });
+    expect(failed.result.code).toBe(127);
+    expect(failed.result.stderr).toContain('ERROR: cudaPatchelfErrorLog: cuda-patchelf hook: error: cuda-patchelf is not on PATH');
   });
 });
