@@ -1,0 +1,96 @@
+// separateDebugInfo: stdenv's fixup (fixtures/nix/setup.sh, as Nixpkgs' separate-debug-info.sh) moves the
+// debug sections of every ELF file into $debug/lib/debug/.build-id/xx/yyyy.debug, files made by
+// `objcopy --only-keep-debug` that keep the program headers, PT_DYNAMIC too, over a NOBITS .dynamic: no
+// bytes behind it. The hooks then walk the debug output with the others, as Nixpkgs' autoFixElfFiles does.
+// The build must succeed, leave the debug files byte for byte as objcopy wrote them (patchelf does, for
+// Nixpkgs' hooks), and give every file the runpath Nixpkgs' hooks (restated in fixtures/nix/nixpkgs/) give
+// it: in either source order and sourced twice.
+
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { requireTool } from './helpers/fixtures.js';
+import {
+  VERSION,
+  buildWithHooks,
+  debugFiles,
+  dedupedRunpaths,
+  elfSearchPaths,
+  expectBuilt,
+  greetReport,
+  runGreet,
+  usePackages,
+  type Build,
+  type BuildOptions,
+} from './helpers/shim-stdenv.js';
+import { mustExec, sha256File } from './helpers/tree-tools.js';
+
+const packages = usePackages();
+const CANONICAL = ['driver', 'compat', 'stubs'] as const;
+/** The derivation's own postFixup runs after the debug files are written and before the hooks: it notes their hashes. */
+const NOTE_DEBUG_FILES = 'find "$debug/lib/debug" -type f -print0 | sort -z | xargs -0 sha256sum > "$debug/../debug-files.sha256"';
+
+async function build(options: BuildOptions): Promise<Build> {
+  const done = await buildWithHooks(packages(), { ...options, attrs: { separateDebugInfo: '1', postFixup: NOTE_DEBUG_FILES, ...options.attrs } });
+  expectBuilt(done);
+  return done;
+}
+
+/** Each debug file is what objcopy wrote: the hash noted before the hooks ran. */
+async function expectDebugFilesUntouched(done: Build): Promise<void> {
+  const noted = (await readFile(join(done.dir, 'debug-files.sha256'), 'utf8')).trim().split('\n');
+  const files = await debugFiles(done);
+  expect(files.filter((file) => file.endsWith('.debug'))).toHaveLength(2);
+  expect(noted).toHaveLength(files.length);
+  for (const line of noted) {
+    const [hash, file] = line.split(/\s+/) as [string, string];
+    expect(await sha256File(file), file).toBe(hash);
+  }
+}
+
+describe('separateDebugInfo', () => {
+  it('writes debug files as Nixpkgs does: program headers with PT_DYNAMIC over a NOBITS .dynamic, and a debug link in each original', async () => {
+    const done = await build({ hooks: [] });
+    const readelf = requireTool('readelf');
+    for (const file of (await debugFiles(done)).filter((path) => path.endsWith('.debug'))) {
+      expect(file).toMatch(/\/lib\/debug\/\.build-id\/[0-9a-f]{2}\/[0-9a-f]{38}\.debug$/);
+      expect((await mustExec(readelf, ['-lW', file])).stdout).toMatch(/^\s*DYNAMIC\s/m);
+      expect((await mustExec(readelf, ['-SW', file])).stdout).toMatch(/\.dynamic\s+NOBITS\s/);
+    }
+    for (const file of [done.greet, done.libgreet]) {
+      const sections = (await mustExec(readelf, ['-SW', file])).stdout;
+      expect(sections).toContain('.gnu_debuglink');
+      expect(sections).not.toContain('.debug_info');
+    }
+  });
+
+  it("succeeds with the hooks, leaves the debug files byte for byte, and gives every file the runpath Nixpkgs' hooks give", async () => {
+    const theirs = await build({ hooks: CANONICAL, flavour: 'nixpkgs' });
+    await expectDebugFilesUntouched(theirs);
+    const expected = await elfSearchPaths(theirs);
+    expect(Object.entries(expected).filter(([file]) => file.startsWith('debug/')).map(([, path]) => path)).toEqual([
+      { kind: 'none', runpath: null },
+      { kind: 'none', runpath: null },
+    ]);
+
+    const variants: readonly BuildOptions[] = [
+      { hooks: CANONICAL },
+      { hooks: ['stubs', 'compat', 'driver'] },
+      { hooks: ['compat', 'stubs', 'driver'], buildInputs: CANONICAL },
+    ];
+    for (const variant of variants) {
+      for (const flags of ['', '--nixpkgs-compat']) {
+        const ours = await build({ ...variant, attrs: { NIX_DEBUG: '1', cudaPatchelfFlags: flags } });
+        const what = `${JSON.stringify(variant)} ${flags}`;
+        // The debug output is walked with the others.
+        expect(ours.calls[0]?.slice(-4), what).toEqual(['--', ours.out, ours.lib, ours.debug]);
+        await expectDebugFilesUntouched(ours);
+        const paths = await elfSearchPaths(ours);
+        if (flags === '') expect(dedupedRunpaths(paths), what).toEqual(dedupedRunpaths(expected));
+        else expect(paths, what).toEqual(expected);
+        const run = await runGreet(ours);
+        expect(run.stdout, what).toBe(greetReport(VERSION.compat));
+      }
+    }
+  });
+});
