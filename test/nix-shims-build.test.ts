@@ -42,6 +42,11 @@ describe('a real Nix build with the hooks (x86_64-linux)', () => {
     expect(hook).not.toMatch(/@driverLink@|@cudaPatchelfFixup@/);
     const compatHook = await readFile(join(run.output('cudaCompatHook', 'out'), 'nix-support', 'setup-hook'), 'utf8');
     expect(compatHook).toContain(`cudaPatchelfAddHook cuda-compat "${run.output('cudaCompat', 'out')}"`);
+    // The stubs hook names the driver directory too (its replacement for the first stubs entry), and each
+    // hook the cuda-patchelf it was installed with, which the builds run without CUDA_PATCHELF or PATH.
+    const stubsHook = await readFile(join(run.output('removeStubsHook', 'out'), 'nix-support', 'setup-hook'), 'utf8');
+    expect(stubsHook).toContain(`cudaPatchelfAddHook remove-stubs "${driverLink}" CUDA_PATCHELF_DRIVER_LINK`);
+    for (const text of [hook, compatHook, stubsHook]) expect(text).toContain(`cudaPatchelfUseCli "${cliPath}"`);
   });
 
   it('leaves cuda_compat before the driver in the files of both outputs, the stubs entry gone', async () => {
