@@ -3,7 +3,14 @@
 //
 // Files travel in batches: most files of a tree take tens of microseconds (a sniff and a skip), the
 // same order as a message between threads, so the pool sends what it was given in one turn of the
-// event loop as one message, and a worker answers a batch with one message.
+// event loop as one message, and a worker answers a batch with one message (an outcome that may
+// stand for a write goes back at once, see below).
+//
+// A worker thread can die (an uncaught exception, process.exit, worker.terminate(), a memory limit).
+// Its thread publishes the id of the file it is patching in shared memory and sends every outcome
+// that may stand for a write at once (patch-worker.ts), so when it dies the pool knows which file was
+// in its hands: that one fails, and the others it held — not started, or only read — go to the other
+// workers. A dead worker is replaced, a few times per run.
 
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +20,23 @@ import { deserializeOutcome, type TransferredOutcome } from './outcome-transfer.
 import type { FileItem, FileOptions } from './patch-tree.js';
 
 const WORKER_SCRIPT = new URL('./patch-worker.js', import.meta.url);
+
+/**
+ * Workers started in place of dead ones, per run. One death is usually one file that breaks the thread
+ * (that file fails and is not given to another); many in one run point at something that kills threads
+ * whatever they work on (memory), where more threads would die the same way.
+ */
+const REPLACEMENTS = 3;
+
+/** What a worker publishes in its `current` slot while it is between files. */
+export const IDLE = -1;
+
+/** What a worker thread starts with. */
+export interface WorkerData {
+  readonly options: FileOptions;
+  /** One Int32 over a SharedArrayBuffer: the id of the file the thread is working on, or IDLE. */
+  readonly current: Int32Array;
+}
 
 /** What the pool posts to a worker, and what the worker posts back. */
 export interface WorkerBatch {
@@ -27,62 +51,138 @@ export function workersAvailable(): boolean {
   return existsSync(fileURLToPath(WORKER_SCRIPT));
 }
 
-interface Waiting {
-  readonly path: string;
+interface Job {
+  readonly id: number;
+  readonly item: FileItem;
   readonly resolve: (outcome: FileOutcome) => void;
 }
 
-class PoolWorker {
-  readonly waiting = new Map<number, Waiting>();
-  private readonly worker: Worker;
-  private queued: { id: number; item: FileItem }[] = [];
+/** How a thread ended, in words: its exit code and, after an uncaught exception, its first line. */
+function howItDied(code: number, error: unknown): string {
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : error === undefined ? '' : String(error);
+  const firstLine = message.split('\n', 1)[0] ?? '';
+  return `exit code ${code}${firstLine === '' ? '' : `: ${firstLine}`}`;
+}
 
-  constructor(options: FileOptions) {
-    this.worker = new Worker(WORKER_SCRIPT, { workerData: options });
-    this.worker.on('message', (message: WorkerBatchOutcomes) => {
+/** One worker thread and the jobs it holds, unreported: queued here, posted, or being worked on. */
+class PoolWorker {
+  alive = true;
+  /** The uncaught exception that ended the thread, when one did ('exit' follows 'error'). */
+  error: unknown = undefined;
+  private readonly thread: Worker;
+  private readonly current = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  private readonly jobs = new Map<number, Job>();
+  private queued: Job[] = [];
+
+  constructor(options: FileOptions, onExit: (worker: PoolWorker, code: number) => void) {
+    Atomics.store(this.current, 0, IDLE);
+    this.thread = new Worker(WORKER_SCRIPT, { workerData: { options, current: this.current } satisfies WorkerData });
+    this.thread.on('message', (message: WorkerBatchOutcomes) => {
       for (const { id, outcome } of message.outcomes) {
-        this.waiting.get(id)?.resolve(deserializeOutcome(outcome));
-        this.waiting.delete(id);
+        this.jobs.get(id)?.resolve(deserializeOutcome(outcome));
+        this.jobs.delete(id);
       }
     });
-    // A worker that dies fails the files it had; the others go on.
-    this.worker.on('error', (error) => {
-      for (const { path, resolve } of this.waiting.values()) resolve({ path, status: 'failed', error });
-      this.waiting.clear();
+    this.thread.on('error', (error) => {
+      this.error = error;
+    });
+    // Node delivers every message the thread posted before 'exit': what is left in `jobs` is unreported.
+    this.thread.on('exit', (code) => {
+      this.alive = false;
+      onExit(this, code);
     });
   }
 
-  run(id: number, item: FileItem): Promise<FileOutcome> {
+  get load(): number {
+    return this.jobs.size;
+  }
+
+  run(job: Job): void {
     if (this.queued.length === 0) setImmediate(() => this.flush());
-    this.queued.push({ id, item });
-    return new Promise((resolve) => this.waiting.set(id, { path: item.path, resolve }));
+    this.queued.push(job);
+    this.jobs.set(job.id, job);
+  }
+
+  /**
+   * After the thread exited: the job it died working on, and the others it held, which it had not
+   * started or had only read (an outcome that may stand for a write is posted the moment it is known).
+   */
+  takeJobs(): { readonly victim: Job | undefined; readonly others: Job[] } {
+    const current = Atomics.load(this.current, 0);
+    const victim = this.jobs.get(current);
+    this.jobs.delete(current);
+    const others = [...this.jobs.values()];
+    this.jobs.clear();
+    this.queued = [];
+    return { victim, others };
   }
 
   terminate(): Promise<number> {
-    return this.worker.terminate();
+    return this.thread.terminate();
   }
 
   private flush(): void {
-    const batch: WorkerBatch = { items: this.queued };
+    // A message to a thread that has exited is dropped: its jobs come back through takeJobs().
+    if (!this.alive || this.queued.length === 0) return;
+    const batch: WorkerBatch = { items: this.queued.map(({ id, item }) => ({ id, item })) };
     this.queued = [];
-    this.worker.postMessage(batch);
+    this.thread.postMessage(batch);
   }
 }
 
 export class WorkerPool {
-  private readonly workers: PoolWorker[];
+  private readonly workers: PoolWorker[] = [];
+  private readonly options: FileOptions;
+  private replacementsLeft = REPLACEMENTS;
+  private deaths = 0;
+  private closing = false;
   private nextId = 0;
 
   constructor(size: number, options: FileOptions) {
-    this.workers = Array.from({ length: size }, () => new PoolWorker(options));
+    this.options = options;
+    for (let i = 0; i < size; i++) this.start();
   }
 
   run(item: FileItem): Promise<FileOutcome> {
-    const least = this.workers.reduce((a, b) => (b.waiting.size < a.waiting.size ? b : a));
-    return least.run(this.nextId++, item);
+    return new Promise((resolve) => this.dispatch({ id: this.nextId++, item, resolve }));
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await Promise.all(this.workers.map((w) => w.terminate()));
+  }
+
+  private start(): void {
+    this.workers.push(new PoolWorker(this.options, (worker, code) => this.onExit(worker, code)));
+  }
+
+  private dispatch(job: Job): void {
+    const least = this.workers.reduce<PoolWorker | undefined>((a, b) => (a === undefined || b.load < a.load ? b : a), undefined);
+    if (least === undefined) {
+      const error = new Error(`no worker thread is left to patch this file (${this.deaths} died in this run); left alone`);
+      job.resolve({ path: job.item.path, status: 'failed', error });
+      return;
+    }
+    least.run(job);
+  }
+
+  private onExit(dead: PoolWorker, code: number): void {
+    this.workers.splice(this.workers.indexOf(dead), 1);
+    if (this.closing) return;
+    this.deaths++;
+    const { victim, others } = dead.takeJobs();
+    if (victim !== undefined) {
+      // A thread dies between JavaScript steps, never inside a write: the file holds whole writes, in
+      // the order that keeps it valid at every step (DESIGN §5), which the next run completes.
+      const what = this.options.dryRun
+        ? 'nothing was written'
+        : 'the file is unchanged, part-way or fully patched (every write leaves it valid): run apply again to finish it';
+      victim.resolve({ path: victim.item.path, status: 'failed', error: new Error(`the worker thread patching this file died (${howItDied(code, dead.error)}); ${what}`) });
+    }
+    if (this.replacementsLeft > 0) {
+      this.replacementsLeft--;
+      this.start();
+    }
+    for (const job of others) this.dispatch(job);
   }
 }
