@@ -9,14 +9,14 @@
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmod, copyFile, lstat, mkdtemp, readFile, readdir, truncate } from 'node:fs/promises';
+import { chmod, copyFile, lstat, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMPAT_DIR } from './campaign/kill-campaign.js';
 import { fixture, requireTool } from './helpers/fixtures.js';
-import { HOSTILE_LIBRARY, UNPRIVILEGED, buildHostileTree, buildTooDeepFile, type HostileEntry, type HostileExpectation, type HostileTree } from './helpers/hostile-tree.js';
+import { CUT_MOMENTS, HOSTILE_LIBRARY, UNPRIVILEGED, buildHostileTree, buildTooDeepFile, cutHookModule, type FileCut, type HostileEntry, type HostileExpectation, type HostileTree } from './helpers/hostile-tree.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import { mapLimited } from './helpers/tools.js';
 import { parseReport, type ReportFile, type TreeReport } from './helpers/tree-report.js';
@@ -172,36 +172,69 @@ describe.skipIf(!isRoot)('a tree deeper than PATH_MAX', () => {
 });
 
 describe('files truncated while apply walks the tree', () => {
-  it('refuses each cut file with a clear error, patches the others, and a second run has nothing new to fail on', async () => {
-    const root = join(scratch, 'truncated');
-    const names = Array.from({ length: 300 }, (_, i) => `lib${String(i).padStart(3, '0')}.so`);
+  // Copies of a library with a large .dynstr are cut at each moment of apply's work on a file
+  // (CUT_MOMENTS, which also says which moment is left out and why), to each size: empty, inside the ELF
+  // magic, inside the ELF header, after the program headers, half way, and 100 bytes short (inside the
+  // section header table). The CLI's own process makes each cut at its moment (cutHookModule), so every
+  // run sees the same cuts, whatever the timing.
+  const CLEAR = /truncated|too short|runs past the end of the file|shrank|changed on disk|empty file|not an ELF file/;
+
+  it.each([1, 2])('refuses each cut file with a clear error, patches the others, and a second run has nothing new to fail on (--jobs %i)', async (jobs) => {
+    const root = join(scratch, `truncated-jobs-${jobs}`);
     await run('mkdir', ['-p', root]);
-    await mapLimited(names, 8, (name) => copyFile(fixture('compiled/x86_64/big-dynstr').path, join(root, name)));
-    const size = (await lstat(join(root, names[0] ?? ''))).size;
-    // Cuts land before, during and after each file's turn: at the header, inside the tables, near the end.
-    let done = false;
-    let cut = 0;
-    const cutter = (async () => {
-      while (!done) {
-        const name = names[(cut * 7) % names.length] ?? '';
-        await truncate(join(root, name), [0, 3, 40, 2000, Math.floor(size / 2), size - 100][cut % 6]);
-        cut++;
-        await new Promise((resolve) => setTimeout(resolve, 1));
-      }
-    })();
-    const first = await apply(root);
-    done = true;
-    await cutter;
-    for (const result of [first, await apply(root)]) {
+    const library = fixture('compiled/x86_64/big-dynstr').path;
+    const size = (await lstat(library)).size;
+    const sizes = [0, 3, 40, 2000, Math.floor(size / 2), size - 100];
+    const cuts: FileCut[] = CUT_MOMENTS.flatMap((moment) => sizes.map((to) => ({ path: join(root, `cut-${moment}-${to}.so`), moment, size: to })));
+    const whole = Array.from({ length: 20 }, (_, i) => join(root, `whole-${String(i).padStart(2, '0')}.so`));
+    await mapLimited([...cuts.map((cut) => cut.path), ...whole], 8, (path) => copyFile(library, path));
+    const hook = join(scratch, `truncated-jobs-${jobs}-hook.mjs`);
+    await writeFile(hook, cutHookModule(cuts));
+
+    const jobsFlag = ['--jobs', String(jobs)];
+    const first = await apply(root, jobsFlag, [requireTool('env'), `NODE_OPTIONS=--import=${hook}`]);
+    const second = await apply(root, jobsFlag);
+    for (const result of [first, second]) {
       expect(result.signal).toBeNull();
       expect(result.stderr).not.toMatch(/internal error/);
       const report = parseReport(result.stdout);
-      const unclear = report.files
-        .filter((f) => f.status === 'failed')
-        .filter((f) => !/truncated|too short|runs past the end of the file|shrank|changed on disk|empty file|not an ELF file/.test(f.error?.message ?? ''));
+      const unclear = report.files.filter((f) => f.status === 'failed').filter((f) => !CLEAR.test(f.error?.message ?? ''));
       expect(unclear.map((f) => `${f.path}: ${f.error?.message ?? ''}`)).toEqual([]);
       expect(result.code).toBe(report.summary.failed > 0 ? 3 : 0);
     }
-    expect(cut, 'the cutter ran while apply did').toBeGreaterThan(10);
+    // Each cut landed, once, at its moment: the file has the size it was cut to.
+    const sizesAfter = await mapLimited(cuts, 8, async (cut) => [cut, (await lstat(cut.path)).size] as const);
+    expect(sizesAfter.filter(([cut, now]) => now !== cut.size).map(([cut, now]) => `${cut.path}: ${now} bytes`)).toEqual([]);
+
+    const changedWhileRead = (opened: number, after: number): RegExp =>
+      new RegExp(`^the file changed on disk while it was being read \\(${size} bytes when listed, ${opened} when opened, ${after} after the read\\); left alone$`);
+    const firstRun = (cut: FileCut): HostileExpectation => {
+      if (cut.moment === 'written') return { status: 'patched' };
+      if (cut.moment === 'planned') return { status: 'failed', message: /^the file changed on disk while it was being planned; left alone$/ };
+      if (cut.moment === 'reading') return { status: 'failed', message: changedWhileRead(size, cut.size) };
+      // Cut before apply read a byte: a file too short for the ELF magic is not an ELF file.
+      return cut.size < 4 ? { status: 'skipped', reason: 'not-elf' } : { status: 'failed', message: changedWhileRead(cut.size, cut.size) };
+    };
+    // The second run finds each cut file as the cut left it, and says what is missing.
+    const secondRun = (cut: FileCut): HostileExpectation =>
+      cut.size < 4
+        ? { status: 'skipped', reason: 'not-elf' }
+        : { status: 'failed', message: cut.size < 64 ? new RegExp(`^too short for an ELF64 header \\(${cut.size} bytes\\)$`) : new RegExp(`runs past the end of the file \\(size 0x${cut.size.toString(16)}\\)$`) };
+    const outcomes = (result: CliResult): Map<string, ReportFile> => new Map(parseReport(result.stdout).files.map((f) => [f.path, f]));
+    for (const [result, expectedOf, wholeStatus] of [
+      [first, firstRun, 'patched'],
+      [second, secondRun, 'unchanged'],
+    ] as const) {
+      const files = outcomes(result);
+      const expected = new Map<string, HostileExpectation>([...cuts.map((cut) => [cut.path, expectedOf(cut)] as const), ...whole.map((path) => [path, { status: wholeStatus }] as const)]);
+      const problems = [...expected].flatMap(([path, want]) => {
+        const problem = outcomeProblem(files.get(path), want);
+        return problem === null ? [] : [`${path.slice(root.length + 1)}: ${problem}`];
+      });
+      expect(problems).toEqual([]);
+      expect(files.size).toBe(expected.size);
+    }
+    const runpaths = await mapLimited(whole, 4, async (path) => (await readDynamic(path))?.runpath ?? '');
+    expect(runpaths.filter((runpath) => !runpath.startsWith(`${COMPAT_DIR}/compat:/run/opengl-driver/lib:`))).toEqual([]);
   }, 120_000);
 });

@@ -90,9 +90,8 @@ export async function processFile(item: FileItem, options: FileOptions): Promise
       if (!done) editor.setRunpath(composed.value, 'runpath');
     });
   } catch (error) {
-    // A torn read (another process writing the file) fails as malformed, or as a plan that would not read back.
-    const torn = error instanceof CudaPatchelfError && (error.kind === 'format' || error.kind === 'unsupported');
-    const changed = torn ? await changedWhileRead(path, source.stats) : null;
+    // Any read failure of a file that another process changed since the walk listed it is that change.
+    const changed = await changedWhileRead(path, item.size, source.stats, error);
     return { path, status: 'failed', error: changed ?? (error instanceof CudaPatchelfError ? error.withFile(path) : error) };
   } finally {
     await source.close();

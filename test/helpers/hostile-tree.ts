@@ -18,8 +18,8 @@ const run = promisify(execFile);
  * line of its own (a walked directory; a file in a directory whose own line says it was not reached).
  */
 export type HostileExpectation =
-  | { readonly status: 'patched' }
-  | { readonly status: 'skipped'; readonly reason: 'symlink' | 'special' }
+  | { readonly status: 'patched' | 'unchanged' }
+  | { readonly status: 'skipped'; readonly reason: 'symlink' | 'special' | 'not-elf' }
   | { readonly status: 'failed'; readonly message: RegExp }
   | { readonly status: 'no-line' };
 
@@ -149,4 +149,84 @@ export async function buildTooDeepFile(root: string, levels: number, nameLength:
   await writeFile(join(root, 'deep.sh'), `set -euo pipefail\ncd "$1"\nfor _ in $(seq ${levels}); do mkdir ${name}; cd ${name}; done\ncp "$2" lib.so\n`);
   await run('bash', [join(root, 'deep.sh'), root, fixture(HOSTILE_LIBRARY).path]);
   return name;
+}
+
+/**
+ * The moments of apply's work on a file where a cut (a truncation by another process) can land, each
+ * exactly: after the walk listed the file and before apply opens it; between the open and the stat
+ * of the open file; just before the first read that reaches the bytes the cut removes; after planning
+ * and before the open for writing (where the writer checks the file); after the last write.
+ *
+ * One moment is left out: between the writer's check of the file and its first write. A write past the
+ * end of a file cut there extends it again, with zeros from the cut to the write: a file neither
+ * original nor truncated, whose next read fails on whatever the zeros broke (a cut 100 bytes short
+ * zeroes the section header of .shstrtab: "string index 0 is outside the section name table (size
+ * 0)"). No check before a write closes that gap against a process that takes no lock; a read-back
+ * after the writes could at most report it.
+ */
+export const CUT_MOMENTS = ['listed', 'opened', 'reading', 'planned', 'written'] as const;
+export type CutMoment = (typeof CUT_MOMENTS)[number];
+
+export interface FileCut {
+  readonly path: string;
+  readonly moment: CutMoment;
+  /** The size the file is truncated to. */
+  readonly size: number;
+}
+
+/**
+ * Installed in every thread of the CLI's process by node --import (a file is read, planned and written
+ * by one thread), it truncates each file of `cuts` at its moment. It is sent as source text
+ * (Function#toString), so it uses nothing but its arguments.
+ */
+function installCutHook(fs: typeof import('node:fs'), syncBuiltinESMExports: () => void, cuts: readonly FileCut[]): void {
+  const pending = new Map(cuts.map((cut) => [cut.path, cut]));
+  const reading = new Map<number, FileCut>();
+  const written = new Map<number, FileCut>();
+  const { openSync, readSync, closeSync, truncateSync, constants } = fs;
+  const cut = (file: FileCut): void => {
+    pending.delete(file.path);
+    truncateSync(file.path, file.size);
+  };
+  const forWriting = (flags: unknown): boolean => (typeof flags === 'number' ? (flags & (constants.O_WRONLY | constants.O_RDWR)) !== 0 : flags !== undefined && flags !== 'r');
+  const mutable = fs as unknown as Record<string, unknown>;
+  mutable.openSync = (...args: Parameters<typeof openSync>): number => {
+    const file = typeof args[0] === 'string' ? pending.get(args[0]) : undefined;
+    if (file === undefined) return openSync(...args);
+    const writing = forWriting(args[1]);
+    if ((file.moment === 'listed' && !writing) || (file.moment === 'planned' && writing)) cut(file);
+    const fd = openSync(...args);
+    if (file.moment === 'opened' && !writing) cut(file);
+    if (file.moment === 'reading' && !writing) reading.set(fd, file);
+    if (file.moment === 'written' && writing) written.set(fd, file);
+    return fd;
+  };
+  // FileByteSource reads with (fd, buffer, offset, length, position).
+  mutable.readSync = (fd: number, ...rest: unknown[]): number => {
+    const [, , length, position] = rest;
+    const file = reading.get(fd);
+    if (file !== undefined && typeof length === 'number' && typeof position === 'number' && position + length > file.size) {
+      reading.delete(fd);
+      cut(file);
+    }
+    return (readSync as (...args: unknown[]) => number)(fd, ...rest);
+  };
+  mutable.closeSync = (fd: number): void => {
+    closeSync(fd);
+    reading.delete(fd);
+    const file = written.get(fd);
+    if (file === undefined) return;
+    written.delete(fd);
+    cut(file);
+  };
+  syncBuiltinESMExports();
+}
+
+/** The text of a module for node --import that makes the cuts. */
+export function cutHookModule(cuts: readonly FileCut[]): string {
+  return [
+    "import fs from 'node:fs';",
+    "import { syncBuiltinESMExports } from 'node:module';",
+    `(${installCutHook.toString()})(fs, syncBuiltinESMExports, ${JSON.stringify(cuts)});`,
+  ].join('\n');
 }
