@@ -1,12 +1,14 @@
 // Debug-info files, as Nixpkgs' separateDebugInfo writes them (`objcopy --only-keep-debug` under
 // $debug/lib/debug/.build-id/xx/yyyy.debug) and as `eu-strip -f` does: program headers with a
 // PT_DYNAMIC, but no dynamic array in the file. apply, check and plan skip them as `debug-info` and
-// write nothing; print says what they are; the single-file editing commands refuse them untouched.
+// write nothing; print says what they are; the single-file editing commands refuse them untouched; the
+// patchelf-compatible mode does what patchelf does with them.
 
 import { access, copyFile, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DEBUG_INFO_VARIANTS, debugInfoTree, requireTool, type DebugInfoTree } from './helpers/fixtures.js';
+import { execTool } from './helpers/exec.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { parseCheck, parsePlan, parseReport, parseSummaryLine } from './helpers/tree-report.js';
 import { contentDifferences, copyTree, dynamicSegmentOffset, effectiveRunpath, makeTempDir, readDynamic, snapshotTree } from './helpers/tree-tools.js';
@@ -34,7 +36,25 @@ interface PrintRecord {
 beforeAll(() => {
   assertCliBuilt();
   requireTool('readelf');
+  requireTool('patchelf');
 });
+
+/** Copies of every debug file into a new directory, in the order of allDebugFiles. */
+async function copiesOfDebugFiles(label: string): Promise<string[]> {
+  const work = await makeTempDir(label);
+  return Promise.all(
+    allDebugFiles.map(async (f, i) => {
+      const copy = join(work, `${String(i)}.debug`);
+      await copyFile(f.path, copy);
+      return copy;
+    }),
+  );
+}
+
+/** Each copy still holds the bytes of the debug file it was copied from. */
+async function expectUntouched(copies: readonly string[]): Promise<void> {
+  for (const [i, copy] of copies.entries()) expect(Buffer.compare(await readFile(copy), await readFile(allDebugFiles[i]?.path ?? '')), copy).toBe(0);
+}
 
 describe('the debug files', () => {
   it('cover objcopy and eu-strip outputs of libraries and programs of every class and byte order', () => {
@@ -160,19 +180,12 @@ describe('single-file editing commands refuse a debug-info file, untouched', () 
   ];
 
   it.each(commands)('%s: exit 3, one line naming the file', async (_name, args) => {
-    const work = await makeTempDir('debug-info-edit');
-    const files = await Promise.all(
-      allDebugFiles.map(async (f, i) => {
-        const copy = join(work, `${String(i)}.debug`);
-        await copyFile(f.path, copy);
-        return copy;
-      }),
-    );
+    const files = await copiesOfDebugFiles('debug-info-edit');
     const result = await runCli([...args, ...files]);
     expect(result.code, result.stderr).toBe(3);
     expect(result.stdout).toBe('');
     expect(stderrLines(result)).toEqual(files.map((file) => `cuda-patchelf: ${file}: ${REFUSAL}`));
-    for (const [i, file] of files.entries()) expect(Buffer.compare(await readFile(file), await readFile(allDebugFiles[i]?.path ?? '')), file).toBe(0);
+    await expectUntouched(files);
   });
 
   it('--output: no output file is made', async () => {
@@ -184,5 +197,75 @@ describe('single-file editing commands refuse a debug-info file, untouched', () 
     expect(result.code, result.stderr).toBe(3);
     expect(stderrLines(result)).toEqual([`cuda-patchelf: ${source.path}: ${REFUSAL}`]);
     await expect(access(output)).rejects.toThrow();
+  });
+});
+
+describe('the patchelf-compatible mode on debug-info files', () => {
+  // patchelf sees their .dynamic is SHT_NOBITS and leaves the runpath alone: nothing printed, exit 0,
+  // not a byte written. Both tools get every debug file in one call.
+  const runpathFlags: Array<[string, string[]]> = [
+    ['--print-rpath', ['--print-rpath']],
+    ['--set-rpath', ['--set-rpath', DRIVER_LIB]],
+    ['--add-rpath', ['--add-rpath', DRIVER_LIB]],
+    ['--remove-rpath', ['--remove-rpath']],
+    ['--shrink-rpath', ['--shrink-rpath']],
+    ['--force-rpath --set-rpath', ['--force-rpath', '--set-rpath', DRIVER_LIB]],
+  ];
+
+  it.each(runpathFlags)('%s: what patchelf prints and exits with, the files byte-identical', async (_name, args) => {
+    const ours = await copiesOfDebugFiles('debug-info-ours');
+    const theirs = await copiesOfDebugFiles('debug-info-patchelf');
+    const patchelf = await execTool(requireTool('patchelf'), [...args, ...theirs]);
+    const result = await runCli([...args, ...ours]);
+    expect({ code: result.code, stdout: result.stdout, stderr: result.stderr }).toEqual({ code: patchelf.code, stdout: patchelf.stdout, stderr: patchelf.stderr });
+    expect(result.code).toBe(0);
+    await expectUntouched(ours);
+    await expectUntouched(theirs);
+  });
+
+  // What patchelf answers for the other flags comes from whatever bytes lie at the NOBITS section's
+  // offset (garbage, a crash, or a corrupted write for --add-needed), so cuda-patchelf answers from
+  // the file having no dynamic entries: no needed libraries and no soname to print, none to remove or
+  // rename; nowhere to add one.
+  it.each([
+    ['--print-needed', ['--print-needed']],
+    ['--print-soname', ['--print-soname']],
+    ['--remove-needed', ['--remove-needed', 'libgreet.so.1']],
+    ['--replace-needed', ['--replace-needed', 'libgreet.so.1', 'libother.so.1']],
+  ])('%s: nothing printed, exit 0, the files byte-identical', async (_name, args) => {
+    const files = await copiesOfDebugFiles('debug-info-needed');
+    const result = await runCli([...args, ...files]);
+    expect({ code: result.code, stdout: result.stdout, stderr: result.stderr }).toEqual({ code: 0, stdout: '', stderr: '' });
+    await expectUntouched(files);
+  });
+
+  it('--add-needed: exit 1, one line per file, the files byte-identical', async () => {
+    const files = await copiesOfDebugFiles('debug-info-add-needed');
+    const result = await runCli(['--add-needed', 'libcuda.so.1', ...files]);
+    expect(result.code).toBe(1);
+    expect(stderrLines(result)).toEqual(files.map((file) => `cuda-patchelf: ${file}: ${REFUSAL}`));
+    await expectUntouched(files);
+  });
+
+  it('--print-interpreter: exit 1, the path is not in the file', async () => {
+    const files = await copiesOfDebugFiles('debug-info-interpreter');
+    const result = await runCli(['--print-interpreter', ...files]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(stderrLines(result)).toEqual(files.map((file) => `cuda-patchelf: ${file}: a debug-info file (objcopy --only-keep-debug): the interpreter path is not in it`));
+  });
+
+  it('--output: a byte-identical copy, as patchelf writes', async () => {
+    const [source] = allDebugFiles;
+    if (source === undefined) throw new Error('no debug files');
+    const work = await makeTempDir('debug-info-compat-output');
+    const ours = join(work, 'ours.debug');
+    const theirs = join(work, 'theirs.debug');
+    expect((await execTool(requireTool('patchelf'), ['--set-rpath', DRIVER_LIB, '--output', theirs, source.path])).code).toBe(0);
+    const result = await runCli(['--set-rpath', DRIVER_LIB, '--output', ours, source.path]);
+    expect(result.code, result.stderr).toBe(0);
+    const original = await readFile(source.path);
+    expect(Buffer.compare(await readFile(theirs), original)).toBe(0);
+    expect(Buffer.compare(await readFile(ours), original)).toBe(0);
   });
 });

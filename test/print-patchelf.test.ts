@@ -1,9 +1,11 @@
 // `print --json` agrees with patchelf's --print-rpath/--print-needed/--print-soname/--print-interpreter on
 // every fixture patchelf can read; where patchelf refuses a query, print must report the matching absence.
+// The patchelf-compatible mode answers the same four queries with patchelf's very output and exit status.
 
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixtures, readelf, requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
+import { runCli as runCliInProcess } from '../src/cli/program.js';
 import { mapLimited, runTool, type ToolResult } from './helpers/tools.js';
 
 interface PrintRecord {
@@ -131,5 +133,37 @@ describe('patchelf agrees with print --json', () => {
         expect(r.interpreter).toBeNull();
       }
     });
+  });
+});
+
+/** The CLI run in this process (the four queries on 186 fixtures would take minutes as processes). */
+async function patchelfMode(args: readonly string[]): Promise<ToolResult> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCliInProcess(args, {
+    out: (line) => out.push(`${line}\n`),
+    err: (line) => err.push(`${line}\n`),
+    errRaw: (text) => err.push(text),
+    setExitCode: () => undefined,
+    stderrIsTty: false,
+    cpuCount: 1,
+  });
+  return { code, stdout: out.join(''), stderr: err.join('') };
+}
+
+describe('the patchelf-compatible mode answers as patchelf', () => {
+  const queries = ['--print-rpath', '--print-needed', '--print-soname', '--print-interpreter'] as const;
+  const key = { '--print-rpath': 'rpath', '--print-needed': 'needed', '--print-soname': 'soname', '--print-interpreter': 'interpreter' } as const;
+
+  it.each(all.map((f) => ({ id: f.id, path: f.path })))('$id: the same output and exit status', async ({ path }) => {
+    if (!readable(path)) return;
+    const a = answers.get(path);
+    if (a === undefined) throw new Error(`patchelf was not run on ${path}`);
+    for (const query of queries) {
+      const theirs = a[key[query]];
+      const ours = await patchelfMode([query, path]);
+      expect({ query, code: ours.code, stdout: ours.stdout }, ours.stderr).toEqual({ query, code: theirs.code, stdout: theirs.stdout });
+      expect(ours.stderr === '', ours.stderr).toBe(theirs.stderr === '');
+    }
   });
 });

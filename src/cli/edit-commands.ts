@@ -1,5 +1,6 @@
 // The editing subcommands: set-runpath, add-runpath, remove-runpath, add-needed, remove-needed,
-// replace-needed. Each edits every file given, reports the tier it took, and goes on after failures.
+// replace-needed. Each edits every file given, says what it changed and how it was written (JSON adds
+// the tier), and goes on after failures.
 
 import type { Command } from 'commander';
 import { textToByteString } from '../elf/byte-string.js';
@@ -8,6 +9,7 @@ import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { addRunpathEntries, removeRunpathEntries, type RunpathTagPolicy } from '../plan/dynamic-editor.js';
 import { bytesWritten } from '../plan/plan.js';
 import type { CliIo } from './cli-io.js';
+import { editLine, watchChanges } from './edit-line.js';
 import { forEachFile } from './report.js';
 
 interface CommonOptions {
@@ -17,8 +19,6 @@ interface CommonOptions {
   makeWritable?: boolean;
   dryRun?: boolean;
   json?: boolean;
-  /** No line per edited file (patchelf's silence on success). */
-  quiet?: boolean;
 }
 
 function withCommonOptions(command: Command): Command {
@@ -27,16 +27,24 @@ function withCommonOptions(command: Command): Command {
     .option('--output <file>', 'write the result to FILE and leave the input alone (one input file only)')
     .option('--durable', 'fsync between the data and the header writes')
     .option('--make-writable', 'edit read-only files too (their mode is restored afterwards)')
-    .option('--dry-run', 'plan only: report the tier each file would take, write nothing')
+    .option('--dry-run', 'plan only: say what would change and how it would be written; write nothing')
     .option('--json', 'one JSON array on stdout, an object per file');
 }
 
-export function resultJson(result: EditResult): object {
-  return { file: result.file, tier: result.tier, bytesWritten: result.bytesWritten, plannedBytes: bytesWritten(result.plan), sizeBefore: result.oldSize, sizeAfter: result.plan.newSize };
+function resultJson(result: EditResult, changes: readonly string[]): object {
+  return {
+    file: result.file,
+    tier: result.tier,
+    changes,
+    bytesWritten: result.bytesWritten,
+    plannedBytes: bytesWritten(result.plan),
+    sizeBefore: result.oldSize,
+    sizeAfter: result.plan.newSize,
+  };
 }
 
 /** Runs `operations` on each file, printing one line (or JSON object) per file. */
-export async function editFiles(io: CliIo, files: readonly string[], operations: EditOperations, options: CommonOptions): Promise<void> {
+async function editFiles(io: CliIo, files: readonly string[], operations: EditOperations, options: CommonOptions): Promise<void> {
   if (options.output !== undefined && files.length !== 1) {
     throw new CudaPatchelfError('usage', '--output takes exactly one input file');
   }
@@ -47,9 +55,10 @@ export async function editFiles(io: CliIo, files: readonly string[], operations:
     dryRun: options.dryRun === true,
   };
   await forEachFile(io, files, options.json === true, async (file) => {
-    const result = await editElfFile(file, operations, editOptions);
-    const text = options.quiet ? null : `${file}: ${result.tier}${options.dryRun ? ' (dry run)' : `, ${result.bytesWritten} bytes written`}`;
-    return { json: resultJson(result), text };
+    const watched = watchChanges(operations);
+    const result = await editElfFile(file, watched.operations, editOptions);
+    const changes = watched.changes();
+    return { json: resultJson(result, changes), text: editLine(result, changes, editOptions.dryRun === true) };
   });
 }
 

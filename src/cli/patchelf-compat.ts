@@ -1,126 +1,72 @@
-// patchelf's command line for the jobs cuda-patchelf does, with patchelf's semantics, so that scripts
-// can call `cuda-patchelf --set-rpath … FILE` where they called patchelf. Per file, the operations run in
-// patchelf's order: print interpreter, soname and rpath; then shrink, remove, set or add the rpath; then
-// print needed; then remove, replace and add needed libraries.
+// The patchelf-compatible mode: what a patchelf command line asks (patchelf-arguments.ts), done as
+// patchelf does it, so that scripts can call `cuda-patchelf --set-rpath … FILE` where they called
+// patchelf: silence on success and exit status 1 on any failure. Per file, patchelf's order: print the
+// interpreter, soname and rpath; shrink, remove, set or add the rpath; print the needed libraries;
+// remove, replace and add needed libraries. Unlike patchelf, a failing file does not stop the others.
 
-import { byteStringToText, textToByteString } from '../elf/byte-string.js';
-import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import type { EditOperations } from '../edit/edit-file.js';
+import { copyFile } from 'node:fs/promises';
+import { ioError } from '../elf/byte-source.js';
+import { byteStringToText } from '../elf/byte-string.js';
+import { DT, ET } from '../elf/constants.js';
+import { dynamicStringsOf, type ElfImage } from '../elf/elf-image.js';
+import { withElfImage } from '../elf/open-elf.js';
+import { editElfFile, type EditOperations } from '../edit/edit-file.js';
 import { shrinkRunpath } from '../edit/shrink-runpath.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { CliIo } from './cli-io.js';
-import { editFiles } from './edit-commands.js';
+import { editLine, watchChanges } from './edit-line.js';
+import { EXIT } from './exit-codes.js';
+import { parsePatchelfArguments, type PatchelfRequest } from './patchelf-arguments.js';
+import { errorLine, forEachFile } from './report.js';
 
-interface PatchelfRequest {
-  files: string[];
-  output?: string;
-  setRpath?: string;
-  addRpath?: string;
-  removeRpath: boolean;
-  shrinkRpath: boolean;
-  allowedPrefixes: string[];
-  forceRpath: boolean;
-  printRpath: boolean;
-  printNeeded: boolean;
-  printSoname: boolean;
-  printInterpreter: boolean;
-  addNeeded: string[];
-  removeNeeded: string[];
-  replaceNeeded: [string, string][];
-}
+/** patchelf exits 1 on every failure, a wrong command line included. */
+const PATCHELF_FAILURE = 1;
 
-/** The flags this mode understands; anything else is a usage error. */
-export const PATCHELF_FLAGS = [
-  '--set-rpath',
-  '--add-rpath',
-  '--remove-rpath',
-  '--shrink-rpath',
-  '--allowed-rpath-prefixes',
-  '--force-rpath',
-  '--print-rpath',
-  '--add-needed',
-  '--remove-needed',
-  '--replace-needed',
-  '--print-needed',
-  '--print-soname',
-  '--print-interpreter',
-  '--output',
-  '--debug',
-] as const;
+const DEBUG_INFO = 'a debug-info file (objcopy --only-keep-debug)';
 
-export function isPatchelfInvocation(argv: readonly string[]): boolean {
-  return argv.some((arg) => (PATCHELF_FLAGS as readonly string[]).includes(arg));
-}
-
-function parse(argv: readonly string[]): PatchelfRequest {
-  const request: PatchelfRequest = {
-    files: [],
-    removeRpath: false,
-    shrinkRpath: false,
-    allowedPrefixes: [],
-    forceRpath: false,
-    printRpath: false,
-    printNeeded: false,
-    printSoname: false,
-    printInterpreter: false,
-    addNeeded: [],
-    removeNeeded: [],
-    replaceNeeded: [],
-  };
-  let i = 0;
-  const value = (flag: string): string => {
-    const next = argv[++i];
-    if (next === undefined) throw new CudaPatchelfError('usage', `${flag} needs an argument`);
-    return textToByteString(next);
-  };
-  for (; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    switch (arg) {
-      case '--set-rpath': request.setRpath = value(arg); break;
-      case '--add-rpath': request.addRpath = value(arg); break;
-      case '--remove-rpath': request.removeRpath = true; break;
-      case '--shrink-rpath': request.shrinkRpath = true; break;
-      case '--allowed-rpath-prefixes': request.allowedPrefixes = value(arg).split(':'); break;
-      case '--force-rpath': request.forceRpath = true; break;
-      case '--print-rpath': request.printRpath = true; break;
-      case '--add-needed': request.addNeeded.push(value(arg)); break;
-      case '--remove-needed': request.removeNeeded.push(value(arg)); break;
-      case '--replace-needed': request.replaceNeeded.push([value(arg), value(arg)]); break;
-      case '--print-needed': request.printNeeded = true; break;
-      case '--print-soname': request.printSoname = true; break;
-      case '--print-interpreter': request.printInterpreter = true; break;
-      case '--output': request.output = byteStringToText(value(arg)); break;
-      case '--debug': break;
-      default:
-        if (arg.startsWith('-')) throw new CudaPatchelfError('usage', `unknown option ${arg} (the patchelf-compatible mode takes: ${PATCHELF_FLAGS.join(' ')})`);
-        request.files.push(arg);
-    }
+/**
+ * The queries, answered from the file as it is: patchelf prints before it edits, and no edit changes
+ * what a later query reads. Lines go out as they are found, so a failing query ends the file's output
+ * where patchelf's would end. A debug-info file has no dynamic entries to print; patchelf prints
+ * nothing for its runpath (its .dynamic is SHT_NOBITS) and reads whatever bytes lie at that offset
+ * for the other queries, so those answers follow from the file having no entries.
+ */
+async function printQueries(image: ElfImage, request: PatchelfRequest, io: CliIo): Promise<void> {
+  if (request.printInterpreter) {
+    if (image.debugInfo) throw new CudaPatchelfError('unsupported', `${DEBUG_INFO}: the interpreter path is not in it`);
+    if (image.interpreter === null) throw new CudaPatchelfError('unsupported', 'no interpreter (PT_INTERP): the file is a library or statically linked');
+    io.out(byteStringToText(image.interpreter));
   }
-  if (request.files.length === 0) throw new CudaPatchelfError('usage', 'no input file');
-  return request;
+  // patchelf looks for a soname in shared objects (ET_DYN) only.
+  if (request.printSoname && image.header.e_type === ET.ET_DYN) {
+    const [soname] = await dynamicStringsOf(image, DT.DT_SONAME);
+    if (soname !== undefined && soname !== '') io.out(byteStringToText(soname));
+  }
+  const needsDynamic = request.printRpath || request.printNeeded;
+  if (needsDynamic && image.dynamic === null && !image.debugInfo) throw new CudaPatchelfError('format', 'no dynamic section (PT_DYNAMIC): the file is statically linked');
+  if (request.printRpath && !image.debugInfo) {
+    const [runpath] = await dynamicStringsOf(image, DT.DT_RUNPATH);
+    const [rpath] = await dynamicStringsOf(image, DT.DT_RPATH);
+    io.out(byteStringToText(runpath ?? rpath ?? ''));
+  }
+  if (request.printNeeded) for (const name of await dynamicStringsOf(image, DT.DT_NEEDED)) io.out(byteStringToText(name));
 }
 
-function operationsFor(request: PatchelfRequest, io: CliIo): EditOperations {
+function hasEdits(request: PatchelfRequest): boolean {
+  const rpath = request.shrinkRpath || request.removeRpath || request.setRpath !== undefined || request.addRpath !== undefined;
+  return rpath || request.addNeeded.length > 0 || request.removeNeeded.length > 0 || request.replaceNeeded.length > 0;
+}
+
+function editsOf(request: PatchelfRequest): EditOperations {
   const policy = request.forceRpath ? 'rpath' : 'runpath';
   return async (editor, image) => {
-    if (request.printInterpreter) {
-      if (image.interpreter === null) throw new CudaPatchelfError('unsupported', 'no interpreter (PT_INTERP): the file is a library or statically linked');
-      io.out(byteStringToText(image.interpreter));
-    }
-    if (request.printSoname) {
-      const soname = editor.soname();
-      if (soname !== null && soname !== '') io.out(byteStringToText(soname));
-    }
-    if (request.printRpath) io.out(byteStringToText(editor.runpath() ?? ''));
     const old = editor.runpath();
+    // Like --set-rpath, a shrink converts DT_RPATH to DT_RUNPATH (or back with --force-rpath), shorter or not.
     if (request.shrinkRpath) {
-      if (old !== null) {
-        const shrunk = await shrinkRunpath(old, editor.needed(), image.header.e_machine, request.allowedPrefixes);
-        if (shrunk !== old) editor.setRunpath(shrunk, policy);
-      }
+      if (old !== null) editor.setRunpath(await shrinkRunpath(old, editor.needed(), image.header.e_machine, request.allowedPrefixes), policy);
     } else if (request.removeRpath) editor.setRunpath(null);
     else if (request.setRpath !== undefined) editor.setRunpath(request.setRpath, policy);
     else if (request.addRpath !== undefined) editor.setRunpath(old === null || old === '' ? request.addRpath : `${old}:${request.addRpath}`, policy);
-    if (request.printNeeded) for (const name of editor.needed()) io.out(byteStringToText(name));
     for (const name of request.removeNeeded) editor.removeNeeded(name);
     for (const [from, to] of request.replaceNeeded) editor.replaceNeeded(from, to);
     // patchelf keeps the names in a sorted set and inserts them as one block before the others.
@@ -128,7 +74,49 @@ function operationsFor(request: PatchelfRequest, io: CliIo): EditOperations {
   };
 }
 
+/**
+ * A debug-info file, as patchelf leaves it: the runpath flags do nothing (its .dynamic is SHT_NOBITS),
+ * nor do removing or renaming needed libraries it has none of. --output still gets its copy, as
+ * patchelf always writes the output file.
+ */
+async function keepDebugInfo(file: string, request: PatchelfRequest, io: CliIo): Promise<void> {
+  if (request.output !== undefined) {
+    try {
+      await copyFile(file, request.output);
+    } catch (error) {
+      throw ioError(request.output, 'write the output file', error);
+    }
+  }
+  if (request.debug && hasEdits(request)) io.err(`${file}: ${DEBUG_INFO}, no dynamic section: nothing written`);
+}
+
+async function patchelfFile(file: string, request: PatchelfRequest, io: CliIo): Promise<void> {
+  const debugInfo = await withElfImage(file, async (image) => {
+    await printQueries(image, request, io);
+    return image.debugInfo;
+  });
+  // Adding a needed library has nowhere to go: the edit refuses the file as the editing commands do.
+  if (debugInfo && request.addNeeded.length === 0) return keepDebugInfo(file, request, io);
+  // patchelf always writes --output, changed or not.
+  if (!hasEdits(request) && request.output === undefined) return;
+  const watched = watchChanges(editsOf(request));
+  const result = await editElfFile(file, watched.operations, request.output === undefined ? {} : { output: request.output });
+  if (request.debug) io.err(editLine(result, watched.changes(), false));
+}
+
 export async function runPatchelfCompat(argv: readonly string[], io: CliIo): Promise<void> {
-  const request = parse(argv);
-  await editFiles(io, request.files, operationsFor(request, io), { ...(request.output === undefined ? {} : { output: request.output }), quiet: true });
+  let request: PatchelfRequest;
+  try {
+    request = await parsePatchelfArguments(argv);
+  } catch (error) {
+    if (!(error instanceof CudaPatchelfError)) throw error;
+    io.err(errorLine(error));
+    io.setExitCode(PATCHELF_FAILURE);
+    return;
+  }
+  const patchelfCodes: CliIo = { ...io, setExitCode: (code) => io.setExitCode(code === EXIT.ok ? EXIT.ok : PATCHELF_FAILURE) };
+  await forEachFile(patchelfCodes, request.files, false, async (file) => {
+    await patchelfFile(file, request, io);
+    return { json: {}, text: null };
+  });
 }

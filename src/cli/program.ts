@@ -6,7 +6,8 @@ import { EXIT } from './exit-codes.js';
 import { registerEditCommands } from './edit-commands.js';
 import { registerTreeCommands } from './tree-commands.js';
 import { registerPrint } from './print-command.js';
-import { isPatchelfInvocation, runPatchelfCompat } from './patchelf-compat.js';
+import { isPatchelfInvocation, patchelfHelp } from './patchelf-arguments.js';
+import { runPatchelfCompat } from './patchelf-compat.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { errorLine } from './report.js';
 import type { CliIo } from './cli-io.js';
@@ -20,7 +21,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .description('fix the runpaths of CUDA binaries: read, plan and patch DT_RUNPATH / DT_RPATH / DT_NEEDED')
     .version(VERSION)
     .exitOverride()
-    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
+    .configureOutput({
+      writeOut: (s) => io.out(s.trimEnd()),
+      writeErr: (s) => io.err(s.trimEnd()),
+      // Every error line in one style, commander's and the commands' own: `cuda-patchelf: …`.
+      outputError: (s, write) => write(s.trimEnd().split('\n').map((line) => `cuda-patchelf: ${line.replace(/^error: /, '')}`).join('\n')),
+    })
+    .addHelpText('after', `\n${patchelfHelp()}`);
   registerPrint(program, recordingIo);
   registerEditCommands(program, recordingIo);
   registerTreeCommands(program, recordingIo);
