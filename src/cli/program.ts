@@ -1,4 +1,5 @@
-// The command tree. Usage errors exit 2 with commander's message; each command sets its own code.
+// The command tree. Usage errors exit 2 with one `cuda-patchelf:` line (1 in the patchelf-compatible
+// mode, as patchelf); each command sets its own code.
 
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
