@@ -56,7 +56,7 @@ export async function processFile(item: FileItem, options: FileOptions): Promise
   const path = item.path;
   let source: FileByteSource;
   try {
-    source = await FileByteSource.open(path);
+    source = await FileByteSource.open(path, { followLink: false });
   } catch (error) {
     return { path, status: 'failed', error };
   }

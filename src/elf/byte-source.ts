@@ -65,13 +65,18 @@ export class FileByteSource implements ByteSource {
 
   /**
    * Opens a regular file for reading. O_NONBLOCK keeps a FIFO from blocking the open; the stat check
-   * then refuses anything that is not a regular file before a single byte is read.
+   * then refuses anything that is not a regular file before a single byte is read. `followLink` false
+   * refuses a path that is a symbolic link: a tree walk lists regular files, and one swapped for a link
+   * after the walk would lead out of the tree.
    */
-  static async open(path: string): Promise<FileByteSource> {
+  static async open(path: string, options: { followLink?: boolean } = {}): Promise<FileByteSource> {
     let fd: number;
     try {
-      fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+      fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | (options.followLink === false ? fsConstants.O_NOFOLLOW : 0));
     } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ELOOP' && options.followLink === false) {
+        throw new CudaPatchelfError('changed', 'is a symbolic link now, not the regular file the walk listed; left alone', { file: path, cause: error });
+      }
       throw ioError(path, 'open', error);
     }
     try {
