@@ -7,6 +7,7 @@ import { EXIT } from './exit-codes.js';
 import { registerEditCommands } from './edit-commands.js';
 import { registerTreeCommands } from './tree-commands.js';
 import { registerPrint } from './print-command.js';
+import { registerDoctor } from './doctor-command.js';
 import { isPatchelfInvocation, patchelfHelp } from './patchelf-arguments.js';
 import { runPatchelfCompat } from './patchelf-compat.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
@@ -30,6 +31,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     })
     .addHelpText('after', `\n${patchelfHelp()}`);
   registerPrint(program, recordingIo);
+  registerDoctor(program, recordingIo);
   registerEditCommands(program, recordingIo);
   registerTreeCommands(program, recordingIo);
   try {

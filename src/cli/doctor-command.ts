@@ -1,0 +1,144 @@
+// `cuda-patchelf doctor PATH...`: which libcuda.so.1 each program really loads, and whether CUDA will
+// start — the glibc loader emulated file by file, from a tree or single files (docs/doctor.md).
+
+import { relative } from 'node:path';
+import { statSync } from 'node:fs';
+import type { Command } from 'commander';
+import { textToByteString } from '../elf/byte-string.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import type { FileReport } from '../doctor/doctor-report.js';
+import { isDriverVersion, readKernelDriverVersion, type DriverVersion } from '../doctor/driver-version.js';
+import { defaultLoaders } from '../doctor/machine-abi.js';
+import { fileText } from '../doctor/report-text.js';
+import { driverVersionOfLibrary, emulationRoot, runDoctor, type TreeResult } from '../doctor/run-doctor.js';
+import type { CliIo } from './cli-io.js';
+import { EXIT } from './exit-codes.js';
+import { errorJson, errorLine } from './report.js';
+
+/** doctor's exit codes (docs/doctor.md): problems found is its own answer, as `check` finding work is. */
+const DOCTOR_EXIT = { ok: EXIT.ok, problems: 1, usage: EXIT.usage, unreadable: EXIT.someFilesFailed } as const;
+
+interface DoctorOptions {
+  root?: string;
+  ldLibraryPath?: string;
+  json?: boolean;
+  driverLib?: string;
+  driverVersion?: string;
+}
+
+/** Every check that needs no file of the trees: a usage error here means nothing was diagnosed. */
+function checkArguments(paths: readonly string[], options: DoctorOptions, cwd: string): void {
+  if (paths.some((path) => path === '')) throw new CudaPatchelfError('usage', 'an empty path was given (an unset variable?); name the files or trees to diagnose');
+  if (options.driverLib !== undefined && options.driverVersion !== undefined) throw new CudaPatchelfError('usage', '--driver-lib and --driver-version both name the driver: give one');
+  if (options.driverVersion !== undefined && !isDriverVersion(options.driverVersion)) throw new CudaPatchelfError('usage', `--driver-version takes a version such as 580.95.05, not "${options.driverVersion}"`);
+  if (options.root === undefined) return;
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(options.root).isDirectory();
+  } catch {
+    // reported below
+  }
+  if (!isDirectory) throw new CudaPatchelfError('usage', `--root ${options.root} is not a directory`);
+  const root = emulationRoot({ root: options.root, cwd });
+  if (!defaultLoaders().some((loader) => root.lookUp(textToByteString(loader)).ok)) {
+    throw new CudaPatchelfError('usage', `--root ${options.root} has no dynamic loader (${defaultLoaders().join(', ')}): not a system root`);
+  }
+  const outside = paths.find((path) => root.pathOf(path) === null);
+  if (outside !== undefined) throw new CudaPatchelfError('usage', `${outside} is outside --root ${options.root}: the loader of that system cannot see it`);
+}
+
+async function driverOf(options: DoctorOptions, cwd: string): Promise<DriverVersion | null> {
+  if (options.driverVersion !== undefined) return { version: options.driverVersion, source: '--driver-version' };
+  if (options.driverLib !== undefined) {
+    let found: DriverVersion | null;
+    try {
+      found = await driverVersionOfLibrary(options.driverLib, cwd);
+    } catch (error) {
+      throw new CudaPatchelfError('usage', `--driver-lib: cannot read it (${error instanceof Error ? error.message : String(error)})`, { file: options.driverLib });
+    }
+    if (found === null) throw new CudaPatchelfError('usage', '--driver-lib: no driver version in its name, its link target or its contents; give --driver-version', { file: options.driverLib });
+    return found;
+  }
+  // Another system's driver is not this machine's.
+  return options.root === undefined ? readKernelDriverVersion() : null;
+}
+
+function settingsLine(options: DoctorOptions, driver: DriverVersion | null): string {
+  const system = options.root === undefined ? 'this machine' : `the system under ${options.root}`;
+  const llp = options.ldLibraryPath === undefined ? 'LD_LIBRARY_PATH not set (--ld-library-path emulates one)' : `LD_LIBRARY_PATH=${options.ldLibraryPath}`;
+  const kernel = driver === null ? 'kernel driver unknown (--driver-version tells it)' : `kernel driver ${driver.version} (${driver.source})`;
+  return `doctor: the loader of ${system}; ${llp}; ${kernel}`;
+}
+
+function counts(files: readonly FileReport[]): { errors: number; warnings: number; problems: number } {
+  const findings = files.flatMap((file) => file.findings);
+  return {
+    errors: findings.filter((f) => f.severity === 'error').length,
+    warnings: findings.filter((f) => f.severity === 'warning').length,
+    problems: files.filter((file) => file.findings.some((f) => f.severity === 'error')).length,
+  };
+}
+
+function summaryLine(tree: TreeResult): string {
+  const { errors, warnings, problems } = counts(tree.files);
+  const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+  const verdict = errors === 0 ? (warnings === 0 ? 'all well' : `no errors, ${plural(warnings, 'warning')}`) : `${problems} with problems (${plural(errors, 'error')}, ${plural(warnings, 'warning')})`;
+  const unreadable = tree.failures.length === 0 ? '' : `; ${tree.failures.length} could not be read`;
+  return `${tree.path}: ${plural(tree.files.length, 'dynamic ELF file')}, ${verdict}; ${tree.skipped} other files skipped${unreadable}`;
+}
+
+function shown(file: string, cwd: string): string {
+  const inside = relative(cwd, file);
+  return inside === '' || inside.startsWith('..') ? file : inside;
+}
+
+export function registerDoctor(program: Command, io: CliIo): void {
+  program
+    .command('doctor')
+    .description('which libcuda.so.1 each program really loads, and whether CUDA will start: the glibc loader emulated per file')
+    .argument('<paths...>', 'programs, libraries or trees (./result) to diagnose')
+    .option('--root <dir>', 'a system root (an aarch64 Jetson image on an x86_64 machine): runpaths, the cache and the default directories are looked up under it')
+    .option('--ld-library-path <list>', 'emulate this LD_LIBRARY_PATH (default: none; doctor never reads its own)')
+    .option('--driver-version <version>', 'the kernel driver version to check against (default: this machine\'s, from /sys/module/nvidia/version)')
+    .option('--driver-lib <file>', 'take the kernel driver version from this libcuda (its name, link target or contents)')
+    .option('--json', 'one JSON document on stdout (see docs/doctor.md)')
+    .action(async (paths: string[], options: DoctorOptions) => {
+      const cwd = process.cwd();
+      checkArguments(paths, options, cwd);
+      const driver = await driverOf(options, cwd);
+      const trees: TreeResult[] = [];
+      if (options.json !== true) io.out(settingsLine(options, driver));
+      const printed = new Set<string>();
+      for await (const tree of runDoctor({ paths, root: options.root ?? null, ldLibraryPath: options.ldLibraryPath ?? null, cwd, arch: process.arch, driver })) {
+        trees.push(tree);
+        for (const failure of tree.failures) {
+          // One broken cache or loader fails every file that needs it: say so once.
+          const line = errorLine(failure.error, failure.file);
+          if (!printed.has(line)) io.err(line);
+          printed.add(line);
+        }
+        if (options.json !== true) {
+          for (const file of tree.files) io.out(`\n${fileText(file, shown(file.file, cwd))}`);
+          io.out(`\n${summaryLine(tree)}`);
+        }
+      }
+      if (options.json === true) {
+        io.out(
+          JSON.stringify(
+            {
+              version: 1,
+              settings: { root: options.root ?? null, ldLibraryPath: options.ldLibraryPath ?? null, driver },
+              files: trees.flatMap((tree) => tree.files),
+              errors: trees.flatMap((tree) => tree.failures.map((failure) => ({ file: failure.file, error: errorJson(failure.error) }))),
+              summary: trees.map((tree) => ({ path: tree.path, files: tree.files.length, skipped: tree.skipped, unreadable: tree.failures.length, ...counts(tree.files) })),
+            },
+            null,
+            2,
+          ),
+        );
+      }
+      const unreadable = trees.some((tree) => tree.failures.length > 0);
+      const problems = trees.some((tree) => counts(tree.files).errors > 0);
+      io.setExitCode(unreadable ? DOCTOR_EXIT.unreadable : problems ? DOCTOR_EXIT.problems : DOCTOR_EXIT.ok);
+    });
+}

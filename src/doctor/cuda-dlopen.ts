@@ -1,0 +1,111 @@
+// The libraries CUDA opens with dlopen, resolved as the loader would for each library that calls
+// dlopen: the search uses the caller's own DT_RUNPATH (or the DT_RPATH of the caller and of the objects
+// that loaded it, when it has no DT_RUNPATH), never the program's DT_RUNPATH. Who calls is not written
+// anywhere, so every object that plausibly does is tried: the CUDA runtime (libcudart), every object
+// that needs libcudart or libcuda, every object whose .dynstr holds the name or whose `.note.dlopen`
+// lists it, the file asked about when its .rodata names it (the runtime linked statically, nvcc's
+// default), libcuda itself for the PTX JIT compiler, and libnvrtc for its versioned builtins.
+
+import { realpathSync } from 'node:fs';
+import { basename } from 'node:path';
+import type { LoadEmulation } from './emulate-load.js';
+import type { Edge, LinkMap, LinkNamespace, Resolution } from './link-namespace.js';
+import type { ObjectStrings } from './object-strings.js';
+
+export const LIBCUDA = 'libcuda.so.1';
+/** The fixed names: the driver, NVML, the PTX JIT compiler, the debugger back end. */
+export const CUDA_DLOPEN_NAMES: readonly string[] = [LIBCUDA, 'libnvidia-ml.so.1', 'libnvidia-ptxjitcompiler.so.1', 'libcudadebugger.so.1'];
+
+/** Why an object is taken to dlopen a name. */
+export type CallerReason = 'cuda-runtime' | 'needs-cudart' | 'needs-libcuda' | 'dynstr' | 'note' | 'static-runtime' | 'driver' | 'nvrtc';
+
+export interface DlopenCall {
+  readonly name: string;
+  readonly caller: LinkMap;
+  readonly reason: CallerReason;
+  /** The note's priority when a `.note.dlopen` names it (required, recommended, suggested). */
+  readonly notePriority: string | null;
+  readonly resolution: Resolution;
+  /** The dlopen'ed object's own dependencies, resolved after it (empty when it was already loaded). */
+  readonly dependencies: readonly Edge[];
+  /** What the dlopen adds to the namespace, the named object first. */
+  readonly loads: readonly LinkMap[];
+}
+
+const isCudart = (soname: string | null): boolean => soname !== null && /^libcudart\.so(\.|$)/.test(soname);
+const isNvrtc = (soname: string | null): boolean => soname !== null && /^libnvrtc\.so(\.|$)/.test(soname);
+
+/** libnvrtc.so.12.4.127 loads libnvrtc-builtins.so.12.4: the major and minor of its own file name. */
+function nvrtcBuiltinsName(map: LinkMap): string | null {
+  let real: string;
+  try {
+    real = basename(realpathSync(map.facts.hostPath));
+  } catch {
+    return null;
+  }
+  const version = /^libnvrtc\.so\.(\d+)\.(\d+)/.exec(real);
+  return version === null ? null : `libnvrtc-builtins.so.${version[1]}.${version[2]}`;
+}
+
+interface Candidate {
+  readonly name: string;
+  readonly caller: LinkMap;
+  readonly reason: CallerReason;
+  readonly notePriority: string | null;
+}
+
+/** Every (name, caller) pair to try, callers in load order, each pair once with its strongest reason. */
+async function candidates(emulation: LoadEmulation, strings: ObjectStrings): Promise<Candidate[]> {
+  const result: Candidate[] = [];
+  const add = (name: string, caller: LinkMap, reason: CallerReason, notePriority: string | null = null): void => {
+    if (!result.some((c) => c.name === name && c.caller === caller)) result.push({ name, caller, reason, notePriority });
+  };
+  const maps = emulation.namespace.maps.filter((map) => map.foundBy.rule !== 'interpreter');
+  for (const map of maps) {
+    const { facts } = map;
+    for (const note of await strings.dlopenNotes(facts)) for (const name of note.sonames) add(name, map, 'note', note.priority);
+    const reason: CallerReason | null = isCudart(facts.soname)
+      ? 'cuda-runtime'
+      : facts.needed.some((n) => isCudart(n))
+        ? 'needs-cudart'
+        : facts.needed.includes(LIBCUDA)
+          ? 'needs-libcuda'
+          : null;
+    for (const name of CUDA_DLOPEN_NAMES) {
+      if (reason !== null) add(name, map, reason);
+      else if (await strings.dynstrHas(facts, name)) add(name, map, 'dynstr');
+    }
+    if (isNvrtc(facts.soname)) {
+      const builtins = nvrtcBuiltinsName(map);
+      if (builtins !== null) add(builtins, map, 'nvrtc');
+    }
+  }
+  const main = emulation.namespace.main;
+  const staticRuntime = await strings.firstInRodata(main.facts, 'libcuda-name', (text) => text === LIBCUDA);
+  if (staticRuntime !== null) for (const name of CUDA_DLOPEN_NAMES) add(name, main, 'static-runtime');
+  return result;
+}
+
+/** One dlopen of `name` from `caller`, on a copy of the namespace (as if it were the first); the copy is returned too. */
+async function tryDlopen(namespace: LinkNamespace, candidate: Candidate): Promise<{ call: DlopenCall; trial: LinkNamespace }> {
+  const trial = namespace.fork();
+  const before = trial.maps.length;
+  const resolution = await trial.mapObject(candidate.caller, candidate.name, true);
+  const dependencies = resolution.kind === 'loaded' && resolution.how === 'new' ? await trial.loadDependencies(resolution.map) : [];
+  return { call: { ...candidate, resolution, dependencies, loads: trial.maps.slice(before) }, trial };
+}
+
+/** The CUDA dlopens of one loaded file; each libcuda found then opens its PTX JIT compiler from its own namespace. */
+export async function resolveCudaDlopens(emulation: LoadEmulation, strings: ObjectStrings): Promise<DlopenCall[]> {
+  const calls: DlopenCall[] = [];
+  const drivers = new Set<string>();
+  for (const candidate of await candidates(emulation, strings)) {
+    const { call, trial } = await tryDlopen(emulation.namespace, candidate);
+    calls.push(call);
+    const { resolution } = call;
+    if (candidate.name !== LIBCUDA || resolution.kind !== 'loaded' || drivers.has(resolution.map.facts.fileId)) continue;
+    drivers.add(resolution.map.facts.fileId);
+    calls.push((await tryDlopen(trial, { name: 'libnvidia-ptxjitcompiler.so.1', caller: resolution.map, reason: 'driver', notePriority: null })).call);
+  }
+  return calls;
+}

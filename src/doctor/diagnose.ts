@@ -1,0 +1,66 @@
+// One file, start to end: its load emulated, the CUDA dlopens resolved, the libcuda it would use
+// described, and what is wrong with all that.
+
+import { dirname } from 'node:path';
+import { CUDA_DLOPEN_NAMES, LIBCUDA, resolveCudaDlopens, type CallerReason, type DlopenCall } from './cuda-dlopen.js';
+import type { DriverVersion } from './driver-version.js';
+import type { LoaderRegistry } from './emulated-loader.js';
+import { emulateLoad, type LoadEmulation } from './emulate-load.js';
+import { dlopenFindings, libcudaFindings, loadFindings, mixedCudaDirectoriesFinding, type Finding, type LibcudaChoice } from './findings.js';
+import { describeLibcuda } from './libcuda-facts.js';
+import type { LinkMap } from './link-namespace.js';
+import { ObjectStrings } from './object-strings.js';
+
+export interface DoctorContext {
+  readonly registry: LoaderRegistry;
+  readonly strings: ObjectStrings;
+  /** The kernel driver's version, or null when neither this machine nor an option tells it. */
+  readonly driver: DriverVersion | null;
+}
+
+export function doctorContext(registry: LoaderRegistry, driver: DriverVersion | null): DoctorContext {
+  return { registry, strings: new ObjectStrings(CUDA_DLOPEN_NAMES), driver };
+}
+
+export interface FileDiagnosis {
+  readonly emulation: LoadEmulation;
+  readonly dlopens: readonly DlopenCall[];
+  /** Whether anything in the program loads the CUDA driver. */
+  readonly usesCuda: boolean;
+  readonly libcuda: LibcudaChoice | null;
+  readonly findings: readonly Finding[];
+}
+
+/** Which caller's dlopen of libcuda runs first: the CUDA runtime's, dynamic or static, before anyone else's. */
+const CALLER_ORDER: readonly CallerReason[] = ['cuda-runtime', 'static-runtime', 'needs-cudart', 'needs-libcuda', 'dynstr', 'note'];
+
+async function chooseLibcuda(emulation: LoadEmulation, calls: readonly DlopenCall[], context: DoctorContext): Promise<LibcudaChoice | null> {
+  const { root } = context.registry.settings;
+  const needed = emulation.namespace.maps.find((map) => map.depth > 0 && (map.name === LIBCUDA || map.facts.soname === LIBCUDA));
+  if (needed !== undefined) return { map: needed, facts: await describeLibcuda(needed.path, needed.facts, root, context.strings), call: null };
+  const found = calls
+    .filter((call) => call.name === LIBCUDA && call.resolution.kind === 'loaded')
+    .sort((a, b) => CALLER_ORDER.indexOf(a.reason) - CALLER_ORDER.indexOf(b.reason))[0];
+  if (found === undefined || found.resolution.kind !== 'loaded') return null;
+  return { map: found.resolution.map, facts: await describeLibcuda(found.resolution.map.path, found.resolution.map.facts, root, context.strings), call: found };
+}
+
+export async function diagnoseFile(hostPath: string, context: DoctorContext): Promise<FileDiagnosis> {
+  const emulation = await emulateLoad(hostPath, context.registry);
+  const dlopens = await resolveCudaDlopens(emulation, context.strings);
+  const usesCuda = dlopens.some((call) => call.name === LIBCUDA) || emulation.namespace.maps.some((map) => map.depth > 0 && map.name === LIBCUDA);
+  const libcuda = usesCuda ? await chooseLibcuda(emulation, dlopens, context) : null;
+  const { root } = context.registry.settings;
+  const realDirectory = (map: LinkMap): string => {
+    const real = root.realPath(map.path);
+    return dirname(typeof real === 'string' ? real : map.path);
+  };
+  const mixed = mixedCudaDirectoriesFinding(emulation.namespace.maps, realDirectory);
+  const findings = [
+    ...loadFindings(emulation),
+    ...libcudaFindings(dlopens, libcuda, usesCuda, context.driver),
+    ...dlopenFindings(dlopens),
+    ...(mixed === null ? [] : [mixed]),
+  ];
+  return { emulation, dlopens, usesCuda, libcuda, findings };
+}

@@ -1,0 +1,184 @@
+// The report of one file as plain data with stable field names: what `doctor --json` prints
+// (docs/doctor.md describes every field) and what the text output is drawn from.
+
+import { byteStringToText } from '../elf/byte-string.js';
+import type { DlopenCall } from './cuda-dlopen.js';
+import type { FileDiagnosis } from './diagnose.js';
+import type { Finding } from './findings.js';
+import type { Edge, LinkMap, PassedOver, Resolution, Rule } from './link-namespace.js';
+
+const text = byteStringToText;
+
+export interface LoadRecord {
+  /** The name it was asked for (DT_NEEDED). */
+  readonly name: string;
+  /** The path the loader opens, exactly as it builds it. */
+  readonly path: string;
+  /** The file on this machine (differs from path under --root). */
+  readonly file: string;
+  readonly rule: Rule;
+  /** The object whose RPATH or RUNPATH found it, or null. */
+  readonly owner: string | null;
+  /** The directory it was found in, hwcaps subdirectory included, or null (cache, path, interpreter). */
+  readonly directory: string | null;
+  readonly neededBy: string;
+  readonly depth: number;
+}
+
+export interface NeededRecord {
+  readonly from: string;
+  readonly name: string;
+  readonly status: 'loaded' | 'already-loaded' | 'same-file' | 'missing' | 'fatal';
+  readonly path: string | null;
+  readonly message: string | null;
+  readonly passedOver: readonly { readonly path: string; readonly reason: string }[];
+}
+
+export interface DlopenRecord {
+  readonly name: string;
+  readonly caller: string;
+  readonly reason: string;
+  readonly status: 'loaded' | 'already-loaded' | 'same-file' | 'missing' | 'fatal';
+  readonly path: string | null;
+  readonly rule: Rule | null;
+  readonly owner: string | null;
+  /** Dependencies of the opened library that are not found (the dlopen then fails). */
+  readonly missing: readonly string[];
+}
+
+export interface LibcudaRecord {
+  readonly path: string;
+  readonly realPath: string;
+  readonly kind: string;
+  readonly version: string | null;
+  readonly versionSource: string | null;
+  /** The library whose dlopen finds it first, or null when something needs it directly. */
+  readonly caller: string | null;
+}
+
+export interface FileReport {
+  readonly file: string;
+  readonly path: string;
+  readonly kind: 'program' | 'library';
+  readonly machine: string;
+  readonly interpreter: { readonly path: string; readonly found: boolean };
+  readonly loader: {
+    readonly path: string;
+    readonly glibc: string | null;
+    readonly systemDirs: readonly string[];
+    readonly cache: { readonly path: string; readonly format: string | null; readonly entries: number };
+    readonly subdirectories: readonly string[];
+    readonly platform: string;
+    readonly lib: string;
+    readonly cpu: string;
+    readonly assumed: readonly string[];
+  };
+  readonly loads: readonly LoadRecord[];
+  readonly needed: readonly NeededRecord[];
+  readonly dlopen: readonly DlopenRecord[];
+  readonly cuda: { readonly uses: boolean; readonly libcuda: LibcudaRecord | null };
+  readonly findings: readonly Finding[];
+}
+
+function status(resolution: Resolution): NeededRecord['status'] {
+  if (resolution.kind === 'loaded') return resolution.how === 'new' ? 'loaded' : resolution.how;
+  return resolution.kind;
+}
+
+function passedOver(resolution: Resolution): { path: string; reason: string }[] {
+  return resolution.kind === 'fatal' ? [] : resolution.passedOver.map((p: PassedOver) => ({ path: text(p.path), reason: p.reason }));
+}
+
+/** Each object once, where its first DT_NEEDED reference puts it: ld.so's breadth-first load order. */
+export function loadOrder(edges: readonly Edge[]): { map: LinkMap; name: string; neededBy: LinkMap }[] {
+  const listed = new Set<LinkMap>();
+  const order: { map: LinkMap; name: string; neededBy: LinkMap }[] = [];
+  for (const edge of edges) {
+    if (edge.resolution.kind !== 'loaded') continue;
+    const { map } = edge.resolution;
+    // The file itself is not listed again when a library needs it back; ld.so is, where first needed.
+    if (listed.has(map) || (map.depth === 0 && map.foundBy.rule !== 'interpreter')) continue;
+    listed.add(map);
+    order.push({ map, name: edge.name, neededBy: edge.from });
+  }
+  return order;
+}
+
+function loadRecord(map: LinkMap, name: string, neededBy: LinkMap): LoadRecord {
+  return {
+    name: text(name),
+    path: text(map.path),
+    file: map.facts.hostPath,
+    rule: map.foundBy.rule,
+    owner: map.foundBy.owner === null ? null : text(map.foundBy.owner.path),
+    directory: map.foundBy.directory === null ? null : text(map.foundBy.directory),
+    neededBy: text(neededBy.path),
+    depth: map.foundBy.rule === 'interpreter' ? neededBy.depth + 1 : map.depth,
+  };
+}
+
+function dlopenRecord(call: DlopenCall): DlopenRecord {
+  const { resolution } = call;
+  const map = resolution.kind === 'loaded' ? resolution.map : null;
+  const fresh = resolution.kind === 'loaded' && resolution.how === 'new' ? resolution.map : null;
+  return {
+    name: text(call.name),
+    caller: text(call.caller.path),
+    reason: call.reason,
+    status: status(resolution),
+    path: map === null ? (resolution.kind === 'fatal' ? text(resolution.path) : null) : text(map.path),
+    rule: fresh?.foundBy.rule ?? null,
+    owner: fresh?.foundBy.owner ? text(fresh.foundBy.owner.path) : null,
+    missing: call.dependencies.filter((edge) => edge.resolution.kind !== 'loaded').map((edge) => text(edge.name)),
+  };
+}
+
+export async function fileReport(diagnosis: FileDiagnosis): Promise<FileReport> {
+  const { emulation, libcuda } = diagnosis;
+  const { loader } = emulation;
+  const cacheState = await loader.cache();
+  const version = loader.facts.glibc;
+  return {
+    file: emulation.hostPath,
+    path: text(emulation.namespace.main.path),
+    kind: emulation.kind,
+    machine: emulation.abi.name,
+    interpreter: { path: text(emulation.interpreter.path), found: emulation.interpreter.found },
+    loader: {
+      path: text(loader.path),
+      glibc: version === null ? null : `${version.major}.${version.minor}`,
+      systemDirs: loader.facts.systemDirs.map(text),
+      cache: { path: text(cacheState.path), format: cacheState.cache?.format ?? null, entries: cacheState.cache?.entries.length ?? 0 },
+      subdirectories: loader.subdirectories.filter((s) => s !== '').map((s) => text(s.slice(0, -1))),
+      platform: text(loader.cpu.platform),
+      lib: text(loader.facts.dstLib),
+      cpu: loader.cpu.source,
+      assumed: loader.facts.assumed,
+    },
+    loads: loadOrder(emulation.edges).map(({ map, name, neededBy }) => loadRecord(map, name, neededBy)),
+    needed: emulation.edges.map((edge) => ({
+      from: text(edge.from.path),
+      name: text(edge.name),
+      status: status(edge.resolution),
+      path: edge.resolution.kind === 'loaded' ? text(edge.resolution.map.path) : edge.resolution.kind === 'fatal' ? text(edge.resolution.path) : null,
+      message: edge.resolution.kind === 'fatal' ? edge.resolution.message : null,
+      passedOver: passedOver(edge.resolution),
+    })),
+    dlopen: diagnosis.dlopens.map(dlopenRecord),
+    cuda: {
+      uses: diagnosis.usesCuda,
+      libcuda:
+        libcuda === null
+          ? null
+          : {
+              path: text(libcuda.map.path),
+              realPath: text(libcuda.facts.realPath),
+              kind: libcuda.facts.kind,
+              version: libcuda.facts.version,
+              versionSource: libcuda.facts.versionSource,
+              caller: libcuda.call === null ? null : text(libcuda.call.caller.path),
+            },
+    },
+    findings: diagnosis.findings,
+  };
+}

@@ -1,0 +1,80 @@
+// One ELF file loaded as the loader would: a program as the kernel starts it (its interpreter, $ORIGIN
+// from its real path, as /proc/self/exe gives it), a library as `ld.so --list LIB` or a dlopen by path
+// loads it ($ORIGIN from the path as given). The result is the namespace after the breadth-first load
+// of every DT_NEEDED.
+
+import { statSync, type Stats } from 'node:fs';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import type { EmulatedLoader, LoaderRegistry } from './emulated-loader.js';
+import { LinkMap, LinkNamespace, originOf, type Edge } from './link-namespace.js';
+import { machineAbi, type MachineAbi } from './machine-abi.js';
+import type { ObjectFacts } from './object-facts.js';
+
+export interface InterpreterState {
+  /** PT_INTERP, or the machine's loader for a library. */
+  readonly path: string;
+  /** False when PT_INTERP names no file: the kernel cannot start the program at all. */
+  readonly found: boolean;
+}
+
+export interface LoadEmulation {
+  /** The file on this machine. */
+  readonly hostPath: string;
+  readonly kind: 'program' | 'library';
+  readonly abi: MachineAbi;
+  readonly interpreter: InterpreterState;
+  readonly loader: EmulatedLoader;
+  readonly namespace: LinkNamespace;
+  /** Every DT_NEEDED in the order the loader resolved them; a fatal resolution is the last. */
+  readonly edges: readonly Edge[];
+}
+
+function statOf(hostPath: string): Stats {
+  try {
+    return statSync(hostPath);
+  } catch (error) {
+    throw new CudaPatchelfError('io', `cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { file: hostPath, cause: error });
+  }
+}
+
+async function loaderFor(registry: LoaderRegistry, facts: ObjectFacts, abi: MachineAbi): Promise<{ loader: EmulatedLoader; interpreter: InterpreterState }> {
+  const named = facts.interpreter;
+  if (named !== null) {
+    try {
+      return { loader: await registry.loaderAt(named, abi, facts.littleEndian), interpreter: { path: named, found: true } };
+    } catch (error) {
+      if (!(error instanceof CudaPatchelfError) || error.kind !== 'io') throw error;
+      // The program cannot start; its libraries are still looked up as the machine's own loader would.
+      return { loader: await registry.loaderAt(abi.defaultLoader, abi, facts.littleEndian), interpreter: { path: named, found: false } };
+    }
+  }
+  return { loader: await registry.loaderAt(abi.defaultLoader, abi, facts.littleEndian), interpreter: { path: abi.defaultLoader, found: true } };
+}
+
+/** Loads the dynamic ELF file at `hostPath` (a file doctor was asked about) in an emulated namespace. */
+export async function emulateLoad(hostPath: string, registry: LoaderRegistry): Promise<LoadEmulation> {
+  const { root } = registry.settings;
+  const path = root.pathOf(hostPath);
+  if (path === null) throw new CudaPatchelfError('usage', `outside --root ${root.hostRoot}: the loader of that system cannot see it`, { file: hostPath });
+  const facts = await registry.objects.get(hostPath, statOf(hostPath));
+  const abi = machineAbi(facts.machine, facts.elfClass);
+  if (abi === null) throw new CudaPatchelfError('unsupported', 'doctor emulates the glibc loaders of x86_64, aarch64 and i386 only', { file: hostPath });
+  const { loader, interpreter } = await loaderFor(registry, facts, abi);
+  const kind = facts.interpreter === null ? 'library' : 'program';
+  const real = root.realPath(path);
+  const main = new LinkMap({
+    name: path,
+    path,
+    facts,
+    origin: kind === 'program' ? (typeof real === 'string' ? originOf(real, root.cwd) : null) : originOf(path, root.cwd),
+    loader: null,
+    foundBy: { rule: kind, owner: null, directory: null },
+    depth: 0,
+    // The kernel maps a program, and `ld.so --list` opens a library as the program: the loader
+    // records no device and inode for it, so another name of the same file loads it again.
+    matchesFileId: false,
+  });
+  const namespace = LinkNamespace.start(loader, registry.settings, registry.objects, main);
+  const edges = await namespace.loadDependencies(main);
+  return { hostPath, kind, abi, interpreter, loader, namespace, edges };
+}

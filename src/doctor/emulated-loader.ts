@@ -1,0 +1,133 @@
+// One glibc loader as doctor emulates it: found where a program's PT_INTERP names it (inside --root
+// when one is given), with the facts read from it, the CPU it runs on, the subdirectories it tries in
+// every directory and its ld.so.cache.
+
+import { FileByteSource } from '../elf/byte-source.js';
+import { readElfImage } from '../elf/elf-image.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { legacySubdirectories, cpuModel, type CpuInfo, type CpuModel } from './cpu-model.js';
+import { readLdCache, type LdCache } from './ld-cache.js';
+import type { CacheLookupTarget } from './ld-cache-lookup.js';
+import { readLoaderFacts, type LoaderFacts } from './loader-facts.js';
+import type { MachineAbi } from './machine-abi.js';
+import { ObjectFactsCache, type ObjectFacts } from './object-facts.js';
+import type { SystemRoot } from './system-root.js';
+
+export interface EmulationSettings {
+  readonly root: SystemRoot;
+  /** LD_LIBRARY_PATH of the emulated process; null when it is not set. */
+  readonly ldLibraryPath: string | null;
+  /** The ABI of the machine doctor runs on: its CPU is the emulated one for that ABI. */
+  readonly hostAbi: MachineAbi | null;
+  readonly cpuInfo: CpuInfo | null;
+}
+
+export interface CacheState {
+  /** The cache file as the loader names it. */
+  readonly path: string;
+  /** Null when there is no cache file (the loader then goes on without one). */
+  readonly cache: LdCache | null;
+}
+
+export interface EmulatedLoader {
+  readonly abi: MachineAbi;
+  readonly littleEndian: boolean;
+  /** The loader's path as programs name it (PT_INTERP). */
+  readonly path: string;
+  /** The loader file as an object of the namespace (ld.so is always loaded, under its soname too). */
+  readonly object: ObjectFacts;
+  readonly facts: LoaderFacts;
+  readonly cpu: CpuModel;
+  /** Tried in every directory, best first, ending with '' (the directory itself). */
+  readonly subdirectories: readonly string[];
+  readonly cacheTarget: CacheLookupTarget;
+  cache(): Promise<CacheState>;
+}
+
+/** glibc-hwcaps subdirectories came with glibc 2.33; legacy hwcap subdirectories went with 2.37 (unknown: the newest behaviour). */
+function subdirectoriesFor(facts: LoaderFacts, cpu: CpuModel): string[] {
+  const version = facts.glibc === null ? Infinity : facts.glibc.major * 1000 + facts.glibc.minor;
+  const named = version >= 2033 ? cpu.glibcHwcaps.map((name) => `glibc-hwcaps/${name}/`) : [];
+  return [...named, ...(version < 2037 ? legacySubdirectories(cpu.legacyNames) : [''])];
+}
+
+function cacheTargetFor(abi: MachineAbi, cpu: CpuModel): CacheLookupTarget {
+  return {
+    defaultFlags: abi.cacheFlags,
+    acceptsFlags: abi.acceptsCacheFlags,
+    glibcHwcapsPriority: (name) => cpu.glibcHwcaps.indexOf(name) + 1,
+    isaLevelSupported: (level) => abi.name !== 'x86_64' || (cpu.isaLevels & (1 << level)) !== 0,
+    acceptedHwcapBits: cpu.acceptedHwcapBits,
+    platformMask: cpu.platformMask,
+    platformBit: cpu.platformBit,
+  };
+}
+
+async function readCacheState(root: SystemRoot, path: string, littleEndian: boolean): Promise<CacheState> {
+  const found = root.lookUp(path);
+  if (!found.ok && (found.code === 'ENOENT' || found.code === 'ENOTDIR')) return { path, cache: null };
+  if (!found.ok) throw new CudaPatchelfError('io', `cannot read the loader's cache (${found.code}); doctor cannot tell what ld.so finds through it`, { file: root.isHost ? path : `${root.hostRoot}${path}` });
+  let source: FileByteSource | undefined;
+  try {
+    source = await FileByteSource.open(found.hostPath);
+    return { path, cache: await readLdCache(source, littleEndian) };
+  } catch (error) {
+    throw error instanceof CudaPatchelfError ? error.withFile(found.hostPath) : error;
+  } finally {
+    await source?.close();
+  }
+}
+
+/** The loaders met so far, one per interpreter path: their facts are read once per run. */
+export class LoaderRegistry {
+  readonly settings: EmulationSettings;
+  readonly objects: ObjectFactsCache;
+  private readonly loaders = new Map<string, Promise<EmulatedLoader>>();
+
+  constructor(settings: EmulationSettings, objects: ObjectFactsCache) {
+    this.settings = settings;
+    this.objects = objects;
+  }
+
+  /** The loader at `path` (a PT_INTERP), for objects of `abi`; an io error when it is not there. */
+  loaderAt(path: string, abi: MachineAbi, littleEndian: boolean): Promise<EmulatedLoader> {
+    const key = `${abi.name}:${path}`;
+    let loader = this.loaders.get(key);
+    if (loader === undefined) {
+      loader = this.readLoader(path, abi, littleEndian);
+      this.loaders.set(key, loader);
+    }
+    return loader;
+  }
+
+  private async readLoader(path: string, abi: MachineAbi, littleEndian: boolean): Promise<EmulatedLoader> {
+    const { root } = this.settings;
+    const where = root.isHost ? path : `${path} under ${root.hostRoot}`;
+    const found = root.lookUp(path);
+    if (!found.ok) throw new CudaPatchelfError('io', `no dynamic loader at ${where} (${found.code})`);
+    const real = root.realPath(path);
+    const ownDirectory = typeof real === 'string' ? `${real.slice(0, real.lastIndexOf('/'))}/` : '';
+    const source = await FileByteSource.open(found.hostPath);
+    let facts: LoaderFacts;
+    try {
+      facts = await readLoaderFacts(await readElfImage(source), abi, ownDirectory);
+    } catch (error) {
+      throw error instanceof CudaPatchelfError ? error.withFile(found.hostPath) : error;
+    } finally {
+      await source.close();
+    }
+    const cpu = cpuModel(abi, this.settings.hostAbi?.name === abi.name, this.settings.cpuInfo);
+    let cacheState: Promise<CacheState> | undefined;
+    return {
+      abi,
+      littleEndian,
+      path,
+      object: await this.objects.get(found.hostPath, found.stats),
+      facts,
+      cpu,
+      subdirectories: subdirectoriesFor(facts, cpu),
+      cacheTarget: cacheTargetFor(abi, cpu),
+      cache: () => (cacheState ??= readCacheState(root, facts.cachePath, littleEndian)),
+    };
+  }
+}

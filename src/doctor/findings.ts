@@ -1,0 +1,179 @@
+// What doctor reports as wrong with one file: each finding says what happens at run time and how to
+// fix it. Errors mean the program will not start or CUDA will not; warnings are worth a look.
+
+import { byteStringToText } from '../elf/byte-string.js';
+import { LIBCUDA, type DlopenCall } from './cuda-dlopen.js';
+import { compareDriverVersions, type DriverVersion } from './driver-version.js';
+import type { LoadEmulation } from './emulate-load.js';
+import type { LibcudaFacts } from './libcuda-facts.js';
+import type { LinkMap } from './link-namespace.js';
+
+export type Severity = 'error' | 'warning';
+
+export interface Finding {
+  readonly severity: Severity;
+  /** Stable, for scripts: interpreter-missing, library-missing, load-error, libcuda-missing, libcuda-stub,
+   *  cuda-803, driver-mismatch, libcuda-dependency-missing, compat-dependency-missing, libcuda-differs,
+   *  driver-version-unknown, dlopen-missing, cuda-libraries-mixed. */
+  readonly code: string;
+  readonly message: string;
+  /** What to do about it, or null when there is nothing specific. */
+  readonly fix: string | null;
+}
+
+export interface LibcudaChoice {
+  readonly map: LinkMap;
+  readonly facts: LibcudaFacts;
+  /** The dlopen that finds it first at run time; null when something needs libcuda.so.1 directly. */
+  readonly call: DlopenCall | null;
+}
+
+const text = byteStringToText;
+
+const DRIVER_FIX = 'put the driver directory in the runpath of the libraries that load CUDA (cuda-patchelf apply adds /run/opengl-driver/lib), or install the NVIDIA driver where the loader looks (ld.so.cache, the default directories)';
+
+/** Findings about the load itself: the interpreter, missing libraries, a load that stops. */
+export function loadFindings(emulation: LoadEmulation): Finding[] {
+  const findings: Finding[] = [];
+  if (!emulation.interpreter.found) {
+    findings.push({
+      severity: 'error',
+      code: 'interpreter-missing',
+      message: `the interpreter ${text(emulation.interpreter.path)} does not exist: the kernel cannot start the program ("No such file or directory")`,
+      fix: 'install the C library the program was built against, or point PT_INTERP at this system\'s loader',
+    });
+  }
+  for (const edge of emulation.edges) {
+    const { resolution } = edge;
+    if (resolution.kind === 'missing') {
+      findings.push({
+        severity: 'error',
+        code: 'library-missing',
+        message: `${text(edge.name)} (needed by ${text(edge.from.path)}) is not found${resolution.wrongClass ? ' (only a file of the other ELF class is there)' : ''}: ${emulation.kind === 'program' ? 'the program does not start' : 'loading this library fails'}`,
+        fix: `add the directory that holds ${text(edge.name)} to the runpath of ${text(edge.from.path)}`,
+      });
+    } else if (resolution.kind === 'fatal') {
+      findings.push({
+        severity: 'error',
+        code: 'load-error',
+        message: `${text(resolution.path)}: ${resolution.message}: the loader stops there`,
+        fix: `remove or replace ${text(resolution.path)}, which stands where the loader looks for ${text(edge.name)}`,
+      });
+    }
+  }
+  return findings;
+}
+
+/** The CUDA libraries (runtime and math libraries) a program loads from more than one directory, outside the Nix store. */
+export function mixedCudaDirectoriesFinding(maps: readonly LinkMap[], realDirectory: (map: LinkMap) => string): Finding | null {
+  const cuda = maps.filter((map) => map.depth > 0 && /^lib(cudart|cublas|cublasLt|cufft|cufftw|curand|cusparse|cusolver|cusolverMg|nvrtc|nvJitLink|nvToolsExt|cupti|npp\w*|nvjpeg|cudnn\w*|nccl)\.so/.test(map.name));
+  const byDirectory = new Map<string, string[]>();
+  for (const map of cuda) {
+    const directory = realDirectory(map);
+    byDirectory.set(directory, [...(byDirectory.get(directory) ?? []), text(map.name)]);
+  }
+  // Nixpkgs gives each CUDA package its own store path: different directories are the rule there.
+  const directories = [...byDirectory.keys()];
+  if (directories.length < 2 || directories.every((dir) => dir.startsWith('/nix/store/'))) return null;
+  return {
+    severity: 'warning',
+    code: 'cuda-libraries-mixed',
+    message: `CUDA libraries come from ${directories.length} directories: ${directories.map((dir) => `${text(dir)} (${(byDirectory.get(dir) ?? []).join(', ')})`).join('; ')}: libraries of different CUDA releases may not work together`,
+    fix: 'let the runpath find all CUDA libraries of one installation (the first runpath entry that has one usually decides)',
+  };
+}
+
+function describeChoice(choice: LibcudaChoice): string {
+  const version = choice.facts.version === null ? 'version unknown' : `version ${choice.facts.version}`;
+  return `${text(choice.map.path)} (${choice.facts.kind}, ${version})`;
+}
+
+/** Findings about the driver the program would use, given the kernel driver's version when known. */
+export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaChoice | null, usesCuda: boolean, driver: DriverVersion | null): Finding[] {
+  const findings: Finding[] = [];
+  if (!usesCuda) return findings;
+  if (choice === null) {
+    findings.push({ severity: 'error', code: 'libcuda-missing', message: `${LIBCUDA} is not found by any library that loads it: CUDA fails to initialize (no CUDA-capable device / driver not found)`, fix: DRIVER_FIX });
+    return findings;
+  }
+  const found = describeChoice(choice);
+  if (choice.facts.kind === 'stub') {
+    findings.push({
+      severity: 'error',
+      code: 'libcuda-stub',
+      message: `${LIBCUDA} would be the link-time stub ${found}: CUDA fails with error 34 (CUDA driver is a stub library)`,
+      fix: 'remove the stubs directory from the runpath (cuda-patchelf apply --remove-stubs), so that the driver\'s libcuda is found',
+    });
+  }
+  if (choice.facts.kind === 'compat') {
+    if (driver === null) {
+      findings.push({
+        severity: 'warning',
+        code: 'driver-version-unknown',
+        message: `${LIBCUDA} comes from cuda_compat: ${found}; the kernel driver's version is unknown, so whether it is older (CUDA error 803) cannot be told`,
+        fix: 'run doctor where the driver is loaded, or pass --driver-version (nvidia-smi prints it) or --driver-lib',
+      });
+    } else if (choice.facts.version !== null && compareDriverVersions(choice.facts.version, driver.version) < 0) {
+      findings.push({
+        severity: 'error',
+        code: 'cuda-803',
+        message: `${LIBCUDA} comes from cuda_compat: ${found}, older than the kernel driver ${driver.version} (${driver.source}): CUDA fails with error 803, "system has unsupported display driver / cuda driver combination" (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)`,
+        fix: `leave the compat directory out: drop the cuda_compat hook (dontUseAutoAddCudaCompatRunpath = true; cuda-patchelf apply without --cuda-compat), or use a cuda_compat at least as new as the driver (${driver.version})`,
+      });
+    }
+  }
+  if (choice.facts.kind === 'driver' && driver !== null && choice.facts.version !== null && compareDriverVersions(choice.facts.version, driver.version) !== 0) {
+    findings.push({
+      severity: 'error',
+      code: 'driver-mismatch',
+      message: `${LIBCUDA} is ${found}, but the kernel driver is ${driver.version} (${driver.source}): the user-space driver must match the kernel module exactly, CUDA fails to initialize`,
+      fix: 'load the libcuda of the running driver (reboot after a driver upgrade, or point the runpath at the current driver directory)',
+    });
+  }
+  const own = choice.call;
+  const missing = own?.dependencies.filter((edge) => edge.resolution.kind !== 'loaded') ?? [];
+  if (missing.length > 0) {
+    const names = missing.map((edge) => text(edge.name)).join(', ');
+    findings.push({
+      severity: 'error',
+      code: choice.facts.kind === 'compat' ? 'compat-dependency-missing' : 'libcuda-dependency-missing',
+      message: `${found} needs ${names}, which ${missing.length === 1 ? 'is' : 'are'} not found: the dlopen of ${LIBCUDA} fails${choice.facts.kind === 'compat' ? ' (on Jetson the compat driver needs the L4T libraries libnvrm_gpu.so and libnvrm_mem.so)' : ''}`,
+      fix: choice.facts.kind === 'compat' ? 'make the L4T driver libraries findable (their directory in ld.so.cache or the runpath), or drop the cuda_compat hook' : `make ${names} findable from ${text(choice.map.path)}`,
+    });
+  }
+  const others = new Map<string, DlopenCall>();
+  for (const call of calls) {
+    if (call.name !== LIBCUDA || call.resolution.kind !== 'loaded' || call.resolution.map.facts.fileId === choice.map.facts.fileId) continue;
+    others.set(call.resolution.map.facts.fileId, call);
+  }
+  for (const other of others.values()) {
+    if (other.resolution.kind !== 'loaded') continue;
+    findings.push({
+      severity: 'warning',
+      code: 'libcuda-differs',
+      message: `${text(other.caller.path)} would load ${text(other.resolution.map.path)} instead of ${text(choice.map.path)}: which one CUDA uses depends on which library opens it first`,
+      fix: 'give the libraries that load CUDA the same driver directories, in the same order',
+    });
+  }
+  return findings;
+}
+
+/** Other dlopen names that stay unresolved: builtins of NVRTC always matter; a `.note.dlopen` says how much the rest do. */
+export function dlopenFindings(calls: readonly DlopenCall[]): Finding[] {
+  const findings: Finding[] = [];
+  const seen = new Set<string>();
+  for (const call of calls) {
+    if (call.name === LIBCUDA || call.resolution.kind === 'loaded' || seen.has(call.name)) continue;
+    const nvrtc = call.reason === 'nvrtc';
+    const noted = call.reason === 'note' && (call.notePriority === 'required' || call.notePriority === 'recommended');
+    if (!nvrtc && !noted) continue;
+    seen.add(call.name);
+    findings.push({
+      severity: nvrtc || call.notePriority === 'required' ? 'error' : 'warning',
+      code: 'dlopen-missing',
+      message: `${text(call.caller.path)} opens ${text(call.name)} with dlopen, and it is not found${nvrtc ? ': runtime compilation (NVRTC) fails' : ` (its .note.dlopen says ${call.notePriority ?? ''})`}`,
+      fix: `put the directory of ${text(call.name)} in the runpath of ${text(call.caller.path)}`,
+    });
+  }
+  return findings;
+}

@@ -1,0 +1,336 @@
+// The loader's namespace, emulated: the objects loaded so far (link maps, in load order) and
+// _dl_map_object's search for a name (glibc elf/dl-load.c): already loaded under that name or soname;
+// a name with '/' opened as it is; else DT_RPATH of the loading object and of the objects that loaded
+// it, up to the program (only when the loading object has no DT_RUNPATH), LD_LIBRARY_PATH, the loading
+// object's own DT_RUNPATH, ld.so.cache, the default directories (DF_1_NODEFLIB skips those two). A
+// file found under a new name that is an object already loaded (same device and inode) is that object.
+
+import { lookUpCache } from './ld-cache-lookup.js';
+import type { EmulatedLoader, EmulationSettings } from './emulated-loader.js';
+import type { ObjectFacts, ObjectFactsCache } from './object-facts.js';
+import { verifyCandidate } from './open-verify.js';
+import { splitSearchList, substituteTokens, type TokenValues } from './search-path.js';
+
+/** How a loaded object was found. */
+export type Rule = 'program' | 'library' | 'interpreter' | 'path' | 'rpath' | 'ld-library-path' | 'runpath' | 'cache' | 'default';
+
+export interface FoundBy {
+  readonly rule: Rule;
+  /** The object whose DT_RPATH or DT_RUNPATH listed the directory. */
+  readonly owner: LinkMap | null;
+  /** The directory it was found in, hwcaps subdirectory included, as the loader spelled it. */
+  readonly directory: string | null;
+}
+
+/** A file the search met and went past: another class or machine, or a cache entry it could not use. */
+export interface PassedOver {
+  readonly path: string;
+  readonly reason: string;
+}
+
+export class LinkMap {
+  /** The name it was first asked for by (a DT_NEEDED string, a dlopen argument, the program's path). */
+  readonly name: string;
+  /** l_name: the path the loader opened, as it built it (not normalized: $ORIGIN/../lib stays so). */
+  readonly path: string;
+  readonly facts: ObjectFacts;
+  /** $ORIGIN: the directory of `path` (of the real path for a program started by the kernel). */
+  readonly origin: string | null;
+  /** l_loader: the object whose DT_NEEDED loaded it; null for the program and for dlopen'ed objects. */
+  readonly loader: LinkMap | null;
+  readonly foundBy: FoundBy;
+  /** Breadth-first distance from the program. */
+  readonly depth: number;
+  /** Whether another name's file can be matched to it by device and inode (not the program: the kernel mapped it). */
+  readonly matchesFileId: boolean;
+  private lists = new Map<string, string[]>();
+
+  constructor(init: { name: string; path: string; facts: ObjectFacts; origin: string | null; loader: LinkMap | null; foundBy: FoundBy; depth: number; matchesFileId: boolean }) {
+    this.name = init.name;
+    this.path = init.path;
+    this.facts = init.facts;
+    this.origin = init.origin;
+    this.loader = init.loader;
+    this.foundBy = init.foundBy;
+    this.depth = init.depth;
+    this.matchesFileId = init.matchesFileId;
+  }
+
+  /** A search list of this object, its tokens substituted with its own values, split once. */
+  searchList(kind: 'rpath' | 'runpath' | 'ld-library-path', list: string, platform: string, lib: string): string[] {
+    let dirs = this.lists.get(kind);
+    if (dirs === undefined) {
+      const values: TokenValues = { origin: this.origin, platform, lib };
+      dirs = splitSearchList(list, kind === 'ld-library-path' ? ':;' : ':', values);
+      this.lists.set(kind, dirs);
+    }
+    return dirs;
+  }
+}
+
+export type Resolution =
+  | { readonly kind: 'loaded'; readonly map: LinkMap; readonly how: 'new' | 'already-loaded' | 'same-file'; readonly passedOver: readonly PassedOver[] }
+  | { readonly kind: 'missing'; readonly wrongClass: boolean; readonly passedOver: readonly PassedOver[] }
+  /** The loader stops here: the program does not start, the dlopen fails. */
+  | { readonly kind: 'fatal'; readonly path: string; readonly message: string };
+
+export interface Edge {
+  readonly from: LinkMap;
+  readonly name: string;
+  readonly resolution: Resolution;
+}
+
+/** glibc's l_origin: the directory part of the opened path, made absolute with the working directory. */
+export function originOf(path: string, cwd: string): string {
+  const absolute = path.startsWith('/') ? path : `${cwd.endsWith('/') ? cwd : `${cwd}/`}${path}`;
+  const slash = absolute.lastIndexOf('/');
+  return slash <= 0 ? '/' : absolute.slice(0, slash);
+}
+
+type Search =
+  | { readonly kind: 'found'; readonly path: string; readonly directory: string | null; readonly facts: ObjectFacts }
+  | { readonly kind: 'none' }
+  | { readonly kind: 'fatal'; readonly path: string; readonly message: string };
+
+/** What one search for a name has seen so far. */
+interface SearchLog {
+  readonly passedOver: PassedOver[];
+  wrongClass: boolean;
+}
+
+export class LinkNamespace {
+  readonly loader: EmulatedLoader;
+  readonly settings: EmulationSettings;
+  private readonly objects: ObjectFactsCache;
+  /** Load order: the program, ld.so, then each object as it was loaded. */
+  readonly maps: LinkMap[];
+  /** Names each object answers to besides its path (l_libname), grown as other names find it. */
+  private readonly names: Map<LinkMap, Set<string>>;
+  /** Per directory (with subdirectory): whether it exists, as the loader caches it. */
+  private readonly directoryStatus: Map<string, boolean>;
+
+  constructor(loader: EmulatedLoader, settings: EmulationSettings, objects: ObjectFactsCache, maps: LinkMap[], names: Map<LinkMap, Set<string>>, directoryStatus: Map<string, boolean>) {
+    this.loader = loader;
+    this.settings = settings;
+    this.objects = objects;
+    this.maps = maps;
+    this.names = names;
+    this.directoryStatus = directoryStatus;
+  }
+
+  /** A namespace holding the program (or library) and ld.so, as the loader starts. */
+  static start(loader: EmulatedLoader, settings: EmulationSettings, objects: ObjectFactsCache, main: LinkMap): LinkNamespace {
+    const rtld = new LinkMap({
+      name: loader.path,
+      path: loader.path,
+      facts: loader.object,
+      origin: null,
+      loader: null,
+      foundBy: { rule: 'interpreter', owner: null, directory: null },
+      depth: 0,
+      matchesFileId: true,
+    });
+    const names = new Map<LinkMap, Set<string>>([
+      [main, new Set([main.name])],
+      [rtld, new Set([loader.path])],
+    ]);
+    return new LinkNamespace(loader, settings, objects, [main, rtld], names, new Map());
+  }
+
+  get main(): LinkMap {
+    return this.maps[0] as LinkMap;
+  }
+
+  /** A copy to try a dlopen in, leaving this namespace as it was. */
+  fork(): LinkNamespace {
+    const names = new Map([...this.names].map(([map, set]) => [map, new Set(set)] as const));
+    return new LinkNamespace(this.loader, this.settings, this.objects, [...this.maps], names, this.directoryStatus);
+  }
+
+  private tokens(): { platform: string; lib: string } {
+    return { platform: this.loader.cpu.platform, lib: this.loader.facts.dstLib };
+  }
+
+  /** The already loaded object that answers to `name`, in load order (by path, by a name it was loaded as, by soname). */
+  private alreadyLoaded(name: string): LinkMap | null {
+    for (const map of this.maps) {
+      const names = this.names.get(map) as Set<string>;
+      if (map.path === name || names.has(name)) return map;
+      if (map.facts.soname === name) {
+        names.add(name);
+        return map;
+      }
+    }
+    return null;
+  }
+
+  /** Whether a directory exists, as the loader caches it; the stat's error code when it does not. */
+  private checkDirectory(directory: string): { readonly exists: boolean; readonly code: string | null } {
+    const known = this.directoryStatus.get(directory);
+    if (known !== undefined) return { exists: known, code: null };
+    const found = this.settings.root.lookUp(directory);
+    const exists = found.ok && found.stats.isDirectory();
+    this.directoryStatus.set(directory, exists);
+    return { exists, code: found.ok ? null : found.code };
+  }
+
+  /** One candidate path: usable, passed over (logged when it exists), or the end of the load. */
+  private async tryCandidate(path: string, log: SearchLog): Promise<{ kind: 'found'; facts: ObjectFacts } | { kind: 'next'; errno: string } | { kind: 'fatal'; message: string }> {
+    const verdict = await verifyCandidate(this.settings.root, path, this.loader.abi, this.loader.littleEndian);
+    if (verdict.kind === 'fatal') return verdict;
+    if (verdict.kind === 'passed-over') {
+      if (verdict.reason !== null) {
+        log.passedOver.push({ path, reason: verdict.reason });
+        if (verdict.reason.startsWith('ELFCLASS')) log.wrongClass = true;
+      }
+      return { kind: 'next', errno: verdict.errno };
+    }
+    return { kind: 'found', facts: await this.objects.get(verdict.hostPath, verdict.stats) };
+  }
+
+  /** open_path: each directory with each hwcaps subdirectory; a directory that exists but fails otherwise than "no such file" ends the list. */
+  private async searchDirectories(name: string, directories: readonly string[], log: SearchLog): Promise<Search> {
+    for (const directory of directories) {
+      let hereAny = false;
+      let errno = 'ENOENT';
+      for (const subdirectory of this.loader.subdirectories) {
+        const where = directory + subdirectory;
+        // Relative directories are never marked missing: the working directory may change.
+        const relative = !directory.startsWith('/');
+        if (!relative && this.directoryStatus.get(where) === false) continue;
+        const path = where + name;
+        const tried = await this.tryCandidate(path, log);
+        if (tried.kind === 'fatal') return { kind: 'fatal', path, message: tried.message };
+        if (tried.kind === 'found') {
+          if (!relative) this.directoryStatus.set(where, true);
+          return { kind: 'found', path, directory: where, facts: tried.facts };
+        }
+        // errno is the open's, unless the loader's stat of the directory failed after it.
+        errno = tried.errno;
+        if (relative) hereAny = true;
+        else {
+          const status = this.checkDirectory(where);
+          if (status.code !== null) errno = status.code;
+          hereAny ||= status.exists;
+        }
+      }
+      if (hereAny && errno !== 'ENOENT' && errno !== 'EACCES') return { kind: 'none' };
+    }
+    return { kind: 'none' };
+  }
+
+  private async searchCache(name: string, nodeflib: boolean, log: SearchLog): Promise<Search> {
+    const { cache } = await this.loader.cache();
+    if (cache === null) return { kind: 'none' };
+    const cached = lookUpCache(cache, name, this.loader.cacheTarget);
+    if (cached === null) return { kind: 'none' };
+    if (nodeflib && this.loader.facts.systemDirs.some((dir) => cached.startsWith(dir))) {
+      log.passedOver.push({ path: cached, reason: 'cache entry in a default directory, and DF_1_NODEFLIB is set' });
+      return { kind: 'none' };
+    }
+    const tried = await this.tryCandidate(cached, log);
+    if (tried.kind === 'fatal') return { kind: 'fatal', path: cached, message: tried.message };
+    if (tried.kind === 'next') {
+      if (!log.passedOver.some((p) => p.path === cached)) log.passedOver.push({ path: cached, reason: `ld.so.cache names it, but it cannot be opened (${tried.errno})` });
+      return { kind: 'none' };
+    }
+    return { kind: 'found', path: cached, directory: null, facts: tried.facts };
+  }
+
+  /** _dl_map_object: the object `requester` gets for `name` (dlopen: `requester` is the caller). */
+  async mapObject(requester: LinkMap | null, name: string, dlopen: boolean): Promise<Resolution> {
+    const known = this.alreadyLoaded(name);
+    if (known !== null) return { kind: 'loaded', map: known, how: 'already-loaded', passedOver: [] };
+    const log: SearchLog = { passedOver: [], wrongClass: false };
+    const outcome = name.includes('/') ? await this.openPath(requester, name, log) : await this.search(requester, name, log);
+    const result = outcome.search;
+    if (result.kind === 'fatal') return result;
+    if (result.kind === 'none') return { kind: 'missing', wrongClass: log.wrongClass, passedOver: log.passedOver };
+    const sameFile = this.maps.find((map) => map.matchesFileId && map.facts.fileId === result.facts.fileId);
+    if (sameFile !== undefined) {
+      this.names.get(sameFile)?.add(name);
+      return { kind: 'loaded', map: sameFile, how: 'same-file', passedOver: log.passedOver };
+    }
+    const map = new LinkMap({
+      name,
+      path: result.path,
+      facts: result.facts,
+      origin: originOf(result.path, this.settings.root.cwd),
+      // A dlopen'ed object has no l_loader: its dependencies inherit no DT_RPATH but the program's.
+      loader: dlopen ? null : requester,
+      foundBy: { rule: outcome.rule, owner: outcome.owner, directory: result.directory },
+      depth: dlopen || requester === null ? 1 : requester.depth + 1,
+      matchesFileId: true,
+    });
+    this.maps.push(map);
+    this.names.set(map, new Set([name]));
+    return { kind: 'loaded', map, how: 'new', passedOver: log.passedOver };
+  }
+
+  /** A name with a slash: opened as it is, tokens substituted with the requester's values. */
+  private async openPath(requester: LinkMap | null, name: string, log: SearchLog): Promise<{ search: Search; rule: Rule; owner: LinkMap | null }> {
+    const { platform, lib } = this.tokens();
+    const path = requester === null ? name : substituteTokens(name, { origin: requester.origin, platform, lib });
+    if (path === null || path === '') return { search: { kind: 'none' }, rule: 'path', owner: null };
+    const tried = await this.tryCandidate(path, log);
+    const search: Search = tried.kind === 'found' ? { kind: 'found', path, directory: null, facts: tried.facts } : tried.kind === 'fatal' ? { kind: 'fatal', path, message: tried.message } : { kind: 'none' };
+    return { search, rule: 'path', owner: null };
+  }
+
+  /** The search of a bare name, rule by rule, until one finds it or stops the load. */
+  private async search(requester: LinkMap | null, name: string, log: SearchLog): Promise<{ search: Search; rule: Rule; owner: LinkMap | null }> {
+    const { platform, lib } = this.tokens();
+    const main = this.main;
+    const inDirectories = (dirs: readonly string[]) => () => this.searchDirectories(name, dirs, log);
+    const steps: { rule: Rule; owner: LinkMap | null; run: () => Promise<Search> }[] = [];
+    if (requester === null || requester.facts.runpath === null) {
+      let mainInChain = false;
+      for (let map: LinkMap | null = requester; map !== null; map = map.loader) {
+        const dirs = map.facts.rpath === null ? [] : map.searchList('rpath', map.facts.rpath, platform, lib);
+        if (dirs.length === 0) continue;
+        steps.push({ rule: 'rpath', owner: map, run: inDirectories(dirs) });
+        mainInChain ||= map === main;
+      }
+      const mainDirs = main.facts.rpath === null ? [] : main.searchList('rpath', main.facts.rpath, platform, lib);
+      if (!mainInChain && mainDirs.length > 0) steps.push({ rule: 'rpath', owner: main, run: inDirectories(mainDirs) });
+    }
+    if (this.settings.ldLibraryPath !== null) {
+      steps.push({ rule: 'ld-library-path', owner: null, run: inDirectories(main.searchList('ld-library-path', this.settings.ldLibraryPath, platform, lib)) });
+    }
+    if (requester !== null && requester.facts.runpath !== null) {
+      steps.push({ rule: 'runpath', owner: requester, run: inDirectories(requester.searchList('runpath', requester.facts.runpath, platform, lib)) });
+    }
+    const flagsFrom = requester ?? main;
+    steps.push({ rule: 'cache', owner: null, run: () => this.searchCache(name, flagsFrom.facts.nodeflib, log) });
+    if (!flagsFrom.facts.nodeflib) steps.push({ rule: 'default', owner: null, run: inDirectories(this.loader.facts.systemDirs) });
+    for (const step of steps) {
+      const search = await step.run();
+      if (search.kind !== 'none') return { search, rule: step.rule, owner: step.owner };
+    }
+    return { search: { kind: 'none' }, rule: 'default', owner: null };
+  }
+
+  /** _dl_map_object_deps: breadth first from `start`, each object's DT_NEEDED in order; a fatal error ends it. */
+  async loadDependencies(start: LinkMap): Promise<Edge[]> {
+    const queue: LinkMap[] = [start];
+    const edges: Edge[] = [];
+    const { platform, lib } = this.tokens();
+    for (let i = 0; i < queue.length; i++) {
+      const map = queue[i] as LinkMap;
+      for (const needed of map.facts.needed) {
+        // Tokens in DT_NEEDED are substituted before the search (dl-deps.c expand_dst).
+        const name = needed.includes('$') ? substituteTokens(needed, { origin: map.origin, platform, lib }) : needed;
+        if (name === null || name === '') {
+          edges.push({ from: map, name: needed, resolution: { kind: 'fatal', path: needed, message: 'empty dynamic string token substitution' } });
+          return edges;
+        }
+        const resolution = await this.mapObject(map, name, false);
+        edges.push({ from: map, name, resolution });
+        if (resolution.kind === 'fatal') return edges;
+        if (resolution.kind === 'loaded' && !queue.includes(resolution.map)) queue.push(resolution.map);
+      }
+    }
+    return edges;
+  }
+}
+

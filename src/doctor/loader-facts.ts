@@ -1,0 +1,111 @@
+// What a glibc loader was built with, read from its own .rodata: the default directories (the list
+// `ld.so --help` prints as the system search path; Debian's has the multiarch directories, Nix's glibc
+// only its own lib/), the cache path (Nix's glibc moves it), the value of $LIB, and the glibc release
+// (glibc-hwcaps subdirectories came in 2.33, legacy hwcap subdirectories went in 2.37). What cannot be
+// found there is assumed from the Debian layout, and the report says which facts were assumed.
+
+import { readSectionHeaders } from '../elf/section-headers.js';
+import { bytesToByteString } from '../elf/byte-string.js';
+import { DT, SHT } from '../elf/constants.js';
+import { dynamicStringsOf, type ElfImage } from '../elf/elf-image.js';
+import { debianSystemDirs, type MachineAbi } from './machine-abi.js';
+
+/** A loader's .rodata is tens of KiB; anything far larger is not a glibc loader's. */
+const MAX_RODATA = 4 * 1024 * 1024;
+
+export interface GlibcVersion {
+  readonly major: number;
+  readonly minor: number;
+}
+
+export interface LoaderFacts {
+  readonly soname: string | null;
+  /** The default directories, each ending in '/', in search order. */
+  readonly systemDirs: readonly string[];
+  /** The cache file the loader reads (/etc/ld.so.cache when the loader does not name one). */
+  readonly cachePath: string;
+  /** What $LIB expands to (DL_DST_LIB), e.g. lib/x86_64-linux-gnu on Debian. */
+  readonly dstLib: string;
+  readonly glibc: GlibcVersion | null;
+  /** Facts not found in the loader and assumed instead ('systemDirs', 'cachePath', 'dstLib', 'glibc'). */
+  readonly assumed: readonly string[];
+}
+
+/** NUL-terminated strings of a byte block, with their offsets; a string cut by the block's end is left out. */
+function stringsOf(bytes: Uint8Array): { readonly at: number; readonly text: string }[] {
+  const result: { at: number; text: string }[] = [];
+  let start = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    if (bytes[i] !== 0) continue;
+    if (i > start) result.push({ at: start, text: bytesToByteString(bytes.subarray(start, i)) });
+    start = i + 1;
+  }
+  return result;
+}
+
+const isDirectory = (text: string): boolean => text.length >= 2 && text.startsWith('/') && text.endsWith('/');
+
+/**
+ * The system directories: glibc keeps them as one constant of back-to-back strings ("/lib/x86_64-linux-gnu/\0
+ * /usr/lib/x86_64-linux-gnu/\0/lib/\0/usr/lib/"). Of the runs of absolute directory names, the longest
+ * one that holds the loader's own directory; string merging can leave a shorter tail of the same run.
+ */
+function systemDirsIn(strings: readonly { at: number; text: string }[], ownDirectory: string): string[] | null {
+  let best: string[] | null = null;
+  let run: string[] = [];
+  let end = -1;
+  const close = (): void => {
+    if (run.includes(ownDirectory) && (best === null || run.length > best.length)) best = run;
+    run = [];
+  };
+  for (const { at, text } of strings) {
+    if (!isDirectory(text) || at !== end) close();
+    if (isDirectory(text)) {
+      run.push(text);
+      end = at + text.length + 1;
+    }
+  }
+  close();
+  return best;
+}
+
+/** DL_DST_LIB: the compiler places it after the names of the three tokens it is compared with ("ORIGIN", "PLATFORM", "LIB"). */
+function dstLibIn(strings: readonly { text: string }[]): string | null {
+  const index = strings.findIndex((s, i) => s.text === 'LIB' && strings[i - 1]?.text === 'PLATFORM');
+  const next = strings[index + 1]?.text;
+  return index >= 0 && next !== undefined && next.startsWith('lib') ? next : null;
+}
+
+async function rodataOf(image: ElfImage): Promise<Uint8Array | null> {
+  try {
+    const sections = await readSectionHeaders(image);
+    const rodata = sections.find((s) => s.name === '.rodata' && s.sh_type === SHT.SHT_PROGBITS);
+    if (rodata === undefined || rodata.sh_size > MAX_RODATA) return null;
+    return await image.source.read(rodata.sh_offset, rodata.sh_size, 'loader .rodata');
+  } catch {
+    // A loader without readable section headers is still a loader: its facts are assumed.
+    return null;
+  }
+}
+
+/** The facts of a loader image; `ownDirectory` is its real directory as the emulated system names it, ending in '/'. */
+export async function readLoaderFacts(image: ElfImage, abi: MachineAbi, ownDirectory: string): Promise<LoaderFacts> {
+  const soname = (await dynamicStringsOf(image, DT.DT_SONAME))[0] ?? null;
+  const rodata = await rodataOf(image);
+  const strings = rodata === null ? [] : stringsOf(rodata);
+  const assumed: string[] = [];
+  const systemDirs = systemDirsIn(strings, ownDirectory) ?? (assumed.push('systemDirs'), debianSystemDirs(abi));
+  const cache = strings.find((s) => s.text.startsWith('/') && s.text.endsWith('/ld.so.cache'))?.text;
+  if (cache === undefined) assumed.push('cachePath');
+  const dstLib = dstLibIn(strings) ?? (assumed.push('dstLib'), `lib/${abi.multiarch}`);
+  const release = strings.map((s) => /release version (\d+)\.(\d+)/.exec(s.text)).find((m) => m !== null);
+  if (release === undefined) assumed.push('glibc');
+  return {
+    soname,
+    systemDirs,
+    cachePath: cache ?? '/etc/ld.so.cache',
+    dstLib,
+    glibc: release === undefined ? null : { major: Number(release[1]), minor: Number(release[2]) },
+    assumed,
+  };
+}

@@ -1,0 +1,83 @@
+// The loader's first look at a candidate file (glibc elf/dl-load.c open_verify): a file of another
+// class or machine is passed over in silence and the search goes on; a file that is not ELF at all, too
+// short, of the other byte order or not loadable stops the whole load with an error.
+
+import type { Stats } from 'node:fs';
+import { FileByteSource } from '../elf/byte-source.js';
+import { EI_NIDENT, ELF_MAGIC, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, EM_NAMES, ET, EV_CURRENT, nameOf } from '../elf/constants.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import type { MachineAbi } from './machine-abi.js';
+import type { SystemRoot } from './system-root.js';
+
+const ELFOSABI_SYSV = 0;
+const ELFOSABI_GNU = 3;
+/** LIBC_ABI_MAX: GNU objects may carry ABI versions below it (unique symbols, ifuncs…). */
+const GNU_ABI_VERSION_LIMIT = 4;
+
+export type Verdict =
+  /** The loader would use this file. */
+  | { readonly kind: 'usable'; readonly hostPath: string; readonly stats: Stats }
+  /** Passed over, as a missing file is; `errno` is what the loader's open left behind. */
+  | { readonly kind: 'passed-over'; readonly errno: string; readonly reason: string | null }
+  /** The loader gives up on the whole load with this message. */
+  | { readonly kind: 'fatal'; readonly message: string };
+
+function errnoOf(error: unknown): string {
+  const cause = error instanceof CudaPatchelfError ? error.cause : error;
+  return (cause as NodeJS.ErrnoException | undefined)?.code ?? 'EIO';
+}
+
+/** The identification checks in glibc's order; null when e_ident is what this loader expects. */
+function identVerdict(ident: Uint8Array, abi: MachineAbi, littleEndian: boolean): Verdict | null {
+  const magicOk = ELF_MAGIC.every((byte, i) => ident[i] === byte);
+  const elfClass = abi.elfClass === 64 ? ELFCLASS64 : ELFCLASS32;
+  const osabi = ident[7] ?? 0;
+  const abiVersion = ident[8] ?? 0;
+  const abiVersionOk = abiVersion === 0 || (osabi === ELFOSABI_GNU && abiVersion < GNU_ABI_VERSION_LIMIT);
+  const paddingOk = ident.subarray(9, EI_NIDENT).every((byte) => byte === 0);
+  if (magicOk && ident[4] === elfClass && ident[5] === (littleEndian ? ELFDATA2LSB : ELFDATA2MSB) && ident[6] === EV_CURRENT && (osabi === ELFOSABI_SYSV || osabi === ELFOSABI_GNU) && abiVersionOk && paddingOk) {
+    return null;
+  }
+  if (!magicOk) return { kind: 'fatal', message: 'invalid ELF header' };
+  if (ident[4] !== elfClass) return { kind: 'passed-over', errno: 'ENOENT', reason: `ELFCLASS${ident[4] === ELFCLASS64 ? 64 : 32}, not ELFCLASS${abi.elfClass}` };
+  if (ident[5] !== (littleEndian ? ELFDATA2LSB : ELFDATA2MSB)) return { kind: 'fatal', message: `ELF file data encoding not ${littleEndian ? 'little' : 'big'}-endian` };
+  if (ident[6] !== EV_CURRENT) return { kind: 'fatal', message: 'ELF file version ident does not match current one' };
+  if (osabi !== ELFOSABI_SYSV && osabi !== ELFOSABI_GNU) return { kind: 'fatal', message: 'ELF file OS ABI invalid' };
+  if (!abiVersionOk) return { kind: 'fatal', message: 'ELF file ABI version invalid' };
+  return { kind: 'fatal', message: 'nonzero padding in e_ident' };
+}
+
+/** What the loader of `abi` makes of the file at `path` (a path of the emulated system). */
+export async function verifyCandidate(root: SystemRoot, path: string, abi: MachineAbi, littleEndian: boolean): Promise<Verdict> {
+  const found = root.lookUp(path);
+  if (!found.ok) return { kind: 'passed-over', errno: found.code, reason: null };
+  // open(O_RDONLY) succeeds on a directory; the read of the header then fails with EISDIR.
+  if (found.stats.isDirectory()) return { kind: 'fatal', message: 'cannot read file data: Is a directory' };
+  let source: FileByteSource;
+  try {
+    source = await FileByteSource.open(found.hostPath);
+  } catch (error) {
+    const errno = errnoOf(error);
+    if (errno === 'EACCES' || errno === 'EPERM' || errno === 'ENOENT') return { kind: 'passed-over', errno: 'EACCES', reason: null };
+    return { kind: 'fatal', message: 'cannot read file data' };
+  }
+  try {
+    const headerSize = abi.elfClass === 64 ? 64 : 52;
+    if (source.size < headerSize) return { kind: 'fatal', message: 'file too short' };
+    const header = await source.read(0, headerSize, 'ELF header');
+    const identity = identVerdict(header, abi, littleEndian);
+    if (identity !== null) return identity;
+    const view = new DataView(header.buffer, header.byteOffset, header.byteLength);
+    const type = view.getUint16(16, littleEndian);
+    const machine = view.getUint16(18, littleEndian);
+    const version = view.getUint32(20, littleEndian);
+    const phentsize = view.getUint16(abi.elfClass === 64 ? 54 : 42, littleEndian);
+    if (version !== EV_CURRENT) return { kind: 'fatal', message: 'ELF file version does not match current one' };
+    if (machine !== abi.machine) return { kind: 'passed-over', errno: 'ENOENT', reason: `${nameOf(EM_NAMES, machine)}, not ${abi.name}` };
+    if (type !== ET.ET_DYN && type !== ET.ET_EXEC) return { kind: 'fatal', message: 'only ET_DYN and ET_EXEC can be loaded' };
+    if (phentsize !== (abi.elfClass === 64 ? 56 : 32)) return { kind: 'fatal', message: "ELF file's phentsize not the expected size" };
+    return { kind: 'usable', hostPath: found.hostPath, stats: found.stats };
+  } finally {
+    await source.close();
+  }
+}

@@ -1,0 +1,72 @@
+// The text form of doctor's report: per file, the libraries in the loader's breadth-first order, each
+// with where it comes from and why, the CUDA dlopens, then what is wrong and how to fix it.
+
+import { basename } from 'node:path';
+import type { DlopenRecord, FileReport, LoadRecord } from './doctor-report.js';
+
+function ruleText(rule: string, owner: string | null, neededBy: string | null): string {
+  const ownerName = owner === null ? '' : basename(owner);
+  switch (rule) {
+    case 'rpath':
+      return `RPATH of ${ownerName}${owner !== null && neededBy !== null && owner !== neededBy ? ' (inherited)' : ''}`;
+    case 'runpath':
+      return `RUNPATH of ${ownerName}`;
+    case 'ld-library-path':
+      return 'LD_LIBRARY_PATH';
+    case 'cache':
+      return 'ld.so.cache';
+    case 'default':
+      return 'default directory';
+    case 'path':
+      return 'path as named';
+    case 'interpreter':
+      return 'the dynamic loader';
+    default:
+      return rule;
+  }
+}
+
+function loadLine(load: LoadRecord): string {
+  return `${'  '.repeat(load.depth)}${load.name} => ${load.path}  [${ruleText(load.rule, load.owner, load.neededBy)}]`;
+}
+
+/** One line per name and outcome: the callers that get the same answer are listed together. */
+function dlopenLines(records: readonly DlopenRecord[]): string[] {
+  const groups = new Map<string, { record: DlopenRecord; callers: string[] }>();
+  for (const record of records) {
+    const key = `${record.name}\0${record.status}\0${record.path ?? ''}`;
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, { record, callers: [basename(record.caller)] });
+    else if (!group.callers.includes(basename(record.caller))) group.callers.push(basename(record.caller));
+  }
+  return [...groups.values()].map(({ record, callers }) => {
+    const by = `(dlopen by ${callers.join(', ')})`;
+    if (record.status === 'missing') return `  ${record.name} => not found ${by}`;
+    if (record.status === 'fatal') return `  ${record.name} => ${record.path ?? ''}: cannot be loaded ${by}`;
+    const how = record.rule === null ? 'already loaded' : ruleText(record.rule, record.owner, null);
+    const missing = record.missing.length === 0 ? '' : `; needs ${record.missing.join(', ')}: not found`;
+    return `  ${record.name} => ${record.path ?? ''}  [${how}] ${by}${missing}`;
+  });
+}
+
+export function fileText(report: FileReport, shownPath: string): string {
+  const glibc = report.loader.glibc === null ? 'glibc version unknown' : `glibc ${report.loader.glibc}`;
+  const lines = [`${shownPath}: ${report.kind}, ${report.machine}, loader ${report.loader.path} (${glibc}${report.interpreter.found ? '' : `; interpreter ${report.interpreter.path} missing`})`];
+  for (const load of report.loads) lines.push(loadLine(load));
+  for (const needed of report.needed) {
+    if (needed.status === 'missing') lines.push(`  ${needed.name} => not found (needed by ${basename(needed.from)})`);
+    if (needed.status === 'fatal') lines.push(`  ${needed.name} => ${needed.path ?? ''}: ${needed.message ?? ''} (the loader stops here)`);
+    for (const passed of needed.passedOver) lines.push(`    passed over ${passed.path}: ${passed.reason}`);
+  }
+  lines.push(...dlopenLines(report.dlopen));
+  const libcuda = report.cuda.libcuda;
+  if (libcuda !== null) {
+    const version = libcuda.version === null ? 'version unknown' : `version ${libcuda.version} (${libcuda.versionSource ?? ''})`;
+    lines.push(`  CUDA driver: ${libcuda.path}${libcuda.realPath !== libcuda.path ? ` -> ${libcuda.realPath}` : ''}: ${libcuda.kind}, ${version}`);
+  }
+  for (const finding of report.findings) {
+    lines.push(`  ${finding.severity} (${finding.code}): ${finding.message}`);
+    if (finding.fix !== null) lines.push(`    fix: ${finding.fix}`);
+  }
+  return lines.join('\n');
+}

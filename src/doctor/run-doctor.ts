@@ -1,0 +1,115 @@
+// `doctor` over the paths it was given: each tree walked as apply walks it (links inside are not
+// followed: a library is diagnosed once, under its real name), each dynamic ELF file diagnosed, the
+// rest counted.
+
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { FileByteSource } from '../elf/byte-source.js';
+import { textToByteString } from '../elf/byte-string.js';
+import { ELF_MAGIC } from '../elf/constants.js';
+import { skipReason } from '../elf/elf-image.js';
+import { withElfImage } from '../elf/open-elf.js';
+import { walkTrees } from '../batch/walk-trees.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { readCpuInfo } from './cpu-model.js';
+import { diagnoseFile, doctorContext } from './diagnose.js';
+import { fileReport, type FileReport } from './doctor-report.js';
+import type { DriverVersion } from './driver-version.js';
+import { LoaderRegistry } from './emulated-loader.js';
+import { describeLibcuda } from './libcuda-facts.js';
+import { hostAbi } from './machine-abi.js';
+import { ObjectFactsCache } from './object-facts.js';
+import { ObjectStrings } from './object-strings.js';
+import { SystemRoot } from './system-root.js';
+
+export interface DoctorRequest {
+  readonly paths: readonly string[];
+  /** --root: the system root on this machine, or null for this machine's own system. */
+  readonly root: string | null;
+  /** --ld-library-path, as text; null when not set. */
+  readonly ldLibraryPath: string | null;
+  /** The working directory of doctor (the emulated process's too, without --root). */
+  readonly cwd: string;
+  /** Node's process.arch: this machine's CPU is the emulated one for its own architecture. */
+  readonly arch: string;
+  readonly driver: DriverVersion | null;
+}
+
+export interface FileFailure {
+  readonly file: string;
+  readonly error: unknown;
+}
+
+export interface TreeResult {
+  readonly path: string;
+  readonly files: readonly FileReport[];
+  /** Files that are not dynamic ELF files (text, archives, static programs, debug info…). */
+  readonly skipped: number;
+  readonly failures: readonly FileFailure[];
+}
+
+/** Whether a regular file starts with the ELF magic (one 4-byte read). */
+async function hasElfMagic(path: string): Promise<boolean> {
+  const source = await FileByteSource.open(path);
+  try {
+    if (source.size < ELF_MAGIC.length) return false;
+    const magic = await source.read(0, ELF_MAGIC.length, 'ELF magic');
+    return ELF_MAGIC.every((byte, i) => magic[i] === byte);
+  } finally {
+    await source.close();
+  }
+}
+
+/** Messages for a walk error that say what a person needs (a loop of links more than the errno text). */
+function walkError(path: string, error: unknown): unknown {
+  const code = ((error as { cause?: NodeJS.ErrnoException }).cause ?? (error as NodeJS.ErrnoException)).code;
+  if (code === 'ELOOP') return new CudaPatchelfError('io', 'cannot follow: too many levels of symbolic links (a loop)', { file: path, cause: error });
+  return error;
+}
+
+export function emulationRoot(request: Pick<DoctorRequest, 'root' | 'cwd'>): SystemRoot {
+  // Inside a system root the emulated process starts in its '/': this machine's working directory is not part of it.
+  return new SystemRoot(request.root ?? '/', request.root === null ? textToByteString(request.cwd) : '/');
+}
+
+/** --driver-lib: the version of a libcuda on this machine, as doctor tells any libcuda's. */
+export async function driverVersionOfLibrary(path: string, cwd: string): Promise<DriverVersion | null> {
+  const absolute = resolve(cwd, path);
+  const facts = await new ObjectFactsCache().get(absolute, statSync(absolute));
+  const described = await describeLibcuda(textToByteString(absolute), facts, emulationRoot({ root: null, cwd }), new ObjectStrings([]));
+  return described.version === null ? null : { version: described.version, source: `--driver-lib ${path} (${described.versionSource ?? ''})` };
+}
+
+export async function* runDoctor(request: DoctorRequest): AsyncGenerator<TreeResult> {
+  const root = emulationRoot(request);
+  const registry = new LoaderRegistry(
+    { root, ldLibraryPath: request.ldLibraryPath === null ? null : textToByteString(request.ldLibraryPath), hostAbi: hostAbi(request.arch), cpuInfo: readCpuInfo() },
+    new ObjectFactsCache(),
+  );
+  const context = doctorContext(registry, request.driver);
+  for (const path of request.paths) {
+    const files: FileReport[] = [];
+    const failures: FileFailure[] = [];
+    let skipped = 0;
+    for await (const item of walkTrees([path])) {
+      if (item.kind === 'error') {
+        failures.push({ file: item.path, error: walkError(item.path, item.error) });
+        continue;
+      }
+      if (item.kind === 'skip') {
+        skipped++;
+        continue;
+      }
+      try {
+        if (!(await hasElfMagic(item.path)) || (await withElfImage(item.path, async (image) => skipReason(image))) !== null) {
+          skipped++;
+          continue;
+        }
+        files.push(await fileReport(await diagnoseFile(item.path, context)));
+      } catch (error) {
+        failures.push({ file: item.path, error });
+      }
+    }
+    yield { path, files, skipped, failures };
+  }
+}

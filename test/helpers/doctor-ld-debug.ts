@@ -1,0 +1,98 @@
+// The real loader as the oracle for doctor: runs a program (or `ld.so --list LIB`) with
+// LD_DEBUG=libs,files — natively on x86_64, under qemu-aarch64 -L ROOT for aarch64 — and reads back
+// which file it opened for each object it loaded, in load order.
+
+import { join } from 'node:path';
+import { requireTool } from './fixtures.js';
+import { cleanEnv, execTool } from './exec.js';
+
+export interface RealLoad {
+  /** The name the object was asked for (DT_NEEDED or dlopen argument). */
+  readonly name: string;
+  /** The path the loader opened, as it printed it. */
+  readonly path: string;
+  /** The object that dlopen'ed it, or null for a DT_NEEDED load. */
+  readonly dlopenedBy: string | null;
+}
+
+export interface LoaderTrace {
+  readonly loads: RealLoad[];
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly code: number | null;
+}
+
+/**
+ * Each "generating link map" is a new object; the path is the last "trying file=" of the search for
+ * that name (a name with a slash is opened as it is, without a search). With `--list`, the first one
+ * is the library being listed.
+ */
+export function parseLdDebug(stderr: string, listed: boolean): RealLoad[] {
+  const loads: RealLoad[] = [];
+  let searching: string | null = null;
+  let trying: string | null = null;
+  let dlopenedBy: string | null = null;
+  let first = true;
+  for (const raw of stderr.split('\n')) {
+    const line = raw.replace(/^\s*\d+:\s?/, '');
+    let match: RegExpExecArray | null;
+    if ((match = /^file=(.*) \[\d+\];\s+dynamically loaded by (.*) \[\d+\]$/.exec(line)) !== null) {
+      dlopenedBy = match[2] ?? null;
+    } else if ((match = /^file=(.*) \[\d+\];\s+needed by /.exec(line)) !== null) {
+      dlopenedBy = null;
+    } else if ((match = /^find library=(.*) \[\d+\]; searching$/.exec(line)) !== null) {
+      searching = match[1] ?? null;
+      trying = null;
+    } else if ((match = /^\s*trying file=(.*)$/.exec(line)) !== null) {
+      trying = match[1] ?? null;
+    } else if ((match = /^file=(.*) \[\d+\];\s+generating link map$/.exec(line)) !== null) {
+      const name = match[1] ?? '';
+      if (listed && first) {
+        first = false;
+        continue;
+      }
+      first = false;
+      loads.push({ name, path: searching === name && trying !== null ? trying : name, dlopenedBy });
+      searching = null;
+      trying = null;
+      dlopenedBy = null;
+    }
+  }
+  return loads;
+}
+
+export interface TraceRequest {
+  readonly arch: 'x86_64' | 'aarch64';
+  /** Run it (a program) or list it with the loader (a library). */
+  readonly mode: 'run' | 'list';
+  /** The file as the loader names it (under --root: the path inside the root). */
+  readonly path: string;
+  readonly libraryPath?: string | null;
+  /** aarch64: the system root qemu runs in. */
+  readonly root?: string;
+  readonly args?: readonly string[];
+  readonly cwd?: string;
+}
+
+export async function traceLoader(request: TraceRequest): Promise<LoaderTrace> {
+  // ':' separates LD_DEBUG's words as ',' does, and qemu's -E splits its argument at commas.
+  const vars: Record<string, string> = { LD_DEBUG: 'libs:files' };
+  if (request.libraryPath) vars['LD_LIBRARY_PATH'] = request.libraryPath;
+  let file: string;
+  let args: string[];
+  let env: NodeJS.ProcessEnv;
+  if (request.arch === 'x86_64') {
+    const loader = ['/lib64/ld-linux-x86-64.so.2', '--list'];
+    [file, args] = request.mode === 'run' ? [request.path, [...(request.args ?? [])]] : [requireTool(loader[0] as string), [loader[1] as string, request.path]];
+    env = cleanEnv(vars);
+  } else {
+    if (request.root === undefined) throw new Error('an aarch64 trace needs the system root qemu runs in');
+    // -E sets the variables in the guest only, not for the host loader that starts qemu.
+    const guest = Object.entries(vars).flatMap(([key, value]) => ['-E', `${key}=${value}`]);
+    const target = request.mode === 'run' ? [request.path, ...(request.args ?? [])] : [join(request.root, 'lib', 'ld-linux-aarch64.so.1'), '--list', request.path];
+    [file, args] = [requireTool('qemu-aarch64'), ['-L', request.root, ...guest, ...target]];
+    env = cleanEnv();
+  }
+  const result = await execTool(file, args, { env, timeoutMs: 60_000, ...(request.cwd === undefined ? {} : { cwd: request.cwd }) });
+  return { loads: parseLdDebug(result.stderr, request.mode === 'list'), stdout: result.stdout, stderr: result.stderr, code: result.code };
+}
