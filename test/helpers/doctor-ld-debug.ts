@@ -1,4 +1,4 @@
-// The real loader as the oracle for doctor: runs a program (or `ld.so --list LIB`) with
+// The real loader as the oracle for doctor: runs a program (or lists a library as ldd does) with
 // LD_DEBUG=libs,files — natively on x86_64, under qemu-aarch64 -L ROOT for aarch64 — and reads back
 // which file it opened for each object it loaded, in load order.
 
@@ -24,8 +24,8 @@ export interface LoaderTrace {
 
 /**
  * Each "generating link map" is a new object; the path is the last "trying file=" of the search for
- * that name (a name with a slash is opened as it is, without a search). With `--list`, the first one
- * is the library being listed.
+ * that name (a name with a slash is opened as it is, without a search). When listing, the first one
+ * is the file being listed.
  */
 export function parseLdDebug(stderr: string, listed: boolean): RealLoad[] {
   const loads: RealLoad[] = [];
@@ -63,7 +63,10 @@ export function parseLdDebug(stderr: string, listed: boolean): RealLoad[] {
 
 export interface TraceRequest {
   readonly arch: 'x86_64' | 'aarch64';
-  /** Run it (a program) or list it with the loader (a library). */
+  /**
+   * Run it (a program) or list it with the loader in trace mode (LD_TRACE_LOADED_OBJECTS=1, what ldd
+   * sets: a dependency not found is listed and the load goes on, as doctor reports it).
+   */
   readonly mode: 'run' | 'list';
   /** The file as the loader names it (under --root: the path inside the root). */
   readonly path: string;
@@ -78,18 +81,19 @@ export async function traceLoader(request: TraceRequest): Promise<LoaderTrace> {
   // ':' separates LD_DEBUG's words as ',' does, and qemu's -E splits its argument at commas.
   const vars: Record<string, string> = { LD_DEBUG: 'libs:files' };
   if (request.libraryPath) vars['LD_LIBRARY_PATH'] = request.libraryPath;
+  // `ld.so --list` stops at the first library it cannot find; trace mode goes on.
+  if (request.mode === 'list') vars['LD_TRACE_LOADED_OBJECTS'] = '1';
   let file: string;
   let args: string[];
   let env: NodeJS.ProcessEnv;
   if (request.arch === 'x86_64') {
-    const loader = ['/lib64/ld-linux-x86-64.so.2', '--list'];
-    [file, args] = request.mode === 'run' ? [request.path, [...(request.args ?? [])]] : [requireTool(loader[0] as string), [loader[1] as string, request.path]];
+    [file, args] = request.mode === 'run' ? [request.path, [...(request.args ?? [])]] : [requireTool('/lib64/ld-linux-x86-64.so.2'), [request.path]];
     env = cleanEnv(vars);
   } else {
     if (request.root === undefined) throw new Error('an aarch64 trace needs the system root qemu runs in');
     // -E sets the variables in the guest only, not for the host loader that starts qemu.
     const guest = Object.entries(vars).flatMap(([key, value]) => ['-E', `${key}=${value}`]);
-    const target = request.mode === 'run' ? [request.path, ...(request.args ?? [])] : [join(request.root, 'lib', 'ld-linux-aarch64.so.1'), '--list', request.path];
+    const target = request.mode === 'run' ? [request.path, ...(request.args ?? [])] : [join(request.root, 'lib', 'ld-linux-aarch64.so.1'), request.path];
     [file, args] = [requireTool('qemu-aarch64'), ['-L', request.root, ...guest, ...target]];
     env = cleanEnv();
   }
