@@ -72,6 +72,8 @@ async function candidates(emulation: LoadEmulation, strings: ObjectStrings): Pro
           ? 'needs-libcuda'
           : null;
     for (const name of CUDA_DLOPEN_NAMES) {
+      // A library's own soname is in its .dynstr: that is not a wish to open itself.
+      if (facts.soname === name) continue;
       if (reason !== null) add(name, map, reason);
       else if (await strings.dynstrHas(facts, name)) add(name, map, 'dynstr');
     }
@@ -81,7 +83,9 @@ async function candidates(emulation: LoadEmulation, strings: ObjectStrings): Pro
     }
   }
   const main = emulation.namespace.main;
-  const staticRuntime = await strings.firstInRodata(main.facts, 'libcuda-name', (text) => text === LIBCUDA);
+  // The driver's own libraries name each other in .rodata; they are not programs with the runtime inside.
+  const driverLibrary = main.facts.soname !== null && CUDA_DLOPEN_NAMES.includes(main.facts.soname);
+  const staticRuntime = driverLibrary ? null : await strings.firstInRodata(main.facts, 'libcuda-name', (text) => text === LIBCUDA);
   if (staticRuntime !== null) for (const name of CUDA_DLOPEN_NAMES) add(name, main, 'static-runtime');
   return result;
 }

@@ -44,6 +44,8 @@ export interface DlopenRecord {
   readonly owner: string | null;
   /** Dependencies of the opened library that are not found (the dlopen then fails). */
   readonly missing: readonly string[];
+  /** What the dlopen adds to the program, in load order: the library, then its new dependencies. */
+  readonly loads: readonly { readonly name: string; readonly path: string }[];
 }
 
 export interface LibcudaRecord {
@@ -130,6 +132,7 @@ function dlopenRecord(call: DlopenCall): DlopenRecord {
     rule: fresh?.foundBy.rule ?? null,
     owner: fresh?.foundBy.owner ? text(fresh.foundBy.owner.path) : null,
     missing: call.dependencies.filter((edge) => edge.resolution.kind !== 'loaded').map((edge) => text(edge.name)),
+    loads: call.loads.map((loaded) => ({ name: text(loaded.name), path: text(loaded.path) })),
   };
 }
 

@@ -30,10 +30,15 @@ function loadLine(load: LoadRecord): string {
   return `${'  '.repeat(load.depth)}${load.name} => ${load.path}  [${ruleText(load.rule, load.owner, load.neededBy)}]`;
 }
 
+/** The callers whose dlopen runs first come first: the CUDA runtime's (dynamic or static), then the rest. */
+const REASON_ORDER = ['cuda-runtime', 'static-runtime', 'driver', 'nvrtc', 'needs-cudart', 'needs-libcuda', 'note', 'dynstr'];
+
 /** One line per name and outcome: the callers that get the same answer are listed together. */
 function dlopenLines(records: readonly DlopenRecord[]): string[] {
   const groups = new Map<string, { record: DlopenRecord; callers: string[] }>();
-  for (const record of records) {
+  const names = [...new Set(records.map((r) => r.name))];
+  const ordered = [...records].sort((a, b) => names.indexOf(a.name) - names.indexOf(b.name) || REASON_ORDER.indexOf(a.reason) - REASON_ORDER.indexOf(b.reason));
+  for (const record of ordered) {
     const key = `${record.name}\0${record.status}\0${record.path ?? ''}`;
     const group = groups.get(key);
     if (group === undefined) groups.set(key, { record, callers: [basename(record.caller)] });

@@ -13,6 +13,8 @@ export interface RealLoad {
   readonly path: string;
   /** The object that dlopen'ed it, or null for a DT_NEEDED load. */
   readonly dlopenedBy: string | null;
+  /** The dlopen this load is part of (the library itself or one of its dependencies), or null at start-up. */
+  readonly dlopen: { readonly name: string; readonly caller: string } | null;
 }
 
 export interface LoaderTrace {
@@ -32,12 +34,14 @@ export function parseLdDebug(stderr: string, listed: boolean): RealLoad[] {
   let searching: string | null = null;
   let trying: string | null = null;
   let dlopenedBy: string | null = null;
+  let dlopen: RealLoad['dlopen'] = null;
   let first = true;
   for (const raw of stderr.split('\n')) {
     const line = raw.replace(/^\s*\d+:\s?/, '');
     let match: RegExpExecArray | null;
     if ((match = /^file=(.*) \[\d+\];\s+dynamically loaded by (.*) \[\d+\]$/.exec(line)) !== null) {
       dlopenedBy = match[2] ?? null;
+      dlopen = { name: match[1] ?? '', caller: dlopenedBy ?? '' };
     } else if ((match = /^file=(.*) \[\d+\];\s+needed by /.exec(line)) !== null) {
       dlopenedBy = null;
     } else if ((match = /^find library=(.*) \[\d+\]; searching$/.exec(line)) !== null) {
@@ -52,7 +56,7 @@ export function parseLdDebug(stderr: string, listed: boolean): RealLoad[] {
         continue;
       }
       first = false;
-      loads.push({ name, path: searching === name && trying !== null ? trying : name, dlopenedBy });
+      loads.push({ name, path: searching === name && trying !== null ? trying : name, dlopenedBy, dlopen });
       searching = null;
       trying = null;
       dlopenedBy = null;

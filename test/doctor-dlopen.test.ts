@@ -1,0 +1,149 @@
+// dlopen as the loader does it, checked against the real loader: the CUDA runtime opens libcuda.so.1
+// through its own DT_RUNPATH, not the program's (x86_64 natively; aarch64 under qemu with --root), and
+// a library that declares what it opens in a `.note.dlopen` note is resolved from its own runpath too.
+
+import { copyFile, link, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FileReport } from '../src/doctor/doctor-report.js';
+import { fixtures, requireTool, sysroot, type Fixture } from './helpers/fixtures.js';
+import { traceLoader, type LoaderTrace, type RealLoad } from './helpers/doctor-ld-debug.js';
+import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
+import { mirrorInto } from './helpers/doctor-root.js';
+import { buildLibrary, type BuildArch } from './helpers/doctor-trees.js';
+import { mustExec } from './helpers/exec.js';
+import { assertCliBuilt, runCli } from './helpers/run-cli.js';
+import { makeTempDir } from './helpers/tree-tools.js';
+
+let scratch: string;
+
+function cudaFixture(arch: BuildArch, pkg: string): Fixture {
+  const found = fixtures({ arch, origin: 'cuda' }).find((f) => f.id.startsWith(`cuda/${arch}/${pkg}/`));
+  if (found === undefined) throw new Error(`no cuda/${arch}/${pkg} fixture`);
+  return found;
+}
+
+/** Hard link when the file system allows (libcuda is 29 MB), copy otherwise. */
+async function place(from: string, to: string): Promise<void> {
+  await mkdir(dirname(to), { recursive: true });
+  await link(from, to).catch(() => copyFile(from, to));
+}
+
+/**
+ * A program that asks the CUDA runtime for the device count, so that libcudart dlopens libcuda.so.1:
+ * libcudart's runpath leads to driver/, the program's to decoy/ (each holds a libcuda.so.1).
+ */
+async function buildCudaProbe(base: string, arch: BuildArch): Promise<string> {
+  const cudart = join(base, 'lib/libcudart.so.11.0');
+  await place(cudaFixture(arch, 'libcudart11.0').path, cudart);
+  const libcuda = cudaFixture(arch, 'libcuda1').path;
+  await place(libcuda, join(base, 'driver/libcuda.so.535.261.03'));
+  // A copy, not a link: the same inode under two names is one library to the loader.
+  await mkdir(join(base, 'decoy'), { recursive: true });
+  await copyFile(libcuda, join(base, 'decoy/libcuda.so.535.261.03'));
+  for (const dir of ['driver', 'decoy']) await symlink('libcuda.so.535.261.03', join(base, dir, 'libcuda.so.1'));
+  const set = await runCli(['set-runpath', join(base, 'driver'), cudart]);
+  expect(set.code, set.stderr).toBe(0);
+  const source = join(base, 'probe.c');
+  await writeFile(source, '#include <stdio.h>\nint cudaGetDeviceCount(int *);\nint main(void) { int n = 0; int e = cudaGetDeviceCount(&n); printf("cudaGetDeviceCount: %d (%d)\\n", e, n); return 0; }\n');
+  const probe = join(base, 'bin/probe');
+  await mkdir(dirname(probe), { recursive: true });
+  await mustExec(requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc'), ['-O1', '-o', probe, source, cudart, `-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib:$ORIGIN/../decoy`]);
+  return probe;
+}
+
+/** The loads of the first dlopen of `name` in a trace: the library and what it pulled in. */
+function dlopenLoads(trace: LoaderTrace, name: string): RealLoad[] {
+  const first = trace.loads.find((l) => l.dlopen?.name === name)?.dlopen;
+  return trace.loads.filter((l) => l.dlopen === first && first !== undefined && first !== null);
+}
+
+function libcudartCall(report: FileReport): FileReport['dlopen'][number] {
+  const call = report.dlopen.find((d) => d.name === 'libcuda.so.1' && d.reason === 'cuda-runtime');
+  if (call === undefined) throw new Error(`no dlopen of libcuda.so.1 by libcudart in ${JSON.stringify(report.dlopen)}`);
+  return call;
+}
+
+beforeAll(async () => {
+  assertCliBuilt();
+  scratch = await makeTempDir('doctor-dlopen');
+}, 60_000);
+
+afterAll(async () => {
+  if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
+});
+
+describe('libcudart dlopens libcuda.so.1 through its own runpath', () => {
+  it('x86_64, natively', async () => {
+    const probe = await buildCudaProbe(join(scratch, 'x86_64'), 'x86_64');
+    const { json, cli } = await doctorJson([probe]);
+    expect(json.errors).toEqual([]);
+    const report = json.files[0] as FileReport;
+    const trace = await traceLoader({ arch: 'x86_64', mode: 'run', path: probe });
+    expect(trace.stdout).toMatch(/^cudaGetDeviceCount: /m);
+    expect(reportedLoads(report)).toEqual(trace.loads.filter((l) => l.dlopen === null).map(({ name, path }) => ({ name, path })));
+    const real = dlopenLoads(trace, 'libcuda.so.1');
+    expect(real[0]).toMatchObject({ name: 'libcuda.so.1', path: join(scratch, 'x86_64/driver/libcuda.so.1'), dlopenedBy: `${join(scratch, 'x86_64/bin')}/../lib/libcudart.so.11.0` });
+    const call = libcudartCall(report);
+    expect(call.loads).toEqual(real.map(({ name, path }) => ({ name, path })));
+    expect(call).toMatchObject({ caller: `${join(scratch, 'x86_64/bin')}/../lib/libcudart.so.11.0`, rule: 'runpath' });
+    // The program's own runpath would have found the decoy: doctor says which one CUDA uses, and that they differ.
+    expect(report.cuda.libcuda).toMatchObject({ path: join(scratch, 'x86_64/driver/libcuda.so.1'), kind: 'driver', version: '535.261.03', versionSource: 'link target' });
+    expect(report.dlopen.find((d) => d.name === 'libcuda.so.1' && d.reason === 'needs-cudart')?.path).toBe(`${join(scratch, 'x86_64/bin')}/../decoy/libcuda.so.1`);
+    expect(report.findings.map((f) => f.code)).toContain('libcuda-differs');
+    expect(cli.code).toBe(0);
+  });
+
+  it('aarch64, under qemu with --root', async () => {
+    const root = join(scratch, 'root');
+    await mirrorInto(root, [sysroot('aarch64')], '/');
+    await buildCudaProbe(join(root, 'opt/app'), 'aarch64');
+    // libcudart in the root names its driver directory as the root names it.
+    const set = await runCli(['set-runpath', '/opt/app/driver', join(root, 'opt/app/lib/libcudart.so.11.0')]);
+    expect(set.code, set.stderr).toBe(0);
+    const { json } = await doctorJson(['--root', root, join(root, 'opt/app/bin/probe')]);
+    expect(json.errors).toEqual([]);
+    const report = json.files[0] as FileReport;
+    const trace = await traceLoader({ arch: 'aarch64', mode: 'list', path: '/opt/app/bin/probe', root });
+    expect(reportedLoads(report)).toEqual(trace.loads.map(({ name, path }) => ({ name, path })));
+    const real = await traceLoader({ arch: 'aarch64', mode: 'run', path: join(root, 'opt/app/bin/probe'), root });
+    const opened = dlopenLoads(real, 'libcuda.so.1');
+    expect(opened[0]?.path).toBe('/opt/app/driver/libcuda.so.1');
+    expect(libcudartCall(report).loads).toEqual(opened.map(({ name, path }) => ({ name, path })));
+  });
+});
+
+describe('.note.dlopen', () => {
+  it('names what a library opens; the library’s runpath finds it, as the loader does', async () => {
+    const base = join(scratch, 'note');
+    await buildLibrary(join(base, 'nvml/libnvidia-ml.so.1'));
+    await buildLibrary(join(base, 'decoy/libnvidia-ml.so.1'));
+    const payload = '[{"feature":"nvml","description":"NVML","priority":"required","soname":["libnvidia-ml.so.1"]}]';
+    const padded = payload.length + 1 + ((4 - ((payload.length + 1) % 4)) % 4);
+    const source = join(base, 'opener.c');
+    await writeFile(
+      source,
+      `#include <dlfcn.h>
+#include <stdint.h>
+__attribute__((used, section(".note.dlopen"), aligned(4))) static const struct { uint32_t n_namesz, n_descsz, n_type; char name[4]; char desc[${padded}]; } note = { 4, ${padded}, 0x407c0c0a, "FDO", ${JSON.stringify(payload)} };
+int open_nvml(void) { return dlopen("libnvidia-ml.so.1", RTLD_NOW) != 0; }
+`,
+    );
+    const opener = join(base, 'lib/libopener.so');
+    await mkdir(dirname(opener), { recursive: true });
+    await mustExec(requireTool('gcc'), ['-shared', '-fPIC', '-O1', '-o', opener, source, '-Wl,-soname,libopener.so', `-Wl,--enable-new-dtags,-rpath,${join(base, 'nvml')}`, '-ldl']);
+    const main = join(base, 'main.c');
+    await writeFile(main, '#include <stdio.h>\nint open_nvml(void);\nint main(void) { printf("opened: %d\\n", open_nvml()); return 0; }\n');
+    const prog = join(base, 'bin/prog');
+    await mkdir(dirname(prog), { recursive: true });
+    await mustExec(requireTool('gcc'), ['-O1', '-o', prog, main, opener, `-Wl,--enable-new-dtags,-rpath,${join(base, 'lib')}:${join(base, 'decoy')}`]);
+    const { json } = await doctorJson([prog]);
+    const report = json.files[0] as FileReport;
+    const trace = await traceLoader({ arch: 'x86_64', mode: 'run', path: prog });
+    expect(trace.stdout).toContain('opened: 1');
+    const real = dlopenLoads(trace, 'libnvidia-ml.so.1');
+    const call = report.dlopen.find((d) => d.name === 'libnvidia-ml.so.1');
+    expect(call).toMatchObject({ caller: join(base, 'lib/libopener.so'), reason: 'note', path: join(base, 'nvml/libnvidia-ml.so.1') });
+    expect(call?.loads).toEqual(real.map(({ name, path }) => ({ name, path })));
+  });
+});
