@@ -25,7 +25,7 @@ import { copyTree, readDynamic, sha256File } from './helpers/tree-tools.js';
 import { mapLimited } from './helpers/tools.js';
 import { parseReport } from './helpers/tree-report.js';
 
-const CHANGED = /the file changed on disk while it was being (planned|read); left alone/;
+const CHANGED = /the file changed on disk while it was being (planned|read)(?: \(\d+ bytes when listed, \d+ when opened, \d+ after the read\))?; left alone$/;
 const applyArgs = (tree: string): string[] => ['apply', tree, '--cuda-compat', COMPAT_DIR];
 
 let scratch: string;

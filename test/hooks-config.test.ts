@@ -235,7 +235,7 @@ describe('apply --config', () => {
   });
 
   const wrongConfigs: Array<[string, unknown, RegExp]> = [
-    ['an invalid config', { hooks: [{ name: 'a', prepend: ['/x:/y'] }] }, /hook config: hook "a": prepend needs directories, without ':'/],
+    ['an invalid config', { hooks: [{ name: 'a', prepend: ['/x:/y'] }] }, /hook config: hook "a": prepend entry "\/x:\/y" contains ':', the runpath separator/],
     ['a hook named like a built-in', { hooks: [{ name: 'driver', prepend: ['/x'] }] }, /"driver" is declared twice/],
     ['a hook after an unknown hook', { hooks: [{ name: 'a', prepend: ['/x'], after: ['cuda-compatt'] }] }, /hook "a" refers to unknown hook "cuda-compatt"/],
     ['a cycle with a built-in', { hooks: [{ name: 'a', prepend: ['/x'], after: ['remove-stubs'], before: ['driver'] }] }, /cycle/],
