@@ -2,11 +2,12 @@
 // through its own DT_RUNPATH, not the program's (x86_64 natively; aarch64 under qemu with --root), and
 // a library that declares what it opens in a `.note.dlopen` note is resolved from its own runpath too.
 
-import { copyFile, link, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FileReport } from '../src/doctor/doctor-report.js';
-import { fixtures, requireTool, sysroot, type Fixture } from './helpers/fixtures.js';
+import { requireTool, sysroot } from './helpers/fixtures.js';
+import { cudaFixture, place } from './helpers/doctor-cuda-tree.js';
 import { traceLoader, type LoaderTrace, type RealLoad } from './helpers/doctor-ld-debug.js';
 import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
 import { mirrorInto } from './helpers/doctor-root.js';
@@ -16,18 +17,6 @@ import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { makeTempDir } from './helpers/tree-tools.js';
 
 let scratch: string;
-
-function cudaFixture(arch: BuildArch, pkg: string): Fixture {
-  const found = fixtures({ arch, origin: 'cuda' }).find((f) => f.id.startsWith(`cuda/${arch}/${pkg}/`));
-  if (found === undefined) throw new Error(`no cuda/${arch}/${pkg} fixture`);
-  return found;
-}
-
-/** Hard link when the file system allows (libcuda is 29 MB), copy otherwise. */
-async function place(from: string, to: string): Promise<void> {
-  await mkdir(dirname(to), { recursive: true });
-  await link(from, to).catch(() => copyFile(from, to));
-}
 
 /**
  * A program that asks the CUDA runtime for the device count, so that libcudart dlopens libcuda.so.1:

@@ -85,7 +85,7 @@ async function candidates(emulation: LoadEmulation, strings: ObjectStrings): Pro
   const main = emulation.namespace.main;
   // The driver's own libraries name each other in .rodata; they are not programs with the runtime inside.
   const driverLibrary = main.facts.soname !== null && CUDA_DLOPEN_NAMES.includes(main.facts.soname);
-  const staticRuntime = driverLibrary ? null : await strings.firstInRodata(main.facts, 'libcuda-name', (text) => text === LIBCUDA);
+  const staticRuntime = driverLibrary ? null : await strings.firstInRodata(main.facts, 'libcuda-name', { maxLength: LIBCUDA.length, firstByte: (byte) => byte === LIBCUDA.charCodeAt(0) }, (text) => text === LIBCUDA);
   if (staticRuntime !== null) for (const name of CUDA_DLOPEN_NAMES) add(name, main, 'static-runtime');
   return result;
 }

@@ -20,6 +20,7 @@ export interface LibcudaFacts {
 const STUB_CODE_BYTES = 1024 * 1024;
 /** A driver version as NVIDIA numbers them (535.261.03, 580.95.05): a three-digit major. */
 const DRIVER_VERSION = /^\d{3,}\.\d+(\.\d+)?$/;
+const VERSION_SHAPE = { maxLength: 16, firstByte: (byte: number): boolean => byte >= 0x30 && byte <= 0x39 };
 
 function versionInName(path: string): string | null {
   const version = /(?:^|\/)libcuda\.so\.([\d.]+)$/.exec(path)?.[1];
@@ -48,6 +49,6 @@ export async function describeLibcuda(path: string, facts: ObjectFacts, root: Sy
   if (linked !== null) return { kind, version: linked, versionSource: 'link target', realPath };
   if (kind === 'stub') return { kind, version: null, versionSource: null, realPath };
   // The first version-shaped string of .rodata is the library's own (a table of older ones follows it).
-  const carried = await strings.firstInRodata(facts, 'driver-version', (text) => DRIVER_VERSION.test(text));
+  const carried = await strings.firstInRodata(facts, 'driver-version', VERSION_SHAPE, (text) => DRIVER_VERSION.test(text));
   return { kind, version: carried, versionSource: carried === null ? null : 'library contents', realPath };
 }

@@ -12,34 +12,50 @@ import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { ObjectFacts } from './object-facts.js';
 
 const CHUNK = 1024 * 1024;
-/** Longer strings are skipped while scanning: no name or version searched for comes near. */
-const LONGEST_STRING = 4096;
+/** No bytes carried over: one shared empty array, not one per NUL (there are millions). */
+const NOTHING = new Uint8Array(0);
 /** A note segment larger than this is not read (real ones are a few hundred bytes). */
 const LARGEST_NOTES = 1024 * 1024;
 /** The `.note.dlopen` owner and type (https://systemd.io/ELF_DLOPEN_METADATA/). */
 const FDO_OWNER = 'FDO';
 const NT_FDO_DLOPEN_METADATA = 0x407c0c0a;
 
-/** Calls `visit` with each NUL-terminated string of [offset, offset+size), in order, until it returns true. */
-export async function scanStrings(source: ByteSource, offset: number, size: number, what: string, visit: (text: string) => boolean): Promise<void> {
-  let carry: Uint8Array = new Uint8Array(0);
-  let skipping = false;
+/**
+ * Which strings a scan wants to see: binary sections hold millions of NUL-separated pieces, and only a
+ * few of the right length and first byte are worth turning into strings.
+ */
+export interface StringShape {
+  readonly maxLength: number;
+  readonly firstByte: (byte: number) => boolean;
+}
+
+/**
+ * Calls `visit` with each NUL-terminated string of [offset, offset+size) of that shape, in order, until it
+ * returns true. One pass over the bytes: a call per NUL would cost seconds on a driver's 20 MiB .rodata.
+ */
+export async function scanStrings(source: ByteSource, offset: number, size: number, what: string, shape: StringShape, visit: (text: string) => boolean): Promise<void> {
+  // The part of the current string read with earlier chunks, kept while it may still be wanted.
+  let carry: Uint8Array = NOTHING;
+  let length = 0;
+  let wanted = false;
   for (let at = 0; at < size; at += CHUNK) {
     const chunk = await source.read(offset + at, Math.min(CHUNK, size - at), what);
     let start = 0;
-    for (let nul = chunk.indexOf(0); nul >= 0; nul = chunk.indexOf(0, start)) {
-      const piece = chunk.subarray(start, nul);
-      if (!skipping) {
-        const whole = carry.length === 0 ? piece : Buffer.concat([carry, piece]);
-        if (whole.length <= LONGEST_STRING && visit(bytesToByteString(whole))) return;
+    for (let i = 0; i < chunk.length; i++) {
+      if (chunk[i] !== 0) {
+        if (length === 0) wanted = shape.firstByte(chunk[i] as number);
+        length++;
+        continue;
       }
-      carry = new Uint8Array(0);
-      skipping = false;
-      start = nul + 1;
+      if (wanted && length > 0 && length <= shape.maxLength) {
+        const bytes = carry.length === 0 ? chunk.subarray(start, i) : Buffer.concat([carry, chunk.subarray(start, i)]);
+        if (visit(bytesToByteString(bytes))) return;
+      }
+      carry = NOTHING;
+      length = 0;
+      start = i + 1;
     }
-    const rest = chunk.subarray(start);
-    if (!skipping && carry.length + rest.length <= LONGEST_STRING) carry = Buffer.concat([carry, rest]);
-    else skipping = true;
+    carry = wanted && length > 0 && length <= shape.maxLength ? Buffer.concat([carry, chunk.subarray(start)]) : NOTHING;
   }
 }
 
@@ -116,8 +132,12 @@ export class ObjectStrings {
   private readonly files = new Map<string, Promise<FileStrings>>();
   private readonly rodata = new Map<string, Promise<string | null>>();
 
+  private readonly namesShape: StringShape;
+
   constructor(dynstrNames: Iterable<string>) {
     this.dynstrNames = new Set(dynstrNames);
+    const firstBytes = new Set([...this.dynstrNames].map((name) => name.charCodeAt(0)));
+    this.namesShape = { maxLength: Math.max(0, ...[...this.dynstrNames].map((name) => name.length)), firstByte: (byte) => firstBytes.has(byte) };
   }
 
   private async withImage<T>(facts: ObjectFacts, work: (image: ElfImage) => Promise<T>): Promise<T> {
@@ -138,7 +158,7 @@ export class ObjectStrings {
         const names = new Set<string>();
         const table = image.dynamicStrings;
         if (table !== null) {
-          await scanStrings(image.source, table.offset, table.size, 'dynamic string table', (text) => {
+          await scanStrings(image.source, table.offset, table.size, 'dynamic string table', this.namesShape, (text) => {
             if (this.dynstrNames.has(text)) names.add(text);
             return false;
           });
@@ -159,8 +179,8 @@ export class ObjectStrings {
     return (await this.strings(facts)).notes;
   }
 
-  /** The first string of .rodata that `match` accepts (keyed by `question`), or null. */
-  firstInRodata(facts: ObjectFacts, question: string, match: (text: string) => boolean): Promise<string | null> {
+  /** The first string of .rodata of that shape that `match` accepts (keyed by `question`), or null. */
+  firstInRodata(facts: ObjectFacts, question: string, shape: StringShape, match: (text: string) => boolean): Promise<string | null> {
     const key = `${facts.fileId}\0${question}`;
     let found = this.rodata.get(key);
     if (found === undefined) {
@@ -168,7 +188,7 @@ export class ObjectStrings {
         const rodata = await sectionNamed(image, '.rodata');
         if (rodata === null) return null;
         let hit: string | null = null;
-        await scanStrings(image.source, rodata.offset, rodata.size, '.rodata', (text) => {
+        await scanStrings(image.source, rodata.offset, rodata.size, '.rodata', shape, (text) => {
           if (!match(text)) return false;
           hit = text;
           return true;

@@ -1,0 +1,49 @@
+// CUDA-shaped outputs for doctor's CUDA checks, without a GPU: a program that uses the CUDA runtime
+// (the real libcudart 11.8 of the fixtures), a driver directory as /run/opengl-driver/lib holds it and a
+// cuda_compat package (DIR/compat), each with the fixtures' real libcuda under the version a test names.
+
+import { copyFile, link, mkdir, symlink, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fixtures, requireTool, type Fixture } from './fixtures.js';
+import { mustExec } from './exec.js';
+import type { BuildArch } from './doctor-trees.js';
+
+export function cudaFixture(arch: BuildArch, pkg: string): Fixture {
+  const found = fixtures({ arch, origin: 'cuda' }).find((f) => f.id.startsWith(`cuda/${arch}/${pkg}/`));
+  if (found === undefined) throw new Error(`no cuda/${arch}/${pkg} fixture: run bash fixtures/build.sh`);
+  return found;
+}
+
+/** A hard link where the file system allows (libcuda is 29 MB), a copy otherwise. */
+export async function place(from: string, to: string): Promise<string> {
+  await mkdir(dirname(to), { recursive: true });
+  await link(from, to).catch(() => copyFile(from, to));
+  return to;
+}
+
+/** DIR/libcuda.so.VERSION (the real driver library of the fixtures) and the libcuda.so.1 link to it. */
+export async function libcudaAt(dir: string, version: string, arch: BuildArch = 'x86_64'): Promise<string> {
+  const file = await place(cudaFixture(arch, 'libcuda1').path, join(dir, `libcuda.so.${version}`));
+  await symlink(`libcuda.so.${version}`, join(dir, 'libcuda.so.1'));
+  return file;
+}
+
+export interface CudaOutput {
+  readonly root: string;
+  readonly probe: string;
+  readonly cudart: string;
+}
+
+/** OUT/bin/probe (asks the runtime for the device count) and OUT/lib/libcudart.so.11.0, found through $ORIGIN/../lib. */
+export async function cudaOutput(root: string, arch: BuildArch = 'x86_64', programRunpath = '$ORIGIN/../lib'): Promise<CudaOutput> {
+  const cudart = join(root, 'lib/libcudart.so.11.0');
+  await mkdir(dirname(cudart), { recursive: true });
+  // A copy: apply edits it in place.
+  await copyFile(cudaFixture(arch, 'libcudart11.0').path, cudart);
+  const source = join(root, 'probe.c');
+  await writeFile(source, '#include <stdio.h>\nint cudaGetDeviceCount(int *);\nint main(void) { int n = 0; printf("%d\\n", cudaGetDeviceCount(&n)); return 0; }\n');
+  const probe = join(root, 'bin/probe');
+  await mkdir(dirname(probe), { recursive: true });
+  await mustExec(requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc'), ['-O1', '-o', probe, source, cudart, `-Wl,--enable-new-dtags,-rpath,${programRunpath}`]);
+  return { root, probe, cudart };
+}
