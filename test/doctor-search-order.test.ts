@@ -191,6 +191,17 @@ describe('what the search passes over', () => {
     expect(report.needed[0]?.passedOver).toEqual([{ path: at('machine/arm/libw.so'), reason: 'EM_AARCH64, not x86_64' }]);
   });
 
+  it('a symbolic link loop where a library is looked for ends that list: the loader goes on with the next rule', async () => {
+    const lib = await buildLibrary(at('loop/b/libloop.so'));
+    await mkdir(at('loop/a'), { recursive: true });
+    await symlink(at('loop/a/libloop.so'), at('loop/a/libloop.so'));
+    const prog = await buildProgram(at('loop/bin/prog'), { needs: [lib], runpath: `${at('loop/a')}:${at('loop/b')}` });
+    const { report, trace } = await both(prog, 'list');
+    expectSameLoads(report, trace);
+    expect(missing(report)).toEqual(notFound(trace));
+    expect(missing(report)).toEqual(['libloop.so']);
+  });
+
   it('one file under two names is loaded once (same device and inode)', async () => {
     const real = await buildLibrary(at('twonames/s/libfoo.so.1'));
     const alias = await buildLibrary(at('twonames/build/libfoo-alias.so'));

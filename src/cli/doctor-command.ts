@@ -82,9 +82,10 @@ function counts(files: readonly FileReport[]): { errors: number; warnings: numbe
 function summaryLine(tree: TreeResult): string {
   const { errors, warnings, problems } = counts(tree.files);
   const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
-  const verdict = errors === 0 ? (warnings === 0 ? 'all well' : `no errors, ${plural(warnings, 'warning')}`) : `${problems} with problems (${plural(errors, 'error')}, ${plural(warnings, 'warning')})`;
-  const unreadable = tree.failures.length === 0 ? '' : `; ${tree.failures.length} could not be read`;
-  return `${tree.path}: ${plural(tree.files.length, 'dynamic ELF file')}, ${verdict}; ${tree.skipped} other files skipped${unreadable}`;
+  const parts = [plural(tree.files.length, 'dynamic ELF file')];
+  if (tree.files.length > 0) parts.push(errors === 0 ? (warnings === 0 ? 'all well' : `no errors, ${plural(warnings, 'warning')}`) : `${problems} with problems (${plural(errors, 'error')}, ${plural(warnings, 'warning')})`);
+  const tail = [`${tree.skipped} other files skipped`, ...(tree.failures.length === 0 ? [] : [`${tree.failures.length} could not be read`])];
+  return `${tree.path}: ${parts.join(', ')}; ${tail.join('; ')}`;
 }
 
 function shown(file: string, cwd: string): string {

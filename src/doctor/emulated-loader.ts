@@ -104,7 +104,11 @@ export class LoaderRegistry {
     const { root } = this.settings;
     const where = root.isHost ? path : `${path} under ${root.hostRoot}`;
     const found = root.lookUp(path);
-    if (!found.ok) throw new CudaPatchelfError('io', `no dynamic loader at ${where} (${found.code})`);
+    if (!found.ok) {
+      // Files of another machine are looked at in a system root of that machine.
+      const hint = root.isHost && this.settings.hostAbi?.name !== abi.name ? `: ${abi.name} files need --root with an ${abi.name} system root` : '';
+      throw new CudaPatchelfError('io', `no dynamic loader at ${where} (${found.code})${hint}`);
+    }
     const real = root.realPath(path);
     const ownDirectory = typeof real === 'string' ? `${real.slice(0, real.lastIndexOf('/'))}/` : '';
     const source = await FileByteSource.open(found.hostPath);

@@ -8,7 +8,7 @@ export interface DoctorJson {
   readonly settings: { readonly root: string | null; readonly ldLibraryPath: string | null; readonly driver: { version: string; source: string } | null };
   readonly files: readonly FileReport[];
   readonly errors: readonly { readonly file: string; readonly error: { kind: string; message: string } }[];
-  readonly summary: readonly { readonly path: string; readonly files: number; readonly errors: number; readonly warnings: number; readonly problems: number; readonly unreadable: number }[];
+  readonly summary: readonly { readonly path: string; readonly files: number; readonly skipped: number; readonly errors: number; readonly warnings: number; readonly problems: number; readonly unreadable: number }[];
 }
 
 export interface DoctorResult {
