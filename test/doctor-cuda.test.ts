@@ -2,7 +2,8 @@
 // than the kernel driver (error 803) after `apply --cuda-compat`, and the same output with the driver
 // hook only; a user-space driver of another version; a link-time stub; no libcuda at all; a Jetson
 // compat driver whose L4T libraries are missing; NVRTC without its builtins; CUDA libraries from two
-// installations; where the version of a libcuda comes from.
+// installations; a driver whose parts are of different releases; where the version of a libcuda comes
+// from.
 
 import { cp, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -199,16 +200,42 @@ describe('the other CUDA libraries', () => {
     expect(withBuiltins.cli.code).toBe(0);
   });
 
-  it('CUDA libraries from two installations: a warning, not an error', async () => {
-    const other = join(t, 'other-cuda/lib64');
-    const cublas = await buildLibrary(join(other, 'libcublas.so.11'));
+  it('CUDA libraries from two installations: a warning, not an error; one package per directory (pip, Nixpkgs) is fine', async () => {
+    const installation = join(t, 'other-cuda/lib64');
+    const cublas = await buildLibrary(join(installation, 'libcublas.so.11'));
+    await buildLibrary(join(installation, 'libcudart.so.12'));
+    const wheel = join(t, 'site-packages/nvidia/cufft/lib');
+    const cufft = await buildLibrary(join(wheel, 'libcufft.so.11'));
     const out = join(t, 'mixed');
     await cp(pristine, out, { recursive: true, verbatimSymlinks: true });
     expect((await runCli(['set-runpath', join(driver, 'lib'), join(out, 'lib/libcudart.so.11.0')])).code).toBe(0);
-    const prog = await buildProgram(join(out, 'bin/mixed'), { needs: [join(out, 'lib/libcudart.so.11.0'), cublas], runpath: `$ORIGIN/../lib:${other}` });
-    const { json, cli } = await doctorJson(['--driver-version', KERNEL, prog]);
-    const report = reportOf(json.files, prog);
-    expect(report.findings.map((f) => [f.severity, f.code])).toEqual([['warning', 'cuda-libraries-mixed']]);
+    const mixed = await buildProgram(join(out, 'bin/mixed'), { needs: [join(out, 'lib/libcudart.so.11.0'), cublas], runpath: `$ORIGIN/../lib:${installation}` });
+    const wheels = await buildProgram(join(out, 'bin/wheels'), { needs: [join(out, 'lib/libcudart.so.11.0'), cufft], runpath: `$ORIGIN/../lib:${wheel}` });
+    const { json, cli } = await doctorJson(['--driver-version', KERNEL, mixed, wheels]);
+    expect(reportOf(json.files, mixed).findings.map((f) => [f.severity, f.code])).toEqual([['warning', 'cuda-libraries-mixed']]);
+    expect(reportOf(json.files, mixed).findings[0]?.message).toContain(`libcublas.so.11 comes from ${installation}`);
+    expect(reportOf(json.files, wheels).findings).toEqual([]);
+    expect(cli.code).toBe(0);
+  });
+});
+
+describe('the driver’s other parts', () => {
+  it('a PTX JIT compiler of another release than libcuda, an NVML of another release than the kernel driver', async () => {
+    const parts = join(t, 'parts/lib');
+    await mkdir(parts, { recursive: true });
+    // A copy with a runpath of its own, as driver packages have: libcuda opens its JIT compiler from there.
+    await cp(cudaFixture('x86_64', 'libcuda1').path, join(parts, `libcuda.so.${KERNEL}`));
+    await symlink(`libcuda.so.${KERNEL}`, join(parts, 'libcuda.so.1'));
+    expect((await runCli(['set-runpath', '$ORIGIN', join(parts, `libcuda.so.${KERNEL}`)])).code).toBe(0);
+    for (const name of ['libnvidia-ptxjitcompiler', 'libnvidia-ml']) {
+      await buildLibrary(join(parts, `${name}.so.${OLDER}`), `${name}.so.1`);
+      await symlink(`${name}.so.${OLDER}`, join(parts, `${name}.so.1`));
+    }
+    const out = join(t, 'parts-out');
+    await cp(pristine, out, { recursive: true, verbatimSymlinks: true });
+    expect((await runCli(['set-runpath', parts, join(out, 'lib/libcudart.so.11.0')])).code).toBe(0);
+    const { json, cli } = await doctorJson(['--driver-version', KERNEL, join(out, 'bin/probe')]);
+    expect(codes(reportOf(json.files, join(out, 'bin/probe')))).toEqual(['driver-libraries-mixed', 'nvml-mismatch']);
     expect(cli.code).toBe(0);
   });
 });

@@ -1,15 +1,17 @@
 // One file, start to end: its load emulated, the CUDA dlopens resolved, the libcuda it would use
 // described, and what is wrong with all that.
 
+import { readdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { CUDA_DLOPEN_NAMES, LIBCUDA, resolveCudaDlopens, type CallerReason, type DlopenCall } from './cuda-dlopen.js';
 import type { DriverVersion } from './driver-version.js';
 import type { LoaderRegistry } from './emulated-loader.js';
 import { emulateLoad, type LoadEmulation } from './emulate-load.js';
-import { dlopenFindings, libcudaFindings, loadFindings, mixedCudaDirectoriesFinding, type Finding, type LibcudaChoice } from './findings.js';
-import { describeLibcuda } from './libcuda-facts.js';
+import { dlopenFindings, driverPartsFindings, libcudaFindings, loadFindings, mixedInstallationsFinding, type Finding, type LibcudaChoice } from './findings.js';
+import { describeLibcuda, driverVersionInName } from './libcuda-facts.js';
 import type { LinkMap } from './link-namespace.js';
 import { ObjectStrings } from './object-strings.js';
+import type { SystemRoot } from './system-root.js';
 
 export interface DoctorContext {
   readonly registry: LoaderRegistry;
@@ -45,20 +47,32 @@ async function chooseLibcuda(emulation: LoadEmulation, calls: readonly DlopenCal
   return { map: found.resolution.map, facts: await describeLibcuda(found.resolution.map.path, found.resolution.map.facts, root, context.strings), call: found };
 }
 
+/** Whether a directory holds a CUDA runtime (libcudart.so…): then it is a CUDA installation of its own. */
+function holdsCudaRuntime(root: SystemRoot, directory: string): boolean {
+  const found = root.lookUp(directory);
+  if (!found.ok) return false;
+  try {
+    return readdirSync(found.hostPath).some((name) => name.startsWith('libcudart.so'));
+  } catch {
+    return false;
+  }
+}
+
 export async function diagnoseFile(hostPath: string, context: DoctorContext): Promise<FileDiagnosis> {
   const emulation = await emulateLoad(hostPath, context.registry);
   const dlopens = await resolveCudaDlopens(emulation, context.strings);
   const usesCuda = dlopens.some((call) => call.name === LIBCUDA) || emulation.namespace.maps.some((map) => map.depth > 0 && map.name === LIBCUDA);
   const libcuda = usesCuda ? await chooseLibcuda(emulation, dlopens, context) : null;
   const { root } = context.registry.settings;
-  const realDirectory = (map: LinkMap): string => {
+  const realPath = (map: LinkMap): string => {
     const real = root.realPath(map.path);
-    return dirname(typeof real === 'string' ? real : map.path);
+    return typeof real === 'string' ? real : map.path;
   };
-  const mixed = mixedCudaDirectoriesFinding(emulation.namespace.maps, realDirectory);
+  const mixed = mixedInstallationsFinding(emulation.namespace.maps, (map) => dirname(realPath(map)), (directory) => holdsCudaRuntime(root, directory));
   const findings = [
     ...loadFindings(emulation),
     ...libcudaFindings(dlopens, libcuda, usesCuda, context.driver),
+    ...driverPartsFindings(dlopens, libcuda, context.driver, (map) => driverVersionInName(realPath(map))),
     ...dlopenFindings(dlopens),
     ...(mixed === null ? [] : [mixed]),
   ];

@@ -14,7 +14,7 @@ export interface Finding {
   readonly severity: Severity;
   /** Stable, for scripts: interpreter-missing, library-missing, load-error, libcuda-missing, libcuda-stub,
    *  cuda-803, driver-mismatch, libcuda-dependency-missing, compat-dependency-missing, libcuda-differs,
-   *  driver-version-unknown, dlopen-missing, cuda-libraries-mixed. */
+   *  driver-version-unknown, dlopen-missing, cuda-libraries-mixed, driver-libraries-mixed, nvml-mismatch. */
   readonly code: string;
   readonly message: string;
   /** What to do about it, or null when there is nothing specific. */
@@ -64,23 +64,57 @@ export function loadFindings(emulation: LoadEmulation): Finding[] {
   return findings;
 }
 
-/** The CUDA libraries (runtime and math libraries) a program loads from more than one directory, outside the Nix store. */
-export function mixedCudaDirectoriesFinding(maps: readonly LinkMap[], realDirectory: (map: LinkMap) => string): Finding | null {
-  const cuda = maps.filter((map) => map.depth > 0 && /^lib(cudart|cublas|cublasLt|cufft|cufftw|curand|cusparse|cusolver|cusolverMg|nvrtc|nvJitLink|nvToolsExt|cupti|npp\w*|nvjpeg|cudnn\w*|nccl)\.so/.test(map.name));
-  const byDirectory = new Map<string, string[]>();
-  for (const map of cuda) {
-    const directory = realDirectory(map);
-    byDirectory.set(directory, [...(byDirectory.get(directory) ?? []), text(map.name)]);
-  }
-  // Nixpkgs gives each CUDA package its own store path: different directories are the rule there.
-  const directories = [...byDirectory.keys()];
-  if (directories.length < 2 || directories.every((dir) => dir.startsWith('/nix/store/'))) return null;
+/** CUDA toolkit libraries besides the runtime (cuDNN and NCCL are released on their own, and left out). */
+const TOOLKIT_LIBRARY = /^lib(cublas|cublasLt|cufft|cufftw|curand|cusparse|cusolver|cusolverMg|nvrtc|nvJitLink|nvToolsExt|cupti|npp\w*|nvjpeg)\.so/;
+
+/**
+ * Toolkit libraries loaded from another CUDA installation than the runtime: a directory that holds a
+ * libcudart of its own is another installation. The one-package-per-directory layouts of pip wheels
+ * (nvidia/cublas/lib…) and Nixpkgs (a store path per package) hold none there, and are fine.
+ */
+export function mixedInstallationsFinding(maps: readonly LinkMap[], realDirectory: (map: LinkMap) => string, holdsRuntime: (directory: string) => boolean): Finding | null {
+  const runtime = maps.find((map) => map.depth > 0 && /^libcudart\.so/.test(map.name));
+  if (runtime === undefined) return null;
+  const runtimeDirectory = realDirectory(runtime);
+  const foreign = maps.filter((map) => map.depth > 0 && TOOLKIT_LIBRARY.test(map.name) && realDirectory(map) !== runtimeDirectory && holdsRuntime(realDirectory(map)));
+  if (foreign.length === 0) return null;
+  const where = [...new Set(foreign.map(realDirectory))].map(text).join(', ');
   return {
     severity: 'warning',
     code: 'cuda-libraries-mixed',
-    message: `CUDA libraries come from ${directories.length} directories: ${directories.map((dir) => `${text(dir)} (${(byDirectory.get(dir) ?? []).join(', ')})`).join('; ')}: libraries of different CUDA releases may not work together`,
+    message: `${foreign.map((map) => text(map.name)).join(', ')} come${foreign.length === 1 ? 's' : ''} from ${where}, another CUDA installation (it has a libcudart of its own) than the runtime ${text(runtime.path)}: libraries of different CUDA releases may not work together`,
     fix: 'let the runpath find all CUDA libraries of one installation (the first runpath entry that has one usually decides)',
   };
+}
+
+/**
+ * The driver's other parts next to the libcuda in use: its PTX JIT compiler must be of the libcuda's
+ * release (a compat libcuda brings its own), and NVML of the kernel driver's (it talks to the module).
+ */
+export function driverPartsFindings(calls: readonly DlopenCall[], choice: LibcudaChoice | null, driver: DriverVersion | null, versionOf: (map: LinkMap) => string | null): Finding[] {
+  if (choice === null) return [];
+  const findings: Finding[] = [];
+  const jit = calls.find((call) => call.reason === 'driver' && call.caller.facts.fileId === choice.map.facts.fileId && call.resolution.kind === 'loaded');
+  const jitVersion = jit?.resolution.kind === 'loaded' ? versionOf(jit.resolution.map) : null;
+  if (jit?.resolution.kind === 'loaded' && jitVersion !== null && choice.facts.version !== null && jitVersion !== choice.facts.version) {
+    findings.push({
+      severity: 'warning',
+      code: 'driver-libraries-mixed',
+      message: `${LIBCUDA} (${choice.facts.version}) opens ${text(jit.resolution.map.path)} of version ${jitVersion}: the PTX JIT compiler of another driver release can fail to compile PTX at run time`,
+      fix: `put the directory of the matching libnvidia-ptxjitcompiler.so.${choice.facts.version} first where ${text(choice.map.path)} looks`,
+    });
+  }
+  const nvml = calls.find((call) => call.name === 'libnvidia-ml.so.1' && call.resolution.kind === 'loaded');
+  const nvmlVersion = nvml?.resolution.kind === 'loaded' ? versionOf(nvml.resolution.map) : null;
+  if (nvml?.resolution.kind === 'loaded' && nvmlVersion !== null && driver !== null && nvmlVersion !== driver.version) {
+    findings.push({
+      severity: 'warning',
+      code: 'nvml-mismatch',
+      message: `libnvidia-ml.so.1 is ${text(nvml.resolution.map.path)} of version ${nvmlVersion}, the kernel driver ${driver.version}: NVML fails with "Driver/library version mismatch"`,
+      fix: 'load the NVML of the running driver (the driver directory, not a copy of another release)',
+    });
+  }
+  return findings;
 }
 
 function describeChoice(choice: LibcudaChoice): string {

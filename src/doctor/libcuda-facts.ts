@@ -22,8 +22,9 @@ const STUB_CODE_BYTES = 1024 * 1024;
 const DRIVER_VERSION = /^\d{3,}\.\d+(\.\d+)?$/;
 const VERSION_SHAPE = { maxLength: 16, firstByte: (byte: number): boolean => byte >= 0x30 && byte <= 0x39 };
 
-function versionInName(path: string): string | null {
-  const version = /(?:^|\/)libcuda\.so\.([\d.]+)$/.exec(path)?.[1];
+/** The driver release in a driver library's file name: libcuda.so.580.95.05, libnvidia-ml.so.580.95.05. */
+export function driverVersionInName(path: string): string | null {
+  const version = /(?:^|\/)lib[\w-]+\.so\.([\d.]+)$/.exec(path)?.[1];
   return version !== undefined && DRIVER_VERSION.test(version) ? version : null;
 }
 
@@ -43,9 +44,9 @@ export async function describeLibcuda(path: string, facts: ObjectFacts, root: Sy
   const real = root.realPath(path);
   const realPath = typeof real === 'string' ? real : path;
   const kind = libcudaKind(path, realPath, facts.codeBytes);
-  const named = versionInName(path);
+  const named = driverVersionInName(path);
   if (named !== null) return { kind, version: named, versionSource: 'file name', realPath };
-  const linked = versionInName(realPath);
+  const linked = driverVersionInName(realPath);
   if (linked !== null) return { kind, version: linked, versionSource: 'link target', realPath };
   if (kind === 'stub') return { kind, version: null, versionSource: null, realPath };
   // The first version-shaped string of .rodata is the library's own (a table of older ones follows it).
