@@ -28,6 +28,8 @@ export interface LoadRecord {
 export interface NeededRecord {
   readonly from: string;
   readonly name: string;
+  /** Named by the loader's preload file (/etc/ld.so.preload), not by a DT_NEEDED. */
+  readonly preload: boolean;
   readonly status: 'loaded' | 'already-loaded' | 'same-file' | 'missing' | 'fatal';
   readonly path: string | null;
   readonly message: string | null;
@@ -162,6 +164,7 @@ export async function fileReport(diagnosis: FileDiagnosis): Promise<FileReport> 
     needed: emulation.edges.map((edge) => ({
       from: text(edge.from.path),
       name: text(edge.name),
+      preload: edge.preload,
       status: status(edge.resolution),
       path: edge.resolution.kind === 'loaded' ? text(edge.resolution.map.path) : edge.resolution.kind === 'fatal' ? text(edge.resolution.path) : null,
       message: edge.resolution.kind === 'fatal' ? edge.resolution.message : null,

@@ -3,11 +3,13 @@
 // loads it ($ORIGIN from the path as given). The result is the namespace after the breadth-first load
 // of every DT_NEEDED.
 
-import { statSync, type Stats } from 'node:fs';
+import { readFileSync, statSync, type Stats } from 'node:fs';
+import { textToByteString } from '../elf/byte-string.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { EmulatedLoader, LoaderRegistry } from './emulated-loader.js';
 import { LinkMap, LinkNamespace, originOf, type Edge } from './link-namespace.js';
 import { machineAbi, type MachineAbi } from './machine-abi.js';
+import type { SystemRoot } from './system-root.js';
 import type { ObjectFacts } from './object-facts.js';
 
 export interface InterpreterState {
@@ -34,6 +36,20 @@ function statOf(hostPath: string): Stats {
     return statSync(hostPath);
   } catch (error) {
     throw new CudaPatchelfError('io', `cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { file: hostPath, cause: error });
+  }
+}
+
+/**
+ * The names in the loader's preload file (rtld.c: separated by blanks, tabs, newlines and colons); a
+ * missing file is the usual case. A preload the loader cannot find is ignored with a message, not fatal.
+ */
+function preloadNames(root: SystemRoot, path: string): string[] {
+  const found = root.lookUp(path);
+  if (!found.ok || !found.stats.isFile()) return [];
+  try {
+    return textToByteString(readFileSync(found.hostPath, 'utf8')).split(/[: \t\n]/).filter((name) => name !== '');
+  } catch {
+    return [];
   }
 }
 
@@ -75,6 +91,12 @@ export async function emulateLoad(hostPath: string, registry: LoaderRegistry): P
     matchesFileId: false,
   });
   const namespace = LinkNamespace.start(loader, registry.settings, registry.objects, main);
-  const edges = await namespace.loadDependencies(main);
+  const preloads: Edge[] = [];
+  for (const name of preloadNames(root, loader.facts.preloadPath)) {
+    const resolution = await namespace.mapObject(main, name, false);
+    preloads.push({ from: main, name, resolution, preload: true });
+  }
+  const preloaded = preloads.flatMap((edge) => (edge.resolution.kind === 'loaded' ? [edge.resolution.map] : []));
+  const edges = [...preloads, ...(await namespace.loadDependencies(main, preloaded))];
   return { hostPath, kind, abi, interpreter, loader, namespace, edges };
 }

@@ -14,7 +14,8 @@ export interface Finding {
   readonly severity: Severity;
   /** Stable, for scripts: interpreter-missing, library-missing, load-error, libcuda-missing, libcuda-stub,
    *  cuda-803, driver-mismatch, libcuda-dependency-missing, compat-dependency-missing, libcuda-differs,
-   *  driver-version-unknown, dlopen-missing, cuda-libraries-mixed, driver-libraries-mixed, nvml-mismatch. */
+   *  driver-version-unknown, dlopen-missing, cuda-libraries-mixed, driver-libraries-mixed, nvml-mismatch,
+   *  preload-missing. */
   readonly code: string;
   readonly message: string;
   /** What to do about it, or null when there is nothing specific. */
@@ -45,7 +46,14 @@ export function loadFindings(emulation: LoadEmulation): Finding[] {
   }
   for (const edge of emulation.edges) {
     const { resolution } = edge;
-    if (resolution.kind === 'missing') {
+    if (resolution.kind === 'missing' && edge.preload) {
+      findings.push({
+        severity: 'warning',
+        code: 'preload-missing',
+        message: `${text(edge.name)}, named in ${text(emulation.loader.facts.preloadPath)}, is not found: the loader says so and goes on without it`,
+        fix: `remove ${text(edge.name)} from ${text(emulation.loader.facts.preloadPath)}, or install it`,
+      });
+    } else if (resolution.kind === 'missing') {
       findings.push({
         severity: 'error',
         code: 'library-missing',

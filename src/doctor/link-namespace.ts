@@ -78,6 +78,8 @@ export interface Edge {
   readonly from: LinkMap;
   readonly name: string;
   readonly resolution: Resolution;
+  /** Named by the loader's preload file, not by a DT_NEEDED of `from`. */
+  readonly preload: boolean;
 }
 
 /** glibc's l_origin: the directory part of the opened path, made absolute with the working directory. */
@@ -310,9 +312,12 @@ export class LinkNamespace {
     return { search: { kind: 'none' }, rule: 'default', owner: null };
   }
 
-  /** _dl_map_object_deps: breadth first from `start`, each object's DT_NEEDED in order; a fatal error ends it. */
-  async loadDependencies(start: LinkMap): Promise<Edge[]> {
-    const queue: LinkMap[] = [start];
+  /**
+   * _dl_map_object_deps: breadth first from `start` (and the preloaded objects, which follow it in the
+   * queue), each object's DT_NEEDED in order; a fatal error ends it.
+   */
+  async loadDependencies(start: LinkMap, preloaded: readonly LinkMap[] = []): Promise<Edge[]> {
+    const queue: LinkMap[] = [start, ...preloaded.filter((map) => map !== start)];
     const edges: Edge[] = [];
     const { platform, lib } = this.tokens();
     for (let i = 0; i < queue.length; i++) {
@@ -321,11 +326,11 @@ export class LinkNamespace {
         // Tokens in DT_NEEDED are substituted before the search (dl-deps.c expand_dst).
         const name = needed.includes('$') ? substituteTokens(needed, { origin: map.origin, platform, lib }) : needed;
         if (name === null || name === '') {
-          edges.push({ from: map, name: needed, resolution: { kind: 'fatal', path: needed, message: 'empty dynamic string token substitution' } });
+          edges.push({ from: map, name: needed, resolution: { kind: 'fatal', path: needed, message: 'empty dynamic string token substitution' }, preload: false });
           return edges;
         }
         const resolution = await this.mapObject(map, name, false);
-        edges.push({ from: map, name, resolution });
+        edges.push({ from: map, name, resolution, preload: false });
         if (resolution.kind === 'fatal') return edges;
         if (resolution.kind === 'loaded' && !queue.includes(resolution.map)) queue.push(resolution.map);
       }

@@ -24,10 +24,12 @@ export interface LoaderFacts {
   readonly systemDirs: readonly string[];
   /** The cache file the loader reads (/etc/ld.so.cache when the loader does not name one). */
   readonly cachePath: string;
+  /** The file of libraries every program preloads (/etc/ld.so.preload when the loader does not name one). */
+  readonly preloadPath: string;
   /** What $LIB expands to (DL_DST_LIB), e.g. lib/x86_64-linux-gnu on Debian. */
   readonly dstLib: string;
   readonly glibc: GlibcVersion | null;
-  /** Facts not found in the loader and assumed instead ('systemDirs', 'cachePath', 'dstLib', 'glibc'). */
+  /** Facts not found in the loader and assumed instead ('systemDirs', 'cachePath', 'preloadPath', 'dstLib', 'glibc'). */
   readonly assumed: readonly string[];
 }
 
@@ -97,6 +99,8 @@ export async function readLoaderFacts(image: ElfImage, abi: MachineAbi, ownDirec
   const systemDirs = systemDirsIn(strings, ownDirectory) ?? (assumed.push('systemDirs'), debianSystemDirs(abi));
   const cache = strings.find((s) => s.text.startsWith('/') && s.text.endsWith('/ld.so.cache'))?.text;
   if (cache === undefined) assumed.push('cachePath');
+  const preload = strings.find((s) => s.text.startsWith('/') && s.text.endsWith('/ld.so.preload'))?.text;
+  if (preload === undefined) assumed.push('preloadPath');
   const dstLib = dstLibIn(strings) ?? (assumed.push('dstLib'), `lib/${abi.multiarch}`);
   const release = strings.map((s) => /release version (\d+)\.(\d+)/.exec(s.text)).find((m) => m !== null);
   if (release === undefined) assumed.push('glibc');
@@ -104,6 +108,7 @@ export async function readLoaderFacts(image: ElfImage, abi: MachineAbi, ownDirec
     soname,
     systemDirs,
     cachePath: cache ?? '/etc/ld.so.cache',
+    preloadPath: preload ?? '/etc/ld.so.preload',
     dstLib,
     glibc: release === undefined ? null : { major: Number(release[1]), minor: Number(release[2]) },
     assumed,

@@ -59,7 +59,7 @@ export function fileText(report: FileReport, shownPath: string): string {
   const lines = [`${shownPath}: ${report.kind}, ${report.machine}, loader ${report.loader.path} (${glibc}${report.interpreter.found ? '' : `; interpreter ${report.interpreter.path} missing`})`];
   for (const load of report.loads) lines.push(loadLine(load));
   for (const needed of report.needed) {
-    if (needed.status === 'missing') lines.push(`  ${needed.name} => not found (needed by ${basename(needed.from)})`);
+    if (needed.status === 'missing') lines.push(`  ${needed.name} => not found (${needed.preload ? 'preloaded' : `needed by ${basename(needed.from)}`})`);
     if (needed.status === 'fatal') lines.push(`  ${needed.name} => ${needed.path ?? ''}: ${needed.message ?? ''} (the loader stops here)`);
     for (const passed of needed.passedOver) lines.push(`    passed over ${passed.path}: ${passed.reason}`);
   }

@@ -75,7 +75,7 @@ export interface TraceRequest {
   /** The file as the loader names it (under --root: the path inside the root). */
   readonly path: string;
   readonly libraryPath?: string | null;
-  /** aarch64: the system root qemu runs in. */
+  /** The system root qemu runs the loader in (-L); aarch64 always needs one, x86_64 may have one. */
   readonly root?: string;
   readonly args?: readonly string[];
   readonly cwd?: string;
@@ -90,15 +90,16 @@ export async function traceLoader(request: TraceRequest): Promise<LoaderTrace> {
   let file: string;
   let args: string[];
   let env: NodeJS.ProcessEnv;
-  if (request.arch === 'x86_64') {
+  if (request.arch === 'x86_64' && request.root === undefined) {
     [file, args] = request.mode === 'run' ? [request.path, [...(request.args ?? [])]] : [requireTool('/lib64/ld-linux-x86-64.so.2'), [request.path]];
     env = cleanEnv(vars);
   } else {
     if (request.root === undefined) throw new Error('an aarch64 trace needs the system root qemu runs in');
+    const loader = request.arch === 'x86_64' ? join('lib64', 'ld-linux-x86-64.so.2') : join('lib', 'ld-linux-aarch64.so.1');
     // -E sets the variables in the guest only, not for the host loader that starts qemu.
     const guest = Object.entries(vars).flatMap(([key, value]) => ['-E', `${key}=${value}`]);
-    const target = request.mode === 'run' ? [request.path, ...(request.args ?? [])] : [join(request.root, 'lib', 'ld-linux-aarch64.so.1'), request.path];
-    [file, args] = [requireTool('qemu-aarch64'), ['-L', request.root, ...guest, ...target]];
+    const target = request.mode === 'run' ? [request.path, ...(request.args ?? [])] : [join(request.root, loader), request.path];
+    [file, args] = [requireTool(`qemu-${request.arch}`), ['-L', request.root, ...guest, ...target]];
     env = cleanEnv();
   }
   const result = await execTool(file, args, { env, timeoutMs: 60_000, ...(request.cwd === undefined ? {} : { cwd: request.cwd }) });
