@@ -67,7 +67,7 @@ describe('cuda_compat older than the kernel driver', () => {
     expect(text.stdout).toContain('error (cuda-803)');
     expect(text.stdout).toContain('CUDA fails with error 803, "system has unsupported display driver / cuda driver combination"');
     expect(text.stdout).toContain('dontUseAutoAddCudaCompatRunpath');
-    expect(text.stdout).toMatch(/^.*compat: \d+ dynamic ELF files?, \d+ with problems \(\d+ errors?, \d+ warnings?\); \d+ other files skipped$/m);
+    expect(text.stdout).toMatch(/^.*compat: \d+ dynamic ELF files?, \d+ with problems \(\d+ errors?, \d+ warnings?\); \d+ other files? skipped$/m);
     const { json, cli } = await doctorJson(['--driver-version', KERNEL, out]);
     expect(cli.code).toBe(1);
     const report = reportOf(json.files, out);

@@ -84,7 +84,7 @@ function summaryLine(tree: TreeResult): string {
   const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
   const parts = [plural(tree.files.length, 'dynamic ELF file')];
   if (tree.files.length > 0) parts.push(errors === 0 ? (warnings === 0 ? 'all well' : `no errors, ${plural(warnings, 'warning')}`) : `${problems} with problems (${plural(errors, 'error')}, ${plural(warnings, 'warning')})`);
-  const tail = [`${tree.skipped} other files skipped`, ...(tree.failures.length === 0 ? [] : [`${tree.failures.length} could not be read`])];
+  const tail = [`${plural(tree.skipped, 'other file')} skipped`, ...(tree.failures.length === 0 ? [] : [`${tree.failures.length} could not be read`])];
   return `${tree.path}: ${parts.join(', ')}; ${tail.join('; ')}`;
 }
 
