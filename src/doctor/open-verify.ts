@@ -57,9 +57,8 @@ export async function verifyCandidate(root: SystemRoot, path: string, abi: Machi
   try {
     source = await FileByteSource.open(found.hostPath);
   } catch (error) {
-    const errno = errnoOf(error);
-    if (errno === 'EACCES' || errno === 'EPERM' || errno === 'ENOENT') return { kind: 'passed-over', errno: 'EACCES', reason: null };
-    return { kind: 'fatal', message: 'cannot read file data' };
+    // A file that cannot be opened is passed over like a missing one; only a failed read is fatal.
+    return { kind: 'passed-over', errno: errnoOf(error), reason: null };
   }
   try {
     const headerSize = abi.elfClass === 64 ? 64 : 52;
