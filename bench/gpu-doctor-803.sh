@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU, a driver, a CUDA compat directory (/usr/local/cuda/compat) and
+# PyTorch: patch two copies of PyTorch's CUDA closure, one with the cuda_compat hook (compat first, as on
+# Jetson) and one with the driver hook only; ask `cuda-patchelf doctor` whether CUDA will start in each,
+# then start CUDA in each for real, and say whether the prediction and the real result agree.
+#   bash bench/gpu-doctor-803.sh OUT_DIR
+# Needs: node (on PATH, or NODE=), dist/ built (npm run build), python3 with torch.
+set -euo pipefail
+out=$1
+here=$(cd "$(dirname "$0")" && pwd)
+node=${NODE:-node}
+cli=("$node" "$here/../dist/cli/main.js")
+work=${WORK:-/tmp/cuda-patchelf-doctor-gpu}
+compat_src=${COMPAT_DIR:-/usr/local/cuda/compat}
+mkdir -p "$out"
+rm -rf "$work" && mkdir -p "$work"
+log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
+
+site=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
+libcuda=$(python3 - <<'PY'
+import ctypes, os
+ctypes.CDLL('libcuda.so.1')
+for line in open('/proc/self/maps'):
+    if 'libcuda.so' in line:
+        print(os.path.realpath(line.split()[-1]))
+        break
+PY
+)
+log "kernel driver: $(cat /sys/module/nvidia/version 2>/dev/null || head -1 /proc/driver/nvidia/version)"
+log "driver libcuda: $libcuda"
+log "compat directory: $compat_src ($(cd "$compat_src" && ls libcuda.so.* 2>/dev/null | tr '\n' ' '))"
+
+# The driver link the driver hook adds (/run/opengl-driver on NixOS): a directory holding the driver.
+driver="$work/opengl-driver"
+mkdir -p "$driver/lib"
+for lib in "$(dirname "$libcuda")"/lib*.so*; do ln -s "$lib" "$driver/lib/$(basename "$lib")"; done
+ln -sf "$libcuda" "$driver/lib/libcuda.so.1"
+# A cuda_compat package as Nixpkgs lays it out: DIR/compat holds the compat libcuda.
+cuda_compat="$work/cuda_compat"
+mkdir -p "$cuda_compat"
+cp -a "$compat_src" "$cuda_compat/compat"
+
+pristine="$work/pristine"
+mkdir -p "$pristine"
+for dir in "$site"/torch "$site"/nvidia "$site"/triton; do
+  [ -d "$dir" ] && cp -a "$dir" "$pristine/"
+done
+
+start_cuda() { # tree: start CUDA from that copy of torch, LD_LIBRARY_PATH unset (it outranks runpaths)
+  env -u LD_LIBRARY_PATH PYTHONPATH="$1" python3 - <<'PY' 2>&1 | tail -1
+import os, torch
+assert torch.__file__.startswith(os.environ['PYTHONPATH']), torch.__file__
+try:
+    torch.zeros(1, device='cuda')
+    torch.cuda.synchronize()
+    print('cuda ok', torch.cuda.get_device_name())
+except Exception as error:
+    print('cuda failed:', str(error).splitlines()[0])
+PY
+}
+
+for variant in compat driver-only; do
+  tree="$work/$variant"
+  cp -a "$pristine" "$tree"
+  hooks=(--driver-link "$driver")
+  [ "$variant" = compat ] && hooks+=(--cuda-compat "$cuda_compat")
+  "${cli[@]}" apply --quiet "${hooks[@]}" "$tree"
+  set +e
+  env -u LD_LIBRARY_PATH "${cli[@]}" doctor "$tree" >"$out/doctor-$variant.txt" 2>&1
+  doctor_code=$?
+  env -u LD_LIBRARY_PATH "${cli[@]}" doctor --json "$tree" >"$out/doctor-$variant.json" 2>/dev/null
+  set -e
+  real=$(start_cuda "$tree")
+  env -u LD_LIBRARY_PATH PYTHONPATH="$tree" LD_DEBUG=libs python3 -c 'import torch; torch.zeros(1, device="cuda")' 2>&1 |
+    grep -A4 "find library=libcuda.so.1" | head -6 >"$out/ld-debug-$variant.txt" || true
+  predicted=$([ "$doctor_code" = 0 ] && echo "CUDA starts" || echo "problem found (exit $doctor_code)")
+  log "$variant: doctor: $predicted; $(tail -1 "$out/doctor-$variant.txt")"
+  log "$variant: torch: $real"
+  log "$variant: ld.so: $(grep -m1 'trying file=.*libcuda' "$out/ld-debug-$variant.txt" | sed 's/^[[:space:]]*[0-9]*:[[:space:]]*//')"
+  case "$doctor_code:$real" in
+    0:"cuda ok"*) log "$variant: prediction AGREES (starts)" ;;
+    1:"cuda failed"*) log "$variant: prediction AGREES (fails)" ;;
+    *) log "$variant: prediction DISAGREES" ;;
+  esac
+done
+rm -rf "$work"
