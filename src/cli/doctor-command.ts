@@ -13,7 +13,7 @@ import { fileText } from '../doctor/report-text.js';
 import { driverVersionOfLibrary, emulationRoot, runDoctor, type TreeResult } from '../doctor/run-doctor.js';
 import type { CliIo } from './cli-io.js';
 import { EXIT } from './exit-codes.js';
-import { errorJson, errorLine } from './report.js';
+import { errorJson, errorLine, rejectEmptyPaths } from './report.js';
 
 /** doctor's exit codes (docs/doctor.md): problems found is its own answer, as `check` finding work is. */
 const DOCTOR_EXIT = { ok: EXIT.ok, problems: 1, usage: EXIT.usage, unreadable: EXIT.someFilesFailed } as const;
@@ -28,7 +28,7 @@ interface DoctorOptions {
 
 /** Every check that needs no file of the trees: a usage error here means nothing was diagnosed. */
 function checkArguments(paths: readonly string[], options: DoctorOptions, cwd: string): void {
-  if (paths.some((path) => path === '')) throw new CudaPatchelfError('usage', 'an empty path was given (an unset variable?); name the files or trees to diagnose');
+  rejectEmptyPaths(paths, 'files or trees to diagnose');
   if (options.driverLib !== undefined && options.driverVersion !== undefined) throw new CudaPatchelfError('usage', '--driver-lib and --driver-version both name the driver: give one');
   if (options.driverVersion !== undefined && !isDriverVersion(options.driverVersion)) throw new CudaPatchelfError('usage', `--driver-version takes a version such as 580.95.05, not "${options.driverVersion}"`);
   if (options.root === undefined) return;

@@ -10,7 +10,7 @@ import { addRunpathEntries, removeRunpathEntries, type RunpathTagPolicy } from '
 import { bytesWritten } from '../plan/plan.js';
 import type { CliIo } from './cli-io.js';
 import { editLine, watchChanges } from './edit-line.js';
-import { forEachFile } from './report.js';
+import { forEachFile, rejectEmptyPaths } from './report.js';
 
 interface CommonOptions {
   forceRpath?: boolean;
@@ -54,6 +54,7 @@ async function editFiles(io: CliIo, files: readonly string[], operations: EditOp
     makeWritable: options.makeWritable === true,
     dryRun: options.dryRun === true,
   };
+  rejectEmptyPaths(files, 'files to edit');
   await forEachFile(io, files, options.json === true, async (file) => {
     const watched = watchChanges(operations);
     const result = await editElfFile(file, watched.operations, editOptions);

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { byteStringToText } from '../elf/byte-string.js';
 import { withElfImage } from '../elf/open-elf.js';
 import { summarize, type ElfSummary } from '../elf/summary.js';
-import { forEachFile } from './report.js';
+import { forEachFile, rejectEmptyPaths } from './report.js';
 import type { CliIo } from './cli-io.js';
 
 const hex = (value: number): string => `0x${value.toString(16)}`;
@@ -58,6 +58,7 @@ export function registerPrint(program: Command, io: CliIo): void {
     .argument('<files...>', 'ELF files to describe')
     .option('--json', 'one JSON array on stdout, an object per file (see README)')
     .action(async (files: string[], options: { json?: boolean }) => {
+      rejectEmptyPaths(files, 'files to describe');
       await forEachFile(io, files, options.json === true, async (file) => {
         const summary = await withElfImage(file, summarize);
         return { json: { file, ...summaryForOutput(summary) }, text: humanLines(file, summary).join('\n') };

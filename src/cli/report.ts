@@ -17,6 +17,14 @@ export function errorJson(error: unknown): { kind: string; message: string; offs
   return { kind: 'internal', message: error instanceof Error ? error.message : String(error), offset: null };
 }
 
+/**
+ * An empty path is almost always an unset variable (`cuda-patchelf apply "$out"`): taken as the working
+ * directory it would patch whatever is there, so it is a usage error before anything is read.
+ */
+export function rejectEmptyPaths(paths: readonly string[], what: string): void {
+  if (paths.some((path) => path === '')) throw new CudaPatchelfError('usage', `an empty path was given (an unset variable?); name the ${what}`);
+}
+
 /** What one file contributes to a multi-file command's output. */
 export interface FileReport {
   readonly json: object;

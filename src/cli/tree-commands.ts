@@ -15,7 +15,7 @@ import { hookDirectory } from '../hooks/runpath-entry.js';
 import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../hooks/stubs-pattern.js';
 import type { CliIo } from './cli-io.js';
 import { EXIT } from './exit-codes.js';
-import { errorJson, errorLine } from './report.js';
+import { errorJson, errorLine, rejectEmptyPaths } from './report.js';
 import { ProgressLine } from './progress-line.js';
 
 interface TreeOptions {
@@ -66,7 +66,7 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
 
 /** Every check of the command line that needs no file: a usage error here means nothing was read. */
 function checkArguments(dirs: readonly string[], options: TreeOptions, command: Command): void {
-  if (dirs.some((dir) => dir === '')) throw new CudaPatchelfError('usage', 'an empty path was given (an unset variable?); name the output tree to walk');
+  rejectEmptyPaths(dirs, 'output trees to walk');
   const given = (key: keyof TreeOptions): boolean => command.getOptionValueSource(key) === 'cli';
   if (!options.driver && given('driverLink') && !options.removeStubs) {
     throw new CudaPatchelfError('usage', '--driver-link has no effect with --no-driver (only --remove-stubs uses it then)');
