@@ -16,25 +16,17 @@ mkdir -p "$out"
 rm -rf "$work" && mkdir -p "$work"
 log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
 
-site=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
-libcuda=$(python3 - <<'PY'
-import ctypes, os
-ctypes.CDLL('libcuda.so.1')
-for line in open('/proc/self/maps'):
-    if 'libcuda.so' in line:
-        print(os.path.realpath(line.split()[-1]))
-        break
-PY
-)
+# shellcheck source=lib/gpu-driver.sh
+source "$here/lib/gpu-driver.sh"
+site=$(torch_site)
+libcuda=$(driver_libcuda)
 log "kernel driver: $(cat /sys/module/nvidia/version 2>/dev/null || head -1 /proc/driver/nvidia/version)"
 log "driver libcuda: $libcuda"
 log "compat directory: $compat_src ($(cd "$compat_src" && ls libcuda.so.* 2>/dev/null | tr '\n' ' '))"
 
 # The driver link the driver hook adds (/run/opengl-driver on NixOS): a directory holding the driver.
 driver="$work/opengl-driver"
-mkdir -p "$driver/lib"
-for lib in "$(dirname "$libcuda")"/lib*.so*; do ln -s "$lib" "$driver/lib/$(basename "$lib")"; done
-ln -sf "$libcuda" "$driver/lib/libcuda.so.1"
+make_driver_link "$driver" "$libcuda"
 # A cuda_compat package as Nixpkgs lays it out: DIR/compat holds the compat libcuda.
 cuda_compat="$work/cuda_compat"
 mkdir -p "$cuda_compat"

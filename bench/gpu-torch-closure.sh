@@ -16,23 +16,15 @@ mkdir -p "$out"
 rm -rf "$work" && mkdir -p "$work"
 log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
 
-site=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
-libcuda=$(python3 - <<'EOF'
-import ctypes, os
-ctypes.CDLL('libcuda.so.1')
-for line in open('/proc/self/maps'):
-    if 'libcuda.so' in line:
-        print(os.path.realpath(line.split()[-1]))
-        break
-EOF
-)
+# shellcheck source=lib/gpu-driver.sh
+source "$here/lib/gpu-driver.sh"
+site=$(torch_site)
+libcuda=$(driver_libcuda)
 log "site-packages: $site"
 log "libcuda: $libcuda"
 # The driver link the hook adds, as /run/opengl-driver is on NixOS: a directory holding the driver.
 driver="$work/opengl-driver"
-mkdir -p "$driver/lib"
-for lib in "$(dirname "$libcuda")"/lib*.so*; do ln -s "$lib" "$driver/lib/$(basename "$lib")"; done
-ln -sf "$libcuda" "$driver/lib/libcuda.so.1"
+make_driver_link "$driver" "$libcuda"
 compat="$work/cuda_compat"
 mkdir -p "$compat/compat"
 

@@ -1,0 +1,28 @@
+# shellcheck shell=bash
+# Sourced by the GPU scripts in bench/: where this machine's PyTorch and NVIDIA driver are, and a driver
+# link made of them (a directory holding the driver's libraries, as /run/opengl-driver is on NixOS).
+
+# The site-packages directory that holds torch.
+torch_site() {
+  python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))'
+}
+
+# The real path of the libcuda.so.1 this machine's loader finds.
+driver_libcuda() {
+  python3 - <<'PY'
+import ctypes, os
+ctypes.CDLL('libcuda.so.1')
+for line in open('/proc/self/maps'):
+    if 'libcuda.so' in line:
+        print(os.path.realpath(line.split()[-1]))
+        break
+PY
+}
+
+# make_driver_link DIR LIBCUDA: DIR/lib holds links to every library beside LIBCUDA, and libcuda.so.1.
+make_driver_link() {
+  local dir=$1 libcuda=$2 lib
+  mkdir -p "$dir/lib"
+  for lib in "$(dirname "$libcuda")"/lib*.so*; do ln -s "$lib" "$dir/lib/$(basename "$lib")"; done
+  ln -sf "$libcuda" "$dir/lib/libcuda.so.1"
+}
