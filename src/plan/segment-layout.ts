@@ -120,22 +120,36 @@ function extendLayout(facts: EditFacts, index: number): SegmentLayout {
   };
 }
 
+/**
+ * How far above every segment's end a new segment starts in memory (never in the file). eu-elflint
+ * takes a relocation to modify every segment that r_offset + its symbol's st_size reaches, so a
+ * read-only segment starting right after the GOT is "modified" by the PLT slot of any function longer
+ * than the distance (Debian's libz, libX11, libcups, libjq…), although the loader writes one word.
+ * The exact bound, the largest st_size in .dynsym, is not among the facts a plan reads. 2 MiB is eight
+ * times the largest function or object in the .dynsym of 112 Debian, CUDA and npm libraries (240 KB,
+ * in libLLVM-15; libicudata's 30 MB data blob aside, which no relocation names). A gap derived from
+ * section sizes would be sure but reach hundreds of MiB on CUDA libraries, and the hole is not free:
+ * glibc leaves it mapped PROT_NONE, which counts against RLIMIT_AS and a 32-bit address space.
+ */
+export const ADDRESS_GAP = 2 * 2 ** 20;
+
 /** The largest hole an executable's moved table may leave in the file (a big .bss puts it far out). */
 const MAX_IDENTITY_HOLE = 64 * 2 ** 20;
 
 /**
  * Where the new segment starts in the file and in memory, and its alignment. Normally: at the end of
- * the file, above every segment, with p_vaddr ≡ p_offset (mod page size) — no padding. When an
- * executable's table moves, the kernel (before Linux 5.18) and qemu-user compute AT_PHDR as the first
- * PT_LOAD's p_vaddr - p_offset + e_phoff, so the new segment must map file offset T at exactly that
- * address: it starts where that identity puts it above every segment, leaving a hole in the file when
- * the file is shorter than the memory image.
+ * the file, ADDRESS_GAP or more above every segment, with p_vaddr ≡ p_offset (mod page size) — no
+ * padding. When an executable's table moves, the kernel (before Linux 5.18) and qemu-user compute
+ * AT_PHDR as the first PT_LOAD's p_vaddr - p_offset + e_phoff, so the new segment must map file offset
+ * T at exactly that address: it starts where that identity puts it above every segment, leaving a hole
+ * in the file when the file is shorter than the memory image. There the gap is left out: with
+ * addresses tied to offsets it would cost its size in file bytes, to quiet a lint heuristic.
  */
 function placeNewSegment(facts: EditFacts, pageSize: number, executableTableMoves: boolean): { start: number; vaddr: number; align: number } {
   const loads = facts.programHeaders.filter(isLoad);
   const highestEnd = Math.max(...loads.map((ph) => ph.p_vaddr + ph.p_memsz));
   if (!executableTableMoves) {
-    return { start: facts.fileSize, vaddr: alignUp(highestEnd, pageSize) + (facts.fileSize % pageSize), align: pageSize };
+    return { start: facts.fileSize, vaddr: alignUp(highestEnd + ADDRESS_GAP, pageSize) + (facts.fileSize % pageSize), align: pageSize };
   }
   const first = loads.reduce((low, ph) => (ph.p_vaddr < low.p_vaddr ? ph : low));
   if (first.p_offset !== 0) {
