@@ -1,0 +1,150 @@
+// DynamicEditor and the runpath list helpers on hand-made entries: which tag a runpath is written
+// with under each policy, where DT_NEEDED entries go, what reaches the planner.
+
+import { describe, expect, it } from 'vitest';
+import { DT } from '../../src/elf/constants.js';
+import type { CurrentEntry } from '../../src/elf/edit-facts.js';
+import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
+import {
+  DynamicEditor,
+  addRunpathEntries,
+  dedupeEntries,
+  removeRunpathEntries,
+  splitRunpath,
+  type RunpathTagPolicy,
+} from '../../src/plan/dynamic-editor.js';
+
+const NEEDED = (text: string, at: number): CurrentEntry => ({ d_tag: DT.DT_NEEDED, d_val: at, text });
+const STRTAB: CurrentEntry = { d_tag: DT.DT_STRTAB, d_val: 0x400, text: null };
+const RPATH: CurrentEntry = { d_tag: DT.DT_RPATH, d_val: 30, text: '/r' };
+const RUNPATH: CurrentEntry = { d_tag: DT.DT_RUNPATH, d_val: 40, text: '/u' };
+const SONAME: CurrentEntry = { d_tag: DT.DT_SONAME, d_val: 50, text: 'libx.so.1' };
+
+const tagsAndTexts = (editor: DynamicEditor): [number, string | null][] =>
+  editor.wanted().entries.map((e) => [e.d_tag, 'text' in e ? e.text : null]);
+
+describe('setRunpath: the tag each policy writes', () => {
+  const cases: readonly { start: readonly CurrentEntry[]; policy: RunpathTagPolicy; tags: [number, string | null][] }[] = [
+    { start: [STRTAB], policy: 'keep', tags: [[DT.DT_STRTAB, null], [DT.DT_RUNPATH, '/new']] },
+    { start: [STRTAB], policy: 'rpath', tags: [[DT.DT_STRTAB, null], [DT.DT_RPATH, '/new']] },
+    { start: [RPATH, STRTAB], policy: 'keep', tags: [[DT.DT_RPATH, '/new'], [DT.DT_STRTAB, null]] },
+    { start: [RPATH, STRTAB], policy: 'runpath', tags: [[DT.DT_RUNPATH, '/new'], [DT.DT_STRTAB, null]] },
+    { start: [RUNPATH], policy: 'rpath', tags: [[DT.DT_RPATH, '/new']] },
+    // Both kinds: 'keep' sets both; a forced kind keeps the first entry, converted, and drops the other.
+    { start: [RPATH, RUNPATH], policy: 'keep', tags: [[DT.DT_RPATH, '/new'], [DT.DT_RUNPATH, '/new']] },
+    { start: [RPATH, RUNPATH], policy: 'runpath', tags: [[DT.DT_RUNPATH, '/new']] },
+  ];
+  it.each(cases)('$start.length entries, policy $policy', ({ start, policy, tags }) => {
+    const editor = new DynamicEditor(start);
+    editor.setRunpath('/new', policy);
+    expect(tagsAndTexts(editor)).toEqual(tags);
+    expect(editor.runpath()).toBe('/new');
+  });
+
+  it('null removes DT_RUNPATH and DT_RPATH alike', () => {
+    const editor = new DynamicEditor([RPATH, STRTAB, RUNPATH]);
+    editor.setRunpath(null);
+    expect(tagsAndTexts(editor)).toEqual([[DT.DT_STRTAB, null]]);
+    expect(editor.runpath()).toBeNull();
+    expect(editor.runpathTag()).toBeNull();
+  });
+});
+
+describe('reading', () => {
+  it('prefers DT_RUNPATH, as the loader does, and names the first runpath tag', () => {
+    const editor = new DynamicEditor([RPATH, RUNPATH, SONAME, NEEDED('liba.so', 1)]);
+    expect(editor.runpath()).toBe('/u');
+    expect(editor.runpathTag()).toBe(DT.DT_RPATH);
+    expect(editor.soname()).toBe('libx.so.1');
+    expect(editor.needed()).toEqual(['liba.so']);
+  });
+});
+
+describe('DT_NEEDED', () => {
+  it('adds before the existing entries, as patchelf does, and not twice', () => {
+    const editor = new DynamicEditor([SONAME, NEEDED('liba.so', 1), NEEDED('libb.so', 9)]);
+    editor.addNeeded('libnew.so');
+    editor.addNeeded('liba.so');
+    expect(tagsAndTexts(editor)).toEqual([
+      [DT.DT_SONAME, 'libx.so.1'],
+      [DT.DT_NEEDED, 'libnew.so'],
+      [DT.DT_NEEDED, 'liba.so'],
+      [DT.DT_NEEDED, 'libb.so'],
+    ]);
+  });
+
+  it('adds first when there is none', () => {
+    const editor = new DynamicEditor([STRTAB]);
+    editor.addNeeded('libnew.so');
+    expect(tagsAndTexts(editor)).toEqual([[DT.DT_NEEDED, 'libnew.so'], [DT.DT_STRTAB, null]]);
+  });
+
+  it('removes every entry of a name', () => {
+    const editor = new DynamicEditor([NEEDED('liba.so', 1), NEEDED('libb.so', 9), NEEDED('liba.so', 1)]);
+    editor.removeNeeded('liba.so');
+    expect(editor.needed()).toEqual(['libb.so']);
+  });
+
+  it('renames, and the version needs follow (versionNeedRenames)', () => {
+    const editor = new DynamicEditor([NEEDED('liba.so', 1), NEEDED('libb.so', 9)]);
+    editor.replaceNeeded('liba.so', 'liba.so.2');
+    editor.replaceNeeded('libmissing.so', 'libz.so');
+    expect(editor.needed()).toEqual(['liba.so.2', 'libb.so']);
+    expect([...editor.wanted().versionNeedRenames]).toEqual([['liba.so', 'liba.so.2']]);
+  });
+});
+
+describe('what the planner gets', () => {
+  it('kept entries as values, string entries as text with the index they replace', () => {
+    const editor = new DynamicEditor([NEEDED('liba.so', 1), STRTAB, RUNPATH]);
+    editor.setRunpath('/new');
+    editor.addNeeded('libnew.so');
+    expect(editor.wanted().entries).toEqual([
+      { d_tag: DT.DT_NEEDED, text: 'libnew.so', previous: null },
+      { d_tag: DT.DT_NEEDED, text: 'liba.so', previous: 1 },
+      { d_tag: DT.DT_STRTAB, d_val: 0x400 },
+      { d_tag: DT.DT_RUNPATH, text: '/new', previous: 40 },
+    ]);
+  });
+
+  it.each([
+    ['a runpath', (editor: DynamicEditor) => editor.setRunpath('/a\0b')],
+    ['a new DT_NEEDED', (editor: DynamicEditor) => editor.addNeeded('lib\0.so')],
+    ['a renamed DT_NEEDED', (editor: DynamicEditor) => editor.replaceNeeded('liba.so', 'lib\0.so')],
+  ])('refuses a NUL byte in %s as a usage error', (_what, operation) => {
+    const editor = new DynamicEditor([NEEDED('liba.so', 1)]);
+    let caught: unknown;
+    try {
+      operation(editor);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(CudaPatchelfError);
+    expect((caught as CudaPatchelfError).kind).toBe('usage');
+  });
+});
+
+describe('runpath lists', () => {
+  it.each([
+    [null, []],
+    ['', []],
+    ['/a', ['/a']],
+    ['/a::/b', ['/a', '', '/b']],
+  ] as const)('splitRunpath(%j)', (value, dirs) => {
+    expect(splitRunpath(value)).toEqual(dirs);
+  });
+
+  it.each([
+    ['/a:/b', ['/b', '/c'], 'prepend', false, '/b:/c:/a:/b'],
+    ['/a:/b', ['/b', '/c'], 'prepend', true, '/b:/c:/a'],
+    ['/a::/b', ['/c'], 'append', true, '/a:/b:/c'],
+    [null, ['/c'], 'append', false, '/c'],
+  ] as const)('addRunpathEntries(%j, %j, %s, dedupe %s) = %j', (value, dirs, position, dedupe, result) => {
+    expect(addRunpathEntries(value, dirs, position, dedupe)).toBe(result);
+  });
+
+  it('removes exact entries only', () => {
+    expect(removeRunpathEntries('/a:/a/b:/c:/a', ['/a'])).toBe('/a/b:/c');
+    expect(dedupeEntries(['/a', '', '/b', '/a'])).toEqual(['/a', '/b']);
+  });
+});
