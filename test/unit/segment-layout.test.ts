@@ -1,0 +1,82 @@
+// layoutSegment over the corpus: how the program header table gets its new entry, where the new
+// PT_LOAD goes (page-congruent, above every segment, the machine's page size), and a second append
+// extending the segment the first one added. AppendedRegion's alignment on the side.
+
+import { describe, expect, it } from 'vitest';
+import { PF_R, PF_W, PT, machinePageSize } from '../../src/elf/constants.js';
+import { AppendedRegion, alignUp } from '../../src/plan/region.js';
+import { layoutSegment, type TableStrategy } from '../../src/plan/segment-layout.js';
+import { CORPUS } from './corpus-table.js';
+import { corpusBytes } from './helpers/corpus.js';
+import { applyPlanInMemory, factsOf, planOn } from './helpers/plan-in-memory.js';
+
+// GNU ld puts .gnu.hash/.dynsym right after the table: it grows over them after moving them (and the
+// tags) away. lld leaves the table followed by zero padding: it grows where it is.
+const STRATEGY: Readonly<Record<string, TableStrategy>> = { 'x86_64-lib-lld.so': 'grow-in-place' };
+
+describe.each(CORPUS)('$name', (file) => {
+  it('maps appended data with a new PT_LOAD, page-congruent and above every segment', async () => {
+    const bytes = corpusBytes(file.name);
+    const facts = await factsOf(bytes);
+    const layout = layoutSegment(facts);
+    expect(layout.extendsSegment).toBe(false);
+    // A library's segment starts at the end of the file. An executable whose table moves needs the
+    // segment where the kernel computes AT_PHDR from the first PT_LOAD: file offset = address there,
+    // which can leave a hole after the old end.
+    const executable = file.interpreter !== null;
+    if (executable) expect(layout.region.start).toBeGreaterThanOrEqual(bytes.length);
+    else expect(layout.region.start).toBe(bytes.length);
+    const at = layout.region.reserve(100, 8);
+    layout.region.fill(at, new Uint8Array(100).fill(1));
+    const finished = layout.finish({ writable: true });
+    expect(finished.strategy).toBe(STRATEGY[file.name] ?? 'grow-after-move');
+    expect(finished.programHeaders.length).toBe(file.programHeaders.length + 1);
+
+    const page = machinePageSize(file.machine);
+    const loads = finished.programHeaders.filter((ph) => ph.p_type === PT.PT_LOAD);
+    const added = loads.find((ph) => ph.p_offset === layout.region.start);
+    expect(added).toMatchObject({ p_flags: PF_R | PF_W, p_align: page, p_filesz: added?.p_memsz });
+    if (added === undefined) return;
+    expect(added.p_vaddr % page).toBe(added.p_offset % page);
+    if (executable) expect(added.p_vaddr - added.p_offset).toBe(0); // the first PT_LOAD's, in the corpus PIE
+    for (const ph of file.programHeaders.filter(([type]) => type === PT.PT_LOAD)) expect(added.p_vaddr).toBeGreaterThanOrEqual(ph[2] + ph[4]);
+    expect(layout.vaddrOf(at)).toBe(added.p_vaddr + (at - added.p_offset));
+    expect(finished.fileEnd).toBe(added.p_offset + added.p_filesz);
+  });
+
+  it('extends the segment an earlier edit appended', async () => {
+    const bytes = corpusBytes(file.name);
+    const once = applyPlanInMemory(bytes, (await planOn(bytes, (editor) => editor.setRunpath(`/first/${'x'.repeat(64)}`))).plan);
+    const layout = layoutSegment(await factsOf(once));
+    expect(layout.extendsSegment).toBe(true);
+    expect(layout.finish({ writable: false }).strategy).toBe('extend');
+    const twice = await planOn(once, (editor) => editor.setRunpath(`/second/${'y'.repeat(200)}`));
+    expect(twice.plan.tier).toBe('append');
+    expect(twice.plan.newSize).toBeGreaterThan(once.length);
+  });
+});
+
+describe('AppendedRegion', () => {
+  it('aligns each reservation and zeroes the gaps', () => {
+    const region = new AppendedRegion(13);
+    const a = region.reserve(3, 1);
+    const b = region.reserve(4, 8);
+    region.fill(a, Uint8Array.of(1, 2, 3));
+    region.fill(b, Uint8Array.of(4, 5, 6, 7));
+    expect([a, b, region.endOffset, region.size]).toEqual([13, 16, 20, 7]);
+    expect([...region.bytes()]).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    const c = region.reserve(1, 16);
+    expect(c).toBe(32);
+    expect([...region.bytes().subarray(7)]).toEqual(new Array(13).fill(0));
+  });
+
+  it.each([
+    [0, 8, 0],
+    [1, 8, 8],
+    [8, 8, 8],
+    [5, 1, 5],
+    [5, 0, 5],
+  ])('alignUp(%i, %i) = %i', (value, align, result) => {
+    expect(alignUp(value, align)).toBe(result);
+  });
+});
