@@ -1,0 +1,61 @@
+// parseHookConfig on config texts: the hooks a valid file gives, and a usage error naming the file and
+// the field for each kind of mistake.
+
+import { describe, expect, it } from 'vitest';
+import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
+import { parseHookConfig } from '../../src/hooks/hook-config.js';
+
+const FILE = '/etc/hooks.json';
+const config = (...hooks: unknown[]): string => JSON.stringify({ hooks });
+
+describe('a valid config', () => {
+  it('gives one hook per entry, with defaults for what is left out', () => {
+    const hooks = parseHookConfig(
+      FILE,
+      config(
+        { name: 'origin', prepend: ['$ORIGIN/../lib'], include: ['lib/**'], after: ['driver'] },
+        { name: 'tail', append: ['/opt/lib'], sharedObjectsOnly: true },
+        { name: 'no-stubs', removeMatching: '/stubs' },
+      ),
+    );
+    expect(hooks).toEqual([
+      { name: 'origin', transform: { kind: 'prepend', dirs: ['$ORIGIN/../lib'] }, files: { include: ['lib/**'], exclude: [], sharedObjectsOnly: false }, before: [], after: ['driver'] },
+      { name: 'tail', transform: { kind: 'append', dirs: ['/opt/lib'] }, files: { include: [], exclude: [], sharedObjectsOnly: true }, before: [], after: [] },
+      { name: 'no-stubs', transform: { kind: 'remove-matching', fragment: '/stubs' }, files: { include: [], exclude: [], sharedObjectsOnly: false }, before: [], after: [] },
+    ]);
+  });
+
+  it('may have no hooks at all', () => {
+    expect(parseHookConfig(FILE, config())).toEqual([]);
+  });
+});
+
+describe.each([
+  ['not JSON', '{ hooks: ', /not valid JSON/],
+  ['no hooks array', '{"hook": []}', /"hooks" array/],
+  ['an entry that is not an object', config(3), /hooks\[0\] is not an object/],
+  ['an unknown field', config({ name: 'a', prepend: ['/a'], prepnd: ['/b'] }), /unknown field\(s\): prepnd/],
+  ['a name with a space', config({ name: 'a b', prepend: ['/a'] }), /hooks\[0\]\.name/],
+  ['two transforms', config({ name: 'a', prepend: ['/a'], append: ['/b'] }), /exactly one of prepend, append, removeMatching/],
+  ['no transform', config({ name: 'a' }), /exactly one of/],
+  ['an empty directory list', config({ name: 'a', prepend: [] }), /prepend needs directories/],
+  ['directories that are not strings', config({ name: 'a', append: [1] }), /append must be an array of strings/],
+  ['an empty removeMatching', config({ name: 'a', removeMatching: '' }), /removeMatching must be a non-empty string/],
+  ['a non-boolean sharedObjectsOnly', config({ name: 'a', prepend: ['/a'], sharedObjectsOnly: 'yes' }), /sharedObjectsOnly must be true or false/],
+  ['a directory with a colon', config({ name: 'a', prepend: ['/a:/b'] }), /hook "a"/],
+])('%s', (_what, text, message) => {
+  it('is a usage error naming the file', () => {
+    let caught: unknown;
+    try {
+      parseHookConfig(FILE, text);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(CudaPatchelfError);
+    const error = caught as CudaPatchelfError;
+    expect(error.kind).toBe('usage');
+    expect(error.message).toMatch(message);
+    expect(error.message).toMatch(/^hook config: /);
+    expect(error.file).toBe(FILE);
+  });
+});
