@@ -133,7 +133,10 @@ function findSlack(table: Uint8Array, length: number, live: LiveIndices, taken: 
   const zeros = Buffer.alloc(length + 2);
   for (let at = buffer.indexOf(zeros); at >= 0; at = buffer.indexOf(zeros, at + 1)) {
     const range = { start: at + 1, end: at + 1 + length };
-    if (live.firstIn(range.start, range.end - 1) === undefined && !taken.some((t) => overlaps(t, range))) return range.start;
+    // The string and its terminator must stay clear of a taken string and its terminator: two new
+    // strings in one run of zeros would otherwise share a NUL and read as one.
+    const withNul = { start: range.start, end: range.end + 1 };
+    if (live.firstIn(range.start, range.end - 1) === undefined && !taken.some((t) => overlaps({ start: t.start, end: t.end + 1 }, withNul))) return range.start;
   }
   return undefined;
 }

@@ -163,11 +163,9 @@ it('fills many slack runs over a large live set (past the scans, a sorted copy a
   live.forEach((s, i) => expect(text(placement.table.subarray(liveAt[i], (liveAt[i] ?? 0) + s.length + 1))).toBe(`${s}\0`));
 });
 
-// Known defect, pinned so that the fix shows: two new strings placed in one long run of slack get
-// adjacent ranges, the second on the first one's terminator, so the first reads as both joined
-// ("xyzw"). edit-file.ts's read-back then refuses the edit instead of writing it. When placement keeps
-// a NUL between them, this test fails: make it a plain \`it\`.
-it.fails('keeps a NUL between two new strings placed in the same slack run', () => {
+// Two new strings placed in one long run of slack once got adjacent ranges, the second on the first
+// one's terminator, so the first read as both joined ("xyzw") and the read-back refused the edit.
+it('keeps a NUL between two new strings placed in the same slack run', () => {
   const { table } = tableOf(['a'], 12);
   const placement = placeStrings(table, [[1]], [], [
     { text: 'xy', previous: null },
