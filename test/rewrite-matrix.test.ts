@@ -423,9 +423,12 @@ describe.concurrent('packaged libraries: grow, add the driver directory, remove'
 describe('strip after a moved program header table', () => {
   // Runs after the concurrent blocks. Only a library whose table can neither take a slot nor grow
   // (libvips-cpp has code right after its notes) keeps its table moved, and binutils strip then
-  // re-lays its new segment into a page of .bss. Any other file joining this set fails here.
+  // re-lays its new segment out, a few KiB lower in memory. That used to put it into the last page
+  // of .bss; the new segment now starts 2 MiB above every segment (src/plan/segment-layout.ts,
+  // ADDRESS_GAP), so strip's shift no longer reaches a page it did not share: no file is expected
+  // here, and any file joining this set fails.
   it('happens only to the files README names', () => {
     const names = [...stripAfterMovedTable].map((path) => path.split('/').slice(-4).join('/')).sort();
-    expect(names).toEqual(['sharp-libvips-linux-x64/package/lib/libvips-cpp.so.8.18.7']);
+    expect(names).toEqual([]);
   });
 });
