@@ -427,7 +427,7 @@ describe('strip after a moved program header table', () => {
   // of .bss; the new segment now starts 2 MiB above every segment (src/plan/segment-layout.ts,
   // ADDRESS_GAP), so strip's shift no longer reaches a page it did not share: no file is expected
   // here, and any file joining this set fails.
-  it('happens only to the files README names', () => {
+  it('happens to no file (docs/design.md, Known limitations)', () => {
     const names = [...stripAfterMovedTable].map((path) => path.split('/').slice(-4).join('/')).sort();
     expect(names).toEqual([]);
   });
