@@ -31,6 +31,8 @@ import {
 import { relocateProgramHeaders } from './helpers/rw-elf.js';
 import type { Fixture } from './helpers/fixtures.js';
 import { runFuzz } from './fuzz/fuzz-campaign.js';
+import { editElfFile } from '../src/edit/edit-file.js';
+import { textToByteString } from '../src/elf/byte-string.js';
 import { assertCliBuilt, cliPath, runCli, type CliResult } from './helpers/run-cli.js';
 
 const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
@@ -172,6 +174,18 @@ describe.each(ARCHES)('%s', (arch) => {
     const bytes = await fileState(program);
     expect((await cli([...op, program])).code).toBe(0);
     expect(await fileState(program)).toEqual(bytes);
+  });
+
+  it("the caller's operations run once, though the plan moves to the rewrite's layout", async () => {
+    const { program } = await tableWithoutRoom(arch);
+    let runs = 0;
+    const result = await editElfFile(program, (editor) => {
+      runs++;
+      editor.setRunpath(textToByteString(RUNPATH));
+    });
+    expect(result.tier).toBe('rewrite');
+    expect(runs).toBe(1);
+    expect(await runOk(arch, program)).toBe(OUTPUT);
   });
 
   it('apply rewrites it (the dry run writes nothing), names the tier, and check then finds nothing to do', async () => {

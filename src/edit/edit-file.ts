@@ -13,7 +13,7 @@ import { planEdit } from '../plan/plan-edit.js';
 import { TableHasNoRoom } from '../plan/segment-layout.js';
 import { shiftForRewrite } from '../plan/shift-for-rewrite.js';
 import type { Plan, Tier } from '../plan/plan.js';
-import { isStringEntry, type WantedEntry } from '../plan/wanted.js';
+import { isStringEntry, type WantedDynamic, type WantedEntry } from '../plan/wanted.js';
 import { applyPlan } from '../write/apply-plan.js';
 import { withFileLock } from '../write/file-lock.js';
 import { rewriteFile } from '../write/rewrite-file.js';
@@ -89,34 +89,39 @@ export interface PlannedEdit {
  * instead of leaving a file that no longer reads.
  */
 export async function planEditOf(image: ElfImage, operations: EditOperations): Promise<PlannedEdit> {
-  return planOn(image, operations, true);
-}
-
-async function planOn(image: ElfImage, operations: EditOperations, mayRewrite: boolean): Promise<PlannedEdit> {
   const facts = await readEditFacts(image);
   const editor = new DynamicEditor(currentEntries(facts));
   await operations(editor, image);
-  const wanted = editor.wanted();
+  return planWanted(image, facts, editor.wanted(), true);
+}
+
+/**
+ * Plans the wanted dynamic array on an image whose facts are read. The operations ran once, before:
+ * what they asked for is the same on the rewrite's layout (string indices and addresses do not move
+ * there, only file offsets do), so the rewrite plans the same `wanted` and never runs them again.
+ */
+async function planWanted(image: ElfImage, facts: EditFacts, wanted: WantedDynamic, mayRewrite: boolean): Promise<PlannedEdit> {
   let plan: Plan;
   try {
     plan = planEdit(facts, wanted);
   } catch (error) {
     if (!(mayRewrite && error instanceof TableHasNoRoom)) throw error;
-    return { facts, plan: await planRewrite(image, facts, error.message, operations) };
+    return { facts, plan: await planRewrite(image, facts, error.message, wanted) };
   }
   if (plan.tier !== 'noop') await checkReadsBack(image, plan, wanted.entries);
   return { facts, plan };
 }
 
 /**
- * Tier 4: the same operations planned on the file as a rewrite lays it out (a first page of its own
- * for the headers, the old file behind it), where the program header table grows in place. The plan
- * is read back there like any other.
+ * Tier 4: the same wanted dynamic array planned on the file as a rewrite lays it out (a first page of
+ * its own for the headers, the old file behind it), where the program header table grows in place.
+ * The plan is read back there like any other.
  */
-async function planRewrite(image: ElfImage, facts: EditFacts, why: string, operations: EditOperations): Promise<Plan> {
+async function planRewrite(image: ElfImage, facts: EditFacts, why: string, wanted: WantedDynamic): Promise<Plan> {
   const shifted = shiftForRewrite(facts, why);
   const source = new PlannedByteSource(new ShiftedByteSource(image.source, shifted.shift), shifted.writes, shifted.size);
-  const { plan } = await planOn(await readElfImage(source), operations, false);
+  const shiftedImage = await readElfImage(source);
+  const { plan } = await planWanted(shiftedImage, await readEditFacts(shiftedImage), wanted, false);
   return { tier: 'rewrite', writes: [...shifted.writes, ...plan.writes], newSize: plan.newSize, shift: shifted.shift };
 }
 
