@@ -1,7 +1,6 @@
 // Editing one file: read what is needed, plan, and write — or refuse with the file untouched.
 
-import { closeSync, fstatSync, openSync, statSync, type Stats } from 'node:fs';
-import { chmod, copyFile, rm } from 'node:fs/promises';
+import { copyFile, rm } from 'node:fs/promises';
 import { FileByteSource, ioError } from '../elf/byte-source.js';
 import { currentEntries, readEditFacts, type CurrentEntry, type EditFacts } from '../elf/edit-facts.js';
 import { readElfImage, type ElfImage } from '../elf/elf-image.js';
@@ -14,11 +13,8 @@ import { TableHasNoRoom } from '../plan/segment-layout.js';
 import { shiftForRewrite } from '../plan/shift-for-rewrite.js';
 import type { Plan, Tier } from '../plan/plan.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from '../plan/wanted.js';
-import { applyPlan } from '../write/apply-plan.js';
 import { withFileLock } from '../write/file-lock.js';
-import { rewriteFile } from '../write/rewrite-file.js';
-import { changedSincePlanned, sameFile } from '../write/same-file.js';
-import { readOnlyRefusal } from '../write/write-refusal.js';
+import { writePlan } from '../write/write-plan.js';
 
 export interface EditOptions {
   /** Write the result to this file and leave the input alone. */
@@ -154,53 +150,3 @@ async function copyTo(from: string, to: string): Promise<void> {
     throw ioError(to, 'write the output file', error);
   }
 }
-
-/**
- * Opens the file for writing and checks it is still the file that was planned for (same inode, size
- * and mtime), then applies the plan. Root can write anything, so the mode is checked here.
- */
-export async function writePlan(path: string, plan: Plan, planned: Stats | null, options: EditOptions): Promise<number> {
-  const before = statOrThrow(path);
-  const readOnly = (before.mode & 0o222) === 0;
-  if (readOnly && !options.makeWritable) throw readOnlyRefusal(path, before.mode);
-  // A rewrite makes a new file with the old one's mode: the old one is never opened for writing.
-  if (plan.tier === 'rewrite') return rewriteFile(path, plan, planned, options);
-  if (readOnly) await chmodOrThrow(path, before.mode | 0o200);
-  let fd: number | undefined;
-  try {
-    try {
-      fd = openSync(path, 'r+');
-    } catch (error) {
-      throw ioError(path, 'open for writing', error);
-    }
-    if (planned !== null) {
-      const now = fstatSync(fd);
-      if (!sameFile(now, planned)) throw changedSincePlanned(path);
-    }
-    try {
-      return applyPlan(fd, plan, options.durable === undefined ? {} : { durable: options.durable });
-    } catch (error) {
-      throw ioError(path, 'write', error);
-    }
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-    if (readOnly) await chmodOrThrow(path, before.mode);
-  }
-}
-
-function statOrThrow(path: string): Stats {
-  try {
-    return statSync(path);
-  } catch (error) {
-    throw ioError(path, 'stat', error);
-  }
-}
-
-async function chmodOrThrow(path: string, mode: number): Promise<void> {
-  try {
-    await chmod(path, mode & 0o7777);
-  } catch (error) {
-    throw ioError(path, 'change the mode of', error);
-  }
-}
-

@@ -1,0 +1,69 @@
+// Writing a plan to a path: the file is checked to be the one planned for, a read-only one is opened up
+// for the write (--make-writable) and its mode put back, and the plan's writes go in their order, or
+// the whole-file rewrite makes the new file and renames it over the old one.
+
+import { closeSync, fstatSync, openSync, statSync, type Stats } from 'node:fs';
+import { chmod } from 'node:fs/promises';
+import { ioError } from '../elf/byte-source.js';
+import type { Plan } from '../plan/plan.js';
+import { applyPlan } from './apply-plan.js';
+import { rewriteFile } from './rewrite-file.js';
+import { changedSincePlanned, sameFile } from './same-file.js';
+import { readOnlyRefusal } from './write-refusal.js';
+
+export interface WriteOptions {
+  /** fsync between the data and the header writes. */
+  readonly durable?: boolean;
+  /** Write files without write permission (the mode is restored afterwards). */
+  readonly makeWritable?: boolean;
+}
+
+/**
+ * Opens the file for writing and checks it is still the file that was planned for (same inode, size
+ * and mtime), then applies the plan. Root can write anything, so the mode is checked here.
+ */
+export async function writePlan(path: string, plan: Plan, planned: Stats | null, options: WriteOptions): Promise<number> {
+  const before = statOrThrow(path);
+  const readOnly = (before.mode & 0o222) === 0;
+  if (readOnly && !options.makeWritable) throw readOnlyRefusal(path, before.mode);
+  // A rewrite makes a new file with the old one's mode: the old one is never opened for writing.
+  if (plan.tier === 'rewrite') return rewriteFile(path, plan, planned, options);
+  if (readOnly) await chmodOrThrow(path, before.mode | 0o200);
+  let fd: number | undefined;
+  try {
+    try {
+      fd = openSync(path, 'r+');
+    } catch (error) {
+      throw ioError(path, 'open for writing', error);
+    }
+    if (planned !== null) {
+      const now = fstatSync(fd);
+      if (!sameFile(now, planned)) throw changedSincePlanned(path);
+    }
+    try {
+      return applyPlan(fd, plan, options.durable === undefined ? {} : { durable: options.durable });
+    } catch (error) {
+      throw ioError(path, 'write', error);
+    }
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+    if (readOnly) await chmodOrThrow(path, before.mode);
+  }
+}
+
+function statOrThrow(path: string): Stats {
+  try {
+    return statSync(path);
+  } catch (error) {
+    throw ioError(path, 'stat', error);
+  }
+}
+
+async function chmodOrThrow(path: string, mode: number): Promise<void> {
+  try {
+    await chmod(path, mode & 0o7777);
+  } catch (error) {
+    throw ioError(path, 'change the mode of', error);
+  }
+}
+
