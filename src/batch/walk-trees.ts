@@ -11,7 +11,7 @@
 
 import { lstatSync, readdirSync, statSync, type Dirent, type Stats } from 'node:fs';
 import { relative, resolve, sep } from 'node:path';
-import { ioError } from '../elf/byte-source.js';
+import { ioError } from '../errors/io-error.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { isRewriteTemporary } from '../write/rewrite-file.js';
 

@@ -2,7 +2,7 @@
 // them (`@FILE` values included), which command lines are patchelf's, and the --help text for them.
 
 import { readFile } from 'node:fs/promises';
-import { ioError } from '../elf/byte-source.js';
+import { ioError } from '../errors/io-error.js';
 import { bytesToByteString, byteStringToText, textToByteString } from '../elf/byte-string.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 

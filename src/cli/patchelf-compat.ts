@@ -5,7 +5,7 @@
 // remove, replace and add needed libraries. Unlike patchelf, a failing file does not stop the others.
 
 import { copyFile } from 'node:fs/promises';
-import { ioError } from '../elf/byte-source.js';
+import { ioError } from '../errors/io-error.js';
 import { byteStringToText } from '../elf/byte-string.js';
 import { DT, ET } from '../elf/constants.js';
 import { dynamicStringsOf, type ElfImage } from '../elf/elf-image.js';

@@ -1,7 +1,8 @@
 // Editing one file: read what is needed, plan, and write — or refuse with the file untouched.
 
 import { copyFile, rm } from 'node:fs/promises';
-import { FileByteSource, ioError } from '../elf/byte-source.js';
+import { FileByteSource } from '../elf/byte-source.js';
+import { ioError } from '../errors/io-error.js';
 import { currentEntries, readEditFacts, type CurrentEntry, type EditFacts } from '../elf/edit-facts.js';
 import { readElfImage, type ElfImage } from '../elf/elf-image.js';
 import { PlannedByteSource } from '../elf/planned-byte-source.js';

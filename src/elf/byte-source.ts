@@ -2,6 +2,7 @@
 
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
+import { ioError } from '../errors/io-error.js';
 
 /** Bytes addressed by file offset, bounds-checked against the size the file had when it was opened. */
 export interface ByteSource {
@@ -21,26 +22,6 @@ export function checkRange(size: number, position: number, length: number, what:
       position,
     );
   }
-}
-
-/** An io error for a failed open/read/write, with the OS reason in words. */
-export function ioError(file: string, action: string, error: unknown): CudaPatchelfError {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  const reason =
-    code === 'ENOENT'
-      ? 'no such file'
-      : code === 'EACCES' || code === 'EPERM'
-        ? 'permission denied'
-        : code === 'EISDIR'
-          ? 'is a directory'
-          : code === 'EROFS'
-            ? 'read-only file system'
-            : code === 'ETXTBSY'
-              ? 'file is being executed'
-              : error instanceof Error
-                ? error.message
-                : String(error);
-  return new CudaPatchelfError('io', `cannot ${action}: ${reason}`, { file, cause: error });
 }
 
 /**

@@ -4,7 +4,7 @@
 
 import { closeSync, fstatSync, openSync, statSync, type Stats } from 'node:fs';
 import { chmod } from 'node:fs/promises';
-import { ioError } from '../elf/byte-source.js';
+import { ioError } from '../errors/io-error.js';
 import type { Plan } from '../plan/plan.js';
 import { applyPlan } from './apply-plan.js';
 import { rewriteFile } from './rewrite-file.js';

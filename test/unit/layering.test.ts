@@ -29,8 +29,8 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   elf: { errors: {} },
   hooks: { elf: { modules: ['byte-string.ts', 'constants.ts'] }, errors: {} },
   plan: { elf: {}, errors: {} },
-  // Plans as data, and ioError (byte-source.ts) for the OS errors of its writes: nothing else of ELF.
-  write: { plan: { modules: ['plan.ts'], typeOnly: true }, elf: { modules: ['byte-source.ts'] }, errors: {} },
+  // Plans as data: nothing of ELF.
+  write: { plan: { modules: ['plan.ts'], typeOnly: true }, errors: {} },
   edit: { elf: {}, plan: {}, write: {}, errors: {} },
   batch: { elf: {}, edit: {}, plan: { typeOnly: true }, hooks: {}, write: {}, errors: {} },
   doctor: { elf: {}, errors: {} },

@@ -1,0 +1,24 @@
+// The io error of a failed open, read, write or stat, with the OS reason in words: every layer that
+// touches the file system reports through it, whatever it was doing.
+
+import { CudaPatchelfError } from './cuda-patchelf-error.js';
+
+/** An io error for a failed open/read/write, with the OS reason in words. */
+export function ioError(file: string, action: string, error: unknown): CudaPatchelfError {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const reason =
+    code === 'ENOENT'
+      ? 'no such file'
+      : code === 'EACCES' || code === 'EPERM'
+        ? 'permission denied'
+        : code === 'EISDIR'
+          ? 'is a directory'
+          : code === 'EROFS'
+            ? 'read-only file system'
+            : code === 'ETXTBSY'
+              ? 'file is being executed'
+              : error instanceof Error
+                ? error.message
+                : String(error);
+  return new CudaPatchelfError('io', `cannot ${action}: ${reason}`, { file, cause: error });
+}
