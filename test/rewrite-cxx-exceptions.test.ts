@@ -1,4 +1,4 @@
-// DESIGN §3's trap: glibc finds a shared object's program header table at run time (for
+// A trap of docs/design.md's ELF facts: glibc finds a shared object's program header table at run time (for
 // _dl_find_object / dl_iterate_phdr, which the C++ unwinder uses) through PT_PHDR, else through the
 // first PT_LOAD whose page-rounded file range covers e_phoff. A table moved to the end of the file
 // without PT_PHDR is "found" in the zeroed .bss tail of the RW segment and every exception thrown
@@ -7,7 +7,7 @@
 // Here the tables of a copy of Debian's libstdc++.so.6 and of a throwing library are forced to move
 // (a runpath long enough that the table must grow, on files whose table cannot grow in place), and a
 // program throws through both: the exception must still be caught, natively on x86_64 and under qemu
-// on aarch64. A control with the new PT_PHDR entry blanked checks that glibc really behaves as §3
+// on aarch64. A control with the new PT_PHDR entry blanked checks that glibc really behaves as docs/design.md says
 // says for that layout, so that the positive result means something.
 
 import { execFile } from 'node:child_process';
@@ -215,7 +215,7 @@ describe.concurrent('exceptions thrown through libraries whose program header ta
       expect(run.stdout.trim()).toBe(CAUGHT);
       caughtThroughMovedTables++;
 
-      // Control: the same files without the new PT_PHDR behave as §3 predicts for their layout.
+      // Control: the same files without the new PT_PHDR behave as docs/design.md predicts for their layout.
       for (const [name, moved, path] of [
         ['libstdc++.so.6', movedLibstdcxx, libstdcxx],
         ['libthrow.so', movedLibthrow, libthrow],

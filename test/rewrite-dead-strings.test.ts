@@ -1,4 +1,4 @@
-// DESIGN §3, the Nix trap: Nix keeps a store path alive as long as its hash occurs anywhere in the output,
+// docs/design.md's ELF facts, the Nix trap: Nix keeps a store path alive as long as its hash occurs anywhere in the output,
 // so a runpath or needed name that an edit replaces or removes must not survive anywhere in the file (old
 // .dynstr copy included). And the opposite trap (patchelf's shared-rpath test): GNU ld lets one string be
 // the tail of another, so clearing or overwriting a dead string must stop where a live one begins.

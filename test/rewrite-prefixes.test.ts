@@ -1,4 +1,4 @@
-// Kill-safety (DESIGN §5): a plan is an ordered list of writes such that every prefix leaves a valid,
+// Kill-safety (docs/design.md, How a file is edited): a plan is an ordered list of writes such that every prefix leaves a valid,
 // loadable file. For a matrix of fixtures and edits covering every tier and program header strategy
 // the planner has (grown table, moved table, extended segment, moved .dynamic, in place), each prefix
 // of each plan is applied to a fresh copy and the copy is read by our reader and readelf and loaded
@@ -156,7 +156,7 @@ const stateOf = (r: ReadBack): State => ({
   needed: r.summary.needed.map(byteStringToText),
 });
 
-/** What the planner did, named after the strategies of DESIGN §4 (from the fully applied plan). */
+/** What the planner did, named after the strategies of docs/design.md (How a file is edited) (from the fully applied plan). */
 function strategyOf(arch: Arch, plan: Plan, base: ReadBack, done: ReadBack): string {
   if (plan.tier !== 'append') return plan.tier;
   const { facts } = layoutProblems(arch, base, done);

@@ -1,4 +1,4 @@
-// One regression per patchelf bug of DESIGN §9, each on an input linked (or transformed) to provoke it,
+// One regression per patchelf bug that docs/design.md lists, each on an input linked (or transformed) to provoke it,
 // checked with binutils and a real loader: natively on x86_64, under qemu-aarch64 on aarch64.
 
 import { copyFile, cp, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -264,7 +264,7 @@ describe.each(ARCHES)('%s', (arch) => {
       const interpreter = (await execOk(requireTool('readelf'), ['-lW', program])).match(/Requesting program interpreter: ([^\]]+)\]/)?.[1];
       const result = await runCli(['set-runpath', LONG_RUNPATH, program, '--json'], { timeoutMs: 60_000 });
       if (result.code !== 0) {
-        // Refusing is allowed (DESIGN §3: keep an executable's table where it is, or prove the move);
+        // Refusing is allowed (docs/design.md's ELF facts: keep an executable's table where it is, or prove the move);
         // writing anything is not.
         expect(result.code, result.stderr).toBe(3);
         expect((JSON.parse(result.stdout) as { error?: { kind: string } }[])[0]?.error?.kind).toBe('unsupported');

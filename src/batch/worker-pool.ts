@@ -173,7 +173,7 @@ export class WorkerPool {
     const { victim, others } = dead.takeJobs();
     if (victim !== undefined) {
       // A thread dies between JavaScript steps, never inside a write: the file holds whole writes, in
-      // the order that keeps it valid at every step (DESIGN §5), which the next run completes.
+      // the order that keeps it valid at every step (docs/design.md, How a file is edited), which the next run completes.
       const what = this.options.dryRun
         ? 'nothing was written'
         : 'the file is unchanged, part-way or fully patched (every write leaves it valid): run apply again to finish it';

@@ -251,7 +251,7 @@ export function flagNames(names: ReadonlyMap<number, string>, value: number): st
   return out;
 }
 
-/** The machine's largest page size: what a new PT_LOAD must be aligned to (DESIGN §3). */
+/** The machine's largest page size: what a new PT_LOAD must be aligned to (docs/design.md, The ELF facts the edits rely on). */
 export function machinePageSize(machine: number): number {
   switch (machine) {
     case EM.EM_AARCH64:

@@ -1,5 +1,5 @@
 // Mapping appended data: extend the segment a previous edit appended, or add one PT_LOAD, finding a
-// program header slot without moving anything the loader or the kernel finds by position (DESIGN §3–4).
+// program header slot without moving anything the loader or the kernel finds by position (docs/design.md: the ELF facts, and how a file is edited).
 
 import type { ProgramHeader } from '../elf/codec.js';
 import { ET, PF_R, PF_W, PF_X, PT, SHF_ALLOC, SHT, machinePageSize } from '../elf/constants.js';

@@ -1,6 +1,6 @@
-// The verification ladder (DESIGN §7) as reusable checks on an edited file: our reader, readelf and
+// The verification ladder (docs/design.md, How a result is proven) as reusable checks on an edited file: our reader, readelf and
 // patchelf read back what was asked for; the program headers keep the invariants the loaders rely on
-// (§3); eu-elflint finds nothing the original did not have; the file still loads or runs; the same
+// (the ELF facts of docs/design.md); eu-elflint finds nothing the original did not have; the file still loads or runs; the same
 // edit again is a noop; strip still works on the result. Every check compares with the original
 // where a tool is known to be noisy or unable to read some inputs, and never where it is not.
 
@@ -38,7 +38,7 @@ const SHT_STRTAB = 3;
 const DT_STRTAB = 5;
 const DT_STRSZ = 10;
 
-/** The page size a loader may run with (DESIGN §3): a new segment must be aligned at least to it. */
+/** The page size a loader may run with (docs/design.md, The ELF facts the edits rely on): a new segment must be aligned at least to it. */
 export const MACHINE_PAGE_SIZE: Readonly<Record<Arch, number>> = { x86_64: 0x1000, aarch64: 0x10000, arm: 0x1000, ppc64: 0x10000 };
 
 /** Run-time page sizes a loader may use on the machine (aarch64 kernels run 4 KiB or 64 KiB pages). */
@@ -426,7 +426,7 @@ export interface LayoutFacts {
   readonly tableGrown: boolean;
 }
 
-/** The invariants of DESIGN §3 on the patched program headers, compared with the original's. */
+/** The invariants of docs/design.md's ELF facts on the patched program headers, compared with the original's. */
 export function layoutProblems(arch: Arch, original: ReadBack, patched: ReadBack): { problems: string[]; facts: LayoutFacts } {
   const problems: string[] = [];
   const before = original.image.programHeaders;
@@ -523,7 +523,7 @@ export function layoutProblems(arch: Arch, original: ReadBack, patched: ReadBack
   }
   if (tableMoved && phdrIndex !== 0) problems.push(`the program header table moved but entry 0 is not a PT_PHDR for it (found at ${phdrIndex})`);
   if (phdrIndex < 0) {
-    // glibc takes the table from the first LOAD whose page-rounded file range covers e_phoff (DESIGN §3).
+    // glibc takes the table from the first LOAD whose page-rounded file range covers e_phoff (docs/design.md, The ELF facts the edits rely on).
     for (const page of RUNTIME_PAGE_SIZES[arch]) {
       const covering = loads.find((ph) => {
         const start = Math.floor(ph.p_offset / page) * page;
