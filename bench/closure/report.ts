@@ -136,7 +136,7 @@ function targetRows(input: ReportInput): { header: string[]; rows: TargetRow[] }
     target: `peak RSS ≤ ${TARGETS.rssMiB} MiB`,
     cells: ours.map((a) => verdict(peakRssMiB(a), TARGETS.rssMiB, false, (v) => `${v.toFixed(0)} MiB`, (v, g) => `${(v - g).toFixed(0)} MiB over`)),
   });
-  return { header: ['target (issue §4)', ...ours.map((a) => a.contender.name)], rows };
+  return { header: ['target', ...ours.map((a) => a.contender.name)], rows };
 }
 
 function growthTable(input: ReportInput): string {
