@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
 import { readElfImage } from '../src/elf/elf-image.js';
-import { planEditOf, type PlannedEdit } from '../src/edit/edit-file.js';
+import { planEditOf, type PlannedEdit } from '../src/edit/plan-file.js';
 import { writePlan } from '../src/write/write-plan.js';
 import { lockName } from '../src/write/file-lock.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';

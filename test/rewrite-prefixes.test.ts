@@ -10,11 +10,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
 import { byteStringToText, textToByteString } from '../src/elf/byte-string.js';
-import { currentEntries, readEditFacts } from '../src/elf/edit-facts.js';
+import { currentEntries } from '../src/plan/edit-facts.js';
+import { readEditFacts } from '../src/edit/read-edit-facts.js';
 import { readElfImage } from '../src/elf/elf-image.js';
 import { DynamicEditor, addRunpathEntries, splitRunpath } from '../src/plan/dynamic-editor.js';
 import { planEdit } from '../src/plan/plan-edit.js';
 import type { Plan } from '../src/plan/plan.js';
+import { withoutRewrite } from './unit/helpers/plan-in-memory.js';
 import { applyPlan } from '../src/write/apply-plan.js';
 import { fixture, requireTool, type Arch, type Fixture } from './helpers/fixtures.js';
 import {
@@ -129,7 +131,7 @@ async function planFor(path: string, edit: Edit): Promise<Plan> {
     const facts = await readEditFacts(await readElfImage(source));
     const editor = new DynamicEditor(currentEntries(facts));
     edit(editor);
-    return planEdit(facts, editor.wanted());
+    return withoutRewrite(planEdit(facts, editor.wanted()));
   } finally {
     await source.close();
   }

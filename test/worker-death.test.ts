@@ -31,8 +31,10 @@ const EXIT_CODE = 7;
  * Runs first in every thread of the CLI's process. It is sent as source text (Function#toString), so it
  * uses nothing but its arguments and globals. A worker thread that opens a victim dies:
  * - exit: process.exit(EXIT_CODE) there and then;
- * - throw: closing the victim's first descriptor throws, which escapes the file's work: the read ends
- *   in processFile's `finally`, so the exception rejects the thread's loop, uncaught;
+ * - throw: opening the victim queues an exception on the thread's next tick, outside any promise the
+ *   file's work awaits, so nothing catches it (a failure inside the work is the file's, not the
+ *   thread's). The tick runs as soon as the work first waits on the event loop: planning reads
+ *   synchronously, so that is the write's lock, before a byte is written;
  * - terminate: the thread asks the main thread to terminate it and blocks until it does.
  * In every mode the thread dies before it writes a byte of the victim.
  */
@@ -61,8 +63,7 @@ function installKillHook(
     return;
   }
   const victims = new Set(plan.victims);
-  const victimDescriptors = new Set<number>();
-  const { openSync, closeSync } = fs;
+  const { openSync } = fs;
   mutable(fs).openSync = (...args: Parameters<typeof openSync>): number => {
     const path = args[0];
     if (typeof path !== 'string' || !victims.has(path)) return openSync(...args);
@@ -72,13 +73,12 @@ function installKillHook(
       channel.postMessage(threads.threadId);
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
     }
-    const fd = openSync(...args);
-    victimDescriptors.add(fd);
-    return fd;
-  };
-  mutable(fs).closeSync = (fd: number): void => {
-    closeSync(fd);
-    if (victimDescriptors.delete(fd)) throw new Error('the test kills this thread');
+    if (plan.mode === 'throw') {
+      process.nextTick(() => {
+        throw new Error('the test kills this thread');
+      });
+    }
+    return openSync(...args);
   };
   syncBuiltinESMExports();
 }

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { Bench, type Task } from 'tinybench';
 import { FileByteSource } from '../../src/elf/byte-source.js';
-import { currentEntries, readEditFacts, type EditFacts } from '../../src/elf/edit-facts.js';
+import { currentEntries, type EditFacts } from '../../src/plan/edit-facts.js';
+import { readEditFacts } from '../../src/edit/read-edit-facts.js';
 import { readElfImage } from '../../src/elf/elf-image.js';
 import { summarize } from '../../src/elf/summary.js';
 import { BUILTIN_HOOK_NAMES, cudaCompatHook, driverHook, removeStubsHook } from '../../src/hooks/builtin-hooks.js';
@@ -106,7 +107,7 @@ export async function plannerBenchmarks(libraries: readonly string[], cudaCompat
     editor.setRunpath([`${cudaCompat}/compat`, '/run/opengl-driver/lib', ...(old === null || old === '' ? [] : [old])].join(':'));
     const wanted = editor.wanted();
     const plan = planEdit(facts, wanted);
-    cases.push({ name: `${basename(path)} (${(facts.fileSize / 2 ** 20).toFixed(1)} MiB)`, fn: () => planEdit(facts, wanted), note: `tier ${plan.tier}, ${plan.writes.length} writes` });
+    cases.push({ name: `${basename(path)} (${(facts.fileSize / 2 ** 20).toFixed(1)} MiB)`, fn: () => planEdit(facts, wanted), note: plan.tier === 'needs-rewrite' ? 'tier needs-rewrite' : `tier ${plan.tier}, ${plan.writes.length} writes` });
   }
   return runCases('planner: planEdit', cases);
 }

@@ -1,17 +1,13 @@
-// The batch: walk the trees, and for each regular file read → compose hooks → plan → write, with
-// bounded concurrency. A failing file is reported and left untouched; the others go on.
+// The batch: walk the trees, and for each regular file plan the hooks' runpath through the shared
+// pipeline (edit/plan-file.ts) and write it (write/write-plan.ts), with bounded concurrency. A
+// failing file is reported and left untouched; the others go on.
 
 import pLimit from 'p-limit';
-import { FileByteSource } from '../elf/byte-source.js';
-import { DT, ELF_MAGIC, ET, PT } from '../elf/constants.js';
-import { readElfImage, skipReason } from '../elf/elf-image.js';
-import { planEditOf, type PlannedEdit } from '../edit/edit-file.js';
-import { writePlan } from '../write/write-plan.js';
-import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { DT, ET, PT } from '../elf/constants.js';
+import { planListedFile, type EditOperations, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
+import { commitPlan } from '../write/write-plan.js';
 import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
 import type { Hook } from '../hooks/hook.js';
-import { changedWhileRead } from './changed-while-read.js';
-import { withFileLock } from '../write/file-lock.js';
 import { writeRefusal } from '../write/write-refusal.js';
 import { countOutcome, emptySummary, type BatchSummary, type FileOutcome } from './file-outcome.js';
 import { walkTrees, type WalkItem } from './walk-trees.js';
@@ -36,12 +32,6 @@ export interface BatchOptions {
   readonly onOutcome?: (outcome: FileOutcome, bytesInFile: number) => void;
 }
 
-const ARCHIVE_MAGIC = Buffer.from('!<arch>\n', 'latin1');
-
-function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
-  return bytes.length >= prefix.length && prefix.every((byte, i) => bytes[i] === byte);
-}
-
 export type FileItem = Extract<WalkItem, { kind: 'file' }>;
 
 /** The per-file options, as sent to worker threads (plain data). */
@@ -53,61 +43,55 @@ export type FileOptions = Omit<BatchOptions, 'onOutcome' | 'jobs'>;
  */
 const FILES_QUEUED_PER_JOB = 32;
 
-export async function processFile(item: FileItem, options: FileOptions): Promise<FileOutcome> {
-  const path = item.path;
-  let source: FileByteSource;
-  try {
-    source = await FileByteSource.open(path, { followLink: false });
-  } catch (error) {
-    return { path, status: 'failed', error };
-  }
-  let composed: ComposedRunpath | null = null;
-  let oldRunpath: string | null = null;
-  let planned: PlannedEdit;
-  try {
-    const head = await source.read(0, Math.min(source.size, ARCHIVE_MAGIC.length), 'file magic');
-    if (startsWith(head, ARCHIVE_MAGIC)) return { path, status: 'skipped', reason: 'archive' };
-    if (!startsWith(head, ELF_MAGIC)) return { path, status: 'skipped', reason: 'not-elf' };
-    const image = await readElfImage(source);
-    const reason = skipReason(image);
-    if (reason !== null) return { path, status: 'skipped', reason };
+/** What the hook operations found on a file: its runpath, and the one the hooks make of it (null: no hook applies). */
+interface HookAnswer {
+  readonly oldRunpath: string | null;
+  readonly composed: ComposedRunpath | null;
+}
+
+/** The hooks as edit operations: the runpath they compose, set with the semantics' tag policy. */
+function hookOperations(item: FileItem, options: FileOptions): EditOperations<HookAnswer> {
+  return (editor, image) => {
     const fileFacts = {
-      path,
+      path: item.path,
       relativePath: item.relativePath,
       isSharedObject: image.header.e_type === ET.ET_DYN && !image.programHeaders.some((ph) => ph.p_type === PT.PT_INTERP),
       machine: image.header.e_machine,
     };
-    planned = await planEditOf(image, (editor) => {
-      oldRunpath = editor.runpath();
-      composed = composeRunpath(options.hooks, fileFacts, oldRunpath, options.semantics, item.names ?? 1);
-      if (composed === null) return;
-      if (options.semantics === 'default') {
-        if (composed.value !== (oldRunpath ?? '')) editor.setRunpath(composed.value, 'keep');
-        return;
-      }
-      const done = options.gate === true && oldRunpath !== null && editor.runpathTag() === DT.DT_RUNPATH && isOneHookRun(options.hooks, fileFacts, oldRunpath);
-      // Nixpkgs runs patchelf --set-rpath for every hook, even one that leaves the value as it is (the
-      // stubs hook): DT_RPATH becomes DT_RUNPATH, and a file without one gets an empty DT_RUNPATH.
-      if (!done) editor.setRunpath(composed.value, 'runpath');
-    });
+    const oldRunpath = editor.runpath();
+    const composed = composeRunpath(options.hooks, fileFacts, oldRunpath, options.semantics, item.names ?? 1);
+    if (composed === null) return { oldRunpath, composed };
+    if (options.semantics === 'default') {
+      if (composed.value !== (oldRunpath ?? '')) editor.setRunpath(composed.value, 'keep');
+      return { oldRunpath, composed };
+    }
+    const done = options.gate === true && oldRunpath !== null && editor.runpathTag() === DT.DT_RUNPATH && isOneHookRun(options.hooks, fileFacts, oldRunpath);
+    // Nixpkgs runs patchelf --set-rpath for every hook, even one that leaves the value as it is (the
+    // stubs hook): DT_RPATH becomes DT_RUNPATH, and a file without one gets an empty DT_RUNPATH.
+    if (!done) editor.setRunpath(composed.value, 'runpath');
+    return { oldRunpath, composed };
+  };
+}
+
+export async function processFile(item: FileItem, options: FileOptions): Promise<FileOutcome> {
+  const path = item.path;
+  let planned: PlannedFile<HookAnswer> | SkippedFile;
+  try {
+    planned = await planListedFile(item, hookOperations(item, options));
   } catch (error) {
-    // Any read failure of a file that another process changed since the walk listed it is that change.
-    const changed = await changedWhileRead(path, item.size, source.stats, error);
-    return { path, status: 'failed', error: changed ?? (error instanceof CudaPatchelfError ? error.withFile(path) : error) };
-  } finally {
-    await source.close();
+    return { path, status: 'failed', error };
   }
-  // Assigned inside the operations callback, which TypeScript cannot follow.
-  const result = composed as ComposedRunpath | null;
-  if (result === null) return { path, status: 'skipped', reason: 'no-hook' };
-  if (planned.plan.tier === 'noop') return { path, status: 'unchanged', runpath: oldRunpath };
-  const refusal = writeRefusal(path, source.stats, planned.plan.tier, options.makeWritable === true);
+  if (planned.kind === 'skipped') return { path, status: 'skipped', reason: planned.reason };
+  const { plan, stats, answer } = planned;
+  // A file no hook applies to is left as it is, even one an edit cut short: it is not this run's.
+  if (answer.composed === null) return { path, status: 'skipped', reason: 'no-hook' };
+  if (plan.tier === 'noop') return { path, status: 'unchanged', runpath: answer.oldRunpath };
+  const refusal = writeRefusal(path, stats, plan.tier, options.makeWritable === true);
   if (refusal !== null) return { path, status: 'failed', error: refusal };
   let bytesWritten = 0;
   if (!options.dryRun) {
     try {
-      // Under the lock, writePlan's check sees any write another run made since this one read the file.
-      bytesWritten = await withFileLock(path, source.stats, () => writePlan(path, planned.plan, source.stats, options));
+      bytesWritten = await commitPlan(path, plan, stats, options);
     } catch (error) {
       return { path, status: 'failed', error };
     }
@@ -115,10 +99,10 @@ export async function processFile(item: FileItem, options: FileOptions): Promise
   return {
     path,
     status: 'patched',
-    tier: planned.plan.tier,
-    oldRunpath,
-    newRunpath: result.value,
-    entries: result.entries,
+    tier: plan.tier,
+    oldRunpath: answer.oldRunpath,
+    newRunpath: answer.composed.value,
+    entries: answer.composed.entries,
     bytesWritten,
     otherLinks: item.nlink - 1,
   };

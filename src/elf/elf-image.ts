@@ -249,6 +249,9 @@ export async function dynamicStringsOf(image: ElfImage, tag: number): Promise<st
   return Promise.all(entries.map((entry) => strings.get(entry.d_val)));
 }
 
+/** Readable ELF files `apply` leaves alone (skipReason). */
+export type SkipReason = 'relocatable' | 'core' | 'debug-info' | 'static' | 'static-pie';
+
 /** DT_FLAGS_1: the object is a position-independent executable. */
 const DF_1_PIE = 0x08000000;
 
@@ -258,7 +261,7 @@ const DF_1_PIE = 0x08000000;
  * no DT_RUNPATH/DT_RPATH, so giving it one makes it crash before main. A debug-info file has no
  * dynamic array to patch, and nothing ever loads it.
  */
-export function skipReason(image: ElfImage): 'relocatable' | 'core' | 'debug-info' | 'static' | 'static-pie' | null {
+export function skipReason(image: ElfImage): SkipReason | null {
   if (image.header.e_type === ET.ET_REL) return 'relocatable';
   if (image.header.e_type === ET.ET_CORE) return 'core';
   if (image.debugInfo) return 'debug-info';

@@ -27,12 +27,18 @@ export interface StringReferences {
   readonly versionRecords: readonly StringReference[];
 }
 
-/** Version records are small and close together: read them through one window instead of one by one. */
-const RECORD_WINDOW = 16 * 1024;
+/**
+ * Version records are small and close together: they are read through a window instead of one by
+ * one. Real version sections are a few hundred bytes to a few KiB, so the window starts small and
+ * doubles with each refill: a big first window cost more to fill and collect than the records it held.
+ */
+const FIRST_RECORD_WINDOW = 512;
+const LARGEST_RECORD_WINDOW = 16 * 1024;
 
 class RecordReader {
   private window: Uint8Array = new Uint8Array(0);
   private windowAt = 0;
+  private nextWindow = FIRST_RECORD_WINDOW;
   private readonly source: ByteSource;
   private readonly codec: ElfCodec;
 
@@ -44,9 +50,10 @@ class RecordReader {
   async read<N extends string>(layout: RecordLayout<N>, offset: number): Promise<Record<N, number>> {
     const size = this.codec.sizeOf(layout);
     if (offset < this.windowAt || offset + size > this.windowAt + this.window.length) {
-      const length = Math.max(size, Math.min(RECORD_WINDOW, this.source.size - offset));
+      const length = Math.max(size, Math.min(this.nextWindow, this.source.size - offset));
       this.window = await this.source.read(offset, length, layout.name);
       this.windowAt = offset;
+      this.nextWindow = Math.min(2 * this.nextWindow, LARGEST_RECORD_WINDOW);
     }
     return this.codec.decode(layout, this.window, offset - this.windowAt);
   }

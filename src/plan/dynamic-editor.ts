@@ -2,7 +2,7 @@
 // them, turned into the WantedDynamic the planner places. Pure: strings are byte strings.
 
 import { DT } from '../elf/constants.js';
-import type { CurrentEntry } from '../elf/edit-facts.js';
+import type { CurrentEntry } from './edit-facts.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { WantedDynamic, WantedEntry } from './wanted.js';
 

@@ -3,14 +3,15 @@
 
 import { DYN, EHDR, PHDR, SHDR, SYM, type DynamicEntry, type ProgramHeader } from '../elf/codec.js';
 import { DT, EI_NIDENT, PT, SHT } from '../elf/constants.js';
-import type { EditFacts } from '../elf/edit-facts.js';
+import type { EditFacts } from './edit-facts.js';
 import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
 import { stringAt } from '../elf/string-table.js';
 import type { Section } from '../elf/section-headers.js';
-import type { Plan, PlannedWrite, WritePhase } from './plan.js';
+import type { NeedsRewrite, Plan, PlannedWrite, WritePhase } from './plan.js';
 import { layoutSegment, type FinishedLayout, type MovedRange, type SegmentLayout, type TableLayout } from './segment-layout.js';
-import { resumeOf, stringStarts, type SectionRepair } from './resume-edit.js';
-import { placeStrings, type StringRequest } from './string-placement.js';
+import { resumeOf, stringStarts, type Resume, type SectionRepair } from './resume-edit.js';
+import { placeStrings, type StringPlacement, type StringRequest } from './string-placement.js';
+import type { StringReference } from '../elf/string-references.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from './wanted.js';
 
 /** DT_NULL slots a moved dynamic array gets beyond what it needs, so that later edits fit in place. */
@@ -39,79 +40,33 @@ function normalize(facts: EditFacts, entry: WantedEntry): WantedEntry {
   return entry;
 }
 
-export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): Plan {
+/**
+ * The plan for one file, cheapest tier first, or the decision that only the whole-file rewrite can
+ * make this edit (the caller plans that on the shifted layout, src/plan/shift-for-rewrite.ts).
+ */
+export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): Plan | NeedsRewrite {
   // An edit cut short is finished first; planning goes on from the section headers as they should be.
   const resume = resumeOf(factsAsRead);
   const facts = resume === null ? factsAsRead : withRepairedSections(factsAsRead, resume.sections);
   const table = facts.dynstr.bytes;
   const entries = wanted.entries.map((entry) => normalize(facts, entry));
   const renamed = facts.references.versionRecords.filter((ref) => ref.source === 'version-need-file' && wanted.versionNeedRenames.has(stringAt(table, ref.index)));
-  const current = facts.dynamic.entries;
-  const unchanged =
-    renamed.length === 0 &&
-    entries.length === current.length &&
-    entries.every((entry, i) => !isStringEntry(entry) && entry.d_tag === current[i]?.d_tag && entry.d_val === current[i]?.d_val);
-  if (unchanged && resume === null) return { tier: 'noop', writes: [], newSize: facts.fileSize };
+  if (resume === null && renamed.length === 0 && sameEntries(entries, facts.dynamic.entries)) return { tier: 'noop', writes: [], newSize: facts.fileSize };
 
-  // Strings: what stays referenced, what is released, what must be placed.
-  const live = [
-    facts.references.symbolNames,
-    facts.references.versionRecords.filter((ref) => !renamed.includes(ref)).map((ref) => ref.index),
-    entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
-  ];
-  const released = [
-    ...current.filter((e) => STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
-    ...renamed.map((ref) => ref.index),
-    // What the cut-short cleanup would have zeroed is no longer known: every string nothing refers to.
-    ...(resume === null ? [] : stringStarts(table)),
-  ];
-  const requests: StringRequest[] = [
-    ...entries.filter(isStringEntry).map((e) => ({ text: e.text, previous: e.previous })),
-    ...renamed.map((ref) => ({ text: wanted.versionNeedRenames.get(stringAt(table, ref.index)) ?? '', previous: null })),
-  ];
-  const placement = placeStrings(table, live, released, requests);
-
-  const tableGrows = placement.table.length > placement.oldSize;
+  const placement = placeWantedStrings(facts, entries, renamed, wanted, resume);
   const dynamicEntries = entries.map((entry): DynamicEntry =>
     isStringEntry(entry) ? { d_tag: entry.d_tag, d_val: placement.indexOf.get(entry.text) ?? 0 } : { d_tag: entry.d_tag, d_val: entry.d_val },
   );
-  const dynamicMoves = dynamicEntries.length + 1 > facts.dynamic.capacity;
+  const places = placeTables(facts, placement, dynamicEntries.length);
+  if ('why' in places) return places;
+  const { layout, table: newTable, dynamic } = places;
+  const tableMoved = newTable.offset !== facts.dynstr.offset;
   const writes = writeList();
-
-  let layout: SegmentLayout | null = null;
-  let tableOffset = facts.dynstr.offset;
-  let tableVaddr = facts.dynstr.vaddr;
-  let dynamicOffset = facts.dynamic.offset;
-  let dynamicVaddr = facts.dynamic.vaddr;
-  const dynamicCapacity = dynamicMoves ? dynamicEntries.length + 1 + SPARE_DYNAMIC_SLOTS : facts.dynamic.capacity;
-  const entrySize = facts.codec.sizeOf(DYN);
-
-  if (tableGrows || dynamicMoves) {
-    layout = layoutSegment(facts);
-    const region = layout.region;
-    if (dynamicMoves) {
-      dynamicOffset = region.reserve(dynamicCapacity * entrySize, facts.codec.wordSize);
-      dynamicVaddr = layout.vaddrOf(dynamicOffset);
-    }
-    if (tableGrows) {
-      // A table that already ends the file inside the segment being extended grows where it is.
-      const growsAtEnd = layout.extendsSegment && facts.dynstr.offset + placement.oldSize === facts.fileSize && region.endOffset === facts.fileSize;
-      if (growsAtEnd) {
-        const tailAt = region.reserve(placement.table.length - placement.oldSize, 1);
-        region.fill(tailAt, placement.table.subarray(placement.oldSize));
-      } else {
-        tableOffset = region.reserve(placement.table.length, 1);
-        tableVaddr = layout.vaddrOf(tableOffset);
-        region.fill(tableOffset, placement.table);
-      }
-    }
-  }
-  const tableMoved = tableOffset !== facts.dynstr.offset;
 
   const moved = layout?.moved ?? [];
   const movedRangeOf = (vaddr: number): MovedRange | undefined => moved.find((m) => vaddr >= m.fromVaddr && vaddr < m.fromVaddr + m.size);
   const finalEntries = dynamicEntries.map((entry) => {
-    if (entry.d_tag === DT.DT_STRTAB) return { ...entry, d_val: tableVaddr };
+    if (entry.d_tag === DT.DT_STRTAB) return { ...entry, d_val: newTable.vaddr };
     if (entry.d_tag === DT.DT_STRSZ) return { ...entry, d_val: placement.table.length };
     // A section moved out of the program header table's way: its tag follows the copy.
     const range = RELOCATABLE_SECTION_TAGS.includes(entry.d_tag) ? movedRangeOf(entry.d_val) : undefined;
@@ -126,15 +81,16 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): Plan {
 
   let newSize = facts.fileSize;
   if (layout !== null) {
-    if (dynamicMoves) layout.region.fill(dynamicOffset, facts.codec.encodeRecords(DYN, finalEntries, dynamicCapacity));
-    const finished = layout.finish({ writable: dynamicMoves });
+    if (dynamic.moves) layout.region.fill(dynamic.offset, facts.codec.encodeRecords(DYN, finalEntries, dynamic.capacity));
+    const finished = layout.finish({ writable: dynamic.moves });
     newSize = finished.fileEnd;
+    const dynamicSize = dynamic.capacity * facts.codec.sizeOf(DYN);
     const withDynamic = (table: TableLayout): TableLayout =>
-      dynamicMoves ? { ...table, programHeaders: withMovedDynamic(table.programHeaders, dynamicOffset, dynamicVaddr, dynamicCapacity * entrySize) } : table;
+      dynamic.moves ? { ...table, programHeaders: withMovedDynamic(table.programHeaders, dynamic.offset, dynamic.vaddr, dynamicSize) } : table;
     addHeaderWrites(facts, { ...finished, ...withDynamic(finished), interim: finished.interim === null ? null : withDynamic(finished.interim) }, layout, writes);
   }
 
-  if (!dynamicMoves) addDynamicWrite(facts, finalEntries, writes);
+  if (!dynamic.moves) addDynamicWrite(facts, finalEntries, writes);
   for (const ref of renamed) {
     const index = placement.indexOf.get(wanted.versionNeedRenames.get(stringAt(table, ref.index)) ?? '') ?? 0;
     // When the version needs moved out of the table's way, the rename goes to the copy.
@@ -144,8 +100,8 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): Plan {
 
   addSectionWrites(facts, writes, {
     repairs: resume?.sections ?? [],
-    table: tableMoved || tableGrows ? { offset: tableOffset, vaddr: tableVaddr, size: placement.table.length } : null,
-    dynamic: dynamicMoves ? { offset: dynamicOffset, vaddr: dynamicVaddr, size: dynamicCapacity * entrySize } : null,
+    table: tableMoved || placement.table.length > placement.oldSize ? { ...newTable, size: placement.table.length } : null,
+    dynamic: dynamic.moves ? { offset: dynamic.offset, vaddr: dynamic.vaddr, size: dynamic.capacity * facts.codec.sizeOf(DYN) } : null,
     moved,
   });
 
@@ -156,6 +112,74 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): Plan {
     writes.add('cleanup', range.start, new Uint8Array(range.end - range.start), 'string table an interrupted edit left, zeroed');
   }
   return { tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize };
+}
+
+/** Whether the wanted entries are the file's entries as they are (no string to place, no value changed). */
+function sameEntries(entries: readonly WantedEntry[], current: readonly DynamicEntry[]): boolean {
+  return entries.length === current.length && entries.every((entry, i) => !isStringEntry(entry) && entry.d_tag === current[i]?.d_tag && entry.d_val === current[i]?.d_val);
+}
+
+/** The new string table: what stays referenced, what is released, what must be placed. */
+function placeWantedStrings(facts: EditFacts, entries: readonly WantedEntry[], renamed: readonly StringReference[], wanted: WantedDynamic, resume: Resume | null): StringPlacement {
+  const table = facts.dynstr.bytes;
+  const live = [
+    facts.references.symbolNames,
+    facts.references.versionRecords.filter((ref) => !renamed.includes(ref)).map((ref) => ref.index),
+    entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
+  ];
+  const released = [
+    ...facts.dynamic.entries.filter((e) => STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
+    ...renamed.map((ref) => ref.index),
+    // What the cut-short cleanup would have zeroed is no longer known: every string nothing refers to.
+    ...(resume === null ? [] : stringStarts(table)),
+  ];
+  const requests: StringRequest[] = [
+    ...entries.filter(isStringEntry).map((e) => ({ text: e.text, previous: e.previous })),
+    ...renamed.map((ref) => ({ text: wanted.versionNeedRenames.get(stringAt(table, ref.index)) ?? '', previous: null })),
+  ];
+  return placeStrings(table, live, released, requests);
+}
+
+/** Where the string table and the dynamic array will be, and the appended segment when either needs one. */
+interface TablePlaces {
+  /** Null when both stay where they are (the in-place tier). */
+  readonly layout: SegmentLayout | null;
+  readonly table: { readonly offset: number; readonly vaddr: number };
+  readonly dynamic: { readonly moves: boolean; readonly offset: number; readonly vaddr: number; readonly capacity: number };
+}
+
+function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: number): TablePlaces | NeedsRewrite {
+  const tableGrows = placement.table.length > placement.oldSize;
+  const dynamicMoves = entryCount + 1 > facts.dynamic.capacity;
+  const unmoved: TablePlaces = {
+    layout: null,
+    table: { offset: facts.dynstr.offset, vaddr: facts.dynstr.vaddr },
+    dynamic: { moves: false, offset: facts.dynamic.offset, vaddr: facts.dynamic.vaddr, capacity: facts.dynamic.capacity },
+  };
+  if (!tableGrows && !dynamicMoves) return unmoved;
+  const layout = layoutSegment(facts);
+  if ('why' in layout) return layout;
+  const region = layout.region;
+  let dynamic = unmoved.dynamic;
+  if (dynamicMoves) {
+    const capacity = entryCount + 1 + SPARE_DYNAMIC_SLOTS;
+    const offset = region.reserve(capacity * facts.codec.sizeOf(DYN), facts.codec.wordSize);
+    dynamic = { moves: true, offset, vaddr: layout.vaddrOf(offset), capacity };
+  }
+  let table = unmoved.table;
+  if (tableGrows) {
+    // A table that already ends the file inside the segment being extended grows where it is.
+    const growsAtEnd = layout.extendsSegment && facts.dynstr.offset + placement.oldSize === facts.fileSize && region.endOffset === facts.fileSize;
+    if (growsAtEnd) {
+      const tailAt = region.reserve(placement.table.length - placement.oldSize, 1);
+      region.fill(tailAt, placement.table.subarray(placement.oldSize));
+    } else {
+      const offset = region.reserve(placement.table.length, 1);
+      table = { offset, vaddr: layout.vaddrOf(offset) };
+      region.fill(offset, placement.table);
+    }
+  }
+  return { layout, table, dynamic };
 }
 
 /** The facts with the repaired section headers in place of the stale ones. */

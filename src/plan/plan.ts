@@ -48,6 +48,20 @@ export interface Plan {
   readonly shift?: number;
 }
 
+/**
+ * The append tier cannot map new data (an executable whose program header table has no room): only
+ * the whole-file rewrite can make this edit. A decision, returned like a plan, not an error.
+ */
+export interface NeedsRewrite {
+  readonly tier: 'needs-rewrite';
+  /** Why, in words (the edit's error when the rewrite is not offered). */
+  readonly why: string;
+}
+
+export function needsRewrite(why: string): NeedsRewrite {
+  return { tier: 'needs-rewrite', why };
+}
+
 export function bytesWritten(plan: Plan): number {
   return plan.writes.reduce((sum, write) => sum + write.bytes.length, 0);
 }

@@ -8,7 +8,7 @@
 // strings of the live table that nothing refers to are zeroed: that is what the cut-short cleanup
 // would have done, so no replaced /nix/store path stays in the file.
 
-import type { EditFacts } from '../elf/edit-facts.js';
+import type { EditFacts } from './edit-facts.js';
 import type { Section } from '../elf/section-headers.js';
 import { SHT } from '../elf/constants.js';
 import type { Range } from './string-placement.js';

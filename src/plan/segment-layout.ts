@@ -3,8 +3,9 @@
 
 import type { ProgramHeader } from '../elf/codec.js';
 import { ET, PF_R, PF_W, PF_X, PT, SHF_ALLOC, SHT, machinePageSize } from '../elf/constants.js';
-import type { EditFacts, MovableRange } from '../elf/edit-facts.js';
+import type { EditFacts, MovableRange } from './edit-facts.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { needsRewrite, type NeedsRewrite } from './plan.js';
 import { AppendedRegion, alignUp } from './region.js';
 
 /** What the appended data is mapped by. */
@@ -87,17 +88,11 @@ function unsupported(message: string): CudaPatchelfError {
 }
 
 /**
- * An executable's program header table can neither grow where it is nor move to where the kernel
- * looks for it: the append tier ends here, and the caller may offer the whole-file rewrite.
+ * Chooses how the region at the end of the file will be mapped, or says that only the whole-file
+ * rewrite can: an executable's program header table that can neither grow where it is nor move to
+ * where the kernel looks for it.
  */
-export class TableHasNoRoom extends CudaPatchelfError {
-  constructor(message: string) {
-    super('unsupported', message);
-  }
-}
-
-/** Chooses how the region at the end of the file will be mapped. */
-export function layoutSegment(facts: EditFacts): SegmentLayout {
+export function layoutSegment(facts: EditFacts): SegmentLayout | NeedsRewrite {
   const extend = extendableSegment(facts);
   if (extend !== null) return extendLayout(facts, extend);
   return newLoadLayout(facts);
@@ -145,7 +140,7 @@ const MAX_IDENTITY_HOLE = 64 * 2 ** 20;
  * in the file when the file is shorter than the memory image. There the gap is left out: with
  * addresses tied to offsets it would cost its size in file bytes, to quiet a lint heuristic.
  */
-function placeNewSegment(facts: EditFacts, pageSize: number, executableTableMoves: boolean): { start: number; vaddr: number; align: number } {
+function placeNewSegment(facts: EditFacts, pageSize: number, executableTableMoves: boolean): { start: number; vaddr: number; align: number } | NeedsRewrite {
   const loads = facts.programHeaders.filter(isLoad);
   const highestEnd = Math.max(...loads.map((ph) => ph.p_vaddr + ph.p_memsz));
   if (!executableTableMoves) {
@@ -153,19 +148,19 @@ function placeNewSegment(facts: EditFacts, pageSize: number, executableTableMove
   }
   const first = loads.reduce((low, ph) => (ph.p_vaddr < low.p_vaddr ? ph : low));
   if (first.p_offset !== 0) {
-    throw new TableHasNoRoom('needs one more program header; the table cannot grow in place, and an executable whose first PT_LOAD does not start at offset 0 cannot have it moved (the kernel finds it by position)');
+    return needsRewrite('needs one more program header; the table cannot grow in place, and an executable whose first PT_LOAD does not start at offset 0 cannot have it moved (the kernel finds it by position)');
   }
   const delta = first.p_vaddr;
   const start = Math.max(alignUp(facts.fileSize, facts.codec.wordSize), alignUp(highestEnd, pageSize) - delta);
   if (start - facts.fileSize > MAX_IDENTITY_HOLE) {
-    throw new TableHasNoRoom(
+    return needsRewrite(
       `needs one more program header; the table cannot grow in place, and moving it where the kernel looks for it would leave a hole of ${Math.round((start - facts.fileSize) / 2 ** 20)} MiB in the file (the memory image is that much larger than the file)`,
     );
   }
   return { start, vaddr: delta + start, align: delta % pageSize === 0 ? pageSize : first.p_align };
 }
 
-function newLoadLayout(facts: EditFacts): SegmentLayout {
+function newLoadLayout(facts: EditFacts): SegmentLayout | NeedsRewrite {
   const { header, programHeaders, codec } = facts;
   const pageSize = machinePageSize(header.e_machine);
   if (!programHeaders.some(isLoad)) throw unsupported('no PT_LOAD segment to place new data after');
@@ -179,6 +174,7 @@ function newLoadLayout(facts: EditFacts): SegmentLayout {
   const isSharedObject = header.e_type === ET.ET_DYN && !programHeaders.some((ph) => ph.p_type === PT.PT_INTERP);
   const tableMoves = strategy === 'move-table' || strategy === 'grow-after-move';
   const placed = placeNewSegment(facts, pageSize, tableMoves && !isSharedObject);
+  if ('why' in placed) return placed;
   const region = new AppendedRegion(placed.start);
   const vaddr = placed.vaddr;
   const vaddrOf = (offset: number): number => vaddr + (offset - region.start);

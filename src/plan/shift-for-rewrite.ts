@@ -12,7 +12,7 @@
 
 import { EHDR, PHDR, SHDR, type ProgramHeader } from '../elf/codec.js';
 import { EI_NIDENT, ELF_MAGIC, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ET, EV_CURRENT, PF_R, PT, SHT, machinePageSize } from '../elf/constants.js';
-import type { EditFacts } from '../elf/edit-facts.js';
+import type { EditFacts } from './edit-facts.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { PlannedWrite } from './plan.js';
 import { alignUp } from './region.js';

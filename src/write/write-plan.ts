@@ -1,12 +1,14 @@
-// Writing a plan to a path: the file is checked to be the one planned for, a read-only one is opened up
-// for the write (--make-writable) and its mode put back, and the plan's writes go in their order, or
-// the whole-file rewrite makes the new file and renames it over the old one.
+// Writing a plan to a path: to a copy (--output), or to the file itself under the per-file lock. The
+// file is checked to be the one planned for, a read-only one is opened up for the write
+// (--make-writable) and its mode put back, and the plan's writes go in their order, or the whole-file
+// rewrite makes the new file and renames it over the old one.
 
 import { closeSync, fstatSync, openSync, statSync, type Stats } from 'node:fs';
-import { chmod } from 'node:fs/promises';
+import { chmod, copyFile, rm } from 'node:fs/promises';
 import { ioError } from '../errors/io-error.js';
 import type { Plan } from '../plan/plan.js';
 import { applyPlan } from './apply-plan.js';
+import { withFileLock } from './file-lock.js';
 import { rewriteFile } from './rewrite-file.js';
 import { changedSincePlanned, sameFile } from './same-file.js';
 import { readOnlyRefusal } from './write-refusal.js';
@@ -16,6 +18,39 @@ export interface WriteOptions {
   readonly durable?: boolean;
   /** Write files without write permission (the mode is restored afterwards). */
   readonly makeWritable?: boolean;
+}
+
+export interface CommitOptions extends WriteOptions {
+  /** Write the result to this file and leave the input alone. */
+  readonly output?: string;
+}
+
+/**
+ * Writes a plan made from the file at `path`, which `planned` describes as it was read; returns the
+ * bytes written. With `output`, the file is copied there and the copy edited (the input is left as
+ * it is; a copy that fails half-way is removed). Otherwise a noop writes nothing, not even the
+ * timestamp, and any other plan is written under the file lock, where writePlan's check sees a write
+ * another cuda-patchelf made since this one read the file.
+ */
+export async function commitPlan(path: string, plan: Plan, planned: Stats, options: CommitOptions): Promise<number> {
+  if (options.output !== undefined) return writeCopy(path, options.output, plan, options);
+  if (plan.tier === 'noop') return 0;
+  return withFileLock(path, planned, () => writePlan(path, plan, planned, options));
+}
+
+async function writeCopy(path: string, output: string, plan: Plan, options: WriteOptions): Promise<number> {
+  try {
+    await copyFile(path, output);
+  } catch (error) {
+    throw ioError(output, 'write the output file', error);
+  }
+  try {
+    // The copy is ours to write, whatever the input's mode (which it keeps).
+    return await writePlan(output, plan, null, { ...options, makeWritable: true });
+  } catch (error) {
+    await rm(output, { force: true });
+    throw error;
+  }
 }
 
 /**

@@ -3,7 +3,7 @@
 
 import { FileByteSource } from '../../src/elf/byte-source.js';
 import { readElfImage } from '../../src/elf/elf-image.js';
-import { planEditOf, type EditOperations } from '../../src/edit/edit-file.js';
+import { planEditOf, type EditOperations } from '../../src/edit/plan-file.js';
 import type { Plan } from '../../src/plan/plan.js';
 
 export async function planFile(path: string, operations: EditOperations): Promise<Plan> {

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { DT } from '../../src/elf/constants.js';
-import type { CurrentEntry } from '../../src/elf/edit-facts.js';
+import type { CurrentEntry } from '../../src/plan/edit-facts.js';
 import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
 import {
   DynamicEditor,

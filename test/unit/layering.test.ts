@@ -32,7 +32,8 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   // Plans as data: nothing of ELF.
   write: { plan: { modules: ['plan.ts'], typeOnly: true }, errors: {} },
   edit: { elf: {}, plan: {}, write: {}, errors: {} },
-  batch: { elf: {}, edit: {}, plan: { typeOnly: true }, hooks: {}, write: {}, errors: {} },
+  // Walking, scheduling and the summary: a file's path through elf/ and plan/ is edit/'s pipeline.
+  batch: { elf: { modules: ['constants.ts'] }, edit: {}, plan: { modules: ['plan.ts'], typeOnly: true }, hooks: {}, write: {}, errors: {} },
   doctor: { elf: {}, errors: {} },
   cli: 'any',
 };

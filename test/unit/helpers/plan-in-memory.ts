@@ -2,11 +2,12 @@
 // and planner: what the CLI does to a file, minus the file.
 
 import { DT } from '../../../src/elf/constants.js';
-import { currentEntries, readEditFacts, type EditFacts } from '../../../src/elf/edit-facts.js';
+import { currentEntries, type EditFacts } from '../../../src/plan/edit-facts.js';
+import { readEditFacts } from '../../../src/edit/read-edit-facts.js';
 import { dynamicStringsOf } from '../../../src/elf/elf-image.js';
 import { DynamicEditor } from '../../../src/plan/dynamic-editor.js';
 import { planEdit } from '../../../src/plan/plan-edit.js';
-import type { Plan, PlannedWrite } from '../../../src/plan/plan.js';
+import type { NeedsRewrite, Plan, PlannedWrite } from '../../../src/plan/plan.js';
 import { readImage } from './corpus.js';
 
 export type Operations = (editor: DynamicEditor) => void;
@@ -19,7 +20,13 @@ export async function planOn(bytes: Uint8Array, operations: Operations): Promise
   const facts = await factsOf(bytes);
   const editor = new DynamicEditor(currentEntries(facts));
   operations(editor);
-  return { facts, plan: planEdit(facts, editor.wanted()) };
+  return { facts, plan: withoutRewrite(planEdit(facts, editor.wanted())) };
+}
+
+/** A plan of the first three tiers; a test that gets the rewrite decision instead fails, saying why. */
+export function withoutRewrite(decision: Plan | NeedsRewrite): Plan {
+  if (decision.tier === 'needs-rewrite') throw new Error(`the edit needs the whole-file rewrite: ${decision.why}`);
+  return decision;
 }
 
 /**

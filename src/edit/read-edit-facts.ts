@@ -1,47 +1,16 @@
-// Everything the planner needs to know about a file, read up front, so that planning is pure.
+// Reading the planner's input (src/plan/edit-facts.ts) from an open image: everything planning needs,
+// read up front, so that planning itself is pure.
 
 import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
-import type { ElfCodec, ProgramHeader } from './codec.js';
-import { DT, PT, SHT } from './constants.js';
-import { checkRange, type ByteSource } from './byte-source.js';
-import { checkEditable } from './edit-preconditions.js';
-import { dynamicValue, type DynamicArray, type ElfHeader, type ElfImage } from './elf-image.js';
-import { readSectionHeaders, type Section } from './section-headers.js';
-import { readStringReferences, type StringReferences } from './string-references.js';
-import { stringAt } from './string-table.js';
-import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS, STRING_TAGS } from './tag-groups.js';
-
-export interface DynamicStringTable {
-  readonly offset: number;
-  readonly vaddr: number;
-  readonly bytes: Uint8Array;
-}
-
-/** A file range that the program header table may grow over once its bytes are copied elsewhere. */
-export interface MovableRange {
-  readonly offset: number;
-  readonly bytes: Uint8Array;
-}
-
-export interface EditFacts {
-  readonly fileSize: number;
-  readonly codec: ElfCodec;
-  readonly header: ElfHeader;
-  readonly programHeaders: readonly ProgramHeader[];
-  readonly dynamic: DynamicArray;
-  readonly dynstr: DynamicStringTable;
-  /** References into .dynstr from outside the dynamic array. */
-  readonly references: StringReferences;
-  readonly sections: readonly Section[];
-  /** The bytes of PT_INTERP and PT_NOTE ranges (what may be moved to make room after the table). */
-  readonly movableRanges: readonly MovableRange[];
-  /** Sections right after the program header table that a RELOCATABLE_SECTION_TAGS tag points at. */
-  readonly relocatableSections: readonly MovableRange[];
-  /** The bytes that follow the program header table, up to a small bound (gap checks). */
-  readonly afterProgramHeaders: Uint8Array;
-  /** The static symbol table (.symtab), whose symbols in a moved section must follow it; null if none. */
-  readonly symbolTable: { readonly offset: number; readonly bytes: Uint8Array } | null;
-}
+import type { ProgramHeader } from '../elf/codec.js';
+import { DT, PT, SHT } from '../elf/constants.js';
+import { checkRange, type ByteSource } from '../elf/byte-source.js';
+import { dynamicValue, type DynamicArray, type ElfImage } from '../elf/elf-image.js';
+import { readSectionHeaders, type Section } from '../elf/section-headers.js';
+import { readStringReferences } from '../elf/string-references.js';
+import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS } from '../elf/tag-groups.js';
+import { checkEditable } from '../plan/edit-preconditions.js';
+import type { EditFacts, MovableRange } from '../plan/edit-facts.js';
 
 /**
  * Whether a PT_INTERP or PT_NOTE segment covers more than the interpreter name or the notes: an
@@ -126,20 +95,4 @@ async function readOrLocate(source: ByteSource, offset: number, length: number, 
   if (purpose === 'plan') return source.read(offset, length, what);
   checkRange(source.size, offset, length, what);
   return new Uint8Array(0);
-}
-
-/** The current entries with their strings resolved, as the edit operations see them. */
-export interface CurrentEntry {
-  readonly d_tag: number;
-  readonly d_val: number;
-  /** The string for string-valued tags, null otherwise. */
-  readonly text: string | null;
-}
-
-export function currentEntries(facts: EditFacts): CurrentEntry[] {
-  return facts.dynamic.entries.map((entry) => ({
-    d_tag: entry.d_tag,
-    d_val: entry.d_val,
-    text: STRING_TAGS.has(entry.d_tag) ? stringAt(facts.dynstr.bytes, entry.d_val) : null,
-  }));
 }

@@ -4,10 +4,10 @@
 // segments or tags that contradict each other, are refused up front and the file is left alone.
 
 import { formatError } from '../errors/cuda-patchelf-error.js';
-import type { ProgramHeader } from './codec.js';
-import { DT, DT_NAMES, PT, nameOf } from './constants.js';
-import type { DynamicArray } from './elf-image.js';
-import { ADDRESS_TAGS } from './tag-groups.js';
+import type { ProgramHeader } from '../elf/codec.js';
+import { DT, DT_NAMES, PT, nameOf } from '../elf/constants.js';
+import type { DynamicArray } from '../elf/elf-image.js';
+import { ADDRESS_TAGS } from '../elf/tag-groups.js';
 
 /** Tags that say where one structure is: a second one would leave the rewriter two answers. */
 const ONE_PER_FILE_TAGS: readonly number[] = [

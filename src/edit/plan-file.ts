@@ -1,0 +1,168 @@
+// The one per-file pipeline every command shares up to the write: open → sniff → read the image →
+// read the planner's facts → run the caller's operations once → decide the tier and plan → read the
+// plan back. Writing the plan is write/'s (commitPlan); `apply` and the single-file commands differ
+// only in the options they pass and in what they make of the result.
+
+import type { Stats } from 'node:fs';
+import { FileByteSource } from '../elf/byte-source.js';
+import { ELF_MAGIC } from '../elf/constants.js';
+import { readElfImage, skipReason, type ElfImage, type SkipReason } from '../elf/elf-image.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { DynamicEditor } from '../plan/dynamic-editor.js';
+import { currentEntries, type CurrentEntry, type EditFacts } from '../plan/edit-facts.js';
+import { planEdit } from '../plan/plan-edit.js';
+import type { Plan } from '../plan/plan.js';
+import { PlannedByteSource } from '../plan/planned-byte-source.js';
+import { shiftForRewrite } from '../plan/shift-for-rewrite.js';
+import { ShiftedByteSource } from '../plan/shifted-byte-source.js';
+import { isStringEntry, type WantedDynamic, type WantedEntry } from '../plan/wanted.js';
+import { changedWhileRead } from './changed-while-read.js';
+import { readEditFacts } from './read-edit-facts.js';
+
+/**
+ * The operations to carry out on a file's dynamic array, run once per file; they may read the image
+ * (e_machine, say), and what they return comes back with the plan.
+ */
+export type EditOperations<T = void> = (editor: DynamicEditor, image: ElfImage) => T | Promise<T>;
+
+export type FileSkip = SkipReason | 'archive' | 'not-elf';
+
+export interface PlannedFile<T> {
+  readonly kind: 'planned';
+  /** The file as it was opened: the write checks it is still that file. */
+  readonly stats: Stats;
+  readonly facts: EditFacts;
+  readonly plan: Plan;
+  /** What the operations returned. */
+  readonly answer: T;
+}
+
+export interface SkippedFile {
+  readonly kind: 'skipped';
+  readonly reason: FileSkip;
+}
+
+/** How a tree walk listed a file: what changed since is told apart from a damaged file. */
+export interface ListedFile {
+  readonly path: string;
+  readonly size: number;
+}
+
+const ARCHIVE_MAGIC = Buffer.from('!<arch>\n', 'latin1');
+
+function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
+  return bytes.length >= prefix.length && prefix.every((byte, i) => bytes[i] === byte);
+}
+
+/**
+ * A file named on the command line: a symbolic link is followed, as patchelf does, and a file that
+ * cannot be edited (not ELF, static, debug-info…) fails. Nothing is written. Errors name the file.
+ */
+export async function planNamedFile<T>(path: string, operations: EditOperations<T>): Promise<PlannedFile<T>> {
+  const source = await openOrThrow(path, {});
+  try {
+    return await planOpenFile(source, await readElfImage(source), operations);
+  } catch (error) {
+    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
+  } finally {
+    await source.close();
+  }
+}
+
+/**
+ * A file a tree walk listed: a path that is a symbolic link now is refused (O_NOFOLLOW); archives,
+ * non-ELF files and the files `apply` leaves alone (skipReason) come back skipped; a read failure of a
+ * file that is no longer the one listed is reported as that change. Nothing is written.
+ */
+export async function planListedFile<T>(listed: ListedFile, operations: EditOperations<T>): Promise<PlannedFile<T> | SkippedFile> {
+  const { path } = listed;
+  const source = await openOrThrow(path, { followLink: false });
+  try {
+    const head = await source.read(0, Math.min(source.size, ARCHIVE_MAGIC.length), 'file magic');
+    if (startsWith(head, ARCHIVE_MAGIC)) return { kind: 'skipped', reason: 'archive' };
+    if (!startsWith(head, ELF_MAGIC)) return { kind: 'skipped', reason: 'not-elf' };
+    const image = await readElfImage(source);
+    const reason = skipReason(image);
+    if (reason !== null) return { kind: 'skipped', reason };
+    return await planOpenFile(source, image, operations);
+  } catch (error) {
+    const changed = await changedWhileRead(path, listed.size, source.stats, error);
+    throw changed ?? (error instanceof CudaPatchelfError ? error.withFile(path) : error);
+  } finally {
+    await source.close();
+  }
+}
+
+async function openOrThrow(path: string, options: { followLink?: boolean }): Promise<FileByteSource> {
+  try {
+    return await FileByteSource.open(path, options);
+  } catch (error) {
+    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
+  }
+}
+
+async function planOpenFile<T>(source: FileByteSource, image: ElfImage, operations: EditOperations<T>): Promise<PlannedFile<T>> {
+  const { facts, plan, answer } = await planEditOf(image, operations);
+  return { kind: 'planned', stats: source.stats, facts, plan, answer };
+}
+
+export interface PlannedEdit<T = void> {
+  readonly facts: EditFacts;
+  readonly plan: Plan;
+  readonly answer: T;
+}
+
+/**
+ * Reads what planning needs from an open image, runs the operations once and plans what they asked
+ * for. A plan is then read back as the file would be after it (nothing written yet): a hostile file
+ * can make a structure the rewriter does not manage depend on bytes it moves or overwrites, and such
+ * a plan is refused instead of leaving a file that no longer reads.
+ */
+export async function planEditOf<T>(image: ElfImage, operations: EditOperations<T>): Promise<PlannedEdit<T>> {
+  const facts = await readEditFacts(image);
+  const editor = new DynamicEditor(currentEntries(facts));
+  const answer = await operations(editor, image);
+  const wanted = editor.wanted();
+  const decision = planEdit(facts, wanted);
+  const plan = decision.tier === 'needs-rewrite' ? await planRewrite(image, facts, decision.why, wanted) : decision;
+  if (plan.tier !== 'noop' && plan.tier !== 'rewrite') await checkReadsBack(image, plan, wanted.entries);
+  return { facts, plan, answer };
+}
+
+/**
+ * Tier 4: the same wanted dynamic array planned on the file as a rewrite lays it out (a first page of
+ * its own for the headers, the old file behind it), where the program header table grows in place.
+ * What the operations asked for is the same there (string indices and addresses do not move, only
+ * file offsets do), so they do not run again. The plan is read back on that layout like any other.
+ */
+async function planRewrite(image: ElfImage, facts: EditFacts, why: string, wanted: WantedDynamic): Promise<Plan> {
+  const shifted = shiftForRewrite(facts, why);
+  const source = new PlannedByteSource(new ShiftedByteSource(image.source, shifted.shift), shifted.writes, shifted.size);
+  const shiftedImage = await readElfImage(source);
+  const plan = planEdit(await readEditFacts(shiftedImage), wanted);
+  if (plan.tier === 'needs-rewrite') throw new CudaPatchelfError('unsupported', plan.why);
+  if (plan.tier !== 'noop') await checkReadsBack(shiftedImage, plan, wanted.entries);
+  return { tier: 'rewrite', writes: [...shifted.writes, ...plan.writes], newSize: plan.newSize, shift: shifted.shift };
+}
+
+async function checkReadsBack(image: ElfImage, plan: Plan, wanted: readonly WantedEntry[]): Promise<void> {
+  let mismatch: string | null;
+  try {
+    const after = await readEditFacts(await readElfImage(new PlannedByteSource(image.source, plan.writes, plan.newSize)), 'check');
+    mismatch = firstMismatch(wanted, currentEntries(after));
+  } catch (error) {
+    if (!(error instanceof CudaPatchelfError)) throw error;
+    mismatch = error.message;
+  }
+  if (mismatch !== null) throw new CudaPatchelfError('unsupported', `the edited file would not read back (${mismatch}); left alone`);
+}
+
+/** Where the dynamic array read back from a plan differs from the one asked for: tags, and strings. */
+function firstMismatch(wanted: readonly WantedEntry[], got: readonly CurrentEntry[]): string | null {
+  if (got.length !== wanted.length) return `${got.length} dynamic entries instead of ${wanted.length}`;
+  for (const [index, entry] of wanted.entries()) {
+    const read = got[index];
+    if (read?.d_tag !== entry.d_tag || (isStringEntry(entry) && read.text !== entry.text)) return `dynamic entry ${index} does not read back as planned`;
+  }
+  return null;
+}

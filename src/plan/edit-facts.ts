@@ -1,0 +1,57 @@
+// The planner's input: everything it needs to know about a file, read up front (by
+// src/edit/read-edit-facts.ts) so that planning itself is pure.
+
+import type { ElfCodec, ProgramHeader } from '../elf/codec.js';
+import type { DynamicArray, ElfHeader } from '../elf/elf-image.js';
+import type { Section } from '../elf/section-headers.js';
+import type { StringReferences } from '../elf/string-references.js';
+import { stringAt } from '../elf/string-table.js';
+import { STRING_TAGS } from '../elf/tag-groups.js';
+
+export interface DynamicStringTable {
+  readonly offset: number;
+  readonly vaddr: number;
+  readonly bytes: Uint8Array;
+}
+
+/** A file range that the program header table may grow over once its bytes are copied elsewhere. */
+export interface MovableRange {
+  readonly offset: number;
+  readonly bytes: Uint8Array;
+}
+
+export interface EditFacts {
+  readonly fileSize: number;
+  readonly codec: ElfCodec;
+  readonly header: ElfHeader;
+  readonly programHeaders: readonly ProgramHeader[];
+  readonly dynamic: DynamicArray;
+  readonly dynstr: DynamicStringTable;
+  /** References into .dynstr from outside the dynamic array. */
+  readonly references: StringReferences;
+  readonly sections: readonly Section[];
+  /** The bytes of PT_INTERP and PT_NOTE ranges (what may be moved to make room after the table). */
+  readonly movableRanges: readonly MovableRange[];
+  /** Sections right after the program header table that a RELOCATABLE_SECTION_TAGS tag points at. */
+  readonly relocatableSections: readonly MovableRange[];
+  /** The bytes that follow the program header table, up to a small bound (gap checks). */
+  readonly afterProgramHeaders: Uint8Array;
+  /** The static symbol table (.symtab), whose symbols in a moved section must follow it; null if none. */
+  readonly symbolTable: { readonly offset: number; readonly bytes: Uint8Array } | null;
+}
+
+/** The current entries with their strings resolved, as the edit operations see them. */
+export interface CurrentEntry {
+  readonly d_tag: number;
+  readonly d_val: number;
+  /** The string for string-valued tags, null otherwise. */
+  readonly text: string | null;
+}
+
+export function currentEntries(facts: Pick<EditFacts, 'dynamic' | 'dynstr'>): CurrentEntry[] {
+  return facts.dynamic.entries.map((entry) => ({
+    d_tag: entry.d_tag,
+    d_val: entry.d_val,
+    text: STRING_TAGS.has(entry.d_tag) ? stringAt(facts.dynstr.bytes, entry.d_val) : null,
+  }));
+}
