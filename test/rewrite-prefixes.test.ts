@@ -10,13 +10,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
 import { byteStringToText, textToByteString } from '../src/elf/byte-string.js';
-import { currentEntries } from '../src/plan/edit-facts.js';
-import { readEditFacts } from '../src/edit/read-edit-facts.js';
 import { readElfImage } from '../src/elf/elf-image.js';
 import { DynamicEditor, addRunpathEntries, splitRunpath } from '../src/plan/dynamic-editor.js';
-import { planEdit } from '../src/plan/plan-edit.js';
+import { planEditOf } from '../src/edit/plan-file.js';
 import type { Plan } from '../src/plan/plan.js';
-import { withoutRewrite } from './unit/helpers/plan-in-memory.js';
 import { applyPlan } from '../src/write/apply-plan.js';
 import { fixture, requireTool, type Arch, type Fixture } from './helpers/fixtures.js';
 import {
@@ -125,13 +122,13 @@ afterAll(async () => {
   );
 });
 
+/** The plan the CLI makes (read back included); these fixtures never need the whole-file rewrite. */
 async function planFor(path: string, edit: Edit): Promise<Plan> {
   const source = await FileByteSource.open(path);
   try {
-    const facts = await readEditFacts(await readElfImage(source));
-    const editor = new DynamicEditor(currentEntries(facts));
-    edit(editor);
-    return withoutRewrite(planEdit(facts, editor.wanted()));
+    const { plan } = await planEditOf(await readElfImage(source), edit);
+    if (plan.tier === 'rewrite') throw new Error(`${path}: the edit needs the whole-file rewrite, which these prefixes do not model`);
+    return plan;
   } finally {
     await source.close();
   }

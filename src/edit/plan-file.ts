@@ -4,20 +4,20 @@
 // only in the options they pass and in what they make of the result.
 
 import type { Stats } from 'node:fs';
-import { FileByteSource } from '../elf/byte-source.js';
+import { FileByteSource, type ByteSource } from '../elf/byte-source.js';
 import { ELF_MAGIC } from '../elf/constants.js';
 import { readElfImage, skipReason, type ElfImage, type SkipReason } from '../elf/elf-image.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { DynamicEditor } from '../plan/dynamic-editor.js';
-import { currentEntries, type CurrentEntry, type EditFacts } from '../plan/edit-facts.js';
+import { currentEntries, type CurrentEntry, type EditFacts, type LaterFact } from '../plan/edit-facts.js';
 import { planEdit } from '../plan/plan-edit.js';
-import type { Plan } from '../plan/plan.js';
+import type { NeedsRewrite, Plan } from '../plan/plan.js';
 import { PlannedByteSource } from '../plan/planned-byte-source.js';
 import { shiftForRewrite } from '../plan/shift-for-rewrite.js';
 import { ShiftedByteSource } from '../plan/shifted-byte-source.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from '../plan/wanted.js';
 import { changedWhileRead } from './changed-while-read.js';
-import { readEditFacts } from './read-edit-facts.js';
+import { readBackDynamicEntries, readEditFacts, readLaterFact } from './read-edit-facts.js';
 
 /**
  * The operations to carry out on a file's dynamic array, run once per file; they may read the image
@@ -123,10 +123,26 @@ export async function planEditOf<T>(image: ElfImage, operations: EditOperations<
   const editor = new DynamicEditor(currentEntries(facts));
   const answer = await operations(editor, image);
   const wanted = editor.wanted();
-  const decision = planEdit(facts, wanted);
-  const plan = decision.tier === 'needs-rewrite' ? await planRewrite(image, facts, decision.why, wanted) : decision;
+  const decided = await decide(image.source, facts, wanted);
+  const plan = decided.decision.tier === 'needs-rewrite' ? await planRewrite(image, decided.facts, decided.decision.why, wanted) : decided.decision;
   if (plan.tier !== 'noop' && plan.tier !== 'rewrite') await checkReadsBack(image, plan, wanted.entries);
-  return { facts, plan, answer };
+  return { facts: decided.facts, plan, answer };
+}
+
+/**
+ * Plans on the facts read so far; when the plan asks for a fact read only on request (the .dynsym
+ * names, the .symtab bytes), reads it and plans again: each is asked for once at most.
+ */
+async function decide(source: ByteSource, first: EditFacts, wanted: WantedDynamic): Promise<{ facts: EditFacts; decision: Plan | NeedsRewrite }> {
+  let facts = first;
+  const asked = new Set<LaterFact>();
+  for (;;) {
+    const decision = planEdit(facts, wanted);
+    if (decision.tier !== 'needs-facts') return { facts, decision };
+    if (asked.has(decision.facts)) throw new Error(`planEdit asked twice for ${decision.facts}`);
+    asked.add(decision.facts);
+    facts = await readLaterFact(source, facts, decision.facts);
+  }
 }
 
 /**
@@ -139,17 +155,18 @@ async function planRewrite(image: ElfImage, facts: EditFacts, why: string, wante
   const shifted = shiftForRewrite(facts, why);
   const source = new PlannedByteSource(new ShiftedByteSource(image.source, shifted.shift), shifted.writes, shifted.size);
   const shiftedImage = await readElfImage(source);
-  const plan = planEdit(await readEditFacts(shiftedImage), wanted);
+  const { decision: plan } = await decide(source, await readEditFacts(shiftedImage), wanted);
   if (plan.tier === 'needs-rewrite') throw new CudaPatchelfError('unsupported', plan.why);
-  if (plan.tier !== 'noop') await checkReadsBack(shiftedImage, plan, wanted.entries);
-  return { tier: 'rewrite', writes: [...shifted.writes, ...plan.writes], newSize: plan.newSize, shift: shifted.shift };
+  // Every structure moved with the shift: the read-back walks them all.
+  if (plan.tier !== 'noop') await checkReadsBack(shiftedImage, { ...plan, touchesReferences: true }, wanted.entries);
+  return { tier: 'rewrite', writes: [...shifted.writes, ...plan.writes], newSize: plan.newSize, touchesReferences: true, shift: shifted.shift };
 }
 
 async function checkReadsBack(image: ElfImage, plan: Plan, wanted: readonly WantedEntry[]): Promise<void> {
   let mismatch: string | null;
   try {
-    const after = await readEditFacts(await readElfImage(new PlannedByteSource(image.source, plan.writes, plan.newSize)), 'check');
-    mismatch = firstMismatch(wanted, currentEntries(after));
+    const after = await readElfImage(new PlannedByteSource(image.source, plan.writes, plan.newSize));
+    mismatch = firstMismatch(wanted, plan.touchesReferences ? currentEntries(await readEditFacts(after, 'check')) : await readBackDynamicEntries(after));
   } catch (error) {
     if (!(error instanceof CudaPatchelfError)) throw error;
     mismatch = error.message;

@@ -6,11 +6,11 @@ import type { ProgramHeader } from '../elf/codec.js';
 import { DT, PT, SHT } from '../elf/constants.js';
 import { checkRange, type ByteSource } from '../elf/byte-source.js';
 import { dynamicValue, type DynamicArray, type ElfImage } from '../elf/elf-image.js';
-import { readSectionHeaders, type Section } from '../elf/section-headers.js';
-import { readStringReferences } from '../elf/string-references.js';
-import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS } from '../elf/tag-groups.js';
+import { readSectionHeaderTable, readSectionHeaders, type Section } from '../elf/section-headers.js';
+import { readStringReferences, readSymbolNames } from '../elf/string-references.js';
+import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
 import { checkEditable } from '../plan/edit-preconditions.js';
-import type { EditFacts, MovableRange } from '../plan/edit-facts.js';
+import type { CurrentEntry, EditFacts, LaterFact, MovableRange } from '../plan/edit-facts.js';
 
 /**
  * Whether a PT_INTERP or PT_NOTE segment covers more than the interpreter name or the notes: an
@@ -39,9 +39,11 @@ const SYMBOL_TABLE_LIMIT = 64 * 2 ** 20;
 const LOOK_AFTER_TABLE = 4096;
 
 /**
- * `purpose` 'check' reads an edited file back: everything is located and checked as for planning, but
- * the symbol tables are only located, not read: planning needs their contents, a check has nothing to
- * check in them (their references and bytes come back empty). Such facts are not for planning.
+ * The facts a plan starts from. The .dynsym names and the .symtab bytes are located but not read: a
+ * plan asks for them (NeedsFacts, readLaterFact) only when it needs them. `purpose` 'check' reads an
+ * edited file back: everything is located and checked as for planning, but the bytes only planning
+ * uses (the ranges the table may grow over, the bytes after it) are not read. Such facts are not for
+ * planning.
  */
 export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' = 'plan'): Promise<EditFacts> {
   const { source, header, programHeaders, dynamic, dynamicStrings, codec } = image;
@@ -56,23 +58,29 @@ export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' =
     ehsize: header.e_ehsize,
     phoff: header.e_phoff,
     phEnd: tableEnd,
-    dynstr: { offset: dynamicStrings.offset, vaddr: strtabAddress, bytes: dynstrBytes },
+    dynstr: { offset: dynamicStrings.offset, vaddr: strtabAddress, size: dynstrBytes.length, nulAtBothEnds: dynstrBytes[0] === 0 && dynstrBytes.at(-1) === 0 },
   });
   const sections = await readSectionHeaders(image);
+  const bytesOf = async (offset: number, length: number, what: string): Promise<Uint8Array> => {
+    if (purpose === 'plan') return source.read(offset, length, what);
+    checkRange(source.size, offset, length, what);
+    return new Uint8Array(0);
+  };
   const movableRanges: MovableRange[] = [];
   for (const ph of programHeaders) {
     if (ph.p_type !== PT.PT_INTERP && ph.p_type !== PT.PT_NOTE) continue;
     if (movableRanges.some((range) => range.offset === ph.p_offset) || holdsMoreThanItself(ph, dynamic, sections)) continue;
-    movableRanges.push({ offset: ph.p_offset, bytes: await source.read(ph.p_offset, ph.p_filesz, 'interpreter or note segment') });
+    movableRanges.push({ offset: ph.p_offset, bytes: await bytesOf(ph.p_offset, ph.p_filesz, 'interpreter or note segment') });
   }
   const symtab = sections.find((section) => section.sh_type === SHT.SHT_SYMTAB && section.sh_size > 0 && section.sh_size <= SYMBOL_TABLE_LIMIT);
+  if (symtab !== undefined) checkRange(source.size, symtab.sh_offset, symtab.sh_size, 'symbol table (.symtab)');
   const tagged = new Set(RELOCATABLE_SECTION_TAGS.map((tag) => dynamicValue(dynamic, tag)).filter((value) => value !== undefined));
   const relocatableSections: MovableRange[] = [];
   for (const section of sections) {
     const nextToTable = section.sh_offset < tableEnd + header.e_phentsize && section.sh_offset + section.sh_size > tableEnd;
     const inFile = section.sh_offset + section.sh_size <= source.size;
     if (!nextToTable || !inFile || section.sh_type === SHT.SHT_NOBITS || !tagged.has(section.sh_addr)) continue;
-    relocatableSections.push({ offset: section.sh_offset, bytes: await source.read(section.sh_offset, section.sh_size, `section ${section.name}`) });
+    relocatableSections.push({ offset: section.sh_offset, bytes: await bytesOf(section.sh_offset, section.sh_size, `section ${section.name}`) });
   }
   const after = Math.max(0, Math.min(LOOK_AFTER_TABLE, source.size - tableEnd));
   return {
@@ -82,17 +90,46 @@ export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' =
     programHeaders,
     dynamic,
     dynstr: { offset: dynamicStrings.offset, vaddr: strtabAddress, bytes: dynstrBytes },
-    references: await readStringReferences(image, sections, purpose === 'plan' ? 'read' : 'locate'),
+    references: await readStringReferences(image, sections),
     sections,
     movableRanges,
     relocatableSections,
-    afterProgramHeaders: await source.read(tableEnd, after, 'bytes after the program header table'),
-    symbolTable: symtab === undefined ? null : { offset: symtab.sh_offset, bytes: await readOrLocate(source, symtab.sh_offset, symtab.sh_size, 'symbol table (.symtab)', purpose) },
+    afterProgramHeaders: await bytesOf(tableEnd, after, 'bytes after the program header table'),
+    symbolTable: symtab === undefined ? null : { offset: symtab.sh_offset, size: symtab.sh_size, bytes: null },
   };
 }
 
-async function readOrLocate(source: ByteSource, offset: number, length: number, what: string, purpose: 'plan' | 'check'): Promise<Uint8Array> {
-  if (purpose === 'plan') return source.read(offset, length, what);
-  checkRange(source.size, offset, length, what);
-  return new Uint8Array(0);
+/** The facts with one that was left out read in (what a NeedsFacts decision asks for). */
+export async function readLaterFact(source: ByteSource, facts: EditFacts, fact: LaterFact): Promise<EditFacts> {
+  if (fact === 'symbol-names') {
+    return { ...facts, references: { ...facts.references, symbolNames: await readSymbolNames(source, facts.codec, facts.references.dynamicSymbols) } };
+  }
+  const table = facts.symbolTable;
+  if (table === null) return facts;
+  return { ...facts, symbolTable: { ...table, bytes: await source.read(table.offset, table.size, 'symbol table (.symtab)') } };
+}
+
+/**
+ * The dynamic entries of an edited file read back (through the plan's writes) as the loader finds
+ * them, for a plan that moved nothing the string references live in: the headers, the dynamic array,
+ * the strings its entries name, the same up-front checks as for planning, and the section header
+ * table (which such plans rewrite). The string table is read at its two ends and where the entries
+ * point, not whole; version records and .dynsym, untouched, are not walked again.
+ */
+export async function readBackDynamicEntries(image: ElfImage): Promise<CurrentEntry[]> {
+  const { source, header, programHeaders, dynamic, dynamicStrings, codec } = image;
+  if (dynamic === null || dynamicStrings === null) throw formatError('no dynamic array with a string table');
+  const size = dynamicStrings.size;
+  const edge = async (at: number): Promise<number | undefined> => (size === 0 ? undefined : (await source.read(dynamicStrings.offset + at, 1, 'dynamic string table'))[0]);
+  checkEditable(programHeaders, dynamic, {
+    fileSize: source.size,
+    ehsize: header.e_ehsize,
+    phoff: header.e_phoff,
+    phEnd: header.e_phoff + header.phnum * header.e_phentsize,
+    dynstr: { offset: dynamicStrings.offset, vaddr: dynamicValue(dynamic, DT.DT_STRTAB) ?? 0, size, nulAtBothEnds: (await edge(0)) === 0 && (await edge(size - 1)) === 0 },
+  });
+  await readSectionHeaderTable(source, codec, header);
+  return Promise.all(
+    dynamic.entries.map(async (entry) => ({ d_tag: entry.d_tag, d_val: entry.d_val, text: STRING_TAGS.has(entry.d_tag) ? await dynamicStrings.get(entry.d_val) : null })),
+  );
 }

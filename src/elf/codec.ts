@@ -71,6 +71,8 @@ export class ElfCodec {
   readonly wordSize: 4 | 8;
   private lastBytes: Uint8Array | null = null;
   private lastView: DataView | null = null;
+  private lastLayout: RecordLayout<string> | null = null;
+  private lastPlaced: PlacedLayout<string> | null = null;
 
   constructor(elfClass: ElfClass, littleEndian: boolean) {
     this.elfClass = elfClass;
@@ -79,12 +81,16 @@ export class ElfCodec {
   }
 
   private layoutOf<N extends string>(layout: RecordLayout<N>): PlacedLayout<N> {
+    // Tables are decoded and encoded record after record: the last layout asked for is asked again.
+    if (layout === this.lastLayout && this.lastPlaced !== null) return this.lastPlaced as unknown as PlacedLayout<N>;
     const placedForClass = PLACED[this.elfClass];
     let placed = placedForClass.get(layout);
     if (placed === undefined) {
       placed = place(this.elfClass === 64 ? layout.fields64 : layout.fields32, this.elfClass);
       placedForClass.set(layout, placed);
     }
+    this.lastLayout = layout;
+    this.lastPlaced = placed;
     return placed as unknown as PlacedLayout<N>;
   }
 
@@ -119,7 +125,7 @@ export class ElfCodec {
   encode<N extends string>(layout: RecordLayout<N>, record: Partial<Record<N, number>>, bytes: Uint8Array, at: number): void {
     const placed = this.layoutOf(layout);
     if (at < 0 || at + placed.size > bytes.length) throw new RangeError(`${layout.name} does not fit at ${at}`);
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const view = this.viewOf(bytes);
     for (const field of placed.fields) {
       const value = record[field.name];
       if (value !== undefined) this.writeField(view, at + field.at, field, value);
@@ -141,7 +147,7 @@ export class ElfCodec {
     return bytes;
   }
 
-  /** Tables are decoded record after record from one buffer: one view serves them all. */
+  /** Tables are decoded and encoded record after record in one buffer: one view serves them all. */
   private viewOf(bytes: Uint8Array): DataView {
     if (this.lastBytes !== bytes || this.lastView === null) {
       this.lastView = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);

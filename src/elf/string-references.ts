@@ -22,9 +22,21 @@ export interface StringReference {
 }
 
 export interface StringReferences {
-  /** The st_name of every .dynsym entry: tens of thousands in big libraries, so a typed array. */
-  readonly symbolNames: Uint32Array;
+  /**
+   * The st_name of every .dynsym entry: tens of thousands in big libraries, so a typed array. Null
+   * until read (readSymbolNames): a plan needs them only to tell which strings stay referenced, when
+   * one is released or zeroed slack is searched.
+   */
+  readonly symbolNames: Uint32Array | null;
   readonly versionRecords: readonly StringReference[];
+  /** Where .dynsym is (checked to lie inside the file); null when the file has none. */
+  readonly dynamicSymbols: DynamicSymbolTable | null;
+}
+
+export interface DynamicSymbolTable {
+  readonly offset: number;
+  readonly count: number;
+  readonly entrySize: number;
 }
 
 /**
@@ -60,37 +72,39 @@ class RecordReader {
 }
 
 /**
+ * The version records, and where .dynsym lies (its names are not read: readSymbolNames).
  * `sections`: the file's section headers, already read by the caller (the symbol count may need them).
- * `symbols`: 'read' for planning; 'locate' only checks that .dynsym lies inside the file, without
- * reading it (an edited file read back: the names matter to planning only).
  */
-export async function readStringReferences(image: ElfImage, sections: readonly Section[], symbols: 'read' | 'locate' = 'read'): Promise<StringReferences> {
+export async function readStringReferences(image: ElfImage, sections: readonly Section[]): Promise<StringReferences> {
   const versionRecords: StringReference[] = [];
   await versionNeedReferences(image, versionRecords);
   await versionDefinitionReferences(image, versionRecords);
-  return { symbolNames: await symbolNames(image, sections, symbols), versionRecords };
+  return { symbolNames: null, versionRecords, dynamicSymbols: await locateDynamicSymbols(image, sections) };
 }
 
-async function symbolNames(image: ElfImage, sections: readonly Section[], symbols: 'read' | 'locate'): Promise<Uint32Array> {
-  const none = new Uint32Array(0);
+async function locateDynamicSymbols(image: ElfImage, sections: readonly Section[]): Promise<DynamicSymbolTable | null> {
   const dynamic = image.dynamic;
-  if (dynamic === null) return none;
+  if (dynamic === null) return null;
   const address = dynamicValue(dynamic, DT.DT_SYMTAB);
-  if (address === undefined) return none;
+  if (address === undefined) return null;
   const entrySize = dynamicValue(dynamic, DT.DT_SYMENT) ?? (image.codec.elfClass === 64 ? 24 : 16);
   if (entrySize < 4) throw formatError(`DT_SYMENT ${entrySize} is smaller than a symbol name field`, dynamic.offset);
   const count = await dynamicSymbolCount(image, sections);
-  if (count === 0) return none;
+  if (count === 0) return null;
   const offset = fileOffsetOf(image.programHeaders, address, count * entrySize, 'dynamic symbol table (DT_SYMTAB)');
-  if (symbols === 'locate') {
-    checkRange(image.source.size, offset, count * entrySize, 'dynamic symbol table');
-    return none;
-  }
-  const bytes = await image.source.read(offset, count * entrySize, 'dynamic symbol table');
+  checkRange(image.source.size, offset, count * entrySize, 'dynamic symbol table');
+  return { offset, count, entrySize };
+}
+
+/** The st_name of every .dynsym entry, in one read. */
+export async function readSymbolNames(source: ByteSource, codec: ElfCodec, table: DynamicSymbolTable | null): Promise<Uint32Array> {
+  if (table === null) return new Uint32Array(0);
+  const { offset, count, entrySize } = table;
+  const bytes = await source.read(offset, count * entrySize, 'dynamic symbol table');
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const names = new Uint32Array(count);
   // st_name is the first word of Elf32_Sym and Elf64_Sym alike.
-  for (let i = 0; i < count; i++) names[i] = view.getUint32(i * entrySize, image.codec.littleEndian);
+  for (let i = 0; i < count; i++) names[i] = view.getUint32(i * entrySize, codec.littleEndian);
   return names;
 }
 

@@ -36,9 +36,15 @@ export interface EditFacts {
   readonly relocatableSections: readonly MovableRange[];
   /** The bytes that follow the program header table, up to a small bound (gap checks). */
   readonly afterProgramHeaders: Uint8Array;
-  /** The static symbol table (.symtab), whose symbols in a moved section must follow it; null if none. */
-  readonly symbolTable: { readonly offset: number; readonly bytes: Uint8Array } | null;
+  /**
+   * The static symbol table (.symtab), whose symbols in a moved section must follow it; null if none.
+   * Its bytes are null until read: only a plan that moves sections asks for them.
+   */
+  readonly symbolTable: { readonly offset: number; readonly size: number; readonly bytes: Uint8Array | null } | null;
 }
+
+/** Facts a first reading leaves out, read when a plan asks for them (NeedsFacts). */
+export type LaterFact = 'symbol-names' | 'symbol-table';
 
 /** The current entries with their strings resolved, as the edit operations see them. */
 export interface CurrentEntry {

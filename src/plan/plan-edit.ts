@@ -7,7 +7,8 @@ import type { EditFacts } from './edit-facts.js';
 import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
 import { stringAt } from '../elf/string-table.js';
 import type { Section } from '../elf/section-headers.js';
-import type { NeedsRewrite, Plan, PlannedWrite, WritePhase } from './plan.js';
+import type { NeedsRewrite, PlanDecision, PlannedWrite, WritePhase } from './plan.js';
+import { byteStringToBytes } from '../elf/byte-string.js';
 import { layoutSegment, type FinishedLayout, type MovedRange, type SegmentLayout, type TableLayout } from './segment-layout.js';
 import { resumeOf, stringStarts, type Resume, type SectionRepair } from './resume-edit.js';
 import { placeStrings, type StringPlacement, type StringRequest } from './string-placement.js';
@@ -44,22 +45,27 @@ function normalize(facts: EditFacts, entry: WantedEntry): WantedEntry {
  * The plan for one file, cheapest tier first, or the decision that only the whole-file rewrite can
  * make this edit (the caller plans that on the shifted layout, src/plan/shift-for-rewrite.ts).
  */
-export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): Plan | NeedsRewrite {
+export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDecision {
   // An edit cut short is finished first; planning goes on from the section headers as they should be.
   const resume = resumeOf(factsAsRead);
   const facts = resume === null ? factsAsRead : withRepairedSections(factsAsRead, resume.sections);
   const table = facts.dynstr.bytes;
   const entries = wanted.entries.map((entry) => normalize(facts, entry));
   const renamed = facts.references.versionRecords.filter((ref) => ref.source === 'version-need-file' && wanted.versionNeedRenames.has(stringAt(table, ref.index)));
-  if (resume === null && renamed.length === 0 && sameEntries(entries, facts.dynamic.entries)) return { tier: 'noop', writes: [], newSize: facts.fileSize };
+  if (resume === null && renamed.length === 0 && sameEntries(entries, facts.dynamic.entries)) return { tier: 'noop', writes: [], newSize: facts.fileSize, touchesReferences: false };
 
-  const placement = placeWantedStrings(facts, entries, renamed, wanted, resume);
+  const symbolNames = facts.references.symbolNames;
+  if (symbolNames === null && stringsMayBeFreed(facts, entries, renamed, resume)) return { tier: 'needs-facts', facts: 'symbol-names' };
+  const placement = placeWantedStrings(facts, symbolNames ?? new Uint32Array(0), entries, renamed, wanted, resume);
   const dynamicEntries = entries.map((entry): DynamicEntry =>
     isStringEntry(entry) ? { d_tag: entry.d_tag, d_val: placement.indexOf.get(entry.text) ?? 0 } : { d_tag: entry.d_tag, d_val: entry.d_val },
   );
   const places = placeTables(facts, placement, dynamicEntries.length);
   if ('why' in places) return places;
   const { layout, table: newTable, dynamic } = places;
+  // Section headers change address when tables move or an interrupted edit is finished; the .symtab
+  // symbols defined in those sections follow them.
+  if (facts.symbolTable !== null && facts.symbolTable.bytes === null && (layout !== null || resume !== null)) return { tier: 'needs-facts', facts: 'symbol-table' };
   const tableMoved = newTable.offset !== facts.dynstr.offset;
   const writes = writeList();
 
@@ -111,7 +117,8 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): Plan | 
   for (const range of resume?.deadFileRanges ?? []) {
     writes.add('cleanup', range.start, new Uint8Array(range.end - range.start), 'string table an interrupted edit left, zeroed');
   }
-  return { tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize };
+  const touchesReferences = moved.length > 0 || renamed.length > 0 || resume !== null;
+  return { tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize, touchesReferences };
 }
 
 /** Whether the wanted entries are the file's entries as they are (no string to place, no value changed). */
@@ -119,11 +126,35 @@ function sameEntries(entries: readonly WantedEntry[], current: readonly DynamicE
   return entries.length === current.length && entries.every((entry, i) => !isStringEntry(entry) && entry.d_tag === current[i]?.d_tag && entry.d_val === current[i]?.d_val);
 }
 
+/**
+ * Whether placing the strings needs to know which strings the symbols refer to: when a string may be
+ * freed (released by an entry or a rename, or left dead by an interrupted edit), or when a run of zeros
+ * in the table is long enough for a requested string (slack holds a string only where no symbol
+ * points). Otherwise strings are only reused or appended, and the symbols do not matter.
+ */
+function stringsMayBeFreed(facts: EditFacts, entries: readonly WantedEntry[], renamed: readonly StringReference[], resume: Resume | null): boolean {
+  if (resume !== null || renamed.length > 0) return true;
+  const kept = new Set(entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val));
+  if (facts.dynamic.entries.some((e) => STRING_TAGS.has(e.d_tag) && !kept.has(e.d_val))) return true;
+  const requested = entries.filter(isStringEntry).map((e) => byteStringToBytes(e.text).length);
+  if (requested.length === 0) return false;
+  // findSlack's shortest run: a terminator, the shortest string, its NUL.
+  const table = facts.dynstr.bytes;
+  return Buffer.from(table.buffer, table.byteOffset, table.byteLength).indexOf(Buffer.alloc(Math.min(...requested) + 2)) >= 0;
+}
+
 /** The new string table: what stays referenced, what is released, what must be placed. */
-function placeWantedStrings(facts: EditFacts, entries: readonly WantedEntry[], renamed: readonly StringReference[], wanted: WantedDynamic, resume: Resume | null): StringPlacement {
+function placeWantedStrings(
+  facts: EditFacts,
+  symbolNames: Uint32Array,
+  entries: readonly WantedEntry[],
+  renamed: readonly StringReference[],
+  wanted: WantedDynamic,
+  resume: Resume | null,
+): StringPlacement {
   const table = facts.dynstr.bytes;
   const live = [
-    facts.references.symbolNames,
+    symbolNames,
     facts.references.versionRecords.filter((ref) => !renamed.includes(ref)).map((ref) => ref.index),
     entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
   ];
@@ -305,18 +336,20 @@ function addSectionWrites(
 
 /** Symbols defined in a moved section (its section symbol, _DYNAMIC) follow it in .symtab. */
 function addSymbolWrites(facts: EditFacts, moved: ReadonlyMap<number, number>, writes: Writes): void {
-  const table = facts.symbolTable;
-  if (table === null || moved.size === 0) return;
+  if (facts.symbolTable === null || moved.size === 0) return;
+  // planEdit asked for the bytes (NeedsFacts) whenever a section can move.
+  const { offset, bytes } = facts.symbolTable;
+  if (bytes === null) throw new Error('planEdit: sections moved, but the .symtab bytes were not asked for');
   const size = facts.codec.sizeOf(SYM);
   // Only st_shndx is looked at for every symbol (unstripped files have tens of thousands).
   const shndxAt = facts.codec.fieldOffset(SYM, 'st_shndx');
-  const view = new DataView(table.bytes.buffer, table.bytes.byteOffset, table.bytes.byteLength);
-  for (let at = 0; at + size <= table.bytes.length; at += size) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let at = 0; at + size <= bytes.length; at += size) {
     const delta = moved.get(view.getUint16(at + shndxAt, facts.codec.littleEndian));
     if (delta === undefined) continue;
-    const symbol = facts.codec.decode(SYM, table.bytes, at);
-    const bytes = table.bytes.slice(at, at + size);
-    facts.codec.encode(SYM, { st_value: symbol.st_value + delta }, bytes, 0);
-    writes.add('sections', table.offset + at, bytes, 'symbol in a moved section (.symtab)');
+    const symbol = facts.codec.decode(SYM, bytes, at);
+    const record = bytes.slice(at, at + size);
+    facts.codec.encode(SYM, { st_value: symbol.st_value + delta }, record, 0);
+    writes.add('sections', offset + at, record, 'symbol in a moved section (.symtab)');
   }
 }

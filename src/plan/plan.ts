@@ -1,5 +1,7 @@
 // A plan: the ordered positional writes that turn a file into its edited form, cheapest tier first.
 
+import type { LaterFact } from './edit-facts.js';
+
 /**
  * - `noop`: nothing to change, nothing is written (not even the timestamp).
  * - `in-place`: strings and tags fit where they are (old string bytes, zeroed slack, spare DT_NULL slots).
@@ -42,6 +44,13 @@ export interface Plan {
    */
   readonly newSize: number;
   /**
+   * Whether the plan moves or rewrites structures that refer into the string table (version records,
+   * .dynsym and the hash tables copied out of a growing program header table's way, a renamed version
+   * need) or finishes an interrupted edit: the read-back then walks every reference again; otherwise
+   * it reads back the dynamic array and what points at it.
+   */
+  readonly touchesReferences: boolean;
+  /**
    * Tier `rewrite` only: the writes go to a new file that holds `shift` zero bytes and then the whole
    * old file, and which then replaces it.
    */
@@ -57,6 +66,18 @@ export interface NeedsRewrite {
   /** Why, in words (the edit's error when the rewrite is not offered). */
   readonly why: string;
 }
+
+/**
+ * The plan needs a fact that is read only on request (the .dynsym names, the .symtab bytes): the
+ * caller reads it and plans again. Most edits need neither, and those tables are the largest reads.
+ */
+export interface NeedsFacts {
+  readonly tier: 'needs-facts';
+  readonly facts: LaterFact;
+}
+
+/** What planning one file comes to: a plan, or what must happen before there can be one. */
+export type PlanDecision = Plan | NeedsRewrite | NeedsFacts;
 
 export function needsRewrite(why: string): NeedsRewrite {
   return { tier: 'needs-rewrite', why };

@@ -172,7 +172,8 @@ export function placeStrings(
     if (range !== null) dead.push(range);
   }
 
-  const result = Uint8Array.from(table);
+  // Strings written over the old table's bytes (in place, into slack), applied to the one copy at the end.
+  const overwrites: { at: number; bytes: Uint8Array; clear: number }[] = [];
   const slackWrites: Range[] = [];
   const inPlaceWrites: Range[] = [];
   const reused: Range[] = [];
@@ -193,8 +194,7 @@ export function placeStrings(
     // The entry's own old bytes: the new string and its NUL must fit before the range ends, or end
     // exactly on the old terminator.
     if (own !== undefined && (bytes.length < own.end - own.start || (bytes.length === own.end - own.start && table[own.end] === 0))) {
-      result.fill(0, own.start, own.end);
-      result.set(bytes, own.start);
+      overwrites.push({ at: own.start, bytes, clear: own.end - own.start });
       inPlaceWrites.push(own);
       dead.splice(dead.indexOf(own), 1);
       indexOf.set(request.text, own.start);
@@ -202,7 +202,7 @@ export function placeStrings(
     }
     const slack = findSlack(table, bytes.length, liveIndices, [...slackWrites, ...dead, ...reused]);
     if (slack !== undefined) {
-      result.set(bytes, slack);
+      overwrites.push({ at: slack, bytes, clear: 0 });
       slackWrites.push({ start: slack, end: slack + bytes.length });
       indexOf.set(request.text, slack);
       continue;
@@ -211,9 +211,20 @@ export function placeStrings(
     appended.push(withNul);
     appendAt += withNul.length;
   }
+  // The new table in one copy of the old one (tables reach megabytes): overwrites, dead strings, appends.
+  const result = new Uint8Array(appendAt);
+  result.set(table);
+  for (const { at, bytes, clear } of overwrites) {
+    result.fill(0, at, at + clear);
+    result.set(bytes, at);
+  }
   for (const range of dead) result.fill(0, range.start, range.end);
-  const table2 = appended.length === 0 ? result : Buffer.concat([result, ...appended]);
-  return { indexOf, table: new Uint8Array(table2.buffer, table2.byteOffset, table2.byteLength), oldSize: table.length, slackWrites, inPlaceWrites, deadRanges: dead };
+  let at = table.length;
+  for (const bytes of appended) {
+    result.set(bytes, at);
+    at += bytes.length;
+  }
+  return { indexOf, table: result, oldSize: table.length, slackWrites, inPlaceWrites, deadRanges: dead };
 }
 
 function stringEquals(table: Uint8Array, index: number, text: string): boolean {

@@ -3,17 +3,20 @@
 
 import { DT } from '../../../src/elf/constants.js';
 import { currentEntries, type EditFacts } from '../../../src/plan/edit-facts.js';
-import { readEditFacts } from '../../../src/edit/read-edit-facts.js';
+import { readEditFacts, readLaterFact } from '../../../src/edit/read-edit-facts.js';
 import { dynamicStringsOf } from '../../../src/elf/elf-image.js';
 import { DynamicEditor } from '../../../src/plan/dynamic-editor.js';
 import { planEdit } from '../../../src/plan/plan-edit.js';
-import type { NeedsRewrite, Plan, PlannedWrite } from '../../../src/plan/plan.js';
+import type { Plan, PlanDecision, PlannedWrite } from '../../../src/plan/plan.js';
 import { readImage } from './corpus.js';
 
 export type Operations = (editor: DynamicEditor) => void;
 
+/** Every fact a plan can ask for, read up front (the pipeline reads the last two only when asked). */
 export async function factsOf(bytes: Uint8Array): Promise<EditFacts> {
-  return readEditFacts(await readImage(bytes));
+  const image = await readImage(bytes);
+  const facts = await readEditFacts(image);
+  return readLaterFact(image.source, await readLaterFact(image.source, facts, 'symbol-names'), 'symbol-table');
 }
 
 export async function planOn(bytes: Uint8Array, operations: Operations): Promise<{ facts: EditFacts; plan: Plan }> {
@@ -23,9 +26,10 @@ export async function planOn(bytes: Uint8Array, operations: Operations): Promise
   return { facts, plan: withoutRewrite(planEdit(facts, editor.wanted())) };
 }
 
-/** A plan of the first three tiers; a test that gets the rewrite decision instead fails, saying why. */
-export function withoutRewrite(decision: Plan | NeedsRewrite): Plan {
+/** A plan of the first three tiers; a test that gets another decision instead fails, saying which. */
+export function withoutRewrite(decision: PlanDecision): Plan {
   if (decision.tier === 'needs-rewrite') throw new Error(`the edit needs the whole-file rewrite: ${decision.why}`);
+  if (decision.tier === 'needs-facts') throw new Error(`the plan asks for ${decision.facts}, which factsOf reads`);
   return decision;
 }
 

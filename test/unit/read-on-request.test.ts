@@ -1,0 +1,84 @@
+// What a plan reads only on request, on the corpus: the .dynsym names are asked for exactly when a
+// string may be freed or slack may hold a new one, the .symtab bytes when sections can move, and the
+// plan made from facts read on request is the plan made from every fact. The light read-back (the
+// dynamic array and what points at it) reads the same entries as the full one.
+
+import { describe, expect, it } from 'vitest';
+import { readBackDynamicEntries, readEditFacts, readLaterFact } from '../../src/edit/read-edit-facts.js';
+import { readElfImage } from '../../src/elf/elf-image.js';
+import { DynamicEditor } from '../../src/plan/dynamic-editor.js';
+import { currentEntries, type EditFacts, type LaterFact } from '../../src/plan/edit-facts.js';
+import { planEdit } from '../../src/plan/plan-edit.js';
+import { PlannedByteSource } from '../../src/plan/planned-byte-source.js';
+import type { PlanDecision } from '../../src/plan/plan.js';
+import { CORPUS } from './corpus-table.js';
+import { corpusBytes, readImage } from './helpers/corpus.js';
+import { factsOf, withoutRewrite, type Operations } from './helpers/plan-in-memory.js';
+
+const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat-12.8/lib:/run/opengl-driver/lib';
+
+interface Case {
+  readonly label: string;
+  readonly operations: Operations;
+  /** Whether the edit frees a string of this file (its runpath, where it has one). */
+  readonly frees: (hasRunpath: boolean) => boolean;
+}
+
+const CASES: readonly Case[] = [
+  { label: 'a long CUDA runpath', operations: (editor) => editor.setRunpath(COMPAT), frees: (hasRunpath) => hasRunpath },
+  { label: 'one more DT_NEEDED', operations: (editor) => editor.addNeeded('libcuda-patchelf-test.so.1'), frees: () => false },
+  { label: 'no runpath', operations: (editor) => editor.setRunpath(null), frees: (hasRunpath) => hasRunpath },
+];
+
+/** Plans as the pipeline does: facts read on request, in the order the planner asks for them. */
+async function planOnRequest(bytes: Uint8Array, first: EditFacts, operations: Operations): Promise<{ asked: LaterFact[]; decision: PlanDecision }> {
+  const image = await readImage(bytes);
+  const editor = new DynamicEditor(currentEntries(first));
+  operations(editor);
+  const wanted = editor.wanted();
+  const asked: LaterFact[] = [];
+  let facts = first;
+  let decision = planEdit(facts, wanted);
+  while (decision.tier === 'needs-facts') {
+    expect(asked, `asked twice for ${decision.facts}`).not.toContain(decision.facts);
+    asked.push(decision.facts);
+    facts = await readLaterFact(image.source, facts, decision.facts);
+    decision = planEdit(facts, wanted);
+  }
+  return { asked, decision };
+}
+
+describe.each(CORPUS)('$name', (file) => {
+  it.each(CASES)('$label: the plan from facts read on request is the plan from every fact', async ({ operations, frees }) => {
+    const bytes = corpusBytes(file.name);
+    const first = await readEditFacts(await readImage(bytes));
+    expect(first.references.symbolNames).toBeNull();
+    expect(first.symbolTable?.bytes ?? null).toBeNull();
+    const { asked, decision } = await planOnRequest(bytes, first, operations);
+
+    const every = await factsOf(bytes);
+    const editor = new DynamicEditor(currentEntries(every));
+    operations(editor);
+    const plan = withoutRewrite(planEdit(every, editor.wanted()));
+    expect(withoutRewrite(decision)).toEqual(plan);
+
+    // The corpus tables have no zeroed slack: the names are asked for only where a string is freed.
+    const hasRunpath = file.runpath !== null || file.rpath !== null;
+    expect(asked.includes('symbol-names')).toBe(frees(hasRunpath));
+    // Sections can move only when tables are appended; the .symtab is then read where the file has one.
+    const sectionsMove = plan.tier === 'append';
+    expect(asked.includes('symbol-table')).toBe(sectionsMove && first.symbolTable !== null);
+  });
+
+  it.each(CASES)('$label: the light read-back reads the entries the full one does', async ({ operations }) => {
+    const bytes = corpusBytes(file.name);
+    const image = await readImage(bytes);
+    const every = await factsOf(bytes);
+    const editor = new DynamicEditor(currentEntries(every));
+    operations(editor);
+    const plan = withoutRewrite(planEdit(every, editor.wanted()));
+    const after = new PlannedByteSource(image.source, plan.writes, plan.newSize);
+    const full = currentEntries(await readEditFacts(await readElfImage(after), 'check'));
+    expect(await readBackDynamicEntries(await readElfImage(after))).toEqual(full);
+  });
+});
