@@ -1,4 +1,5 @@
-// Running real tools from the tests: no shell, a time limit, the exit status as data.
+// The one way the tests run a process (a real tool, the built CLI, a program under test): no shell, a
+// time limit, the exit status as data. The helpers that run something specific are call sites of it.
 
 import { execFile } from 'node:child_process';
 

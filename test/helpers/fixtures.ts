@@ -1,13 +1,10 @@
 // Typed access to fixtures/.cache/manifest.json (written by fixtures/build.sh) and small
 // wrappers around the real tools the tests check results with. Missing tools or fixtures are
 // errors, never skips.
-import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-
-const execFileAsync = promisify(execFile);
+import { cleanEnv, mustExec, type ExecResult } from './exec.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** fixtures/build.sh writes here (CUDA_PATCHELF_FIXTURES_CACHE moves the cache for both). */
@@ -152,34 +149,9 @@ export function crossTool(arch: Arch, name: string): string {
   return requireTool(`${prefix}${name}`);
 }
 
-const MAX_BUFFER = 256 * 1024 * 1024;
-
-/** Environment for programs under test: the caller's, without loader variables. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('LD_') && !key.startsWith('QEMU_')) env[key] = value;
-  }
-  env['LC_ALL'] = 'C';
-  return env;
-}
-
-async function exec(file: string, args: string[], env?: NodeJS.ProcessEnv): Promise<{ stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await execFileAsync(file, args, { env: env ?? cleanEnv(), maxBuffer: MAX_BUFFER, encoding: 'utf8' });
-    return { stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: unknown; signal?: unknown; stdout?: string; stderr?: string; message: string };
-    const detail = [e.stderr?.trim(), e.stdout?.trim()].filter(Boolean).join('\n');
-    throw new Error(
-      `${file} ${args.join(' ')} failed (exit ${String(e.code)}${e.signal ? `, signal ${String(e.signal)}` : ''})${detail ? `:\n${detail}` : ''}`,
-    );
-  }
-}
-
 /** `readelf ARGS FILE` (binutils readelf reads every architecture); returns stdout. */
 export async function readelf(args: string[], file: string): Promise<string> {
-  return (await exec(requireTool('readelf'), ['-W', ...args, file])).stdout;
+  return (await mustExec(requireTool('readelf'), ['-W', ...args, file])).stdout;
 }
 
 export interface RunOptions {
@@ -192,11 +164,6 @@ export interface RunOptions {
   env?: Record<string, string>;
 }
 
-export interface RunResult {
-  stdout: string;
-  stderr: string;
-}
-
 function guestEnv(libraryPath: string | null | undefined, env: Record<string, string> | undefined): Record<string, string> {
   const vars: Record<string, string> = { ...env };
   if (libraryPath) vars['LD_LIBRARY_PATH'] = libraryPath;
@@ -206,7 +173,7 @@ function guestEnv(libraryPath: string | null | undefined, env: Record<string, st
 function command(arch: Arch, file: string, args: string[], vars: Record<string, string>): [string, string[], NodeJS.ProcessEnv] {
   switch (arch) {
     case 'x86_64':
-      return [file, args, { ...cleanEnv(), ...vars }];
+      return [file, args, cleanEnv(vars)];
     case 'aarch64': {
       // -E sets variables in the guest only: LD_DEBUG or LD_LIBRARY_PATH must not reach the
       // host's dynamic loader that starts qemu itself.
@@ -219,11 +186,11 @@ function command(arch: Arch, file: string, args: string[], vars: Record<string, 
 }
 
 /** Runs a program fixture natively (x86_64) or under qemu-aarch64 -L sysroot (aarch64). */
-export async function runProgram(f: Fixture, opts: RunOptions = {}): Promise<RunResult> {
+export async function runProgram(f: Fixture, opts: RunOptions = {}): Promise<ExecResult> {
   if (f.kind === 'shared') throw new Error(`${f.id} is a shared library, not a program`);
   const libraryPath = opts.libraryPath === undefined ? f.libraryPath : opts.libraryPath;
   const [file, args, env] = command(f.arch, opts.path ?? f.path, opts.args ?? [], guestEnv(libraryPath, opts.env));
-  return exec(file, args, env);
+  return mustExec(file, args, { env });
 }
 
 export interface LdListOptions {
@@ -238,15 +205,15 @@ export interface LdListOptions {
  */
 export async function ldList(file: string, arch: Arch, opts: LdListOptions = {}): Promise<string> {
   const vars = guestEnv(opts.libraryPath, opts.env);
-  let result: RunResult;
+  let result: ExecResult;
   switch (arch) {
     case 'x86_64':
-      result = await exec(requireTool('/lib64/ld-linux-x86-64.so.2'), ['--list', file], { ...cleanEnv(), ...vars });
+      result = await mustExec(requireTool('/lib64/ld-linux-x86-64.so.2'), ['--list', file], { env: cleanEnv(vars) });
       break;
     case 'aarch64': {
       const root = sysroot('aarch64');
       const envArgs = Object.entries(vars).flatMap(([k, v]) => ['-E', `${k}=${v}`]);
-      result = await exec(requireTool('qemu-aarch64'), ['-L', root, ...envArgs, join(root, 'lib', 'ld-linux-aarch64.so.1'), '--list', file], cleanEnv());
+      result = await mustExec(requireTool('qemu-aarch64'), ['-L', root, ...envArgs, join(root, 'lib', 'ld-linux-aarch64.so.1'), '--list', file]);
       break;
     }
     default:
