@@ -6,7 +6,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fixtures, readelf, requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { runCli as runCliInProcess } from '../src/cli/program.js';
-import { mapLimited, runTool, type ToolResult } from './helpers/tools.js';
+import { execTool, type ExecResult } from './helpers/exec.js';
+import { mapLimited } from './helpers/tools.js';
 
 interface PrintRecord {
   file: string;
@@ -19,10 +20,10 @@ interface PrintRecord {
 }
 
 interface PatchelfAnswers {
-  rpath: ToolResult;
-  needed: ToolResult;
-  soname: ToolResult;
-  interpreter: ToolResult;
+  rpath: ExecResult;
+  needed: ExecResult;
+  soname: ExecResult;
+  interpreter: ExecResult;
 }
 
 /** patchelf 0.14 needs section headers; a file without them is one it cannot read at all. */
@@ -31,7 +32,7 @@ const NO_DYNAMIC = /cannot find section '\.dynamic'/;
 const NO_INTERP = /cannot find section '\.interp'/;
 
 /** patchelf ends each answer with a newline; --print-soname on a file without one prints nothing. */
-const answer = (result: ToolResult): string => result.stdout.replace(/\n$/, '');
+const answer = (result: ExecResult): string => result.stdout.replace(/\n$/, '');
 
 const all = fixtures();
 let records = new Map<string, PrintRecord>();
@@ -47,7 +48,7 @@ beforeAll(async () => {
   records = new Map((JSON.parse(printed.stdout) as PrintRecord[]).map((r) => [r.file, r]));
   // patchelf reads each file whole into memory: two at a time keeps the CUDA libraries affordable.
   await mapLimited(all, 2, async (fixture) => {
-    const ask = (option: string): Promise<ToolResult> => runTool('patchelf', [option, fixture.path]);
+    const ask = (option: string): Promise<ExecResult> => execTool('patchelf', [option, fixture.path]);
     answers.set(fixture.path, {
       rpath: await ask('--print-rpath'),
       needed: await ask('--print-needed'),
@@ -58,7 +59,7 @@ beforeAll(async () => {
 });
 
 /** For a file patchelf cannot read: this query was refused for that reason, not answered wrongly. */
-function expectRefused(result: ToolResult): void {
+function expectRefused(result: ExecResult): void {
   expect(result.code).not.toBe(0);
   expect(result.stderr).toMatch(NO_SECTION_HEADERS);
 }
@@ -136,8 +137,8 @@ describe('patchelf agrees with print --json', () => {
   });
 });
 
-/** The CLI run in this process (the four queries on 186 fixtures would take minutes as processes). */
-async function patchelfMode(args: readonly string[]): Promise<ToolResult> {
+/** The CLI run in this process (the four queries on 186 fixtures would take minutes as processes); no signal can stop it. */
+async function patchelfMode(args: readonly string[]): Promise<ExecResult> {
   const out: string[] = [];
   const err: string[] = [];
   const code = await runCliInProcess(args, {
@@ -148,7 +149,7 @@ async function patchelfMode(args: readonly string[]): Promise<ToolResult> {
     stderrIsTty: false,
     cpuCount: 1,
   });
-  return { code, stdout: out.join(''), stderr: err.join('') };
+  return { code, signal: null, stdout: out.join(''), stderr: err.join('') };
 }
 
 describe('the patchelf-compatible mode answers as patchelf', () => {
