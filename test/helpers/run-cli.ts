@@ -1,19 +1,15 @@
 // Runs the built CLI (dist/cli/main.js) as a user would, with a time limit, and keeps everything it said.
 
-import { execFile } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { execTool, type ExecResult } from './exec.js';
 
 export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 export const cliPath = join(repoRoot, 'dist', 'cli', 'main.js');
 
-export interface CliResult {
-  /** Exit status; null when the process was killed (time limit). */
-  readonly code: number | null;
-  readonly signal: string | null;
-  readonly stdout: string;
-  readonly stderr: string;
+export interface CliResult extends ExecResult {
+  /** Wall-clock time of the run, start-up included. */
   readonly ms: number;
 }
 
@@ -46,23 +42,12 @@ export interface RunOptions {
   readonly cwd?: string;
 }
 
-export function runCli(args: readonly string[], options: RunOptions = {}): Promise<CliResult> {
-  const wrapper = options.wrapper ?? [];
-  const [command, ...rest] = [...wrapper, process.execPath, cliPath, ...args];
+export async function runCli(args: readonly string[], options: RunOptions = {}): Promise<CliResult> {
+  const [command = process.execPath, ...rest] = [...(options.wrapper ?? []), process.execPath, cliPath, ...args];
   const started = performance.now();
-  return new Promise((resolvePromise) => {
-    execFile(
-      command ?? process.execPath,
-      rest,
-      { timeout: options.timeoutMs ?? 30_000, killSignal: 'SIGKILL', maxBuffer: 256 * 1024 * 1024, encoding: 'utf8', cwd: options.cwd ?? repoRoot },
-      (error, stdout, stderr) => {
-        const ms = performance.now() - started;
-        const failure = error as (Error & { code?: number | string; signal?: string | null }) | null;
-        const code = failure === null ? 0 : typeof failure.code === 'number' ? failure.code : null;
-        resolvePromise({ code, signal: failure?.signal ?? null, stdout, stderr, ms });
-      },
-    );
-  });
+  // The caller's environment as it is (not cleanEnv's): the CLI runs as a user's shell would start it.
+  const result = await execTool(command, rest, { env: process.env, timeoutMs: options.timeoutMs ?? 30_000, cwd: options.cwd ?? repoRoot });
+  return { ...result, ms: performance.now() - started };
 }
 
 /** stderr as lines, without the empty string after the final newline. */
