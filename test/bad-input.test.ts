@@ -1,12 +1,10 @@
 // Malformed and unreadable inputs: `print` reports each in one stderr line naming the file, what is wrong
 // and where, exits 3, never hangs or shows a stack trace, keeps printing the good files, and writes nothing.
 
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
 import { readElfImage } from '../src/elf/elf-image.js';
@@ -15,6 +13,7 @@ import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
 import { fixtures, requireTool, type Fixture } from './helpers/fixtures.js';
 import { fieldOffsets, malformedCorpus, rawLayout, writeUnsigned, type Expectation } from './helpers/malformed.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
+import { mustExec } from './helpers/exec.js';
 
 /** Node starts in well under a second; anything near this bound is a hang, not a slow machine. */
 const TIME_BOUND_MS = 10_000;
@@ -220,7 +219,7 @@ describe('files that cannot be read at all', () => {
   it('a FIFO with no writer, without blocking', async () => {
     requireTool('mkfifo');
     const path = join(dir, 'a-fifo');
-    await promisify(execFile)('mkfifo', [path]);
+    await mustExec('mkfifo', [path]);
     await expectIoFailure(path, io(/not a regular file \(a FIFO\)/));
   });
 

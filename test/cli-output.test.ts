@@ -2,19 +2,17 @@
 // quietly with the exit code the work deserves; `check` is a gate in both semantics; plan, check and
 // apply agree on what fails and why; dry runs say "would patch"; --quiet and --verbose.
 
-import { execFile } from 'node:child_process';
 import { chmod, copyFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { assertCliBuilt, cliPath, runCli, stderrLines } from './helpers/run-cli.js';
 import { parseReport } from './helpers/tree-report.js';
 import { contentDifferences, makeTempDir, readDynamic, snapshotTree } from './helpers/tree-tools.js';
+import { mustExec } from './helpers/exec.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
 const STUBS = '/nix/store/11111111111111111111111111111111-cuda_cudart/lib/stubs';
-const run = promisify(execFile);
 
 /** A tree of real libraries: with a runpath, without, with DT_RPATH, and one with a stubs entry. */
 async function smallTree(label: string): Promise<string> {
@@ -46,7 +44,7 @@ describe('a reader that goes away', () => {
   const piped = async (args: string): Promise<{ first: string; code: number; stderr: string }> => {
     const script = `set -o pipefail; node ${cliPath} ${args} 2>"$1/stderr" | head -1; echo "exit:\${PIPESTATUS[0]}"`;
     const errDir = await makeTempDir('epipe-err');
-    const { stdout } = await run('bash', ['-c', script, 'bash', errDir], { encoding: 'utf8' });
+    const { stdout } = await mustExec('bash', ['-c', script, 'bash', errDir], { env: process.env });
     const [first = '', exit = ''] = stdout.trimEnd().split('\n');
     const { readFile } = await import('node:fs/promises');
     return { first, code: Number(exit.replace('exit:', '')), stderr: await readFile(join(errDir, 'stderr'), 'utf8') };

@@ -2,18 +2,15 @@
 // follow the link out of the tree. The swap is made by the CLI's own process (a module loaded with
 // node --import, in every thread) at the moment apply opens the file, so every run sees it.
 
-import { execFile } from 'node:child_process';
 import { copyFile, lstat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { assertCliBuilt, cliPath } from './helpers/run-cli.js';
 import { parseReport } from './helpers/tree-report.js';
 import { makeTempDir, sha256File } from './helpers/tree-tools.js';
-
-const run = promisify(execFile);
+import { execTool, mustExec } from './helpers/exec.js';
 
 /** Module text: the first open of each listed path replaces it by a link to its target, then opens. */
 function swapHookModule(swaps: Record<string, string>): string {
@@ -41,7 +38,7 @@ describe('a file swapped for a symbolic link after the walk', () => {
     const library = fixture('compiled/x86_64/libuser-runpath').path;
     const tree = join(work, 'tree');
     const outside = join(work, 'outside.so');
-    await run('mkdir', ['-p', tree]);
+    await mustExec('mkdir', ['-p', tree]);
     await copyFile(library, outside);
     const swapped = join(tree, 'swapped.so');
     const kept = join(tree, 'kept.so');
@@ -51,9 +48,7 @@ describe('a file swapped for a symbolic link after the walk', () => {
     await writeFile(hook, swapHookModule({ [swapped]: outside }));
     const outsideBefore = await sha256File(outside);
 
-    const result = await run(process.execPath, ['--import', pathToFileURL(hook).href, cliPath, 'apply', tree, '--json', '--jobs', String(jobs)], { encoding: 'utf8' }).catch(
-      (error: { code: number; stdout: string; stderr: string }) => error,
-    );
+    const result = await execTool(process.execPath, ['--import', pathToFileURL(hook).href, cliPath, 'apply', tree, '--json', '--jobs', String(jobs)], { env: process.env });
     const report = parseReport(result.stdout);
     expect((await lstat(swapped)).isSymbolicLink()).toBe(true);
     expect(report.files.find((f) => f.path === swapped)).toMatchObject({
@@ -62,6 +57,6 @@ describe('a file swapped for a symbolic link after the walk', () => {
     });
     expect(report.files.find((f) => f.path === kept)).toMatchObject({ status: 'patched' });
     expect(await sha256File(outside)).toBe(outsideBefore);
-    expect('code' in result ? result.code : 0).toBe(3);
+    expect(result.code).toBe(3);
   });
 });

@@ -7,12 +7,10 @@
 // Root may read and write whatever it likes (CI runs as root): the tree is checked as root, with what
 // root really gets, and handed to an unprivileged user and checked again through setpriv.
 
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmod, copyFile, lstat, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMPAT_DIR } from './campaign/kill-campaign.js';
 import { fixture, requireTool } from './helpers/fixtures.js';
@@ -21,8 +19,8 @@ import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/r
 import { mapLimited } from './helpers/tools.js';
 import { parseReport, type ReportFile, type TreeReport } from './helpers/tree-report.js';
 import { contentDifferences, readDynamic, snapshotTree } from './helpers/tree-tools.js';
+import { mustExec } from './helpers/exec.js';
 
-const run = promisify(execFile);
 const isRoot = process.getuid?.() === 0;
 if (!isRoot && process.env.CI === 'true') throw new Error('the hostile-tree test needs root (mknod, chown, setpriv): CI runs as root');
 
@@ -45,8 +43,8 @@ beforeAll(async () => {
 afterAll(async () => {
   // Directories closed to everyone must be opened again before they can be removed, and a tree
   // deeper than PATH_MAX is removed by rm, which walks it with relative steps (Node's rm cannot).
-  await run('chmod', ['-R', 'u+rwx', scratch]).catch(() => undefined);
-  await run('rm', ['-rf', '--', scratch]);
+  await mustExec('chmod', ['-R', 'u+rwx', scratch]).catch(() => undefined);
+  await mustExec('rm', ['-rf', '--', scratch]);
 });
 
 interface Checked {
@@ -149,10 +147,10 @@ describe.skipIf(!isRoot)('a hostile tree, as an unprivileged owner (setpriv)', (
 describe.skipIf(!isRoot)('a tree deeper than PATH_MAX', () => {
   it('patches what a path can name, reports the directory it cannot read, and goes on', async () => {
     const root = join(scratch, 'deep');
-    await run('mkdir', ['-p', join(root, 'shallow', ...Array.from({ length: 300 }, () => 'd'))]);
+    await mustExec('mkdir', ['-p', join(root, 'shallow', ...Array.from({ length: 300 }, () => 'd'))]);
     const shallow = join(root, 'shallow', ...Array.from({ length: 300 }, () => 'd'), 'lib.so');
     await copyFile(fixture(HOSTILE_LIBRARY).path, shallow);
-    await run('mkdir', ['-p', join(root, 'too-deep')]);
+    await mustExec('mkdir', ['-p', join(root, 'too-deep')]);
     // 25 levels of 200 letters: 5,025 bytes of path.
     const step = await buildTooDeepFile(join(root, 'too-deep'), 25, 200);
     await copyFile(fixture(HOSTILE_LIBRARY).path, join(root, 'zz-after.so'));
@@ -166,7 +164,7 @@ describe.skipIf(!isRoot)('a tree deeper than PATH_MAX', () => {
     expect(failed).toHaveLength(1);
     expect(failed[0]?.error?.message).toMatch(/cannot read the directory: .*name too long/i);
     // The file below the limit is reached through relative steps only: it is as it was.
-    const { stdout } = await run('bash', ['-c', `cd "$1" && for _ in $(seq 25); do cd ${step}; done && sha256sum lib.so`, 'bash', join(root, 'too-deep')]);
+    const { stdout } = await mustExec('bash', ['-c', `cd "$1" && for _ in $(seq 25); do cd ${step}; done && sha256sum lib.so`, 'bash', join(root, 'too-deep')]);
     expect(stdout.split(' ')[0]).toBe(libraryHash);
   }, 120_000);
 });
@@ -181,7 +179,7 @@ describe('files truncated while apply walks the tree', () => {
 
   it.each([1, 2])('refuses each cut file with a clear error, patches the others, and a second run has nothing new to fail on (--jobs %i)', async (jobs) => {
     const root = join(scratch, `truncated-jobs-${jobs}`);
-    await run('mkdir', ['-p', root]);
+    await mustExec('mkdir', ['-p', root]);
     const library = fixture('compiled/x86_64/big-dynstr').path;
     const size = (await lstat(library)).size;
     const sizes = [0, 3, 40, 2000, Math.floor(size / 2), size - 100];

@@ -10,7 +10,6 @@
 // on aarch64. A control with the new PT_PHDR entry blanked checks that glibc really behaves as docs/design.md says
 // says for that layout, so that the positive result means something.
 
-import { execFile } from 'node:child_process';
 import { copyFile, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,15 +19,14 @@ import {
   cliEditOne,
   copyFixture,
   describeExec,
-  execTool,
   layoutProblems,
   listDependencies,
   makeTempDir,
   readBack,
   runOn,
-  type ExecResult,
   type ReadBack,
 } from './helpers/verify.js';
+import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
 
 const PT_LOAD = 1;
 const PT_NULL = 0;
@@ -67,15 +65,6 @@ afterAll(async () => {
   );
 });
 
-function compile(command: string, args: readonly string[]): Promise<void> {
-  return new Promise((resolvePromise, reject) => {
-    execFile(command, args, { timeout: 120_000, encoding: 'utf8' }, (error, _stdout, stderr) => {
-      if (error === null) resolvePromise();
-      else reject(new Error(`${command} ${args.join(' ')}: ${error.message}\n${stderr}`));
-    });
-  });
-}
-
 /**
  * fixtures/src/throw.cc linked by lld, which leaves no room after the program header table (and no
  * spare DT_NULL): the table of this throwing library cannot grow in place and must move.
@@ -89,7 +78,7 @@ async function buildLldThrowLibrary(target: Target, libDir: string, scratch: str
   });
   const out = join(libDir, 'libthrow.so');
   const pageFlags = target.variant === 'aarch64-4k' ? ['-Wl,-z,max-page-size=4096'] : [];
-  await compile(requireTool(target.cxx), [
+  await mustExec(requireTool(target.cxx), [
     '-O2',
     '-fPIC',
     '-shared',

@@ -4,14 +4,11 @@
 // next to it a directory the links point into. Each entry says what `apply` must report for it, as the
 // owner `apply` runs as (root, or the unprivileged user the tree is handed to).
 
-import { execFile } from 'node:child_process';
 import { chmod, copyFile, link, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { fixture } from './fixtures.js';
-
-const run = promisify(execFile);
+import { mustExec } from './exec.js';
 
 /**
  * What apply must do with an entry: patch it, skip it (and why), fail it with a message, or give it no
@@ -107,7 +104,7 @@ export async function buildHostileTree(base: string, owner?: { uid: number; gid:
   add('closed-dir', at('closed-dir'), false, NO_LINE, failed(/cannot read the directory: permission denied/));
   add('closed-dir/hidden.so', at('closed-dir/hidden.so'), true, PATCHED, NO_LINE);
 
-  await run('mkfifo', [join(root, 'fifo.so')]);
+  await mustExec('mkfifo', [join(root, 'fifo.so')]);
   add('fifo.so', at('fifo.so'), false, SPECIAL);
   // A socket file, as a dead daemon leaves one behind. Node removes the file of a socket it closes,
   // so the socket gets a second name first, which stays.
@@ -121,7 +118,7 @@ export async function buildHostileTree(base: string, owner?: { uid: number; gid:
   });
   add('socket.so', at('socket.so'), false, SPECIAL);
   // A character device (the same numbers as /dev/null): only root may make one.
-  await run('mknod', [join(root, 'null.so'), 'c', '1', '3']);
+  await mustExec('mknod', [join(root, 'null.so'), 'c', '1', '3']);
   add('null.so', at('null.so'), false, SPECIAL);
 
   await symlink('loop-b.so', join(root, 'loop-a.so'));
@@ -131,7 +128,7 @@ export async function buildHostileTree(base: string, owner?: { uid: number; gid:
   await symlink('../outside', join(root, 'outside-dir'));
   for (const name of ['loop-a.so', 'loop-b.so', 'self', 'external.so', 'outside-dir']) add(name, at(name), false, SYMLINK);
 
-  if (owner !== undefined) await run('chown', ['-R', '--no-dereference', `${owner.uid}:${owner.gid}`, root, outside]);
+  if (owner !== undefined) await mustExec('chown', ['-R', '--no-dereference', `${owner.uid}:${owner.gid}`, root, outside]);
   await chmod(join(root, 'read-only.so'), 0o444);
   await chmod(join(root, 'read-only\nnewline.so'), 0o444);
   await chmod(join(root, 'no-read.so'), owner === undefined ? 0o000 : 0o200);
@@ -147,7 +144,7 @@ export async function buildHostileTree(base: string, owner?: { uid: number; gid:
 export async function buildTooDeepFile(root: string, levels: number, nameLength: number): Promise<string> {
   const name = 'd'.repeat(nameLength);
   await writeFile(join(root, 'deep.sh'), `set -euo pipefail\ncd "$1"\nfor _ in $(seq ${levels}); do mkdir ${name}; cd ${name}; done\ncp "$2" lib.so\n`);
-  await run('bash', [join(root, 'deep.sh'), root, fixture(HOSTILE_LIBRARY).path]);
+  await mustExec('bash', [join(root, 'deep.sh'), root, fixture(HOSTILE_LIBRARY).path]);
   return name;
 }
 
