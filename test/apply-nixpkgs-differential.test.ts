@@ -17,16 +17,15 @@ import {
   copyTree,
   dedupeRunpath,
   effectiveRunpath,
-  execTool,
   hasElfMagic,
   makeTempDir,
-  mustExec,
   readDynamic,
   snapshotTree,
   tagKind,
   type DynamicFacts,
   type TreeSnapshot,
 } from './helpers/tree-tools.js';
+import { execTool, mustExec } from './helpers/exec.js';
 
 const DRIVER_LINK = '/run/opengl-driver';
 const DRIVER = `${DRIVER_LINK}/lib`;

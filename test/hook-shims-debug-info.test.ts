@@ -23,7 +23,8 @@ import {
   type Build,
   type BuildOptions,
 } from './helpers/shim-stdenv.js';
-import { mustExec, sha256File } from './helpers/tree-tools.js';
+import { sha256File } from './helpers/tree-tools.js';
+import { mustExec } from './helpers/exec.js';
 
 const packages = usePackages();
 const CANONICAL = ['driver', 'compat', 'stubs'] as const;

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { requireTool } from './helpers/fixtures.js';
 import { buildWithHooks, expectBuilt, runpathOf, shellQuote, usePackages, type Build, type BuildOptions } from './helpers/shim-stdenv.js';
-import { mustExec } from './helpers/tree-tools.js';
+import { mustExec } from './helpers/exec.js';
 
 const packages = usePackages();
 

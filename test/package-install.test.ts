@@ -22,8 +22,9 @@ import {
   type Build,
   type Packages,
 } from './helpers/shim-stdenv.js';
-import { cleanEnv, execTool, makeTempDir, mustExec, sha256File, type ExecResult } from './helpers/tree-tools.js';
+import { makeTempDir, sha256File } from './helpers/tree-tools.js';
 import { describeExec } from './helpers/verify.js';
+import { cleanEnv, execTool, mustExec, type ExecResult } from './helpers/exec.js';
 
 interface PackageJson {
   readonly name: string;

@@ -7,7 +7,8 @@ import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireTool } from './helpers/fixtures.js';
-import { compile, describeRun, dynamicStrings, execOk, occurrences, runProgram, scratchDir, type BuildArch } from './helpers/rw-build.js';
+import { compile, describeRun, dynamicStrings, occurrences, runProgram, scratchDir, type BuildArch } from './helpers/rw-build.js';
+import { mustExec } from './helpers/exec.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 
 const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
@@ -92,7 +93,7 @@ describe.each(ARCHES)('%s', (arch) => {
     expect(await dynamicStrings(rpathProgram, 'RPATH')).toEqual([OLD]);
     expect(await dynamicStrings(needing, 'NEEDED')).toContain(NEEDED_PATH);
     expect(await count(needing, NEEDED_HASH)).toBe(1);
-    expect(await execOk(requireTool('readelf'), ['-VW', needing])).toContain(`File: ${NEEDED_PATH}`);
+    expect((await mustExec(requireTool('readelf'), ['-VW', needing])).stdout).toContain(`File: ${NEEDED_PATH}`);
     await copyFile(join(deps, 'libdep.so'), join(deps, 'libdep-renamed.so'));
   });
 
@@ -148,7 +149,7 @@ describe.each(ARCHES)('%s', (arch) => {
       }
       expect(seen.map((tier, i) => (tiers[i] === 'any' ? 'any' : tier))).toEqual(tiers);
       await expectGone(file, OLD, OLD_HASH);
-      const readelf = await execOk(requireTool('readelf'), ['-dW', file]);
+      const readelf = (await mustExec(requireTool('readelf'), ['-dW', file])).stdout;
       expect(readelf).not.toContain(OLD_HASH);
       // Values set along the way and replaced since are dead too.
       expect(await count(file, MID_HASH)).toBe(0);
@@ -161,7 +162,7 @@ describe.each(ARCHES)('%s', (arch) => {
     expect(await cliOk(['replace-needed', NEEDED_PATH, 'libdep-renamed.so', file])).toBe('in-place');
     await expectGone(file, NEEDED_PATH, NEEDED_HASH);
     expect(await dynamicStrings(file, 'NEEDED')).toContain('libdep-renamed.so');
-    expect(await execOk(requireTool('readelf'), ['-VW', file])).toContain('File: libdep-renamed.so ');
+    expect((await mustExec(requireTool('readelf'), ['-VW', file])).stdout).toContain('File: libdep-renamed.so ');
     expect(await dynamicStrings(file, 'RUNPATH')).toEqual([OLD]);
     await runsWith(arch, file, deps, 'dep says hi\n');
   });
@@ -191,7 +192,7 @@ describe.each(ARCHES)('%s', (arch) => {
       needTail = await compile(arch, dir, 'need-tail', { 'prog.c': source }, ['-L.', '-lbar', '-Wl,-rpath,/foo/libbar.so']);
       symbolTail = await compile(arch, dir, 'symbol-tail', { 'prog.c': source }, ['-L.', '-lbar', '-Wl,-rpath,/opt/use_bar']);
       const strings = async (file: string): Promise<string[]> =>
-        (await execOk(requireTool('readelf'), ['-p', '.dynstr', file]))
+        (await mustExec(requireTool('readelf'), ['-p', '.dynstr', file])).stdout
           .split('\n')
           .map((line) => /^\s*\[\s*[0-9a-f]+\]\s+(.*)$/.exec(line)?.[1] ?? '')
           .filter((s) => s !== '');
@@ -237,9 +238,9 @@ describe.each(ARCHES)('%s', (arch) => {
       { name: 'remove-runpath --all', args: ['remove-runpath', '--all'] },
     ])('symbol name tail: $name', async ({ args }) => {
       const file = await shared(symbolTail);
-      const symbols = await execOk(requireTool('readelf'), ['--dyn-syms', '-W', file]);
+      const symbols = (await mustExec(requireTool('readelf'), ['--dyn-syms', '-W', file])).stdout;
       await cliOk([...args, file]);
-      const after = await execOk(requireTool('readelf'), ['--dyn-syms', '-W', file]);
+      const after = (await mustExec(requireTool('readelf'), ['--dyn-syms', '-W', file])).stdout;
       expect(after.split('\n').map((line) => line.trim().split(/\s+/)[7])).toContain('bar');
       expect(after).toBe(symbols);
       expect(await count(file, '/opt/use_bar')).toBe(0);

@@ -6,7 +6,8 @@ import { copyFile, mkdir, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtures, requireTool, type Fixture } from './helpers/fixtures.js';
-import { describeRun, dynamicRows, execOk, execTool, loaderList, scratchDir, type BuildArch, type ExecResult } from './helpers/rw-build.js';
+import { describeRun, dynamicRows, loaderList, scratchDir, type BuildArch } from './helpers/rw-build.js';
+import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
 import type { CliIo } from '../src/cli/cli-io.js';
 import { runPatchelfCompat } from '../src/cli/patchelf-compat.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
@@ -141,7 +142,7 @@ beforeAll(async () => {
   assertCliBuilt();
   requireTool('patchelf');
   requireTool('readelf');
-  expect((await execOk(requireTool('patchelf'), ['--version'])).trim()).toBe('patchelf 0.14.3');
+  expect((await mustExec(requireTool('patchelf'), ['--version'])).stdout.trim()).toBe('patchelf 0.14.3');
   ({ dir: work, remove: removeWork } = await scratchDir('rw-differential'));
   let counter = 0;
   const jobs: { subject: Fixture; operation: Operation }[] = all.flatMap((subject) => OPERATIONS.map((operation) => ({ subject, operation })));

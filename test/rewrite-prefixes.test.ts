@@ -20,7 +20,6 @@ import {
   LOADABLE_ARCHES,
   copyFixture,
   diffLines,
-  execTool,
   layoutProblems,
   loadProblems,
   makeTempDir,
@@ -28,6 +27,7 @@ import {
   type LoadCheck,
   type ReadBack,
 } from './helpers/verify.js';
+import { execTool } from './helpers/exec.js';
 
 const DRIVER = '/run/opengl-driver/lib';
 const LONG_DIR = `/nix/store/${'p'.repeat(32)}-cuda-patchelf-prefix-test-with-a-runpath-entry-long-enough-to-grow-the-table/lib`;

@@ -14,7 +14,6 @@ import {
   dynamicRows,
   dynamicStrings,
   elfHeader,
-  execOk,
   loaderList,
   loadProblems,
   offsetOfAddress,
@@ -27,6 +26,7 @@ import {
   type BuildArch,
   type SegmentRow,
 } from './helpers/rw-build.js';
+import { mustExec } from './helpers/exec.js';
 import { relocateProgramHeaders } from './helpers/rw-elf.js';
 import { assertCliBuilt, runCli, type CliResult } from './helpers/run-cli.js';
 
@@ -243,14 +243,14 @@ describe.each(ARCHES)('%s', (arch) => {
       expect(interp.offset).toBe(64);
       expect(await runOk(arch, program)).toBe('table elsewhere, program fine\n');
       const header = await elfHeader(program);
-      const interpreter = (await execOk(requireTool('readelf'), ['-lW', program])).match(/Requesting program interpreter: ([^\]]+)\]/)?.[1];
+      const interpreter = (await mustExec(requireTool('readelf'), ['-lW', program])).stdout.match(/Requesting program interpreter: ([^\]]+)\]/)?.[1];
       expect(interpreter).toMatch(/^\/lib/);
 
       expect(await tierOf(['set-runpath', LONG_RUNPATH, program])).toBe('append');
 
       expect(await elfHeader(program)).toEqual(header);
       expect((await segments(program)).some((r) => r.type === 'NULL')).toBe(false);
-      expect((await execOk(requireTool('readelf'), ['-lW', program])).match(/Requesting program interpreter: ([^\]]+)\]/)?.[1]).toBe(interpreter);
+      expect((await mustExec(requireTool('readelf'), ['-lW', program])).stdout.match(/Requesting program interpreter: ([^\]]+)\]/)?.[1]).toBe(interpreter);
       expect(loadProblems(await segments(program))).toEqual([]);
       expect(await dynamicStrings(program, 'RUNPATH')).toEqual([LONG_RUNPATH]);
       expect(await runOk(arch, program)).toBe('table elsewhere, program fine\n');
@@ -261,7 +261,7 @@ describe.each(ARCHES)('%s', (arch) => {
       const program = await relocated(d, 'prog', 0, { 'prog.c': programSource }, ['-no-pie']);
       expect(await runOk(arch, program)).toBe('table elsewhere, program fine\n');
       const original = await readFile(program);
-      const interpreter = (await execOk(requireTool('readelf'), ['-lW', program])).match(/Requesting program interpreter: ([^\]]+)\]/)?.[1];
+      const interpreter = (await mustExec(requireTool('readelf'), ['-lW', program])).stdout.match(/Requesting program interpreter: ([^\]]+)\]/)?.[1];
       const result = await runCli(['set-runpath', LONG_RUNPATH, program, '--json'], { timeoutMs: 60_000 });
       if (result.code !== 0) {
         // Refusing is allowed (docs/design.md's ELF facts: keep an executable's table where it is, or prove the move);
@@ -283,7 +283,7 @@ describe.each(ARCHES)('%s', (arch) => {
       expect(mapping, 'a PT_LOAD maps the table from the file').toBeDefined();
       expect(phdr.offset - (mapping?.offset ?? 0)).toBe(phdr.vaddr - (mapping?.vaddr ?? 0));
       expect(rows[0]?.type).toBe('PHDR');
-      expect((await execOk(requireTool('readelf'), ['-lW', program])).match(/Requesting program interpreter: ([^\]]+)\]/)?.[1]).toBe(interpreter);
+      expect((await mustExec(requireTool('readelf'), ['-lW', program])).stdout.match(/Requesting program interpreter: ([^\]]+)\]/)?.[1]).toBe(interpreter);
       expect(loadProblems(rows)).toEqual([]);
       expect(await dynamicStrings(program, 'RUNPATH')).toEqual([LONG_RUNPATH]);
       expect(await runOk(arch, program)).toBe('table elsewhere, program fine\n');
@@ -329,13 +329,13 @@ describe.each(ARCHES)('%s', (arch) => {
       await expectLine();
       const note = one(await segments(library), 'NOTE');
       expect(note.offset).toBe(64);
-      const notes = await execOk(requireTool('readelf'), ['-nW', library]);
+      const notes = (await mustExec(requireTool('readelf'), ['-nW', library])).stdout;
 
       expect(await tierOf(['set-runpath', LONG_RUNPATH, library])).toBe('append');
 
       expect(loadProblems(await segments(library))).toEqual([]);
       expect(await dynamicStrings(library, 'RUNPATH')).toEqual([LONG_RUNPATH]);
-      expect(await execOk(requireTool('readelf'), ['-nW', library])).toBe(notes);
+      expect((await mustExec(requireTool('readelf'), ['-nW', library])).stdout).toBe(notes);
       await expectLine();
     });
   });
@@ -358,7 +358,7 @@ describe.each(ARCHES)('%s', (arch) => {
       expect(await runOk(arch, current, { env })).toBe('foo=2 bar=40\n');
       expect(await runOk(arch, old, { env })).toBe('foo=1 bar=40\n');
 
-      const versionsBefore = await execOk(requireTool('readelf'), ['-VW', library]);
+      const versionsBefore = (await mustExec(requireTool('readelf'), ['-VW', library])).stdout;
       expect(versionsBefore).toMatch(/Name: VERS_1/);
       expect(versionsBefore).toMatch(/Name: VERS_2/);
       const strtab = await dynamicNumber(library, 'STRTAB');
@@ -370,7 +370,7 @@ describe.each(ARCHES)('%s', (arch) => {
       expect(await dynamicNumber(library, 'STRTAB')).not.toBe(strtab);
       if (linker === 'lld') expect(one(await segments(library), 'DYNAMIC').offset).not.toBe(dynamicBefore.offset);
 
-      expect(await execOk(requireTool('readelf'), ['-VW', library])).toBe(versionsBefore);
+      expect((await mustExec(requireTool('readelf'), ['-VW', library])).stdout).toBe(versionsBefore);
       const sections = await sectionRows(library);
       for (const [tag, type] of [
         ['VERDEF', 'VERDEF'],
@@ -384,11 +384,11 @@ describe.each(ARCHES)('%s', (arch) => {
       expect(await runOk(arch, old, { env })).toBe('foo=1 bar=40\n');
 
       // The program side: renaming a needed library renames its version need (vn_file) with it.
-      const needsBefore = await execOk(requireTool('readelf'), ['-VW', old]);
+      const needsBefore = (await mustExec(requireTool('readelf'), ['-VW', old])).stdout;
       await copyFile(library, join(sub, 'libver-renamed.so.1'));
       await cli(['replace-needed', 'libver.so.1', 'libver-renamed.so.1', old]);
       await cli(['set-runpath', LONG_RUNPATH + ':$ORIGIN', old]);
-      const needsAfter = await execOk(requireTool('readelf'), ['-VW', old]);
+      const needsAfter = (await mustExec(requireTool('readelf'), ['-VW', old])).stdout;
       expect(needsAfter).toBe(needsBefore.replace('File: libver.so.1 ', 'File: libver-renamed.so.1 '));
       expect(needsAfter).not.toBe(needsBefore);
       const oldSections = await sectionRows(old);

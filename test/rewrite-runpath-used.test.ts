@@ -9,7 +9,8 @@ import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GREETING, fixture, requireTool, type Fixture } from './helpers/fixtures.js';
-import { copyFixture, describeExec, escapeRegExp, makeTempDir, readBack, runOn, spawnBuiltCli, type ExecResult } from './helpers/verify.js';
+import { copyFixture, describeExec, escapeRegExp, makeTempDir, readBack, runOn, spawnBuiltCli } from './helpers/verify.js';
+import { type ExecResult } from './helpers/exec.js';
 import { byteStringToText } from '../src/elf/byte-string.js';
 
 const VARIANTS = ['x86_64', 'aarch64-64k', 'aarch64-4k'] as const;

@@ -16,8 +16,6 @@ import {
   describeRun,
   dynamicStrings,
   elfHeader,
-  execOk,
-  execTool,
   fileState,
   loadProblems,
   offsetOfAddress,
@@ -28,6 +26,7 @@ import {
   type BuildArch,
   type SegmentRow,
 } from './helpers/rw-build.js';
+import { execTool, mustExec } from './helpers/exec.js';
 import { relocateProgramHeaders } from './helpers/rw-elf.js';
 import type { Fixture } from './helpers/fixtures.js';
 import { runFuzz } from './fuzz/fuzz-campaign.js';
@@ -138,7 +137,7 @@ describe.each(ARCHES)('%s', (arch) => {
     expect(loadProblems(rows)).toEqual([]);
 
     expect(await dynamicStrings(program, 'RUNPATH')).toEqual([RUNPATH]);
-    expect((await execOk(requireTool('patchelf'), ['--print-rpath', program])).trim()).toBe(RUNPATH);
+    expect((await mustExec(requireTool('patchelf'), ['--print-rpath', program])).stdout.trim()).toBe(RUNPATH);
     expect(await elflint(program)).toEqual(lintBefore);
     expect(await runOk(arch, program)).toBe(OUTPUT);
 
@@ -154,7 +153,7 @@ describe.each(ARCHES)('%s', (arch) => {
 
     // strip takes the result, and the stripped program runs.
     const stripped = join(dir, 'prog.stripped');
-    await execOk(binutil(arch, 'strip'), ['-o', stripped, program]);
+    await mustExec(binutil(arch, 'strip'), ['-o', stripped, program]);
     expect(await runOk(arch, stripped)).toBe(OUTPUT);
   });
 
@@ -168,7 +167,7 @@ describe.each(ARCHES)('%s', (arch) => {
     expect(result.code, result.stderr).toBe(0);
     expect((JSON.parse(result.stdout) as { tier: string }[])[0]?.tier).toBe('rewrite');
     // patchelf's own flag reads the same value back.
-    if (tag === 'NEEDED') expect(await execOk(requireTool('patchelf'), ['--print-needed', program])).toContain(value);
+    if (tag === 'NEEDED') expect((await mustExec(requireTool('patchelf'), ['--print-needed', program])).stdout).toContain(value);
     expect(await dynamicStrings(program, tag)).toContain(value);
     expect(await runOk(arch, program)).toBe(OUTPUT);
     const bytes = await fileState(program);

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { requireTool } from './fixtures.js';
-import { mustExec } from './tree-tools.js';
+import { mustExec } from './exec.js';
 
 const BINFMT = '/proc/sys/fs/binfmt_misc';
 const ENTRY = 'cuda-patchelf-qemu-aarch64';

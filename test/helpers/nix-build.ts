@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { REPO_ROOT, requireTool } from './fixtures.js';
 import { assertCliBuilt, cliPath } from './run-cli.js';
-import { mustExec, type ExecResult } from './tree-tools.js';
+import { mustExec, type ExecResult } from './exec.js';
 
 const NIX_FILE = join(REPO_ROOT, 'fixtures', 'nix', 'default.nix');
 const NIX_CONFIG = ['build-users-group =', 'sandbox = false', 'substituters =', 'max-jobs = 2'];

@@ -7,19 +7,9 @@ import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireTool, sysroot } from './fixtures.js';
-import { cleanEnv, execTool, type ExecOptions, type ExecResult } from './exec.js';
+import { cleanEnv, execTool, mustExec, type ExecResult } from './exec.js';
 
 export type BuildArch = 'x86_64' | 'aarch64';
-
-
-/** Runs a command that must succeed; the error carries everything it said. */
-export async function execOk(command: string, args: readonly string[], options: ExecOptions = {}): Promise<string> {
-  const result = await execTool(command, args, options);
-  if (result.code !== 0) {
-    throw new Error(`${command} ${args.join(' ')} failed (exit ${String(result.code)}, signal ${String(result.signal)}):\n${result.stderr}${result.stdout}`);
-  }
-  return result.stdout;
-}
 
 /** A fresh directory under the system temporary directory, and a function that removes it. */
 export async function scratchDir(prefix: string): Promise<{ dir: string; remove: () => Promise<void> }> {
@@ -58,14 +48,14 @@ export async function compile(arch: BuildArch, dir: string, output: string, sour
     });
     extra.push(`-B${shim}/`);
   }
-  await execOk(compilerFor(arch, cxx ? 'c++' : 'c'), [...names, ...extra, ...flags, '-o', out], { cwd: dir, timeoutMs: 120_000 });
+  await mustExec(compilerFor(arch, cxx ? 'c++' : 'c'), [...names, ...extra, ...flags, '-o', out], { cwd: dir, timeoutMs: 120_000 });
   return out;
 }
 
 /** The default GNU ld linker script of the driver with these flags (between the ===== lines of --verbose). */
 export async function defaultLinkerScript(arch: BuildArch, dir: string, flags: readonly string[]): Promise<string> {
   await writeFile(join(dir, 'empty.c'), 'int main(void) { return 0; }\n');
-  const text = await execOk(compilerFor(arch), ['empty.c', ...flags, '-Wl,--verbose', '-o', join(dir, 'empty')], { cwd: dir });
+  const text = (await mustExec(compilerFor(arch), ['empty.c', ...flags, '-Wl,--verbose', '-o', join(dir, 'empty')], { cwd: dir })).stdout;
   const lines = text.split('\n');
   const start = lines.findIndex((line) => line.startsWith('====='));
   const end = lines.findIndex((line, i) => i > start && line.startsWith('====='));
@@ -123,7 +113,7 @@ const hexNumber = (text: string): number => Number(BigInt(text.startsWith('0x') 
 
 /** The program headers as readelf -lW lists them, in table order. */
 export async function segments(file: string): Promise<SegmentRow[]> {
-  const text = await execOk(requireTool('readelf'), ['-lW', file]);
+  const text = (await mustExec(requireTool('readelf'), ['-lW', file])).stdout;
   const rows: SegmentRow[] = [];
   const pattern = /^\s+(\S+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+([RWE ]{3})\s+(0x[0-9a-f]+|\d+)\s*$/;
   for (const line of text.split('\n')) {
@@ -151,7 +141,7 @@ export interface DynamicRow {
 
 /** The dynamic array as readelf -dW lists it (tags by name: NEEDED, RUNPATH, INIT…), DT_NULL excluded. */
 export async function dynamicRows(file: string): Promise<DynamicRow[]> {
-  const text = await execOk(requireTool('readelf'), ['-dW', file]);
+  const text = (await mustExec(requireTool('readelf'), ['-dW', file])).stdout;
   const rows: DynamicRow[] = [];
   for (const line of text.split('\n')) {
     const m = /^\s*0x[0-9a-f]+\s+\(([^)]+)\)\s+(.*)$/.exec(line);
@@ -184,7 +174,7 @@ export interface SectionRow {
 }
 
 export async function sectionRows(file: string): Promise<SectionRow[]> {
-  const text = await execOk(requireTool('readelf'), ['-SW', file]);
+  const text = (await mustExec(requireTool('readelf'), ['-SW', file])).stdout;
   const rows: SectionRow[] = [];
   for (const line of text.split('\n')) {
     const m = /^\s*\[\s*\d+\]\s+(\S*)\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s/.exec(line);
@@ -207,7 +197,7 @@ export interface HeaderFields {
 }
 
 export async function elfHeader(file: string): Promise<HeaderFields> {
-  const text = await execOk(requireTool('readelf'), ['-hW', file]);
+  const text = (await mustExec(requireTool('readelf'), ['-hW', file])).stdout;
   const field = (label: string): string => {
     const m = new RegExp(`^\\s*${label}:\\s+(.*)$`, 'm').exec(text);
     if (m === null) throw new Error(`readelf -h ${file}: no "${label}"`);
@@ -222,7 +212,7 @@ export async function elfHeader(file: string): Promise<HeaderFields> {
 
 /** The address of a symbol in the static symbol table (readelf -s). */
 export async function symbolAddress(file: string, name: string): Promise<number> {
-  const text = await execOk(requireTool('readelf'), ['-sW', file]);
+  const text = (await mustExec(requireTool('readelf'), ['-sW', file])).stdout;
   for (const line of text.split('\n')) {
     const cols = line.trim().split(/\s+/);
     if (cols[7] === name && cols[1] !== undefined) return hexNumber(cols[1]);
@@ -277,5 +267,3 @@ export function loadProblems(rows: readonly SegmentRow[]): string[] {
   });
   return problems;
 }
-
-export { cleanEnv, execTool, type ExecOptions, type ExecResult };

@@ -9,7 +9,7 @@ import { copyFile, link, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { crossTool, fixture, loadManifest, requireTool, GREETING, type Fixture } from './fixtures.js';
-import { mustExec } from './tree-tools.js';
+import { mustExec } from './exec.js';
 
 export type TreeArch = 'x86_64' | 'aarch64';
 

@@ -9,7 +9,7 @@
 
 import { writeFile } from 'node:fs/promises';
 import { requireTool } from './fixtures.js';
-import { cleanEnv, execTool, type ExecResult } from './tree-tools.js';
+import { cleanEnv, execTool, type ExecResult } from './exec.js';
 
 const SCRIPT = String.raw`#!/usr/bin/env bash
 # usage: nixpkgs-hooks.sh PATCHELF DRIVER_LINK CUDA_COMPAT_OR_EMPTY OUTPUT...

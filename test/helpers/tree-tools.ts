@@ -1,7 +1,6 @@
-// Process, file-system and ELF oracles for the tree tests (apply/check/plan over whole directories):
-// a time-limited execFile that keeps the exit status, temp trees, tree snapshots to prove what did and
-// did not change, and readelf-based readings of runpath, tag kind and DT_NEEDED that do not share any
-// code with the tool under test.
+// File-system and ELF oracles for the tree tests (apply/check/plan over whole directories): temp trees,
+// tree snapshots to prove what did and did not change, and readelf-based readings of runpath, tag kind
+// and DT_NEEDED that do not share any code with the tool under test.
 
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -9,8 +8,7 @@ import { lstat, mkdtemp, open, readdir, readlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireTool } from './fixtures.js';
-import { cleanEnv, execTool, mustExec, type ExecOptions, type ExecResult } from './exec.js';
-
+import { mustExec } from './exec.js';
 
 export function makeTempDir(label: string): Promise<string> {
   return mkdtemp(join(tmpdir(), `cuda-patchelf-${label}-`));
@@ -154,5 +152,3 @@ export function permutations<T>(items: readonly T[]): T[][] {
   if (items.length <= 1) return [[...items]];
   return items.flatMap((item, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]));
 }
-
-export { cleanEnv, execTool, mustExec, type ExecOptions, type ExecResult };

@@ -50,7 +50,6 @@ export const LOADABLE_ARCHES: readonly Arch[] = ['x86_64', 'aarch64'];
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-
 export function describeExec(what: string, result: ExecResult): string {
   const status = result.signal === null ? `exit ${String(result.code)}` : `signal ${result.signal}`;
   return `${what}: ${status}\n${result.stdout.trim()}\n${result.stderr.trim()}`.trim();
@@ -896,5 +895,3 @@ export function diffLines(before: string, after: string): string[] {
   }
   return extra;
 }
-
-export { cleanEnv, execTool, type ExecResult };
