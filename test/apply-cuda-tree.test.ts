@@ -16,15 +16,12 @@ import {
   copyTree,
   dedupeRunpath,
   dynamicSegmentOffset,
-  effectiveRunpath,
   makeTempDir,
-  readDynamic,
   sha256File,
   snapshotTree,
-  tagKind,
-  type DynamicFacts,
   type TreeSnapshot,
 } from './helpers/tree-tools.js';
+import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf-dynamic.js';
 
 const DRIVER = '/run/opengl-driver/lib';
 const CLI_TIMEOUT = 120_000;

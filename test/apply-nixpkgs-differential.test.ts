@@ -16,15 +16,12 @@ import { parseReport, type TreeReport } from './helpers/tree-report.js';
 import {
   copyTree,
   dedupeRunpath,
-  effectiveRunpath,
   hasElfMagic,
   makeTempDir,
-  readDynamic,
   snapshotTree,
-  tagKind,
-  type DynamicFacts,
   type TreeSnapshot,
 } from './helpers/tree-tools.js';
+import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf-dynamic.js';
 import { execTool, mustExec } from './helpers/exec.js';
 
 const DRIVER_LINK = '/run/opengl-driver';

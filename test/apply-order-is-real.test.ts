@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture, ldList, requireTool, sysroot } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { copyTree, makeTempDir, readDynamic, tagKind } from './helpers/tree-tools.js';
+import { copyTree, makeTempDir } from './helpers/tree-tools.js';
+import { readDynamic, tagKind } from './helpers/readelf-dynamic.js';
 import { cleanEnv, execTool, mustExec, type ExecResult } from './helpers/exec.js';
 
 type Arch = 'x86_64' | 'aarch64';

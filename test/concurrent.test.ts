@@ -22,7 +22,8 @@ import { COMPAT_DIR } from './campaign/kill-campaign.js';
 import { fixture } from './helpers/fixtures.js';
 import { REAL_ELF_SOURCES, assembleElfTree, type ElfTreeFile } from './helpers/kill-tree.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
-import { copyTree, readDynamic, sha256File } from './helpers/tree-tools.js';
+import { copyTree, sha256File } from './helpers/tree-tools.js';
+import { readDynamic } from './helpers/readelf-dynamic.js';
 import { mapLimited } from './helpers/tools.js';
 import { parseReport } from './helpers/tree-report.js';
 

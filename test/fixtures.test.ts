@@ -18,6 +18,7 @@ import {
   runProgram,
   sysroot,
 } from './helpers/fixtures.js';
+import { dynamicFacts, dynamicNumber, parseDynamicRows } from './helpers/readelf-dynamic.js';
 
 const manifest = loadManifest();
 const loadable = fixtures((f) => f.kind === 'shared' && (f.arch === 'x86_64' || f.arch === 'aarch64'));
@@ -31,11 +32,6 @@ function loadAligns(programHeaders: string): number[] {
     .split('\n')
     .filter((line) => /^\s*LOAD\s/.test(line))
     .map((line) => Number.parseInt(line.trim().split(/\s+/).at(-1) ?? 'NaN', 16));
-}
-
-function dynamicValue(dynamic: string, tag: 'RUNPATH' | 'RPATH'): string | null {
-  const match = new RegExp(`\\(${tag}\\)\\s+Library ${tag.toLowerCase()}: \\[([^\\]]*)\\]`).exec(dynamic);
-  return match ? (match[1] ?? '') : null;
 }
 
 describe('manifest', () => {
@@ -200,10 +196,8 @@ describe('every x86_64 and aarch64 library dlopens with RTLD_NOW', () => {
 
 describe('readelf agrees with the tags', () => {
   it.each(compiledWithRunpathTag)('$id', async (f) => {
-    const dynamic = await readelf(['-d'], f.path);
+    const { runpath, rpath } = dynamicFacts(parseDynamicRows(await readelf(['-d'], f.path)));
     const expected = f.kind === 'shared' ? FIXTURE_RUNPATH.library : FIXTURE_RUNPATH.program;
-    const runpath = dynamicValue(dynamic, 'RUNPATH');
-    const rpath = dynamicValue(dynamic, 'RPATH');
     if (f.tags.includes('runpath')) {
       expect([runpath, rpath]).toEqual([expected, null]);
     } else if (f.tags.includes('rpath')) {
@@ -219,7 +213,7 @@ describe('readelf agrees with the tags', () => {
     expect(header).toMatch(/Number of section headers:\s+0\n/);
     expect(header).toMatch(/Section header string table index:\s+0\n/);
     expect(await readelf(['-S'], f.path)).toContain('There are no sections in this file.');
-    expect(dynamicValue(await readelf(['-d'], f.path), 'RUNPATH')).toBe(FIXTURE_RUNPATH.library);
+    expect(dynamicFacts(parseDynamicRows(await readelf(['-d'], f.path))).runpath).toBe(FIXTURE_RUNPATH.library);
   });
 
   it.each(fixtures((f) => f.origin === 'compiled' && f.arch !== 'arm' && f.arch !== 'ppc64'))(
@@ -234,7 +228,6 @@ describe('readelf agrees with the tags', () => {
   );
 
   it.each(fixtures({ tags: ['big-dynstr'] }))('$id has a large .dynstr', async (f) => {
-    const match = /\(STRSZ\)\s+(\d+) \(bytes\)/.exec(await readelf(['-d'], f.path));
-    expect(Number(match?.[1] ?? 0)).toBeGreaterThan(200_000);
+    expect((await dynamicNumber(f.path, 'STRSZ')) ?? 0).toBeGreaterThan(200_000);
   });
 });

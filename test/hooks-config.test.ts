@@ -10,7 +10,8 @@ import { parseHookConfig } from '../src/hooks/hook-config.js';
 import { fixture, ldList, requireTool, runProgram } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { parseReport } from './helpers/tree-report.js';
-import { copyTree, dedupeRunpath, effectiveRunpath, makeTempDir, readDynamic, snapshotTree, tagKind, type DynamicFacts } from './helpers/tree-tools.js';
+import { copyTree, dedupeRunpath, makeTempDir, snapshotTree } from './helpers/tree-tools.js';
+import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf-dynamic.js';
 
 const CONFIG = '/etc/cuda-patchelf/hooks.json';
 const DRIVER = '/run/opengl-driver/lib';

@@ -18,7 +18,8 @@ import { CUT_MOMENTS, HOSTILE_LIBRARY, UNPRIVILEGED, buildHostileTree, buildTooD
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import { mapLimited } from './helpers/tools.js';
 import { parseReport, type ReportFile, type TreeReport } from './helpers/tree-report.js';
-import { contentDifferences, readDynamic, snapshotTree } from './helpers/tree-tools.js';
+import { contentDifferences, snapshotTree } from './helpers/tree-tools.js';
+import { readDynamic } from './helpers/readelf-dynamic.js';
 import { mustExec } from './helpers/exec.js';
 
 const isRoot = process.getuid?.() === 0;

@@ -12,7 +12,7 @@ import { editElfFile } from '../src/edit/edit-file.js';
 import { applyPlan } from '../src/write/apply-plan.js';
 import { fixture } from './helpers/fixtures.js';
 import { planFile } from './helpers/fuzz-plan-file.js';
-import { effectiveRunpath, readDynamic } from './helpers/tree-tools.js';
+import { effectiveRunpath, readDynamic } from './helpers/readelf-dynamic.js';
 
 /** Store path hashes: 32 characters of Nix's base32 alphabet. */
 const OLD_HASH = '1b9p07z77phvv2hf6gm9f28syp39f1ag';

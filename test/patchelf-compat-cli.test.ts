@@ -10,7 +10,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture, requireTool } from './helpers/fixtures.js';
 import { execTool, type ExecResult } from './helpers/exec.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
-import { makeTempDir, readDynamic, tagKind } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/tree-tools.js';
+import { readDynamic, tagKind } from './helpers/readelf-dynamic.js';
 
 const LIBRARY = 'compiled/x86_64/libuser-runpath';
 const RPATH_LIBRARY = 'compiled/x86_64/libuser-rpath';

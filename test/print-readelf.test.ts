@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fixtures, readelf as runReadelf, requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { mapLimited } from './helpers/tools.js';
+import { bracketedString, parseDynamicRows, type DynamicRow } from './helpers/readelf-dynamic.js';
 
 interface Load {
   offset: number;
@@ -67,10 +68,11 @@ function field(text: string, pattern: RegExp, what: string): string {
   return match[1];
 }
 
-function bracketed(value: string): string {
-  const match = /\[(.*)\]$/.exec(value);
-  if (match?.[1] === undefined) throw new Error(`no [value] in readelf line: ${value}`);
-  return match[1];
+/** A tag's string; readelf printing none would be a fixture this test cannot check, so it throws. */
+function bracketed(row: DynamicRow): string {
+  const value = bracketedString(row);
+  if (value === null) throw new Error(`no [value] in readelf line: ${row.value}`);
+  return value;
 }
 
 function parseReadelf(text: string): ReadelfView {
@@ -105,21 +107,21 @@ function parseReadelf(text: string): ReadelfView {
   };
   const count = /^Dynamic section at offset 0x[0-9a-f]+ contains (\d+) entr(?:y|ies):$/m.exec(text)?.[1];
   if (count !== undefined) view.dynamicEntryCount = Number(count);
-  for (const m of text.matchAll(/^\s*0x[0-9a-f]+ \((\w+)\)\s+(.*?)\s*$/gm)) {
-    const [, tag, value] = m as unknown as [string, string, string];
+  for (const row of parseDynamicRows(text)) {
+    const { tag, value } = row;
     switch (tag) {
       case 'NEEDED':
-        view.needed.push(bracketed(value));
+        view.needed.push(bracketed(row));
         break;
       // print reports the first entry of a tag that should appear once.
       case 'SONAME':
-        view.soname ??= bracketed(value);
+        view.soname ??= bracketed(row);
         break;
       case 'RPATH':
-        view.rpath ??= bracketed(value);
+        view.rpath ??= bracketed(row);
         break;
       case 'RUNPATH':
-        view.runpath ??= bracketed(value);
+        view.runpath ??= bracketed(row);
         break;
       case 'FLAGS':
         view.flags = value.split(/\s+/).filter((word) => word.length > 0);

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { editElfFile } from '../src/edit/edit-file.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
 import { FIXTURE_RUNPATH, GREETING, fixture, requireTool } from './helpers/fixtures.js';
-import { describeRun, dynamicStrings, fileState, runProgram, scratchDir, type FileState } from './helpers/rw-build.js';
+import { describeRun, fileState, runProgram, scratchDir, type FileState } from './helpers/rw-build.js';
+import { dynamicStrings } from './helpers/readelf-dynamic.js';
 import { stretchHighestLoad32 } from './helpers/rw-elf.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 

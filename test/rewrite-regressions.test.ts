@@ -10,9 +10,6 @@ import {
   compile,
   defaultLinkerScript,
   describeRun,
-  dynamicNumber,
-  dynamicRows,
-  dynamicStrings,
   elfHeader,
   loaderList,
   loadProblems,
@@ -26,6 +23,7 @@ import {
   type BuildArch,
   type SegmentRow,
 } from './helpers/rw-build.js';
+import { dynamicNumber, dynamicRows, dynamicStrings } from './helpers/readelf-dynamic.js';
 import { mustExec } from './helpers/exec.js';
 import { relocateProgramHeaders } from './helpers/rw-elf.js';
 import { assertCliBuilt, runCli, type CliResult } from './helpers/run-cli.js';

@@ -14,7 +14,6 @@ import {
   binutil,
   compile,
   describeRun,
-  dynamicStrings,
   elfHeader,
   fileState,
   loadProblems,
@@ -26,6 +25,7 @@ import {
   type BuildArch,
   type SegmentRow,
 } from './helpers/rw-build.js';
+import { dynamicStrings } from './helpers/readelf-dynamic.js';
 import { execTool, mustExec } from './helpers/exec.js';
 import { relocateProgramHeaders } from './helpers/rw-elf.js';
 import type { Fixture } from './helpers/fixtures.js';

@@ -22,7 +22,8 @@ import { rng, type Rng } from '../helpers/fuzz-mutations.js';
 import { assembleElfTree, type ElfTreeFile, type ElfTreeSource } from '../helpers/kill-tree.js';
 import { mapLimited } from '../helpers/tools.js';
 import { parseReport } from '../helpers/tree-report.js';
-import { effectiveRunpath, readDynamic, sha256File } from '../helpers/tree-tools.js';
+import { sha256File } from '../helpers/tree-tools.js';
+import { effectiveRunpath, readDynamic } from '../helpers/readelf-dynamic.js';
 
 export const COMPAT_DIR = '/nix/store/00000000000000000000000000000000-cuda_compat';
 const PAGE = 4096;

@@ -133,38 +133,6 @@ export async function segments(file: string): Promise<SegmentRow[]> {
   return rows;
 }
 
-export interface DynamicRow {
-  readonly tag: string;
-  /** The value column: a number, or "Shared library: [x]" style text. */
-  readonly value: string;
-}
-
-/** The dynamic array as readelf -dW lists it (tags by name: NEEDED, RUNPATH, INIT…), DT_NULL excluded. */
-export async function dynamicRows(file: string): Promise<DynamicRow[]> {
-  const text = (await mustExec(requireTool('readelf'), ['-dW', file])).stdout;
-  const rows: DynamicRow[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^\s*0x[0-9a-f]+\s+\(([^)]+)\)\s+(.*)$/.exec(line);
-    if (m === null || m[1] === 'NULL') continue;
-    rows.push({ tag: m[1] as string, value: (m[2] as string).trim() });
-  }
-  return rows;
-}
-
-/** The bracketed strings of a tag (NEEDED → library names, RUNPATH → one value). */
-export async function dynamicStrings(file: string, tag: string): Promise<string[]> {
-  return (await dynamicRows(file)).filter((row) => row.tag === tag).map((row) => /\[(.*)\]$/.exec(row.value)?.[1] ?? row.value);
-}
-
-/** The numeric value of the first entry with this tag, or null. */
-export async function dynamicNumber(file: string, tag: string): Promise<number | null> {
-  const row = (await dynamicRows(file)).find((r) => r.tag === tag);
-  if (row === undefined) return null;
-  const m = /^(0x[0-9a-f]+|\d+)/.exec(row.value);
-  if (m === null) throw new Error(`readelf -d ${file}: ${tag} has no number: ${row.value}`);
-  return m[1]?.startsWith('0x') ? hexNumber(m[1]) : Number(m[1]);
-}
-
 export interface SectionRow {
   readonly name: string;
   readonly type: string;

@@ -1,6 +1,6 @@
 // File-system and ELF oracles for the tree tests (apply/check/plan over whole directories): temp trees,
-// tree snapshots to prove what did and did not change, and readelf-based readings of runpath, tag kind
-// and DT_NEEDED that do not share any code with the tool under test.
+// tree snapshots to prove what did and did not change, and the ELF facts they check that share no code
+// with the tool under test (the dynamic entries themselves are read in readelf-dynamic.ts).
 
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -87,49 +87,6 @@ export async function hasElfMagic(path: string): Promise<boolean> {
   } finally {
     await handle.close();
   }
-}
-
-export interface DynamicFacts {
-  readonly runpath: string | null;
-  readonly rpath: string | null;
-  readonly needed: readonly string[];
-  readonly soname: string | null;
-}
-
-/** The runpath tag a file carries, as readelf names it. */
-export type TagKind = 'RUNPATH' | 'RPATH' | 'none';
-
-export function tagKind(facts: DynamicFacts): TagKind {
-  return facts.runpath !== null ? 'RUNPATH' : facts.rpath !== null ? 'RPATH' : 'none';
-}
-
-/** The search path ld.so uses for the file's own dependencies: DT_RUNPATH, else DT_RPATH, else null. */
-export function effectiveRunpath(facts: DynamicFacts): string | null {
-  return facts.runpath ?? facts.rpath;
-}
-
-/** `readelf -dW`: the file's dynamic entries, or null when it has no dynamic section. */
-export async function readDynamic(path: string): Promise<DynamicFacts | null> {
-  const result = await mustExec(requireTool('readelf'), ['-dW', path]);
-  if (/There is no dynamic section in this file/.test(result.stdout)) return null;
-  let runpath: string | null = null;
-  let rpath: string | null = null;
-  let soname: string | null = null;
-  const needed: string[] = [];
-  let tags = 0;
-  for (const line of result.stdout.split('\n')) {
-    const match = /^\s*0x[0-9a-f]+\s+\((\w+)\)\s+(.*)$/.exec(line);
-    if (match === null) continue;
-    tags++;
-    const [, tag, rest] = match as unknown as [string, string, string];
-    const bracketed = /\[(.*)\]\s*$/.exec(rest)?.[1] ?? null;
-    if (tag === 'RUNPATH') runpath = bracketed;
-    else if (tag === 'RPATH') rpath = bracketed;
-    else if (tag === 'SONAME') soname = bracketed;
-    else if (tag === 'NEEDED' && bracketed !== null) needed.push(bracketed);
-  }
-  if (tags === 0) throw new Error(`readelf -dW ${path}: no dynamic entries parsed from\n${result.stdout}`);
-  return { runpath, rpath, needed, soname };
 }
 
 /** PT_DYNAMIC's file offset (readelf -lW), or null when the file has none. */

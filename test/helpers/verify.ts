@@ -20,6 +20,7 @@ import { runCli as runCliMain } from '../../src/cli/program.js';
 import { crossTool, fixture, requireTool, sysroot, type Arch, type Fixture } from './fixtures.js';
 import { assertCliBuilt, runCli } from './run-cli.js';
 import { cleanEnv, execTool, type ExecResult } from './exec.js';
+import { dynamicFacts, parseDynamicRows, rowNumber } from './readelf-dynamic.js';
 
 // Numbers from the gABI, spelled out here so that a wrong table in src/ cannot hide a wrong check.
 const PT_NULL = 0;
@@ -266,37 +267,6 @@ export async function tiersForNewStrings(path: string, strings: readonly string[
 }
 
 const text = (value: string | null): string | null => (value === null ? null : byteStringToText(value));
-
-interface ReadelfDynamic {
-  runpath: string | null;
-  rpath: string | null;
-  needed: string[];
-  soname: string | null;
-  strtab: number | null;
-  strsz: number | null;
-}
-
-function parseReadelfDynamic(output: string): ReadelfDynamic {
-  const result: ReadelfDynamic = { runpath: null, rpath: null, needed: [], soname: null, strtab: null, strsz: null };
-  for (const line of output.split('\n')) {
-    let match = /\((RUNPATH|RPATH|NEEDED|SONAME)\)\s+(?:Library runpath|Library rpath|Shared library|Library soname): \[(.*)\]\s*$/.exec(line);
-    if (match !== null) {
-      const value = match[2] ?? '';
-      if (match[1] === 'RUNPATH') result.runpath = value;
-      else if (match[1] === 'RPATH') result.rpath = value;
-      else if (match[1] === 'NEEDED') result.needed.push(value);
-      else result.soname = value;
-      continue;
-    }
-    match = /\((STRTAB|STRSZ)\)\s+(0x[0-9a-f]+|\d+)/.exec(line);
-    if (match !== null) {
-      const value = Number(match[2]);
-      if (match[1] === 'STRTAB') result.strtab = value;
-      else result.strsz = value;
-    }
-  }
-  return result;
-}
 
 /** The version records readelf prints, without the lines that carry section addresses. */
 function versionLines(output: string): string[] {
@@ -758,7 +728,12 @@ export async function collectProblems(input: VerifyInput): Promise<{ problems: s
   if (newWarnings.length > 0) problems.push(`readelf warns about the result:\n${newWarnings.join('\n')}`);
   const partsBefore = splitReadelf(readelfBefore.stdout);
   const partsAfter = splitReadelf(readelfAfter.stdout);
-  const dyn = parseReadelfDynamic(partsAfter.dynamic);
+  const dynamicRowsAfter = parseDynamicRows(partsAfter.dynamic);
+  const lastNumber = (tag: string): number | null => {
+    const row = dynamicRowsAfter.filter((r) => r.tag === tag).at(-1);
+    return row === undefined ? null : rowNumber(row, patched);
+  };
+  const dyn = { ...dynamicFacts(dynamicRowsAfter), strtab: lastNumber('STRTAB'), strsz: lastNumber('STRSZ') };
   if (wanted.runpath !== undefined && dyn.runpath !== wanted.runpath) problems.push(`readelf: RUNPATH is ${JSON.stringify(dyn.runpath)}, expected ${JSON.stringify(wanted.runpath)}`);
   if (wanted.rpath !== undefined && dyn.rpath !== wanted.rpath) problems.push(`readelf: RPATH is ${JSON.stringify(dyn.rpath)}, expected ${JSON.stringify(wanted.rpath)}`);
   if (wanted.needed !== undefined && JSON.stringify(dyn.needed) !== JSON.stringify(wanted.needed)) {
