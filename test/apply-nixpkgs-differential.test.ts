@@ -8,7 +8,7 @@
 import { copyFile, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixture, loadManifest, requireTool, runProgram } from './helpers/fixtures.js';
+import { fixture, loadManifest, requireTool, runProgram, type BuildArch } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { buildCudaTree, type CudaTree } from './helpers/tree-cuda.js';
 import { runNixpkgsHooks } from './helpers/tree-nixpkgs.js';
@@ -51,7 +51,7 @@ const isStaticPie = (rel: string): boolean => rel.endsWith('/bin/static-pie');
 const separately = (rel: string): boolean => hardLinked.has(rel) || rel === I386 || isStaticPie(rel);
 
 /** Runpaths the fixture sources alone cannot give: repeats, an empty entry, an empty runpath. */
-async function addOddRunpaths(root: string, arch: 'x86_64' | 'aarch64'): Promise<string[]> {
+async function addOddRunpaths(root: string, arch: BuildArch): Promise<string[]> {
   const cc = requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc');
   const src = join(loadManifest().cacheDir, '..', 'src', 'user.c');
   const lib = join(root, arch, 'lib');

@@ -7,13 +7,11 @@
 import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixture, ldList, requireTool, sysroot } from './helpers/fixtures.js';
+import { fixture, ldList, requireTool, sysroot, type BuildArch } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { copyTree, makeTempDir } from './helpers/tree-tools.js';
 import { readDynamic, tagKind } from './helpers/readelf-dynamic.js';
 import { cleanEnv, execTool, mustExec, type ExecResult } from './helpers/exec.js';
-
-type Arch = 'x86_64' | 'aarch64';
 
 // Prints the path of the libcuda.so.1 the loader mapped, and which stand-in it is when it is one; it
 // references no libcuda symbol, so the real NVIDIA library can stand in the same place.
@@ -39,13 +37,13 @@ int main(void) {
 const STANDIN_C = `const char *standin_which(void) { return WHICH; }
 `;
 
-const REAL_LIBCUDA: Record<Arch, string> = {
+const REAL_LIBCUDA: Record<BuildArch, string> = {
   x86_64: 'cuda/x86_64/libcuda1/libcuda.so.535.261.03',
   aarch64: 'cuda/aarch64/libcuda1/libcuda.so.535.261.03',
 };
 
 interface Setup {
-  readonly arch: Arch;
+  readonly arch: BuildArch;
   readonly dir: string;
   /** The pristine tree: bin/cuda-app, NEEDED libcuda.so.1, no runpath. */
   readonly tree: string;
@@ -61,18 +59,18 @@ interface Setup {
 
 let work = '';
 
-function compiler(arch: Arch): string {
+function compiler(arch: BuildArch): string {
   return requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc');
 }
 
 /** Runs the program natively or under qemu; extra variables reach only the program, never qemu. */
-function runApp(arch: Arch, path: string, env: Record<string, string> = {}): Promise<ExecResult> {
+function runApp(arch: BuildArch, path: string, env: Record<string, string> = {}): Promise<ExecResult> {
   if (arch === 'x86_64') return execTool(path, [], { env: cleanEnv(env), timeoutMs: 60_000 });
   const vars = Object.entries(env).flatMap(([k, v]) => ['-E', `${k}=${v}`]);
   return execTool(requireTool('qemu-aarch64'), ['-L', sysroot('aarch64'), ...vars, path], { env: cleanEnv(), timeoutMs: 60_000 });
 }
 
-async function setUp(arch: Arch): Promise<Setup> {
+async function setUp(arch: BuildArch): Promise<Setup> {
   const dir = join(work, arch);
   const src = join(dir, 'src');
   await mkdir(src, { recursive: true });

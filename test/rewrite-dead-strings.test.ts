@@ -6,8 +6,8 @@
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requireTool } from './helpers/fixtures.js';
-import { compile, describeRun, occurrences, runProgram, scratchDir, type BuildArch } from './helpers/rw-build.js';
+import { requireTool, type BuildArch } from './helpers/fixtures.js';
+import { compile, describeRun, occurrences, runProgram, scratchDir } from './helpers/rw-build.js';
 import { dynamicStrings } from './helpers/readelf-dynamic.js';
 import { mustExec } from './helpers/exec.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';

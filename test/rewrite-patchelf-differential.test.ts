@@ -5,8 +5,8 @@
 import { copyFile, mkdir, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixtures, requireTool, type Fixture } from './helpers/fixtures.js';
-import { describeRun, loaderList, scratchDir, type BuildArch } from './helpers/rw-build.js';
+import { fixtures, requireTool, type Fixture, type BuildArch } from './helpers/fixtures.js';
+import { describeRun, loaderList, scratchDir } from './helpers/rw-build.js';
 import { dynamicRows } from './helpers/readelf-dynamic.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
 import type { CliIo } from '../src/cli/cli-io.js';

@@ -5,7 +5,7 @@ import { copyFile, cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { editElfFile } from '../src/edit/edit-file.js';
-import { fixtures, requireTool, type Fixture } from './helpers/fixtures.js';
+import { fixtures, requireTool, type Fixture, type BuildArch } from './helpers/fixtures.js';
 import {
   compile,
   defaultLinkerScript,
@@ -20,7 +20,6 @@ import {
   sectionRows,
   segments,
   symbolAddress,
-  type BuildArch,
   type SegmentRow,
 } from './helpers/rw-build.js';
 import { dynamicNumber, dynamicRows, dynamicStrings } from './helpers/readelf-dynamic.js';

@@ -9,7 +9,7 @@ import { existsSync, watch } from 'node:fs';
 import { chown, link, mkdtemp, readFile, readdir, rm, stat, chmod, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { requireTool } from './helpers/fixtures.js';
+import { requireTool, type BuildArch } from './helpers/fixtures.js';
 import {
   binutil,
   compile,
@@ -22,7 +22,6 @@ import {
   scratchDir,
   segments,
   symbolAddress,
-  type BuildArch,
   type SegmentRow,
 } from './helpers/rw-build.js';
 import { dynamicStrings } from './helpers/readelf-dynamic.js';

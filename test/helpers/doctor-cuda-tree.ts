@@ -4,9 +4,8 @@
 
 import { copyFile, link, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { fixtures, requireTool, type Fixture } from './fixtures.js';
+import { fixtures, requireTool, type BuildArch, type Fixture } from './fixtures.js';
 import { mustExec } from './exec.js';
-import type { BuildArch } from './doctor-trees.js';
 
 export function cudaFixture(arch: BuildArch, pkg: string): Fixture {
   const found = fixtures({ arch, origin: 'cuda' }).find((f) => f.id.startsWith(`cuda/${arch}/${pkg}/`));

@@ -3,7 +3,7 @@
 // which file it opened for each object it loaded, in load order.
 
 import { join } from 'node:path';
-import { requireTool } from './fixtures.js';
+import { requireTool, type BuildArch } from './fixtures.js';
 import { cleanEnv, execTool } from './exec.js';
 
 export interface RealLoad {
@@ -66,7 +66,7 @@ export function parseLdDebug(stderr: string, listed: boolean): RealLoad[] {
 }
 
 export interface TraceRequest {
-  readonly arch: 'x86_64' | 'aarch64';
+  readonly arch: BuildArch;
   /**
    * Run it (a program) or list it with the loader in trace mode (LD_TRACE_LOADED_OBJECTS=1, what ldd
    * sets: a dependency not found is listed and the load goes on, as doctor reports it).

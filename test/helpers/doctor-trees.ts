@@ -4,10 +4,8 @@
 
 import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
-import { requireTool } from './fixtures.js';
+import { requireTool, type BuildArch } from './fixtures.js';
 import { mustExec } from './exec.js';
-
-export type BuildArch = 'x86_64' | 'aarch64';
 
 export interface BuildOptions {
   readonly arch?: BuildArch;

@@ -12,6 +12,8 @@ export const CACHE_DIR = resolve(process.env['CUDA_PATCHELF_FIXTURES_CACHE'] ?? 
 export const MANIFEST_PATH = join(CACHE_DIR, 'manifest.json');
 
 export type Arch = 'x86_64' | 'aarch64' | 'arm' | 'ppc64';
+/** The architectures whose code the tests compile and run here (x86_64 natively, aarch64 under qemu-aarch64); arm and ppc64 files are only read and edited. */
+export type BuildArch = Extract<Arch, 'x86_64' | 'aarch64'>;
 export type Origin = 'compiled' | 'debian' | 'cuda' | 'npm';
 export type FixtureKind = 'pie' | 'exec' | 'shared' | 'static';
 export type Linker = 'bfd' | 'lld' | 'gold';

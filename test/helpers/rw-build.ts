@@ -6,10 +6,8 @@ import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { requireTool, sysroot } from './fixtures.js';
+import { requireTool, sysroot, type BuildArch } from './fixtures.js';
 import { cleanEnv, execTool, mustExec, type ExecResult } from './exec.js';
-
-export type BuildArch = 'x86_64' | 'aarch64';
 
 /** A fresh directory under the system temporary directory, and a function that removes it. */
 export async function scratchDir(prefix: string): Promise<{ dir: string; remove: () => Promise<void> }> {

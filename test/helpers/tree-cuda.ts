@@ -8,10 +8,8 @@
 import { copyFile, link, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { crossTool, fixture, loadManifest, requireTool, GREETING, type Fixture } from './fixtures.js';
+import { crossTool, fixture, loadManifest, requireTool, GREETING, type BuildArch, type Fixture } from './fixtures.js';
 import { mustExec } from './exec.js';
-
-export type TreeArch = 'x86_64' | 'aarch64';
 
 /** What apply/check/plan must do with an entry. */
 export type Expectation = 'dynamic' | 'symlink' | 'not-elf' | 'archive' | 'relocatable' | 'static';
@@ -20,7 +18,7 @@ export interface TreeEntry {
   /** Path relative to the tree root, `/`-separated. */
   readonly rel: string;
   readonly expect: Expectation;
-  readonly arch?: TreeArch;
+  readonly arch?: BuildArch;
   /** Names of one inode: the walk patches one of them and skips the others as `hard-link`. */
   readonly hardLinkGroup?: string;
   /** A program that must still run: the fixture it came from (for runProgram), what it prints, and the
@@ -38,7 +36,7 @@ export interface CudaTree {
 }
 
 export interface CudaTreeOptions {
-  readonly arches: readonly TreeArch[];
+  readonly arches: readonly BuildArch[];
   /** Add libcublas (≈100 MB per arch) and the libcublasLt stand-in it needs. */
   readonly large: boolean;
   /** Scratch directory for objects compiled on the way (not part of the tree). */
@@ -50,12 +48,12 @@ export interface CudaTreeOptions {
 /** A runpath entry that points into a link-time stubs directory, as a CUDA build leaves behind. */
 export const STUBS_ENTRY = '/nix/store/0000000000000000000000000000000a-cuda_cudart-static/lib/stubs';
 
-const variantOf: Record<TreeArch, { main: string; small: string; deb: string; triple: string }> = {
+const variantOf: Record<BuildArch, { main: string; small: string; deb: string; triple: string }> = {
   x86_64: { main: 'x86_64', small: 'x86_64', deb: 'amd64', triple: 'x86_64-linux-gnu' },
   aarch64: { main: 'aarch64-64k', small: 'aarch64-4k', deb: 'arm64', triple: 'aarch64-linux-gnu' },
 };
 
-function compilerFor(arch: TreeArch): string {
+function compilerFor(arch: BuildArch): string {
   return requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc');
 }
 
@@ -65,13 +63,13 @@ function sourceFile(name: string): string {
   return path;
 }
 
-function cudaFixture(arch: TreeArch, pkg: string): Fixture {
+function cudaFixture(arch: BuildArch, pkg: string): Fixture {
   const found = loadManifest().fixtures.find((f) => f.origin === 'cuda' && f.arch === arch && f.id.startsWith(`cuda/${arch}/${pkg}/`));
   if (found === undefined) throw new Error(`no cuda/${arch}/${pkg} fixture in the manifest: run bash fixtures/build.sh`);
   return found;
 }
 
-function debianFixture(arch: TreeArch, pkg: string, file: string): Fixture {
+function debianFixture(arch: BuildArch, pkg: string, file: string): Fixture {
   return fixture(`debian/${arch}/${pkg}/${file}`);
 }
 
