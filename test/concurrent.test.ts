@@ -24,7 +24,7 @@ import { REAL_ELF_SOURCES, assembleElfTree, type ElfTreeFile } from './helpers/k
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { copyTree, sha256File } from './helpers/tree-tools.js';
 import { readDynamic } from './helpers/readelf-dynamic.js';
-import { mapLimited } from './helpers/tools.js';
+import { mapLimited } from './helpers/map-limited.js';
 import { parseReport } from './helpers/tree-report.js';
 
 const CHANGED = /the file changed on disk while it was being (planned|read)(?: \(\d+ bytes when listed, \d+ when opened, \d+ after the read\))?; left alone$/;

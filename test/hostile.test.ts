@@ -16,7 +16,7 @@ import { COMPAT_DIR } from './campaign/kill-campaign.js';
 import { fixture, requireTool } from './helpers/fixtures.js';
 import { CUT_MOMENTS, HOSTILE_LIBRARY, UNPRIVILEGED, buildHostileTree, buildTooDeepFile, cutHookModule, type FileCut, type HostileEntry, type HostileExpectation, type HostileTree } from './helpers/hostile-tree.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
-import { mapLimited } from './helpers/tools.js';
+import { mapLimited } from './helpers/map-limited.js';
 import { parseReport, type ReportFile, type TreeReport } from './helpers/tree-report.js';
 import { contentDifferences, snapshotTree } from './helpers/tree-tools.js';
 import { readDynamic } from './helpers/readelf-dynamic.js';

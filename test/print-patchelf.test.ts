@@ -7,7 +7,7 @@ import { fixtures, readelf, requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { runCli as runCliInProcess } from '../src/cli/program.js';
 import { execTool, type ExecResult } from './helpers/exec.js';
-import { mapLimited } from './helpers/tools.js';
+import { mapLimited } from './helpers/map-limited.js';
 
 interface PrintRecord {
   file: string;

@@ -4,7 +4,7 @@ import { open } from 'node:fs/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixtures, readelf as runReadelf, requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { mapLimited } from './helpers/tools.js';
+import { mapLimited } from './helpers/map-limited.js';
 import { bracketedString, parseDynamicRows, type DynamicRow } from './helpers/readelf-dynamic.js';
 
 interface Load {

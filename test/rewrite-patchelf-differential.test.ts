@@ -13,7 +13,7 @@ import type { CliIo } from '../src/cli/cli-io.js';
 import { runPatchelfCompat } from '../src/cli/patchelf-compat.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { mapLimited } from './helpers/tools.js';
+import { mapLimited } from './helpers/map-limited.js';
 
 const LONGER = '/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat-12.2/compat:/run/opengl-driver/lib:$ORIGIN/../lib64';
 

@@ -20,7 +20,7 @@ import { ldList } from '../helpers/fixtures.js';
 import { planFile } from '../helpers/fuzz-plan-file.js';
 import { rng, type Rng } from '../helpers/fuzz-mutations.js';
 import { assembleElfTree, type ElfTreeFile, type ElfTreeSource } from '../helpers/kill-tree.js';
-import { mapLimited } from '../helpers/tools.js';
+import { mapLimited } from '../helpers/map-limited.js';
 import { parseReport } from '../helpers/tree-report.js';
 import { sha256File } from '../helpers/tree-tools.js';
 import { effectiveRunpath, readDynamic } from '../helpers/readelf-dynamic.js';
