@@ -35,9 +35,6 @@ function holdsMoreThanItself(ph: ProgramHeader, dynamic: DynamicArray, sections:
 /** A .symtab larger than this is left as it is when sections move (tools-only data). */
 const SYMBOL_TABLE_LIMIT = 64 * 2 ** 20;
 
-/** How far past the program header table the planner may look for room. */
-const LOOK_AFTER_TABLE = 4096;
-
 /**
  * The facts a plan starts from. The .dynsym names and the .symtab bytes are located but not read: a
  * plan asks for them (NeedsFacts, readLaterFact) only when it needs them. `purpose` 'check' reads an
@@ -82,7 +79,8 @@ export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' =
     if (!nextToTable || !inFile || section.sh_type === SHT.SHT_NOBITS || !tagged.has(section.sh_addr)) continue;
     relocatableSections.push({ offset: section.sh_offset, bytes: await bytesOf(section.sh_offset, section.sh_size, `section ${section.name}`) });
   }
-  const after = Math.max(0, Math.min(LOOK_AFTER_TABLE, source.size - tableEnd));
+  // The table grows by one entry at most: the planner looks that far past it for room.
+  const after = Math.max(0, Math.min(header.e_phentsize, source.size - tableEnd));
   return {
     fileSize: source.size,
     codec,

@@ -25,10 +25,24 @@ export function checkRange(size: number, position: number, length: number, what:
 }
 
 /**
+ * The first read of a file reads at least this much: the ELF header, the program header table and
+ * what usually follows it (interpreter, notes) then come from one system call.
+ */
+const HEAD_READ = 4096;
+
+/**
+ * Reads up to this size are kept to be served again. Larger ones (string and symbol tables) are not:
+ * their system call costs little next to the copy, and they are rarely read twice.
+ */
+const KEPT_READ = 16 * 1024;
+
+/**
  * A ByteSource over an open file descriptor; counts what it reads (the benchmarks report it).
  * The reads are synchronous system calls behind the async interface: a read is a few hundred bytes
  * from the page cache, where a thread-pool round trip per read costs more than the read itself, and
- * `apply` gets its parallelism from worker threads, not from reads in flight.
+ * `apply` gets its parallelism from worker threads, not from reads in flight. What a small read
+ * already fetched is served again from memory (a copy): planning and the read-back ask for the same
+ * headers and tables, and each system call through Node costs microseconds, more than the copy.
  */
 export class FileByteSource implements ByteSource {
   readonly path: string;
@@ -36,6 +50,8 @@ export class FileByteSource implements ByteSource {
   readonly stats: Stats;
   bytesRead = 0;
   private readonly fd: number;
+  /** Small ranges read so far, in the order read (a file is read a dozen times at most). */
+  private readonly done: { readonly position: number; readonly bytes: Uint8Array }[] = [];
 
   private constructor(path: string, fd: number, stats: Stats) {
     this.path = path;
@@ -75,6 +91,19 @@ export class FileByteSource implements ByteSource {
 
   async read(position: number, length: number, what: string): Promise<Uint8Array> {
     checkRange(this.size, position, length, what);
+    const end = position + length;
+    for (const range of this.done) {
+      if (position >= range.position && end <= range.position + range.bytes.length) return range.bytes.slice(position - range.position, end - range.position);
+    }
+    // The first read widens to the head of the file.
+    const widened = this.bytesRead === 0 && position === 0 ? Math.min(this.size, Math.max(length, HEAD_READ)) : length;
+    const buffer = this.readFromFile(position, widened, what);
+    if (widened > KEPT_READ) return buffer;
+    this.done.push({ position, bytes: buffer });
+    return buffer.slice(0, length);
+  }
+
+  private readFromFile(position: number, length: number, what: string): Uint8Array {
     const buffer = new Uint8Array(length);
     let done = 0;
     while (done < length) {

@@ -21,16 +21,16 @@ export interface Section extends SectionHeader {
   readonly headerOffset: number;
 }
 
-/** The section header table as decoded records, without names: one read after section 0. */
+/** The section header table as decoded records, without names: one read (two with extended numbering). */
 export async function readSectionHeaderTable(source: ByteSource, codec: ElfCodec, header: ElfHeaderFields): Promise<SectionHeader[]> {
   if (header.e_shoff === 0) return [];
   const entrySize = codec.sizeOf(SHDR);
   if (header.e_shentsize !== entrySize) {
     throw formatError(`e_shentsize is ${header.e_shentsize}, expected ${entrySize} for ELF${codec.elfClass}`);
   }
-  const first = codec.decode(SHDR, await source.read(header.e_shoff, entrySize, 'section header 0'), 0);
+  checkRange(source.size, header.e_shoff, entrySize, 'section header 0');
   // Extended numbering: e_shnum = 0 with a table present puts the count in section 0's sh_size.
-  const count = header.e_shnum === 0 ? first.sh_size : header.e_shnum;
+  const count = header.e_shnum === 0 ? codec.decode(SHDR, await source.read(header.e_shoff, entrySize, 'section header 0'), 0).sh_size : header.e_shnum;
   checkRange(source.size, header.e_shoff, count * entrySize, `section header table (${count} entries)`);
   const bytes = await source.read(header.e_shoff, count * entrySize, 'section header table');
   const raw: SectionHeader[] = [];

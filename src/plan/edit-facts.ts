@@ -34,7 +34,7 @@ export interface EditFacts {
   readonly movableRanges: readonly MovableRange[];
   /** Sections right after the program header table that a RELOCATABLE_SECTION_TAGS tag points at. */
   readonly relocatableSections: readonly MovableRange[];
-  /** The bytes that follow the program header table, up to a small bound (gap checks). */
+  /** The bytes of one more program header right after the table (fewer where the file ends): its gap check. */
   readonly afterProgramHeaders: Uint8Array;
   /**
    * The static symbol table (.symtab), whose symbols in a moved section must follow it; null if none.
