@@ -3,7 +3,6 @@
 
 import { relative } from 'node:path';
 import { statSync } from 'node:fs';
-import type { Command } from 'commander';
 import { textToByteString } from '../elf/byte-string.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { FileReport } from '../doctor/doctor-report.js';
@@ -18,7 +17,7 @@ import { errorJson, errorLine, rejectEmptyPaths } from './report.js';
 /** doctor's exit codes (docs/doctor.md): problems found is its own answer, as `check` finding work is. */
 const DOCTOR_EXIT = { ok: EXIT.ok, problems: 1, usage: EXIT.usage, unreadable: EXIT.someFilesFailed } as const;
 
-interface DoctorOptions {
+export interface DoctorOptions {
   root?: string;
   ldLibraryPath?: string;
   json?: boolean;
@@ -93,53 +92,43 @@ function shown(file: string, cwd: string): string {
   return inside === '' || inside.startsWith('..') ? file : inside;
 }
 
-export function registerDoctor(program: Command, io: CliIo): void {
-  program
-    .command('doctor')
-    .description('which libcuda.so.1 each program really loads, and whether CUDA will start: the glibc loader emulated per file')
-    .argument('<paths...>', 'programs, libraries or trees (./result) to diagnose')
-    .option('--root <dir>', 'a system root (an aarch64 Jetson image on an x86_64 machine): runpaths, the cache and the default directories are looked up under it')
-    .option('--ld-library-path <list>', 'emulate this LD_LIBRARY_PATH (default: none; doctor never reads its own)')
-    .option('--driver-version <version>', 'the kernel driver version to check against (default: this machine\'s, from /sys/module/nvidia/version)')
-    .option('--driver-lib <file>', 'take the kernel driver version from this libcuda (its name, link target or contents)')
-    .option('--json', 'one JSON document on stdout (see docs/doctor.md)')
-    .action(async (paths: string[], options: DoctorOptions) => {
-      const cwd = process.cwd();
-      checkArguments(paths, options, cwd);
-      const driver = await driverOf(options, cwd);
-      const trees: TreeResult[] = [];
-      if (options.json !== true) io.out(settingsLine(options, driver));
-      const printed = new Set<string>();
-      for await (const tree of runDoctor({ paths, root: options.root ?? null, ldLibraryPath: options.ldLibraryPath ?? null, cwd, arch: process.arch, driver })) {
-        trees.push(tree);
-        for (const failure of tree.failures) {
-          // One broken cache or loader fails every file that needs it: say so once.
-          const line = errorLine(failure.error, failure.file);
-          if (!printed.has(line)) io.err(line);
-          printed.add(line);
-        }
-        if (options.json !== true) {
-          for (const file of tree.files) io.out(`\n${fileText(file, shown(file.file, cwd))}`);
-          io.out(`\n${summaryLine(tree)}`);
-        }
-      }
-      if (options.json === true) {
-        io.out(
-          JSON.stringify(
-            {
-              version: 1,
-              settings: { root: options.root ?? null, ldLibraryPath: options.ldLibraryPath ?? null, driver },
-              files: trees.flatMap((tree) => tree.files),
-              errors: trees.flatMap((tree) => tree.failures.map((failure) => ({ file: failure.file, error: errorJson(failure.error) }))),
-              summary: trees.map((tree) => ({ path: tree.path, files: tree.files.length, skipped: tree.skipped, unreadable: tree.failures.length, ...counts(tree.files) })),
-            },
-            null,
-            2,
-          ),
-        );
-      }
-      const unreadable = trees.some((tree) => tree.failures.length > 0);
-      const problems = trees.some((tree) => counts(tree.files).errors > 0);
-      io.setExitCode(unreadable ? DOCTOR_EXIT.unreadable : problems ? DOCTOR_EXIT.problems : DOCTOR_EXIT.ok);
-    });
+/** The doctor command: diagnose the paths, print the report, set the exit code. */
+export async function doctor(paths: readonly string[], options: DoctorOptions, io: CliIo): Promise<void> {
+  const cwd = process.cwd();
+  checkArguments(paths, options, cwd);
+  const driver = await driverOf(options, cwd);
+  const trees: TreeResult[] = [];
+  if (options.json !== true) io.out(settingsLine(options, driver));
+  const printed = new Set<string>();
+  for await (const tree of runDoctor({ paths, root: options.root ?? null, ldLibraryPath: options.ldLibraryPath ?? null, cwd, arch: process.arch, driver })) {
+    trees.push(tree);
+    for (const failure of tree.failures) {
+      // One broken cache or loader fails every file that needs it: say so once.
+      const line = errorLine(failure.error, failure.file);
+      if (!printed.has(line)) io.err(line);
+      printed.add(line);
+    }
+    if (options.json !== true) {
+      for (const file of tree.files) io.out(`\n${fileText(file, shown(file.file, cwd))}`);
+      io.out(`\n${summaryLine(tree)}`);
+    }
+  }
+  if (options.json === true) {
+    io.out(
+      JSON.stringify(
+        {
+          version: 1,
+          settings: { root: options.root ?? null, ldLibraryPath: options.ldLibraryPath ?? null, driver },
+          files: trees.flatMap((tree) => tree.files),
+          errors: trees.flatMap((tree) => tree.failures.map((failure) => ({ file: failure.file, error: errorJson(failure.error) }))),
+          summary: trees.map((tree) => ({ path: tree.path, files: tree.files.length, skipped: tree.skipped, unreadable: tree.failures.length, ...counts(tree.files) })),
+        },
+        null,
+        2,
+      ),
+    );
+  }
+  const unreadable = trees.some((tree) => tree.failures.length > 0);
+  const problems = trees.some((tree) => counts(tree.files).errors > 0);
+  io.setExitCode(unreadable ? DOCTOR_EXIT.unreadable : problems ? DOCTOR_EXIT.problems : DOCTOR_EXIT.ok);
 }

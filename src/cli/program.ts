@@ -7,9 +7,8 @@ import { EXIT } from './exit-codes.js';
 import { registerEditCommands } from './edit-commands.js';
 import { registerTreeCommands } from './tree-commands.js';
 import { registerPrint } from './print-command.js';
-import { registerDoctor } from './doctor-command.js';
+import { registerDoctor } from './register-doctor.js';
 import { isPatchelfInvocation, patchelfHelp } from './patchelf-arguments.js';
-import { runPatchelfCompat } from './patchelf-compat.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { errorLine } from './report.js';
 import type { CliIo } from './cli-io.js';
@@ -37,7 +36,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   try {
     // A subcommand's own --output or --force-rpath must not send it to the patchelf-compatible mode.
     const subcommand = program.commands.some((command) => command.name() === argv[0]);
-    if (!subcommand && isPatchelfInvocation(argv)) await runPatchelfCompat(argv, recordingIo);
+    // The patchelf-compatible mode is loaded only when it runs (the other commands start without it).
+    if (!subcommand && isPatchelfInvocation(argv)) await (await import('./patchelf-compat.js')).runPatchelfCompat(argv, recordingIo);
     else await program.parseAsync(argv, { from: 'user' });
   } catch (error) {
     if (error instanceof CommanderError) {
