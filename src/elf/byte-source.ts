@@ -104,7 +104,10 @@ export class FileByteSource implements ByteSource {
   }
 
   private readFromFile(position: number, length: number, what: string): Uint8Array {
-    const buffer = new Uint8Array(length);
+    // Not zero-filled first (string and symbol tables reach tens of MiB): every byte is read into, or
+    // the read fails. Its own memory, not a slice of Node's buffer pool, and a plain Uint8Array (whose
+    // slice() copies, as the kept reads rely on).
+    const buffer = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
     let done = 0;
     while (done < length) {
       let bytesRead: number;

@@ -79,7 +79,10 @@ class LiveIndices {
   private sortedCopy(): Float64Array {
     const copy = new Float64Array(this.parts.reduce((sum, part) => sum + part.length, 0));
     let at = 0;
-    for (const part of this.parts) for (let i = 0; i < part.length; i++) copy[at++] = part[i] ?? 0;
+    for (const part of this.parts) {
+      copy.set(part, at);
+      at += part.length;
+    }
     return copy.sort();
   }
 
