@@ -20,16 +20,12 @@ log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
 
 # shellcheck source=lib/gpu-driver.sh
 source "$here/lib/gpu-driver.sh"
-site=$(torch_site)
 driver="$work/opengl-driver"
 make_driver_link "$driver" "$(driver_libcuda)"
 compat="$work/cuda_compat"
 mkdir -p "$compat/compat"
 pristine="$work/pristine"
-mkdir -p "$pristine"
-for dir in "$site"/torch "$site"/nvidia "$site"/triton "$site"/torchvision "$site"/torchaudio; do
-  [ -d "$dir" ] && cp -a "$dir" "$pristine/"
-done
+copy_torch_closure "$pristine"
 cublaslt=$(find "$pristine" -name 'libcublasLt.so*' -type f | head -1)
 log "closure: $(du -sb "$pristine" | cut -f1) bytes, $(find "$pristine" -type f | wc -l) files; libcublasLt: $(stat -c %s "$cublaslt") bytes"
 log "node: $("$node" --version), $(nproc) CPUs"

@@ -29,10 +29,7 @@ compat="$work/cuda_compat"
 mkdir -p "$compat/compat"
 
 pristine="$work/pristine"
-mkdir -p "$pristine"
-for dir in "$site"/torch "$site"/nvidia "$site"/triton "$site"/torchvision "$site"/torchaudio; do
-  [ -d "$dir" ] && cp -a "$dir" "$pristine/"
-done
+copy_torch_closure "$pristine"
 elfs=$(find "$pristine" -type f -print0 | xargs -0 -P16 -n64 sh -c 'for f; do [ "$(head -c4 "$f" | od -An -tx1 | tr -d " ")" = 7f454c46 ] && echo; done; true' _ | wc -l)
 log "closure: $(du -sb "$pristine" | cut -f1) bytes, $(find "$pristine" -type f | wc -l) files, $elfs ELF files"
 

@@ -26,3 +26,14 @@ make_driver_link() {
   for lib in "$(dirname "$libcuda")"/lib*.so*; do ln -s "$lib" "$dir/lib/$(basename "$lib")"; done
   ln -sf "$libcuda" "$dir/lib/libcuda.so.1"
 }
+
+# copy_torch_closure DIR: this machine's PyTorch closure (torch, the nvidia-* CUDA wheels, triton,
+# torchvision, torchaudio, those present) copied into DIR.
+copy_torch_closure() {
+  local dest=$1 site dir
+  site=$(torch_site)
+  mkdir -p "$dest"
+  for dir in "$site"/torch "$site"/nvidia "$site"/triton "$site"/torchvision "$site"/torchaudio; do
+    if [ -d "$dir" ]; then cp -a "$dir" "$dest/"; fi
+  done
+}
