@@ -43,7 +43,7 @@ const SCANS_BEFORE_SORTING = 16;
 class LiveIndices {
   private readonly parts: readonly ArrayLike<number>[];
   private readonly added: number[] = [];
-  private sorted: Float64Array | null = null;
+  private sorted: Uint32Array | null = null;
   private scans = 0;
 
   constructor(parts: readonly ArrayLike<number>[]) {
@@ -76,8 +76,13 @@ class LiveIndices {
     return found;
   }
 
-  private sortedCopy(): Float64Array {
-    const copy = new Float64Array(this.parts.reduce((sum, part) => sum + part.length, 0));
+  /**
+   * Every index fits 32 bits: st_name and the version records' fields are 32-bit, and a kept entry's
+   * index lies inside the table, which a typed array holds (at most 2^32 bytes in V8). A Uint32Array
+   * sorts in half the time of a Float64Array (PyTorch's libraries have 10^5 symbols).
+   */
+  private sortedCopy(): Uint32Array {
+    const copy = new Uint32Array(this.parts.reduce((sum, part) => sum + part.length, 0));
     let at = 0;
     for (const part of this.parts) {
       copy.set(part, at);
@@ -86,7 +91,7 @@ class LiveIndices {
     return copy.sort();
   }
 
-  private search(sorted: Float64Array, low: number, high: number): number | undefined {
+  private search(sorted: Uint32Array, low: number, high: number): number | undefined {
     let lo = 0;
     let hi = sorted.length;
     while (lo < hi) {
