@@ -187,13 +187,19 @@ const CASES: readonly Case[] = [
 ];
 
 /**
- * Inputs kept as the fuzzer's own replay of seed 7 (the mutation generator must stay as it is for these
- * to stay the same inputs): structures the cases above do not cover yet.
+ * Inputs kept as the fuzzer's own replay of a seed and iteration (the mutation generator must stay as it
+ * is for these to stay the same inputs): structures the cases above do not cover yet.
  */
-const REPLAYS: readonly { readonly iteration: number; readonly what: string }[] = [
-  { iteration: 43580, what: 'DT_VERNEED pointing at 0xff, the file grown: a version need aux entry past the end after the edit' },
-  { iteration: 10794, what: 'a section header field set to 0x80000000 and a GNU hash byte flipped: GNU hash buckets past the end after the edit' },
-  { iteration: 79138, what: 'a dynamic tag made DT_VERNEEDNUM and a section size cut: a GNU hash chain of impossible size after the edit' },
+const REPLAYS: readonly { readonly seed: number; readonly iteration: number; readonly what: string }[] = [
+  { seed: 7, iteration: 43580, what: 'DT_VERNEED pointing at 0xff, the file grown: a version need aux entry past the end after the edit' },
+  { seed: 7, iteration: 10794, what: 'a section header field set to 0x80000000 and a GNU hash byte flipped: GNU hash buckets past the end after the edit' },
+  { seed: 7, iteration: 79138, what: 'a dynamic tag made DT_VERNEEDNUM and a section size cut: a GNU hash chain of impossible size after the edit' },
+  { seed: 11, iteration: 167167, what: 'DT_VERNEED pointing into the program header table (ppc64): the edit rewrote the version need, whose file name then lay past the string table' },
+  {
+    seed: 11,
+    iteration: 249679,
+    what: 'e_type ET_CORE and a section offset of 0xff, add-needed: a plan that breaks the GNU hash chain, refused by a read-back that walks every reference',
+  },
 ];
 
 let scratch: string;
@@ -206,8 +212,8 @@ describe('inputs the fuzzer found: refused cleanly or edited right', () => {
     await rm(scratch, { recursive: true, force: true });
   });
 
-  it.each(REPLAYS)('fuzz seed 7, iteration $iteration: $what', async ({ iteration }) => {
-    const { failures } = await runFuzz({ seed: 7, from: iteration, iterations: 1, workDir: scratch, bases: fuzzBases(), timeCapMs: 2_000, rssCapBytes: 2 ** 30 });
+  it.each(REPLAYS)('fuzz seed $seed, iteration $iteration: $what', async ({ seed, iteration }) => {
+    const { failures } = await runFuzz({ seed, from: iteration, iterations: 1, workDir: scratch, bases: fuzzBases(), timeCapMs: 2_000, rssCapBytes: 2 ** 30 });
     expect(failures.flatMap((f) => [`${f.mutation}; ${f.operation}`, ...f.problems])).toEqual([]);
   });
 

@@ -17,7 +17,7 @@ import { shiftForRewrite } from '../plan/shift-for-rewrite.js';
 import { ShiftedByteSource } from '../plan/shifted-byte-source.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from '../plan/wanted.js';
 import { changedWhileRead } from './changed-while-read.js';
-import { readBackDynamicEntries, readEditFacts, readLaterFact } from './read-edit-facts.js';
+import { readEditFacts, readLaterFact } from './read-edit-facts.js';
 
 /**
  * The operations to carry out on a file's dynamic array, run once per file; they may read the image
@@ -157,16 +157,15 @@ async function planRewrite(image: ElfImage, facts: EditFacts, why: string, wante
   const shiftedImage = await readElfImage(source);
   const { decision: plan } = await decide(source, await readEditFacts(shiftedImage), wanted);
   if (plan.tier === 'needs-rewrite') throw new CudaPatchelfError('unsupported', plan.why);
-  // Every structure moved with the shift: the read-back walks them all.
-  if (plan.tier !== 'noop') await checkReadsBack(shiftedImage, { ...plan, touchesReferences: true }, wanted.entries);
-  return { tier: 'rewrite', writes: [...shifted.writes, ...plan.writes], newSize: plan.newSize, touchesReferences: true, shift: shifted.shift };
+  if (plan.tier !== 'noop') await checkReadsBack(shiftedImage, plan, wanted.entries);
+  return { tier: 'rewrite', writes: [...shifted.writes, ...plan.writes], newSize: plan.newSize, shift: shifted.shift };
 }
 
 async function checkReadsBack(image: ElfImage, plan: Plan, wanted: readonly WantedEntry[]): Promise<void> {
   let mismatch: string | null;
   try {
     const after = await readElfImage(new PlannedByteSource(image.source, plan.writes, plan.newSize));
-    mismatch = firstMismatch(wanted, plan.touchesReferences ? currentEntries(await readEditFacts(after, 'check')) : await readBackDynamicEntries(after));
+    mismatch = firstMismatch(wanted, currentEntries(await readEditFacts(after, 'check')));
   } catch (error) {
     if (!(error instanceof CudaPatchelfError)) throw error;
     mismatch = error.message;

@@ -6,11 +6,11 @@ import type { ProgramHeader } from '../elf/codec.js';
 import { DT, PT, SHT } from '../elf/constants.js';
 import { checkRange, type ByteSource } from '../elf/byte-source.js';
 import { dynamicValue, type DynamicArray, type ElfImage } from '../elf/elf-image.js';
-import { readSectionHeaderTable, readSectionHeaders, type Section } from '../elf/section-headers.js';
+import { readSectionHeaders, type Section } from '../elf/section-headers.js';
 import { readStringReferences, readSymbolNames } from '../elf/string-references.js';
-import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
+import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS } from '../elf/tag-groups.js';
 import { checkEditable } from '../plan/edit-preconditions.js';
-import type { CurrentEntry, EditFacts, LaterFact, MovableRange } from '../plan/edit-facts.js';
+import type { EditFacts, LaterFact, MovableRange } from '../plan/edit-facts.js';
 
 /**
  * Whether a PT_INTERP or PT_NOTE segment covers more than the interpreter name or the notes: an
@@ -107,27 +107,3 @@ export async function readLaterFact(source: ByteSource, facts: EditFacts, fact: 
   return { ...facts, symbolTable: { ...table, bytes: await source.read(table.offset, table.size, 'symbol table (.symtab)') } };
 }
 
-/**
- * The dynamic entries of an edited file read back (through the plan's writes) as the loader finds
- * them, for a plan that moved nothing the string references live in: the headers, the dynamic array,
- * the strings its entries name, the same up-front checks as for planning, and the section header
- * table (which such plans rewrite). The string table is read at its two ends and where the entries
- * point, not whole; version records and .dynsym, untouched, are not walked again.
- */
-export async function readBackDynamicEntries(image: ElfImage): Promise<CurrentEntry[]> {
-  const { source, header, programHeaders, dynamic, dynamicStrings, codec } = image;
-  if (dynamic === null || dynamicStrings === null) throw formatError('no dynamic array with a string table');
-  const size = dynamicStrings.size;
-  const edge = async (at: number): Promise<number | undefined> => (size === 0 ? undefined : (await source.read(dynamicStrings.offset + at, 1, 'dynamic string table'))[0]);
-  checkEditable(programHeaders, dynamic, {
-    fileSize: source.size,
-    ehsize: header.e_ehsize,
-    phoff: header.e_phoff,
-    phEnd: header.e_phoff + header.phnum * header.e_phentsize,
-    dynstr: { offset: dynamicStrings.offset, vaddr: dynamicValue(dynamic, DT.DT_STRTAB) ?? 0, size, nulAtBothEnds: (await edge(0)) === 0 && (await edge(size - 1)) === 0 },
-  });
-  await readSectionHeaderTable(source, codec, header);
-  return Promise.all(
-    dynamic.entries.map(async (entry) => ({ d_tag: entry.d_tag, d_val: entry.d_val, text: STRING_TAGS.has(entry.d_tag) ? await dynamicStrings.get(entry.d_val) : null })),
-  );
-}

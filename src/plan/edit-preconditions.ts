@@ -7,7 +7,7 @@ import { formatError } from '../errors/cuda-patchelf-error.js';
 import type { ProgramHeader } from '../elf/codec.js';
 import { DT, DT_NAMES, PT, nameOf } from '../elf/constants.js';
 import type { DynamicArray } from '../elf/elf-image.js';
-import { ADDRESS_TAGS } from '../elf/tag-groups.js';
+import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS } from '../elf/tag-groups.js';
 
 /** Tags that say where one structure is: a second one would leave the rewriter two answers. */
 const ONE_PER_FILE_TAGS: readonly number[] = [
@@ -60,6 +60,29 @@ export function checkEditable(programHeaders: readonly ProgramHeader[], dynamic:
   }
   checkLoadSegments(programHeaders, file.fileSize);
   checkStringTable(dynamic, file);
+  checkTablesOutsideHeaders(programHeaders, dynamic, file);
+}
+
+/**
+ * The tables that refer into the string table (hash tables, .dynsym, version records) must not lie in
+ * the ELF header or the program header table: an edit rewrites those bytes, and the version need a
+ * tag found there would then name a string past the end of the table (fuzz seed 11, iteration 167167).
+ */
+function checkTablesOutsideHeaders(programHeaders: readonly ProgramHeader[], dynamic: DynamicArray, file: EditableFile): void {
+  const inHeaders = (offset: number): boolean => offset < file.ehsize || (offset >= file.phoff && offset < file.phEnd);
+  for (const entry of dynamic.entries) {
+    if (!RELOCATABLE_SECTION_TAGS.includes(entry.d_tag)) continue;
+    const offset = mappedOffset(programHeaders, entry.d_val);
+    if (offset !== null && inHeaders(offset)) {
+      throw formatError(`${nameOf(DT_NAMES, entry.d_tag)} (0x${entry.d_val.toString(16)}) points into the ELF or program headers, which an edit rewrites`, dynamic.offset);
+    }
+  }
+}
+
+/** The file offset a PT_LOAD maps `vaddr` from, or null when none maps it from the file. */
+function mappedOffset(programHeaders: readonly ProgramHeader[], vaddr: number): number | null {
+  const load = programHeaders.find((ph) => ph.p_type === PT.PT_LOAD && vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz);
+  return load === undefined ? null : load.p_offset + (vaddr - load.p_vaddr);
 }
 
 /**

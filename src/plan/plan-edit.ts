@@ -52,7 +52,7 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
   const table = facts.dynstr.bytes;
   const entries = wanted.entries.map((entry) => normalize(facts, entry));
   const renamed = facts.references.versionRecords.filter((ref) => ref.source === 'version-need-file' && wanted.versionNeedRenames.has(stringAt(table, ref.index)));
-  if (resume === null && renamed.length === 0 && sameEntries(entries, facts.dynamic.entries)) return { tier: 'noop', writes: [], newSize: facts.fileSize, touchesReferences: false };
+  if (resume === null && renamed.length === 0 && sameEntries(entries, facts.dynamic.entries)) return { tier: 'noop', writes: [], newSize: facts.fileSize };
 
   const symbolNames = facts.references.symbolNames;
   if (symbolNames === null && stringsMayBeFreed(facts, entries, renamed, resume)) return { tier: 'needs-facts', facts: 'symbol-names' };
@@ -117,8 +117,7 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
   for (const range of resume?.deadFileRanges ?? []) {
     writes.add('cleanup', range.start, new Uint8Array(range.end - range.start), 'string table an interrupted edit left, zeroed');
   }
-  const touchesReferences = moved.length > 0 || renamed.length > 0 || resume !== null;
-  return { tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize, touchesReferences };
+  return { tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize };
 }
 
 /** Whether the wanted entries are the file's entries as they are (no string to place, no value changed). */

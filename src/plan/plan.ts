@@ -44,13 +44,6 @@ export interface Plan {
    */
   readonly newSize: number;
   /**
-   * Whether the plan moves or rewrites structures that refer into the string table (version records,
-   * .dynsym and the hash tables copied out of a growing program header table's way, a renamed version
-   * need) or finishes an interrupted edit: the read-back then walks every reference again; otherwise
-   * it reads back the dynamic array and what points at it.
-   */
-  readonly touchesReferences: boolean;
-  /**
    * Tier `rewrite` only: the writes go to a new file that holds `shift` zero bytes and then the whole
    * old file, and which then replaces it.
    */
