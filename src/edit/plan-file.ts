@@ -27,14 +27,10 @@ export type EditOperations<T = void> = (editor: DynamicEditor, image: ElfImage) 
 
 export type FileSkip = SkipReason | 'archive' | 'not-elf';
 
-export interface PlannedFile<T> {
+export interface PlannedFile<T> extends PlannedEdit<T> {
   readonly kind: 'planned';
   /** The file as it was opened: the write checks it is still that file. */
   readonly stats: Stats;
-  readonly facts: EditFacts;
-  readonly plan: Plan;
-  /** What the operations returned. */
-  readonly answer: T;
 }
 
 export interface SkippedFile {
@@ -102,13 +98,13 @@ async function openOrThrow(path: string, options: { followLink?: boolean }): Pro
 }
 
 async function planOpenFile<T>(source: FileByteSource, image: ElfImage, operations: EditOperations<T>): Promise<PlannedFile<T>> {
-  const { facts, plan, answer } = await planEditOf(image, operations);
-  return { kind: 'planned', stats: source.stats, facts, plan, answer };
+  return { kind: 'planned', stats: source.stats, ...(await planEditOf(image, operations)) };
 }
 
 export interface PlannedEdit<T = void> {
   readonly facts: EditFacts;
   readonly plan: Plan;
+  /** What the operations returned. */
   readonly answer: T;
 }
 

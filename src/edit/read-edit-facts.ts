@@ -55,7 +55,7 @@ export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' =
     ehsize: header.e_ehsize,
     phoff: header.e_phoff,
     phEnd: tableEnd,
-    dynstr: { offset: dynamicStrings.offset, vaddr: strtabAddress, size: dynstrBytes.length, nulAtBothEnds: dynstrBytes[0] === 0 && dynstrBytes.at(-1) === 0 },
+    dynstr: { offset: dynamicStrings.offset, vaddr: strtabAddress, bytes: dynstrBytes },
   });
   const sections = await readSectionHeaders(image);
   const bytesOf = async (offset: number, length: number, what: string): Promise<Uint8Array> => {
@@ -106,4 +106,3 @@ export async function readLaterFact(source: ByteSource, facts: EditFacts, fact: 
   if (table === null) return facts;
   return { ...facts, symbolTable: { ...table, bytes: await source.read(table.offset, table.size, 'symbol table (.symtab)') } };
 }
-

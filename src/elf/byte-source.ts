@@ -51,7 +51,7 @@ export class FileByteSource implements ByteSource {
   bytesRead = 0;
   private readonly fd: number;
   /** Small ranges read so far, in the order read (a file is read a dozen times at most). */
-  private readonly done: { readonly position: number; readonly bytes: Uint8Array }[] = [];
+  private readonly kept: { readonly position: number; readonly bytes: Uint8Array }[] = [];
 
   private constructor(path: string, fd: number, stats: Stats) {
     this.path = path;
@@ -92,14 +92,14 @@ export class FileByteSource implements ByteSource {
   async read(position: number, length: number, what: string): Promise<Uint8Array> {
     checkRange(this.size, position, length, what);
     const end = position + length;
-    for (const range of this.done) {
+    for (const range of this.kept) {
       if (position >= range.position && end <= range.position + range.bytes.length) return range.bytes.slice(position - range.position, end - range.position);
     }
     // The first read widens to the head of the file.
     const widened = this.bytesRead === 0 && position === 0 ? Math.min(this.size, Math.max(length, HEAD_READ)) : length;
     const buffer = this.readFromFile(position, widened, what);
     if (widened > KEPT_READ) return buffer;
-    this.done.push({ position, bytes: buffer });
+    this.kept.push({ position, bytes: buffer });
     return buffer.slice(0, length);
   }
 

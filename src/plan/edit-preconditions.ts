@@ -39,8 +39,7 @@ export interface EditableFile {
   readonly ehsize: number;
   readonly phoff: number;
   readonly phEnd: number;
-  /** Where .dynstr is, and whether its first and last bytes are NUL (all a check needs of its bytes). */
-  readonly dynstr: { readonly offset: number; readonly vaddr: number; readonly size: number; readonly nulAtBothEnds: boolean };
+  readonly dynstr: { readonly offset: number; readonly vaddr: number; readonly bytes: Uint8Array };
 }
 
 export function checkEditable(programHeaders: readonly ProgramHeader[], dynamic: DynamicArray, file: EditableFile): void {
@@ -91,14 +90,14 @@ function mappedOffset(programHeaders: readonly ProgramHeader[], vaddr: number): 
  * overwrites dead strings with zeros and writes those structures separately.
  */
 function checkStringTable(dynamic: DynamicArray, file: EditableFile): void {
-  const { offset, vaddr, size, nulAtBothEnds } = file.dynstr;
-  if (size === 0 || !nulAtBothEnds) {
+  const { offset, vaddr, bytes } = file.dynstr;
+  if (bytes.length === 0 || bytes[0] !== 0 || bytes[bytes.length - 1] !== 0) {
     throw formatError('the dynamic string table does not start and end with a NUL byte (DT_STRTAB or DT_STRSZ is off)', offset);
   }
-  const overlaps = (start: number, end: number): boolean => offset < end && start < offset + size;
+  const overlaps = (start: number, end: number): boolean => offset < end && start < offset + bytes.length;
   if (overlaps(0, file.ehsize) || overlaps(file.phoff, file.phEnd)) throw formatError('the dynamic string table lies over the ELF or program headers', offset);
   if (overlaps(dynamic.offset, dynamic.offset + dynamic.bytes.length)) throw formatError('the dynamic string table lies over the dynamic array', offset);
-  const inside = dynamic.entries.find((entry) => entry.d_tag !== DT.DT_STRTAB && ADDRESS_TAGS.includes(entry.d_tag) && entry.d_val >= vaddr && entry.d_val < vaddr + size);
+  const inside = dynamic.entries.find((entry) => entry.d_tag !== DT.DT_STRTAB && ADDRESS_TAGS.includes(entry.d_tag) && entry.d_val >= vaddr && entry.d_val < vaddr + bytes.length);
   if (inside !== undefined) {
     throw formatError(`${nameOf(DT_NAMES, inside.d_tag)} (0x${inside.d_val.toString(16)}) points inside the dynamic string table (DT_STRSZ is too large or the tag is off)`, offset);
   }

@@ -85,12 +85,12 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
     for (const range of placement.inPlaceWrites) writes.add('dynamic', facts.dynstr.offset + range.start, placement.table.slice(range.start, range.end), 'string rewritten in place in .dynstr');
   }
 
+  const dynamicSize = dynamic.capacity * facts.codec.sizeOf(DYN);
   let newSize = facts.fileSize;
   if (layout !== null) {
     if (dynamic.moves) layout.region.fill(dynamic.offset, facts.codec.encodeRecords(DYN, finalEntries, dynamic.capacity));
     const finished = layout.finish({ writable: dynamic.moves });
     newSize = finished.fileEnd;
-    const dynamicSize = dynamic.capacity * facts.codec.sizeOf(DYN);
     const withDynamic = (table: TableLayout): TableLayout =>
       dynamic.moves ? { ...table, programHeaders: withMovedDynamic(table.programHeaders, dynamic.offset, dynamic.vaddr, dynamicSize) } : table;
     addHeaderWrites(facts, { ...finished, ...withDynamic(finished), interim: finished.interim === null ? null : withDynamic(finished.interim) }, layout, writes);
@@ -107,7 +107,7 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
   addSectionWrites(facts, writes, {
     repairs: resume?.sections ?? [],
     table: tableMoved || placement.table.length > placement.oldSize ? { ...newTable, size: placement.table.length } : null,
-    dynamic: dynamic.moves ? { offset: dynamic.offset, vaddr: dynamic.vaddr, size: dynamic.capacity * facts.codec.sizeOf(DYN) } : null,
+    dynamic: dynamic.moves ? { offset: dynamic.offset, vaddr: dynamic.vaddr, size: dynamicSize } : null,
     moved,
   });
 
