@@ -7,7 +7,7 @@
 // new header (new format) or from the end of the old entries (old format); the glibc-hwcaps extension
 // holds file offsets.
 
-import type { ByteSource } from '../elf/byte-source.js';
+import { dataViewOf, type ByteSource } from '../elf/byte-source.js';
 import { StringTable } from '../elf/string-table.js';
 import { formatError } from '../errors/cuda-patchelf-error.js';
 
@@ -74,10 +74,6 @@ export async function readLdCache(source: ByteSource, littleEndian: boolean): Pr
   throw formatError(`not an ld.so cache (neither "${NEW_MAGIC}" nor "${OLD_MAGIC}" at the start); ld.so ignores it`, 0);
 }
 
-function view(bytes: Uint8Array): DataView {
-  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
 /** glibc's own plausibility test: the entry count must fit in the file, or the whole cache is ignored. */
 function checkEntriesFit(source: ByteSource, start: number, count: number, entrySize: number, what: string): void {
   if (Math.floor((source.size - start) / entrySize) < count) {
@@ -87,7 +83,7 @@ function checkEntriesFit(source: ByteSource, start: number, count: number, entry
 
 async function readOldFormat(source: ByteSource, littleEndian: boolean): Promise<LdCache> {
   if (source.size <= OLD_HEADER_SIZE) throw formatError(`truncated: ${source.size} bytes, no room for the old-format header; ld.so ignores this cache`);
-  const count = view(await source.read(12, 4, 'old-format entry count')).getUint32(0, littleEndian);
+  const count = dataViewOf(await source.read(12, 4, 'old-format entry count')).getUint32(0, littleEndian);
   checkEntriesFit(source, OLD_HEADER_SIZE, count, OLD_ENTRY_SIZE, 'old-format');
   const entriesEnd = OLD_HEADER_SIZE + count * OLD_ENTRY_SIZE;
   const newStart = (entriesEnd + 7) & ~7;
@@ -96,7 +92,7 @@ async function readOldFormat(source: ByteSource, littleEndian: boolean): Promise
   }
   const bytes = await source.read(OLD_HEADER_SIZE, count * OLD_ENTRY_SIZE, 'old-format entries');
   const strings = new StringTable(source, entriesEnd, source.size - entriesEnd, 'cache string table');
-  const at = view(bytes);
+  const at = dataViewOf(bytes);
   const entries: LdCacheEntry[] = [];
   for (let i = 0; i < count; i++) {
     const flags = at.getInt32(i * OLD_ENTRY_SIZE, littleEndian);
@@ -109,7 +105,7 @@ async function readOldFormat(source: ByteSource, littleEndian: boolean): Promise
 
 async function readNewFormat(source: ByteSource, start: number, format: LdCacheFormat, littleEndian: boolean): Promise<LdCache> {
   if (source.size - start <= NEW_HEADER_SIZE) throw formatError(`truncated: no room for the ${NEW_MAGIC} header; ld.so ignores this cache`, start);
-  const header = view(await source.read(start, NEW_HEADER_SIZE, 'cache header'));
+  const header = dataViewOf(await source.read(start, NEW_HEADER_SIZE, 'cache header'));
   const endian = header.getUint8(28) & ENDIAN_MASK;
   const flagsByte = header.getUint8(28);
   if (flagsByte !== 0 && endian !== (littleEndian ? ENDIAN_LITTLE : ENDIAN_BIG)) {
@@ -118,7 +114,7 @@ async function readNewFormat(source: ByteSource, start: number, format: LdCacheF
   const count = header.getUint32(20, littleEndian);
   checkEntriesFit(source, start + NEW_HEADER_SIZE, count, NEW_ENTRY_SIZE, NEW_MAGIC);
   const hwcapsNames = await readGlibcHwcapsNames(source, header.getUint32(32, littleEndian), littleEndian);
-  const bytes = view(await source.read(start + NEW_HEADER_SIZE, count * NEW_ENTRY_SIZE, 'cache entries'));
+  const bytes = dataViewOf(await source.read(start + NEW_HEADER_SIZE, count * NEW_ENTRY_SIZE, 'cache entries'));
   // The loader bounds string offsets by the file size, not by len_strings: so does this reader.
   const strings = new StringTable(source, start, source.size - start, 'cache string table');
   const entries: LdCacheEntry[] = [];
@@ -148,11 +144,11 @@ async function readNewFormat(source: ByteSource, start: number, format: LdCacheF
  */
 async function readGlibcHwcapsNames(source: ByteSource, extensionOffset: number, littleEndian: boolean): Promise<string[]> {
   if (extensionOffset === 0 || extensionOffset % 4 !== 0 || extensionOffset + 8 > source.size) return [];
-  const directory = view(await source.read(extensionOffset, 8, 'cache extension directory'));
+  const directory = dataViewOf(await source.read(extensionOffset, 8, 'cache extension directory'));
   if (directory.getUint32(0, littleEndian) !== EXTENSION_MAGIC) return [];
   const sectionCount = directory.getUint32(4, littleEndian);
   if (extensionOffset + 8 + sectionCount * 16 > source.size) return [];
-  const sections = view(await source.read(extensionOffset + 8, sectionCount * 16, 'cache extension sections'));
+  const sections = dataViewOf(await source.read(extensionOffset + 8, sectionCount * 16, 'cache extension sections'));
   let hwcaps: { offset: number; size: number } | null = null;
   for (let i = 0; i < sectionCount; i++) {
     const offset = sections.getUint32(i * 16 + 8, littleEndian);
@@ -162,7 +158,7 @@ async function readGlibcHwcapsNames(source: ByteSource, extensionOffset: number,
     if (sections.getUint32(i * 16, littleEndian) === EXTENSION_TAG_GLIBC_HWCAPS) hwcaps = { offset, size };
   }
   if (hwcaps === null || hwcaps.size === 0 || hwcaps.offset % 4 !== 0 || hwcaps.size % 4 !== 0) return [];
-  const indices = view(await source.read(hwcaps.offset, hwcaps.size, 'glibc-hwcaps extension'));
+  const indices = dataViewOf(await source.read(hwcaps.offset, hwcaps.size, 'glibc-hwcaps extension'));
   const names = new StringTable(source, 0, source.size, 'cache string table');
   const result: string[] = [];
   for (let at = 0; at < hwcaps.size; at += 4) {

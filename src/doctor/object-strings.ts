@@ -3,7 +3,7 @@
 // linked statically, a libcuda's own version). Each region is read in bounded chunks, positionally,
 // once per file, however many programs load the file.
 
-import { FileByteSource, type ByteSource } from '../elf/byte-source.js';
+import { dataViewOf, FileByteSource, type ByteSource } from '../elf/byte-source.js';
 import { bytesToByteString } from '../elf/byte-string.js';
 import { PT, SHT } from '../elf/constants.js';
 import { readElfImage, type ElfImage } from '../elf/elf-image.js';
@@ -74,7 +74,7 @@ async function readDlopenNotes(image: ElfImage): Promise<DlopenNote[]> {
   for (const ph of image.programHeaders) {
     if (ph.p_type !== PT.PT_NOTE || ph.p_filesz === 0 || ph.p_filesz > LARGEST_NOTES || ph.p_offset + ph.p_filesz > source.size) continue;
     const bytes = await source.read(ph.p_offset, ph.p_filesz, 'note segment');
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const view = dataViewOf(bytes);
     const align = ph.p_align === 8 ? 8 : 4;
     const up = (n: number): number => Math.ceil(n / align) * align;
     for (let at = 0; at + 12 <= bytes.length; ) {

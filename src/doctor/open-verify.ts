@@ -3,7 +3,7 @@
 // short, of the other byte order or not loadable stops the whole load with an error.
 
 import type { Stats } from 'node:fs';
-import { FileByteSource } from '../elf/byte-source.js';
+import { dataViewOf, FileByteSource } from '../elf/byte-source.js';
 import { EI_NIDENT, ELF_MAGIC, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, EM_NAMES, ET, EV_CURRENT, nameOf } from '../elf/constants.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { MachineAbi } from './machine-abi.js';
@@ -66,7 +66,7 @@ export async function verifyCandidate(root: SystemRoot, path: string, abi: Machi
     const header = await source.read(0, headerSize, 'ELF header');
     const identity = identVerdict(header, abi, littleEndian);
     if (identity !== null) return identity;
-    const view = new DataView(header.buffer, header.byteOffset, header.byteLength);
+    const view = dataViewOf(header);
     const type = view.getUint16(16, littleEndian);
     const machine = view.getUint16(18, littleEndian);
     const version = view.getUint32(20, littleEndian);

@@ -7,8 +7,16 @@ import { ioError } from '../errors/io-error.js';
 /** Bytes addressed by file offset, bounds-checked against the size the file had when it was opened. */
 export interface ByteSource {
   readonly size: number;
-  /** Exactly `length` bytes at `position`, or a format error when the range is outside the file. */
+  /**
+   * Exactly `length` bytes at `position`, or a format error when the range is outside the file. The
+   * bytes may be shared with other reads of the same range: callers copy before they modify.
+   */
   read(position: number, length: number, what: string): Promise<Uint8Array>;
+}
+
+/** A DataView over exactly these bytes (a read may be a view into a larger buffer). */
+export function dataViewOf(bytes: Uint8Array): DataView {
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /** Throws unless [position, position+length) lies inside a file of `size` bytes. */
@@ -25,10 +33,13 @@ export function checkRange(size: number, position: number, length: number, what:
 }
 
 /**
- * The first read of a file reads at least this much: the ELF header, the program header table and
- * what usually follows it (interpreter, notes) then come from one system call.
+ * Small reads are widened to whole blocks of this size, the page cache's unit, so that neighbours come
+ * with one system call: the first read brings the ELF header, the program headers and what follows
+ * them (notes, the hash table, often the string table); the section header table brings the section
+ * name table the linker puts just before it; in a small file, the dynamic array brings the section
+ * headers after it. Copying a few KiB more costs less than a system call.
  */
-const HEAD_READ = 4096;
+const BLOCK = 4096;
 
 /**
  * Reads up to this size are kept to be served again. Larger ones (string and symbol tables) are not:
@@ -41,8 +52,8 @@ const KEPT_READ = 16 * 1024;
  * The reads are synchronous system calls behind the async interface: a read is a few hundred bytes
  * from the page cache, where a thread-pool round trip per read costs more than the read itself, and
  * `apply` gets its parallelism from worker threads, not from reads in flight. What a small read
- * already fetched is served again from memory (a copy): planning and the read-back ask for the same
- * headers and tables, and each system call through Node costs microseconds, more than the copy.
+ * already fetched is served again from memory (a view of the same bytes): planning and the read-back
+ * ask for the same headers and tables, and each system call through Node costs microseconds.
  */
 export class FileByteSource implements ByteSource {
   readonly path: string;
@@ -93,20 +104,21 @@ export class FileByteSource implements ByteSource {
     checkRange(this.size, position, length, what);
     const end = position + length;
     for (const range of this.kept) {
-      if (position >= range.position && end <= range.position + range.bytes.length) return range.bytes.slice(position - range.position, end - range.position);
+      if (position >= range.position && end <= range.position + range.bytes.length) return range.bytes.subarray(position - range.position, end - range.position);
     }
-    // The first read widens to the head of the file.
-    const widened = this.bytesRead === 0 && position === 0 ? Math.min(this.size, Math.max(length, HEAD_READ)) : length;
-    const buffer = this.readFromFile(position, widened, what);
-    if (widened > KEPT_READ) return buffer;
-    this.kept.push({ position, bytes: buffer });
-    return buffer.slice(0, length);
+    if (length === 0) return new Uint8Array(0);
+    if (length > KEPT_READ) return this.readFromFile(position, length, what);
+    const blockStart = position - (position % BLOCK);
+    const blockEnd = Math.min(this.size, Math.ceil(end / BLOCK) * BLOCK);
+    const buffer = this.readFromFile(blockStart, blockEnd - blockStart, what);
+    this.kept.push({ position: blockStart, bytes: buffer });
+    return buffer.subarray(position - blockStart, end - blockStart);
   }
 
   private readFromFile(position: number, length: number, what: string): Uint8Array {
     // Not zero-filled first (string and symbol tables reach tens of MiB): every byte is read into, or
-    // the read fails. Its own memory, not a slice of Node's buffer pool, and a plain Uint8Array (whose
-    // slice() copies, as the kept reads rely on).
+    // the read fails. Its own memory, not a slice of Node's buffer pool, and a plain Uint8Array, whose
+    // slice() copies (callers that modify what they read take such a copy; a Buffer's would not be one).
     const buffer = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
     let done = 0;
     while (done < length) {

@@ -69,12 +69,8 @@ export async function readElfImage(source: ByteSource): Promise<ElfImage> {
   if (ident.length < headerSize) throw formatError(`too short for an ELF${codec.elfClass} header (${source.size} bytes)`);
   const fields = codec.decode(EHDR, ident, EI_NIDENT);
   const programHeaders = await readProgramHeaders(source, codec, fields);
-  const header: ElfHeader = {
-    ...fields,
-    osabi: ident[7] ?? 0,
-    abiversion: ident[8] ?? 0,
-    phnum: programHeaders.length,
-  };
+  // The fields go onto the decoded record, which is this read's own: a spread would copy it per file.
+  const header: ElfHeader = Object.assign(fields, { osabi: ident[7] ?? 0, abiversion: ident[8] ?? 0, phnum: programHeaders.length });
   const table = { offset: fields.e_phoff, entrySize: codec.sizeOf(PHDR) };
   const dynamicHeader = onlyHeaderOfType(programHeaders, table, PT.PT_DYNAMIC, 'PT_DYNAMIC');
   const debugInfoImage: ElfImage = { source, codec, header, programHeaders, dynamic: null, interpreter: null, dynamicStrings: null, debugInfo: true };
@@ -161,10 +157,16 @@ interface ProgramHeaderTable {
 }
 
 function onlyHeaderOfType(programHeaders: readonly ProgramHeader[], table: ProgramHeaderTable, type: number, name: string): ProgramHeader | null {
-  const indices = programHeaders.flatMap((ph, index) => (ph.p_type === type ? [index] : []));
-  const second = indices[1];
-  if (second !== undefined) throw formatError(`${indices.length} ${name} program headers, expected at most one`, table.offset + second * table.entrySize);
-  return indices[0] === undefined ? null : (programHeaders[indices[0]] ?? null);
+  let found: ProgramHeader | null = null;
+  for (const [index, ph] of programHeaders.entries()) {
+    if (ph.p_type !== type) continue;
+    if (found !== null) {
+      const count = programHeaders.filter((other) => other.p_type === type).length;
+      throw formatError(`${count} ${name} program headers, expected at most one`, table.offset + index * table.entrySize);
+    }
+    found = ph;
+  }
+  return found;
 }
 
 async function readDynamicArray(source: ByteSource, codec: ElfCodec, ph: ProgramHeader): Promise<DynamicArray> {

@@ -2,15 +2,19 @@
 // (.dynsym), version needs (.gnu.version_r) and version definitions (.gnu.version_d). A string's bytes
 // may only be reused or cleared when nothing here points into them (the linker shares string tails).
 
-import { checkRange, type ByteSource } from './byte-source.js';
+import { checkRange, dataViewOf, type ByteSource } from './byte-source.js';
 import { VERDAUX, VERDEF, VERNAUX, VERNEED, type ElfCodec, type RecordLayout } from './codec.js';
 import { DT, SHT } from './constants.js';
 import { dynamicValue, fileOffsetOf, type ElfImage } from './elf-image.js';
 import type { Section } from './section-headers.js';
 import { formatError } from '../errors/cuda-patchelf-error.js';
 
-/** Bytes of a GNU hash chain read at a time. */
-const CHAIN_CHUNK = 4096;
+/**
+ * Bytes of a GNU hash chain read at a time: the last chain is usually a few entries long, so the
+ * first chunk is small (and often inside a block already read); a long one is read in doubling chunks.
+ */
+const FIRST_CHAIN_CHUNK = 64;
+const LARGEST_CHAIN_CHUNK = 4096;
 
 /** A version record's reference into the dynamic string table. */
 export interface StringReference {
@@ -101,7 +105,7 @@ export async function readSymbolNames(source: ByteSource, codec: ElfCodec, table
   if (table === null) return new Uint32Array(0);
   const { offset, count, entrySize } = table;
   const bytes = await source.read(offset, count * entrySize, 'dynamic symbol table');
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const view = dataViewOf(bytes);
   const names = new Uint32Array(count);
   // st_name is the first word of Elf32_Sym and Elf64_Sym alike.
   for (let i = 0; i < count; i++) names[i] = view.getUint32(i * entrySize, codec.littleEndian);
@@ -121,7 +125,7 @@ async function dynamicSymbolCount(image: ElfImage, sections: readonly Section[])
   if (hash !== undefined) {
     const at = fileOffsetOf(programHeaders, hash, 8, 'symbol hash table (DT_HASH)');
     const words = await source.read(at, 8, 'symbol hash table header');
-    return new DataView(words.buffer).getUint32(4, le);
+    return dataViewOf(words).getUint32(4, le);
   }
   // DT_GNU_HASH only counts up to the last hashed symbol: a file that exports nothing has an empty
   // table (GNU ld then says symoffset 1 whatever the number of imports). Over-counting only makes
@@ -151,22 +155,22 @@ async function gnuHashSymbolCount(image: ElfImage, address: number): Promise<num
   const { source, codec, programHeaders } = image;
   const le = codec.littleEndian;
   const headerAt = fileOffsetOf(programHeaders, address, 16, 'GNU hash table (DT_GNU_HASH)');
-  const header = new DataView((await source.read(headerAt, 16, 'GNU hash table header')).buffer);
+  const header = dataViewOf(await source.read(headerAt, 16, 'GNU hash table header'));
   const bucketCount = header.getUint32(0, le);
   const symbolOffset = header.getUint32(4, le);
   const bloomWords = header.getUint32(8, le);
   const bucketsAt = headerAt + 16 + bloomWords * codec.wordSize;
-  const buckets = new DataView((await source.read(bucketsAt, bucketCount * 4, 'GNU hash buckets')).buffer);
+  const buckets = dataViewOf(await source.read(bucketsAt, bucketCount * 4, 'GNU hash buckets'));
   let last = 0;
   for (let i = 0; i < bucketCount; i++) last = Math.max(last, buckets.getUint32(i * 4, le));
   if (last < symbolOffset) return symbolOffset;
   // Walk the chain of the highest bucket's symbols until the entry with the end bit, a chunk at a time.
   const chainsAt = bucketsAt + bucketCount * 4;
-  for (let symbol = last; ; ) {
+  for (let symbol = last, chunkSize = FIRST_CHAIN_CHUNK; ; chunkSize = Math.min(2 * chunkSize, LARGEST_CHAIN_CHUNK)) {
     const at = chainsAt + (symbol - symbolOffset) * 4;
-    const chunk = await source.read(at, Math.min(CHAIN_CHUNK, source.size - at - ((source.size - at) % 4)), 'GNU hash chain');
+    const chunk = await source.read(at, Math.min(chunkSize, source.size - at - ((source.size - at) % 4)), 'GNU hash chain');
     if (chunk.length === 0) throw formatError('GNU hash chain runs past the end of the file', at);
-    const view = new DataView(chunk.buffer);
+    const view = dataViewOf(chunk);
     for (let i = 0; i < chunk.length; i += 4, symbol++) {
       if ((view.getUint32(i, le) & 1) !== 0) return symbol + 1;
     }

@@ -4,13 +4,13 @@
 // segments or tags that contradict each other, are refused up front and the file is left alone.
 
 import { formatError } from '../errors/cuda-patchelf-error.js';
-import type { ProgramHeader } from '../elf/codec.js';
+import { PHDR, type ProgramHeader } from '../elf/codec.js';
 import { DT, DT_NAMES, PT, nameOf } from '../elf/constants.js';
 import type { DynamicArray } from '../elf/elf-image.js';
 import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS } from '../elf/tag-groups.js';
 
 /** Tags that say where one structure is: a second one would leave the rewriter two answers. */
-const ONE_PER_FILE_TAGS: readonly number[] = [
+const ONE_PER_FILE_TAGS: ReadonlySet<number> = new Set([
   DT.DT_STRTAB,
   DT.DT_STRSZ,
   DT.DT_SYMTAB,
@@ -22,14 +22,17 @@ const ONE_PER_FILE_TAGS: readonly number[] = [
   DT.DT_VERNEEDNUM,
   DT.DT_VERDEF,
   DT.DT_VERDEFNUM,
-];
+]);
+
+const PROGRAM_HEADER_FIELDS = PHDR.fields64.map(([field]) => field);
 
 /**
  * Decoded 64-bit values above 2^53 are rounded (JavaScript numbers); no real address, size or tag
- * comes near, so such a value is a corrupt field, not one to round and write back.
+ * comes near, so such a value is a corrupt field, not one to round and write back. (The checks run on
+ * every file of a tree: the message is built only on failure.)
  */
-function requireExact(value: number, what: () => string): void {
-  if (!Number.isSafeInteger(value)) throw formatError(`${what()} is beyond 2^53, which no real file has; refusing to rewrite it`);
+function beyondExact(what: string): Error {
+  return formatError(`${what} is beyond 2^53, which no real file has; refusing to rewrite it`);
 }
 
 /** What the checks look at besides the program headers and the dynamic array. */
@@ -43,18 +46,19 @@ export interface EditableFile {
 }
 
 export function checkEditable(programHeaders: readonly ProgramHeader[], dynamic: DynamicArray, file: EditableFile): void {
-  // The messages are built only on failure: this runs on every file of a tree.
   for (const [index, ph] of programHeaders.entries()) {
-    for (const field in ph) requireExact(ph[field as keyof ProgramHeader], () => `program header ${index}'s ${field}`);
-    requireExact(ph.p_vaddr + ph.p_memsz, () => `the end of program header ${index}'s memory range`);
-    requireExact(ph.p_offset + ph.p_filesz, () => `the end of program header ${index}'s file range`);
+    for (const field of PROGRAM_HEADER_FIELDS) if (!Number.isSafeInteger(ph[field])) throw beyondExact(`program header ${index}'s ${field}`);
+    if (!Number.isSafeInteger(ph.p_vaddr + ph.p_memsz)) throw beyondExact(`the end of program header ${index}'s memory range`);
+    if (!Number.isSafeInteger(ph.p_offset + ph.p_filesz)) throw beyondExact(`the end of program header ${index}'s file range`);
   }
+  const counts = new Map<number, number>();
   for (const [index, entry] of dynamic.entries.entries()) {
-    requireExact(entry.d_tag, () => `dynamic entry ${index}'s d_tag`);
-    requireExact(entry.d_val, () => `dynamic entry ${index} (${nameOf(DT_NAMES, entry.d_tag)})'s d_val`);
+    if (!Number.isSafeInteger(entry.d_tag)) throw beyondExact(`dynamic entry ${index}'s d_tag`);
+    if (!Number.isSafeInteger(entry.d_val)) throw beyondExact(`dynamic entry ${index} (${nameOf(DT_NAMES, entry.d_tag)})'s d_val`);
+    if (ONE_PER_FILE_TAGS.has(entry.d_tag)) counts.set(entry.d_tag, (counts.get(entry.d_tag) ?? 0) + 1);
   }
   for (const tag of ONE_PER_FILE_TAGS) {
-    const count = dynamic.entries.filter((entry) => entry.d_tag === tag).length;
+    const count = counts.get(tag) ?? 0;
     if (count > 1) throw formatError(`the dynamic array has ${count} ${nameOf(DT_NAMES, tag)} entries, expected at most one`, dynamic.offset);
   }
   checkLoadSegments(programHeaders, file.fileSize);

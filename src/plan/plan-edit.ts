@@ -6,6 +6,7 @@ import { DT, EI_NIDENT, PT, SHT } from '../elf/constants.js';
 import type { EditFacts } from './edit-facts.js';
 import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
 import { stringAt } from '../elf/string-table.js';
+import { dataViewOf } from '../elf/byte-source.js';
 import type { Section } from '../elf/section-headers.js';
 import type { NeedsRewrite, PlanDecision, PlannedWrite, WritePhase } from './plan.js';
 import { byteStringToBytes } from '../elf/byte-string.js';
@@ -342,7 +343,7 @@ function addSymbolWrites(facts: EditFacts, moved: ReadonlyMap<number, number>, w
   const size = facts.codec.sizeOf(SYM);
   // Only st_shndx is looked at for every symbol (unstripped files have tens of thousands).
   const shndxAt = facts.codec.fieldOffset(SYM, 'st_shndx');
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const view = dataViewOf(bytes);
   for (let at = 0; at + size <= bytes.length; at += size) {
     const delta = moved.get(view.getUint16(at + shndxAt, facts.codec.littleEndian));
     if (delta === undefined) continue;

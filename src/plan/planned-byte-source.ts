@@ -28,6 +28,8 @@ export class PlannedByteSource implements ByteSource {
     if (end <= this.base.size && !this.writes.some((write) => write.offset < end && position < write.offset + write.bytes.length)) {
       return this.base.read(position, length, what);
     }
+    const covering = this.onlyWriteCovering(position, end);
+    if (covering !== null) return covering.bytes.subarray(position - covering.offset, end - covering.offset);
     const out = new Uint8Array(length);
     const fromBase = Math.max(0, Math.min(length, this.base.size - position));
     if (fromBase > 0) out.set(await this.base.read(position, fromBase, what));
@@ -37,5 +39,18 @@ export class PlannedByteSource implements ByteSource {
       if (start < end) out.set(write.bytes.subarray(start - write.offset, end - write.offset), start - position);
     }
     return out;
+  }
+
+  /**
+   * The write that holds all of [position, end) when no later write touches the range: the bytes are
+   * then that write's own (a moved table read back is one such range, often the largest read).
+   */
+  private onlyWriteCovering(position: number, end: number): OverlayWrite | null {
+    for (let i = this.writes.length - 1; i >= 0; i--) {
+      const write = this.writes[i];
+      if (write === undefined || write.offset >= end || position >= write.offset + write.bytes.length) continue;
+      return write.offset <= position && end <= write.offset + write.bytes.length ? write : null;
+    }
+    return null;
   }
 }

@@ -32,75 +32,37 @@ export interface StringPlacement {
   readonly deadRanges: readonly Range[];
 }
 
-/** Range queries answered by scanning before a sorted copy is worth its sort. */
-const SCANS_BEFORE_SORTING = 16;
-
 /**
- * The indices that stay referenced, with a range query. Files have tens of thousands of symbols and a
- * plan usually asks a handful of questions, so the first ones scan the arrays as they are; a table
- * that makes the planner ask many (long runs of zeros) gets a sorted copy and binary searches.
+ * The indices that stay referenced, as one mark per byte of the table: a file has tens of thousands
+ * of symbols, and marking them once makes every question (is this index live, the first live index
+ * in a range) cost only the length of the range asked about. Indices past the end of the table (a
+ * damaged file) refer to no byte of it and are kept aside.
  */
 class LiveIndices {
-  private readonly parts: readonly ArrayLike<number>[];
-  private readonly added: number[] = [];
-  private sorted: Uint32Array | null = null;
-  private scans = 0;
+  private readonly marks: Uint8Array;
+  private readonly outside = new Set<number>();
 
-  constructor(parts: readonly ArrayLike<number>[]) {
-    this.parts = [...parts, this.added];
+  constructor(tableSize: number, parts: readonly ArrayLike<number>[]) {
+    this.marks = new Uint8Array(tableSize);
+    for (const part of parts) {
+      for (let i = 0; i < part.length; i++) this.add(part[i] ?? 0);
+    }
   }
 
   add(index: number): void {
-    this.added.push(index);
-    this.sorted = null;
+    if (index < this.marks.length) this.marks[index] = 1;
+    else this.outside.add(index);
   }
 
   has(index: number): boolean {
-    return this.firstIn(index, index) !== undefined;
+    return index < this.marks.length ? this.marks[index] === 1 : this.outside.has(index);
   }
 
-  /** The smallest index in [low, high], or undefined. */
+  /** The smallest index in [low, high] inside the table, or undefined. */
   firstIn(low: number, high: number): number | undefined {
-    if (this.sorted === null && ++this.scans > SCANS_BEFORE_SORTING) this.sorted = this.sortedCopy();
-    return this.sorted === null ? this.scan(low, high) : this.search(this.sorted, low, high);
-  }
-
-  private scan(low: number, high: number): number | undefined {
-    let found: number | undefined;
-    for (const part of this.parts) {
-      for (let i = 0; i < part.length; i++) {
-        const index = part[i] ?? 0;
-        if (index >= low && index <= high && (found === undefined || index < found)) found = index;
-      }
-    }
-    return found;
-  }
-
-  /**
-   * Every index fits 32 bits: st_name and the version records' fields are 32-bit, and a kept entry's
-   * index lies inside the table, which a typed array holds (at most 2^32 bytes in V8). A Uint32Array
-   * sorts in half the time of a Float64Array (PyTorch's libraries have 10^5 symbols).
-   */
-  private sortedCopy(): Uint32Array {
-    const copy = new Uint32Array(this.parts.reduce((sum, part) => sum + part.length, 0));
-    let at = 0;
-    for (const part of this.parts) {
-      copy.set(part, at);
-      at += part.length;
-    }
-    return copy.sort();
-  }
-
-  private search(sorted: Uint32Array, low: number, high: number): number | undefined {
-    let lo = 0;
-    let hi = sorted.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((sorted[mid] ?? 0) < low) lo = mid + 1;
-      else hi = mid;
-    }
-    const found = sorted[lo];
-    return found !== undefined && found <= high ? found : undefined;
+    const end = Math.min(high + 1, this.marks.length);
+    for (let index = Math.max(low, 0); index < end; index++) if (this.marks[index] === 1) return index;
+    return undefined;
   }
 }
 
@@ -159,7 +121,7 @@ export function placeStrings(
   released: Iterable<number>,
   requests: readonly StringRequest[],
 ): StringPlacement {
-  const liveIndices = new LiveIndices(live);
+  const liveIndices = new LiveIndices(table.length, live);
   const indexOf = new Map<string, number>();
   const pending: StringRequest[] = [];
   const releasedList = [...new Set(released)].filter((index) => !liveIndices.has(index));
