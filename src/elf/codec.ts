@@ -48,6 +48,8 @@ interface PlacedLayout<N extends string> {
   readonly byName: ReadonlyMap<N, PlacedField<N>>;
   /** Reads one record into a new object (bounds already checked). */
   readonly read: (view: DataView, at: number, littleEndian: boolean) => Record<N, number>;
+  /** Writes the fields `record` has (bounds already checked); a value that is not an integer throws. */
+  readonly write: (view: DataView, at: number, littleEndian: boolean, record: Partial<Record<N, number>>) => void;
 }
 
 const TWO_32 = 2 ** 32;
@@ -60,7 +62,7 @@ function place<N extends string>(fields: FieldList<N>, elfClass: ElfClass): Plac
     placed.push({ name, type, at, width: w });
     at += w;
   }
-  return { size: at, fields: placed, byName: new Map(placed.map((f) => [f.name, f])), read: compileReader(placed) };
+  return { size: at, fields: placed, byName: new Map(placed.map((f) => [f.name, f])), read: compileReader(placed), write: compileWriter(placed) };
 }
 
 /** The expression that reads one field at `at + field.at` of `view`, in byte order `le`. */
@@ -93,6 +95,30 @@ function compileReader<N extends string>(fields: readonly PlacedField<N>[]): Pla
   return new Function('view', 'at', 'le', body) as PlacedLayout<N>['read'];
 }
 
+/** The statement that writes `v` to one field at `at + field.at` of `view`, in byte order `le`. */
+function fieldStatement(field: PlacedField<string>): string {
+  const at = `at + ${field.at}`;
+  switch (field.width) {
+    case 1:
+      return `view.setUint8(${at}, v);`;
+    case 2:
+      return `view.setUint16(${at}, v, le);`;
+    case 4:
+      return field.type === 'sxword' ? `view.setInt32(${at}, v, le);` : `view.setUint32(${at}, v, le);`;
+    default:
+      // Two words; a negative sxword's high word is written as its two's complement.
+      return `{ const high = Math.floor(v / ${TWO_32}); view.setUint32(le ? ${at} : ${at} + 4, v - high * ${TWO_32}, le); view.setUint32(le ? ${at} + 4 : ${at}, high >>> 0, le); }`;
+  }
+}
+
+/** A record writer compiled from the field list, for the reason the reader is: no field looked up by name. */
+function compileWriter<N extends string>(fields: readonly PlacedField<N>[]): PlacedLayout<N>['write'] {
+  const statements = fields.map(
+    (field) =>
+      `v = record.${field.name}; if (v !== undefined) { if (!Number.isInteger(v)) throw new RangeError('${field.name} = ' + v + ' is not an integer'); ${fieldStatement(field)} }`,
+  );
+  return new Function('view', 'at', 'le', 'record', `let v;\n${statements.join('\n')}`) as PlacedLayout<N>['write'];
+}
 
 /** Placed layouts per class, shared by every codec: a tree of files would otherwise place them per file. */
 const PLACED: Record<ElfClass, Map<RecordLayout<string>, PlacedLayout<string>>> = { 32: new Map(), 64: new Map() };
@@ -155,11 +181,7 @@ export class ElfCodec {
   encode<N extends string>(layout: RecordLayout<N>, record: Partial<Record<N, number>>, bytes: Uint8Array, at: number): void {
     const placed = this.layoutOf(layout);
     if (at < 0 || at + placed.size > bytes.length) throw new RangeError(`${layout.name} does not fit at ${at}`);
-    const view = this.viewOf(bytes);
-    for (const field of placed.fields) {
-      const value = record[field.name];
-      if (value !== undefined) this.writeField(view, at + field.at, field, value);
-    }
+    placed.write(this.viewOf(bytes), at, this.littleEndian, record);
   }
 
   /** A new zeroed buffer holding one encoded record. */
@@ -184,29 +206,6 @@ export class ElfCodec {
       this.lastBytes = bytes;
     }
     return this.lastView;
-  }
-
-  private writeField(view: DataView, at: number, field: PlacedField<string>, value: number): void {
-    const le = this.littleEndian;
-    if (!Number.isInteger(value)) throw new RangeError(`${field.name} = ${value} is not an integer`);
-    switch (field.width) {
-      case 1:
-        view.setUint8(at, value);
-        return;
-      case 2:
-        view.setUint16(at, value, le);
-        return;
-      case 4:
-        if (field.type === 'sxword') view.setInt32(at, value, le);
-        else view.setUint32(at, value, le);
-        return;
-      default: {
-        const hi = Math.floor(value / TWO_32);
-        const lo = value - hi * TWO_32;
-        view.setUint32(le ? at : at + 4, lo, le);
-        view.setUint32(le ? at + 4 : at, hi >>> 0, le);
-      }
-    }
   }
 }
 

@@ -25,8 +25,10 @@ function selects(selector: FileSelector, file: FileFacts): boolean {
   if (selector.sharedObjectsOnly && !file.isSharedObject) return false;
   if (selector.include !== undefined && selector.include.length > 0 && !picomatch.isMatch(file.relativePath, [...selector.include], { dot: true })) return false;
   if (selector.exclude !== undefined && picomatch.isMatch(file.relativePath, [...selector.exclude], { dot: true })) return false;
+  const excludeUnder = selector.excludeUnder ?? [];
+  if (excludeUnder.length === 0) return true;
   const absolute = resolve(file.path);
-  return !(selector.excludeUnder ?? []).some((dir) => absolute === resolve(dir) || absolute.startsWith(resolve(dir) + sep));
+  return !excludeUnder.some((dir) => absolute === resolve(dir) || absolute.startsWith(resolve(dir) + sep));
 }
 
 /** Nixpkgs substitutes one driver link per derivation; only the default picks one per file's machine. */
