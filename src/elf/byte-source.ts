@@ -48,6 +48,13 @@ const BLOCK = 4096;
 const KEPT_READ = 16 * 1024;
 
 /**
+ * Blocks kept per file, at most: a real file keeps a dozen. A hostile one can make the reader walk
+ * far (a GNU hash chain with no end bit over a file of gigabytes), and past this the reads are made
+ * as asked, unkept, so that neither the memory held nor the search through what is kept grows with it.
+ */
+const KEPT_BLOCKS = 64;
+
+/**
  * A ByteSource over an open file descriptor; counts what it reads (the benchmarks report it).
  * The reads are synchronous system calls behind the async interface: a read is a few hundred bytes
  * from the page cache, where a thread-pool round trip per read costs more than the read itself, and
@@ -61,7 +68,7 @@ export class FileByteSource implements ByteSource {
   readonly stats: Stats;
   bytesRead = 0;
   private readonly fd: number;
-  /** Small ranges read so far, in the order read (a file is read a dozen times at most). */
+  /** Blocks read so far, in the order read (KEPT_BLOCKS at most). */
   private readonly kept: { readonly position: number; readonly bytes: Uint8Array }[] = [];
 
   private constructor(path: string, fd: number, stats: Stats) {
@@ -107,7 +114,7 @@ export class FileByteSource implements ByteSource {
       if (position >= range.position && end <= range.position + range.bytes.length) return range.bytes.subarray(position - range.position, end - range.position);
     }
     if (length === 0) return new Uint8Array(0);
-    if (length > KEPT_READ) return this.readFromFile(position, length, what);
+    if (length > KEPT_READ || this.kept.length >= KEPT_BLOCKS) return this.readFromFile(position, length, what);
     const blockStart = position - (position % BLOCK);
     const blockEnd = Math.min(this.size, Math.ceil(end / BLOCK) * BLOCK);
     const buffer = this.readFromFile(blockStart, blockEnd - blockStart, what);

@@ -1,0 +1,66 @@
+// FileByteSource on a scratch file of known bytes: small reads are widened to the 4 KiB blocks around
+// them and served again from memory, large ones are read as asked, and a file that makes the reader
+// visit many places keeps a bounded number of blocks (the reads after that are made as asked).
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { FileByteSource } from '../../src/elf/byte-source.js';
+
+const SIZE = 1024 * 1024 + 123;
+const content = Uint8Array.from({ length: SIZE }, (_, i) => (i * 131 + (i >> 12)) & 0xff);
+const dir = mkdtempSync(join(tmpdir(), 'byte-source-'));
+const path = join(dir, 'file');
+writeFileSync(path, content);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('FileByteSource', () => {
+  it('widens a small read to its blocks and serves reads inside them without reading again', async () => {
+    const source = await FileByteSource.open(path);
+    try {
+      expect(await source.read(5000, 100, 'a')).toEqual(content.subarray(5000, 5100));
+      expect(source.bytesRead).toBe(4096);
+      expect(await source.read(4096, 4096, 'b')).toEqual(content.subarray(4096, 8192));
+      expect(source.bytesRead).toBe(4096);
+      // Across a block boundary: both blocks, in one read.
+      expect(await source.read(12000, 500, 'c')).toEqual(content.subarray(12000, 12500));
+      expect(source.bytesRead).toBe(4096 + 8192);
+      // The last block is cut at the end of the file.
+      expect(await source.read(SIZE - 10, 10, 'd')).toEqual(content.subarray(SIZE - 10));
+      expect(source.bytesRead).toBe(4096 + 8192 + (SIZE % 4096));
+      expect(await source.read(SIZE, 0, 'e')).toEqual(new Uint8Array(0));
+    } finally {
+      await source.close();
+    }
+  });
+
+  it('reads a large range as asked, and keeps a bounded number of blocks', async () => {
+    const source = await FileByteSource.open(path);
+    try {
+      expect(await source.read(100, 20000, 'large')).toEqual(content.subarray(100, 20100));
+      expect(source.bytesRead).toBe(20000);
+      // One small read in each of 200 blocks: the first 64 are widened to a block, the rest read as asked.
+      for (let block = 0; block < 200; block++) {
+        const at = block * 4096 + 7;
+        expect(await source.read(at, 16, 'record')).toEqual(content.subarray(at, at + 16));
+      }
+      expect(source.bytesRead).toBe(20000 + 64 * 4096 + 136 * 16);
+      // What was kept is still served from memory.
+      expect(await source.read(4096 * 10, 4096, 'kept')).toEqual(content.subarray(40960, 45056));
+      expect(source.bytesRead).toBe(20000 + 64 * 4096 + 136 * 16);
+    } finally {
+      await source.close();
+    }
+  });
+
+  it('refuses a range past the end of the file before reading', async () => {
+    const source = await FileByteSource.open(path);
+    try {
+      await expect(source.read(SIZE - 4, 8, 'tail')).rejects.toThrow(/tail .* runs past the end of the file/);
+      expect(source.bytesRead).toBe(0);
+    } finally {
+      await source.close();
+    }
+  });
+});
