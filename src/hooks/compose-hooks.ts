@@ -21,14 +21,35 @@ export interface ComposedRunpath {
   readonly applied: readonly string[];
 }
 
+/** A selector's globs compiled and its directories resolved, once per selector, not per file. */
+interface CompiledSelector {
+  readonly include: ((path: string) => boolean) | null;
+  readonly exclude: ((path: string) => boolean) | null;
+  readonly excludeUnder: readonly string[];
+}
+
+/** Compiled once per selector (hooks travel to worker threads as plain data). */
+const compiledSelectors = new WeakMap<FileSelector, CompiledSelector>();
+
+function compiledSelector(selector: FileSelector): CompiledSelector {
+  let compiled = compiledSelectors.get(selector);
+  if (compiled === undefined) {
+    const globs = (patterns: readonly string[] | undefined): ((path: string) => boolean) | null =>
+      patterns === undefined || patterns.length === 0 ? null : picomatch([...patterns], { dot: true });
+    compiled = { include: globs(selector.include), exclude: globs(selector.exclude), excludeUnder: (selector.excludeUnder ?? []).map((dir) => resolve(dir)) };
+    compiledSelectors.set(selector, compiled);
+  }
+  return compiled;
+}
+
 function selects(selector: FileSelector, file: FileFacts): boolean {
   if (selector.sharedObjectsOnly && !file.isSharedObject) return false;
-  if (selector.include !== undefined && selector.include.length > 0 && !picomatch.isMatch(file.relativePath, [...selector.include], { dot: true })) return false;
-  if (selector.exclude !== undefined && picomatch.isMatch(file.relativePath, [...selector.exclude], { dot: true })) return false;
-  const excludeUnder = selector.excludeUnder ?? [];
+  const { include, exclude, excludeUnder } = compiledSelector(selector);
+  if (include !== null && !include(file.relativePath)) return false;
+  if (exclude !== null && exclude(file.relativePath)) return false;
   if (excludeUnder.length === 0) return true;
   const absolute = resolve(file.path);
-  return !excludeUnder.some((dir) => absolute === resolve(dir) || absolute.startsWith(resolve(dir) + sep));
+  return !excludeUnder.some((dir) => absolute === dir || absolute.startsWith(dir + sep));
 }
 
 /** Nixpkgs substitutes one driver link per derivation; only the default picks one per file's machine. */
