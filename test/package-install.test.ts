@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { cp, mkdir, readFile, readdir, rm, stat, symlink } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileBundle } from '../src/cli/code-cache.js';
 import { REPO_ROOT, requireTool } from './helpers/fixtures.js';
 import {
   VERSION,
@@ -126,16 +127,23 @@ function importSpecifiers(code: string): string[] {
 }
 
 describe('npm pack from a clone', () => {
-  it('builds dist/ itself (prepack) and ships the bundle, the hooks, README, LICENSE and package.json: no sources, no source maps', () => {
-    const chunks = tarballFiles.filter((file) => /^dist\/cli\/[\w-]+-[A-Z0-9]{8}\.js$/.test(file));
-    expect(chunks.length).toBeGreaterThan(0);
+  it('builds dist/ itself (prepack) and ships the bundles, their code cache, the hooks, README, LICENSE and package.json: no sources, no source maps', () => {
     expect(tarballFiles).toEqual(
-      ['LICENSE', 'README.md', 'package.json', 'dist/cli/main.js', 'dist/cli/patch-worker.js', ...chunks, ...HOOK_SCRIPTS.map((name) => `hooks/${name}`)].sort(),
+      [
+        'LICENSE',
+        'README.md',
+        'package.json',
+        'dist/cli/main.js',
+        'dist/cli/main.cjs',
+        'dist/cli/main.cjs.code-cache',
+        'dist/cli/patch-worker.cjs',
+        ...HOOK_SCRIPTS.map((name) => `hooks/${name}`),
+      ].sort(),
     );
   });
 
-  it('is small: the bundle without source maps', async () => {
-    expect((await stat(tarball)).size).toBeLessThan(200 * 1024);
+  it('is small: the bundles without source maps (the code cache is most of it)', async () => {
+    expect((await stat(tarball)).size).toBeLessThan(320 * 1024);
   });
 });
 
@@ -148,11 +156,18 @@ describe('npm install -g of the tarball', () => {
 
   it('installs a bundle that imports only node: built-ins and its own chunks', async () => {
     const cliDir = join(installed, 'dist', 'cli');
-    for (const name of await readdir(cliDir)) {
+    const modules = (await readdir(cliDir)).filter((name) => /\.c?js$/.test(name));
+    expect(modules.sort()).toEqual(['main.cjs', 'main.js', 'patch-worker.cjs']);
+    for (const name of modules) {
       const specifiers = importSpecifiers(await readFile(join(cliDir, name), 'utf8'));
       const foreign = specifiers.filter((specifier) => !specifier.startsWith('node:') && !/^\.\/[\w-]+\.js$/.test(specifier));
       expect(foreign, `${name} imports ${foreign.join(', ')}`).toEqual([]);
     }
+  });
+
+  it('installs a code cache that this Node takes: V8 does not compile the CLI bundle again', () => {
+    const bundle = join(installed, 'dist', 'cli', 'main.cjs');
+    expect(compileBundle(bundle).cachedDataRejected).toBe(false);
   });
 
   it(`puts ${BIN_NAME} in the prefix's bin, and it runs`, async () => {
@@ -201,7 +216,7 @@ describe('the installed cuda-patchelf on the demo tree', () => {
     expect(before.code, describeExec('check before apply', before)).toBe(1);
     const apply = await runInstalled(['apply', out, ...hooks, '--jobs', '1']);
     expect(apply.code, describeExec('apply --jobs 1', apply)).toBe(0);
-    // --jobs 2 runs the installed worker chunk (dist/cli/patch-worker.js) in threads.
+    // --jobs 2 runs the installed worker bundle (dist/cli/patch-worker.cjs) in threads.
     const applyThreaded = await runInstalled(['apply', threaded, ...hooks, '--jobs', '2']);
     expect(applyThreaded.code, describeExec('apply --jobs 2', applyThreaded)).toBe(0);
 

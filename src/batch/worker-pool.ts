@@ -19,7 +19,7 @@ import type { FileOutcome } from './file-outcome.js';
 import { deserializeOutcome, type TransferredOutcome } from './outcome-transfer.js';
 import type { FileItem, FileOptions } from './patch-tree.js';
 
-const WORKER_SCRIPT = new URL('./patch-worker.js', import.meta.url);
+const WORKER_SCRIPT = new URL('./patch-worker.cjs', import.meta.url);
 
 /**
  * Workers started in place of dead ones, per run. One death is usually one file that breaks the thread

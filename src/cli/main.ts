@@ -1,5 +1,4 @@
-#!/usr/bin/env node
-// cuda-patchelf's entry point: the only module that touches `process`.
+// cuda-patchelf's command line: the only module that touches `process` (bin.ts runs it).
 
 import { availableParallelism } from 'node:os';
 import type { Writable } from 'node:stream';
@@ -24,7 +23,7 @@ function closablePipe(stream: Writable): (text: string) => void {
 
 const writeOut = closablePipe(process.stdout);
 const writeErr = closablePipe(process.stderr);
-const code = await runCli(process.argv.slice(2), {
+void runCli(process.argv.slice(2), {
   out: (line) => writeOut(`${line}\n`),
   err: (line) => writeErr(`${line}\n`),
   errRaw: writeErr,
@@ -33,5 +32,6 @@ const code = await runCli(process.argv.slice(2), {
   },
   stderrIsTty: process.stderr.isTTY === true,
   cpuCount: availableParallelism(),
+}).then((code) => {
+  process.exitCode = code;
 });
-process.exitCode = code;

@@ -58,6 +58,8 @@ const PURE_LAYER_PACKAGES: Partial<Record<Layer, readonly string[]>> = {
 
 /** The entry point that owns `process` (argv, exit code, streams, TTY, CPU count). */
 const PROCESS_OWNER = 'cli/main.ts';
+/** The installed command that runs it (bin.ts): it reads the build's one environment variable. */
+const BIN_LOADER = 'cli/bin.ts';
 /** Worker thread entry points: they may read what their thread was started with. */
 const WORKER_ENTRY_POINTS: readonly string[] = ['batch/patch-worker.ts'];
 /** Other modules that use `process` today; each should get what it needs from cli/main.ts instead. */
@@ -238,7 +240,7 @@ const sources = new Map(files.map((file) => [file, readFileSync(join(SRC, file),
 const edges: Edge[] = files.flatMap((file) =>
   importsOf(sources.get(file) ?? '').map((site): Edge => {
     if (!site.specifier.startsWith('.')) return { from: file, to: site.specifier, internal: false, typeOnly: site.typeOnly, line: site.line };
-    const target = resolve(SRC, dirname(file), site.specifier.replace(/\.js$/, '.ts'));
+    const target = resolve(SRC, dirname(file), site.specifier.replace(/\.c?js$/, '.ts'));
     return { from: file, to: inSrc(target), internal: true, typeOnly: site.typeOnly, line: site.line };
   }),
 );
@@ -345,8 +347,8 @@ describe('the dependency rule', () => {
 });
 
 describe('process', () => {
-  it(`is used by ${PROCESS_OWNER}, worker entry points and the listed modules only`, () => {
-    const listed = new Set([PROCESS_OWNER, ...WORKER_ENTRY_POINTS, ...PROCESS_DEBTS.map((debt) => debt.file)]);
+  it(`is used by ${PROCESS_OWNER}, ${BIN_LOADER}, worker entry points and the listed modules only`, () => {
+    const listed = new Set([PROCESS_OWNER, BIN_LOADER, ...WORKER_ENTRY_POINTS, ...PROCESS_DEBTS.map((debt) => debt.file)]);
     expect(processUsers.filter((file) => !listed.has(file))).toEqual([]);
     expect(processUsers).toContain(PROCESS_OWNER);
   });
