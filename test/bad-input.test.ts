@@ -264,7 +264,7 @@ describe('section headers are read only on request', () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
 
-    const source = await FileByteSource.open(file);
+    const source = FileByteSource.open(file);
     try {
       const image = await readElfImage(source);
       const error = await readSectionHeaders(image).then(
@@ -275,7 +275,7 @@ describe('section headers are read only on request', () => {
       expect(error).toMatchObject({ kind: 'format', offset: past });
       expect((error as CudaPatchelfError).message).toMatch(/section header 0.*runs past the end of the file/);
     } finally {
-      await source.close();
+      source.close();
     }
   });
 });

@@ -56,13 +56,13 @@ describe('a file that changes between planning and writing (library)', () => {
   async function planned(): Promise<{ path: string; edit: PlannedEdit; source: FileByteSource }> {
     const path = join(scratch, `lib-${n++}.so`);
     await copyFile(base, path);
-    const source = await FileByteSource.open(path);
+    const source = FileByteSource.open(path);
     try {
       const edit = await planEditOf(await readElfImage(source), (editor) => editor.setRunpath(`${COMPAT_DIR}/compat:/run/opengl-driver/lib:$ORIGIN`));
       expect(edit.plan.tier).toBe('append');
       return { path, edit, source };
     } finally {
-      await source.close();
+      source.close();
     }
   }
 

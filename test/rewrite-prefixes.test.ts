@@ -124,13 +124,13 @@ afterAll(async () => {
 
 /** The plan the CLI makes (read back included); these fixtures never need the whole-file rewrite. */
 async function planFor(path: string, edit: Edit): Promise<Plan> {
-  const source = await FileByteSource.open(path);
+  const source = FileByteSource.open(path);
   try {
     const { plan } = await planEditOf(await readElfImage(source), edit);
     if (plan.tier === 'rewrite') throw new Error(`${path}: the edit needs the whole-file rewrite, which these prefixes do not model`);
     return plan;
   } finally {
-    await source.close();
+    source.close();
   }
 }
 

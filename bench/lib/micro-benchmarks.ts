@@ -59,12 +59,12 @@ async function runCases(group: string, cases: readonly MicroCase[]): Promise<Mic
 
 /** One full read as `print` does it; returns how many bytes came off the file. */
 async function readOnce(path: string): Promise<number> {
-  const source = await FileByteSource.open(path);
+  const source = FileByteSource.open(path);
   try {
     await summarize(await readElfImage(source));
     return source.bytesRead;
   } finally {
-    await source.close();
+    source.close();
   }
 }
 
@@ -89,14 +89,14 @@ export async function readerBenchmarks(small: string): Promise<MicroRow[]> {
 }
 
 async function factsOf(path: string): Promise<EditFacts> {
-  const source = await FileByteSource.open(path);
+  const source = FileByteSource.open(path);
   try {
     const image = await readElfImage(source);
     // Every fact a plan can ask for, so that planEdit is timed on one pass.
     const facts = await readLaterFact(source, await readEditFacts(image), 'symbol-names');
     return await readLaterFact(source, facts, 'symbol-table');
   } finally {
-    await source.close();
+    source.close();
   }
 }
 

@@ -55,7 +55,7 @@ function covered(ranges: readonly (readonly [number, number])[], from: number, t
  * program or section header table, the dynamic, interpreter or note segment); the rest is padding.
  */
 async function copiedTables(path: string, oldSize: number): Promise<number> {
-  const source = await FileByteSource.open(path);
+  const source = FileByteSource.open(path);
   try {
     const image = await readElfImage(source);
     const { header, programHeaders } = image;
@@ -72,7 +72,7 @@ async function copiedTables(path: string, oldSize: number): Promise<number> {
   } catch {
     return 0; // not ELF (or unreadable): all of its growth counts as excess
   } finally {
-    await source.close();
+    source.close();
   }
 }
 

@@ -38,10 +38,15 @@ interface Directory {
   readonly relativePath: string;
 }
 
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 /** The UTF-8 reading of a raw name, or null when the bytes are not UTF-8 (a string cannot spell them). */
 function nameText(raw: Buffer): string | null {
-  const text = raw.toString('utf8');
-  return Buffer.from(text, 'utf8').equals(raw) ? text : null;
+  try {
+    return strictUtf8.decode(raw);
+  } catch {
+    return null;
+  }
 }
 
 /** A raw name for people: bytes that are not printable ASCII as \xNN. */

@@ -69,12 +69,12 @@ async function readCacheState(root: SystemRoot, path: string, littleEndian: bool
   if (!found.ok) throw new CudaPatchelfError('io', `cannot read the loader's cache (${found.code}); doctor cannot tell what ld.so finds through it`, { file: root.isHost ? path : `${root.hostRoot}${path}` });
   let source: FileByteSource | undefined;
   try {
-    source = await FileByteSource.open(found.hostPath);
+    source = FileByteSource.open(found.hostPath);
     return { path, cache: await readLdCache(source, littleEndian) };
   } catch (error) {
     throw error instanceof CudaPatchelfError ? error.withFile(found.hostPath) : error;
   } finally {
-    await source?.close();
+    source?.close();
   }
 }
 
@@ -111,14 +111,14 @@ export class LoaderRegistry {
     }
     const real = root.realPath(path);
     const ownDirectory = typeof real === 'string' ? `${real.slice(0, real.lastIndexOf('/'))}/` : '';
-    const source = await FileByteSource.open(found.hostPath);
+    const source = FileByteSource.open(found.hostPath);
     let facts: LoaderFacts;
     try {
       facts = await readLoaderFacts(await readElfImage(source), abi, ownDirectory);
     } catch (error) {
       throw error instanceof CudaPatchelfError ? error.withFile(found.hostPath) : error;
     } finally {
-      await source.close();
+      source.close();
     }
     const cpu = cpuModel(abi, this.settings.hostAbi?.name === abi.name, this.settings.cpuInfo);
     let cacheState: Promise<CacheState> | undefined;

@@ -37,7 +37,7 @@ export function fileIdOf(stats: Stats): string {
 
 /** Reads the facts of the file at `hostPath` (already stat'ed by the caller). */
 export async function readObjectFacts(hostPath: string, stats: Stats): Promise<ObjectFacts> {
-  const source = await FileByteSource.open(hostPath);
+  const source = FileByteSource.open(hostPath);
   try {
     const image = await readElfImage(source);
     const runpath = (await dynamicStringsOf(image, DT.DT_RUNPATH))[0] ?? null;
@@ -61,7 +61,7 @@ export async function readObjectFacts(hostPath: string, stats: Stats): Promise<O
   } catch (error) {
     throw error instanceof CudaPatchelfError ? error.withFile(hostPath) : error;
   } finally {
-    await source.close();
+    source.close();
   }
 }
 

@@ -141,13 +141,13 @@ export class ObjectStrings {
   }
 
   private async withImage<T>(facts: ObjectFacts, work: (image: ElfImage) => Promise<T>): Promise<T> {
-    const source = await FileByteSource.open(facts.hostPath);
+    const source = FileByteSource.open(facts.hostPath);
     try {
       return await work(await readElfImage(source));
     } catch (error) {
       throw error instanceof CudaPatchelfError ? error.withFile(facts.hostPath) : error;
     } finally {
-      await source.close();
+      source.close();
     }
   }
 

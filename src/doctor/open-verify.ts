@@ -55,7 +55,7 @@ export async function verifyCandidate(root: SystemRoot, path: string, abi: Machi
   if (found.stats.isDirectory()) return { kind: 'fatal', message: 'cannot read file data: Is a directory' };
   let source: FileByteSource;
   try {
-    source = await FileByteSource.open(found.hostPath);
+    source = FileByteSource.open(found.hostPath);
   } catch (error) {
     // A file that cannot be opened is passed over like a missing one; only a failed read is fatal.
     return { kind: 'passed-over', errno: errnoOf(error), reason: null };
@@ -77,6 +77,6 @@ export async function verifyCandidate(root: SystemRoot, path: string, abi: Machi
     if (phentsize !== (abi.elfClass === 64 ? 56 : 32)) return { kind: 'fatal', message: "ELF file's phentsize not the expected size" };
     return { kind: 'usable', hostPath: found.hostPath, stats: found.stats };
   } finally {
-    await source.close();
+    source.close();
   }
 }

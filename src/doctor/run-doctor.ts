@@ -50,13 +50,13 @@ export interface TreeResult {
 
 /** Whether a regular file starts with the ELF magic (one 4-byte read). */
 async function hasElfMagic(path: string): Promise<boolean> {
-  const source = await FileByteSource.open(path);
+  const source = FileByteSource.open(path);
   try {
     if (source.size < ELF_MAGIC.length) return false;
     const magic = await source.read(0, ELF_MAGIC.length, 'ELF magic');
     return ELF_MAGIC.every((byte, i) => magic[i] === byte);
   } finally {
-    await source.close();
+    source.close();
   }
 }
 

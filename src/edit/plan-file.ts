@@ -55,13 +55,13 @@ function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
  * cannot be edited (not ELF, static, debug-info…) fails. Nothing is written. Errors name the file.
  */
 export async function planNamedFile<T>(path: string, operations: EditOperations<T>): Promise<PlannedFile<T>> {
-  const source = await openOrThrow(path, {});
+  const source = openOrThrow(path, {});
   try {
     return await planOpenFile(source, await readElfImage(source), operations);
   } catch (error) {
     throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
   } finally {
-    await source.close();
+    source.close();
   }
 }
 
@@ -72,7 +72,7 @@ export async function planNamedFile<T>(path: string, operations: EditOperations<
  */
 export async function planListedFile<T>(listed: ListedFile, operations: EditOperations<T>): Promise<PlannedFile<T> | SkippedFile> {
   const { path } = listed;
-  const source = await openOrThrow(path, { followLink: false });
+  const source = openOrThrow(path, { followLink: false });
   try {
     const head = await source.read(0, Math.min(source.size, ARCHIVE_MAGIC.length), 'file magic');
     if (startsWith(head, ARCHIVE_MAGIC)) return { kind: 'skipped', reason: 'archive' };
@@ -85,13 +85,13 @@ export async function planListedFile<T>(listed: ListedFile, operations: EditOper
     const changed = await changedWhileRead(path, listed.size, source.stats, error);
     throw changed ?? (error instanceof CudaPatchelfError ? error.withFile(path) : error);
   } finally {
-    await source.close();
+    source.close();
   }
 }
 
-async function openOrThrow(path: string, options: { followLink?: boolean }): Promise<FileByteSource> {
+function openOrThrow(path: string, options: { followLink?: boolean }): FileByteSource {
   try {
-    return await FileByteSource.open(path, options);
+    return FileByteSource.open(path, options);
   } catch (error) {
     throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
   }

@@ -9,12 +9,12 @@ import { splitRunpath } from '../plan/dynamic-editor.js';
 async function machineOf(path: string): Promise<number | null> {
   let source: FileByteSource | undefined;
   try {
-    source = await FileByteSource.open(path);
+    source = FileByteSource.open(path);
     return (await readElfImage(source)).header.e_machine;
   } catch {
     return null;
   } finally {
-    await source?.close();
+    source?.close();
   }
 }
 

@@ -3,6 +3,7 @@
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
 import { ioError } from '../errors/io-error.js';
+import { ELF_MAGIC } from './constants.js';
 
 /** Bytes addressed by file offset, bounds-checked against the size the file had when it was opened. */
 export interface ByteSource {
@@ -55,12 +56,25 @@ const KEPT_READ = 16 * 1024;
 const KEPT_BLOCKS = 64;
 
 /**
+ * The first block of a file (its first read, which sniffs the magic or reads the ELF header) is read
+ * here first: most files of a tree are not ELF, and for them the copy kept is a few bytes on the
+ * heap instead of a block of memory of its own that only the garbage collector gives back.
+ */
+const headScratch = new Uint8Array(BLOCK);
+
+/** What a file that is not ELF keeps of its first block, at least: enough for every magic number callers test. */
+const NOT_ELF_HEAD = 16;
+
+/**
  * A ByteSource over an open file descriptor; counts what it reads (the benchmarks report it).
  * The reads are synchronous system calls behind the async interface: a read is a few hundred bytes
  * from the page cache, where a thread-pool round trip per read costs more than the read itself, and
  * `apply` gets its parallelism from worker threads, not from reads in flight. What a small read
  * already fetched is served again from memory (a view of the same bytes): planning and the read-back
  * ask for the same headers and tables, and each system call through Node costs microseconds.
+ *
+ * The first read within the first block reads all of it (the ELF header, the program headers and, in
+ * most files, what follows them): the one read every file gets, ELF or not.
  */
 export class FileByteSource implements ByteSource {
   readonly path: string;
@@ -84,7 +98,7 @@ export class FileByteSource implements ByteSource {
    * refuses a path that is a symbolic link: a tree walk lists regular files, and one swapped for a link
    * after the walk would lead out of the tree.
    */
-  static async open(path: string, options: { followLink?: boolean } = {}): Promise<FileByteSource> {
+  static open(path: string, options: { followLink?: boolean } = {}): FileByteSource {
     let fd: number;
     try {
       fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | (options.followLink === false ? fsConstants.O_NOFOLLOW : 0));
@@ -107,6 +121,19 @@ export class FileByteSource implements ByteSource {
     }
   }
 
+  /**
+   * The first block, kept whole when it starts as an ELF file does, else only its first bytes up to
+   * `end` (the end of the read that asked for it).
+   */
+  private readHead(end: number, what: string): Uint8Array {
+    const length = Math.min(this.size, BLOCK);
+    this.readFromFile(0, length, what, headScratch);
+    const isElf = length >= ELF_MAGIC.length && ELF_MAGIC.every((byte, i) => headScratch[i] === byte);
+    const head = headScratch.slice(0, isElf ? length : Math.min(length, Math.max(end, NOT_ELF_HEAD)));
+    this.kept.push({ position: 0, bytes: head });
+    return head;
+  }
+
   async read(position: number, length: number, what: string): Promise<Uint8Array> {
     checkRange(this.size, position, length, what);
     const end = position + length;
@@ -114,6 +141,7 @@ export class FileByteSource implements ByteSource {
       if (position >= range.position && end <= range.position + range.bytes.length) return range.bytes.subarray(position - range.position, end - range.position);
     }
     if (length === 0) return new Uint8Array(0);
+    if (this.kept.length === 0 && end <= BLOCK) return this.readHead(end, what).subarray(position, end);
     if (length > KEPT_READ || this.kept.length >= KEPT_BLOCKS) return this.readFromFile(position, length, what);
     const blockStart = position - (position % BLOCK);
     const blockEnd = Math.min(this.size, Math.ceil(end / BLOCK) * BLOCK);
@@ -122,11 +150,11 @@ export class FileByteSource implements ByteSource {
     return buffer.subarray(position - blockStart, end - blockStart);
   }
 
-  private readFromFile(position: number, length: number, what: string): Uint8Array {
+  private readFromFile(position: number, length: number, what: string, into?: Uint8Array): Uint8Array {
     // Not zero-filled first (string and symbol tables reach tens of MiB): every byte is read into, or
     // the read fails. Its own memory, not a slice of Node's buffer pool, and a plain Uint8Array, whose
     // slice() copies (callers that modify what they read take such a copy; a Buffer's would not be one).
-    const buffer = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
+    const buffer = into ?? new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
     let done = 0;
     while (done < length) {
       let bytesRead: number;
@@ -142,7 +170,7 @@ export class FileByteSource implements ByteSource {
     return buffer;
   }
 
-  async close(): Promise<void> {
+  close(): void {
     closeSync(this.fd);
   }
 }

@@ -8,11 +8,11 @@ import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 export async function withElfImage<T>(path: string, work: (image: ElfImage, source: FileByteSource) => Promise<T>): Promise<T> {
   let source: FileByteSource | undefined;
   try {
-    source = await FileByteSource.open(path);
+    source = FileByteSource.open(path);
     return await work(await readElfImage(source), source);
   } catch (error) {
     throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
   } finally {
-    await source?.close();
+    source?.close();
   }
 }

@@ -97,13 +97,13 @@ function arrayDifferences(wanted: readonly WantedEntry[], got: readonly CurrentE
 
 /** Reads a written file back with the tool's own reader: header, dynamic array, its strings. */
 async function readBackEntries(path: string): Promise<{ entries: CurrentEntry[]; machine: number; type: number; interpreter: string | null }> {
-  const source = await FileByteSource.open(path);
+  const source = FileByteSource.open(path);
   try {
     const image = await readElfImage(source);
     const facts = await readEditFacts(image);
     return { entries: currentEntries(facts), machine: image.header.e_machine, type: image.header.e_type, interpreter: image.interpreter };
   } finally {
-    await source.close();
+    source.close();
   }
 }
 

@@ -7,10 +7,10 @@ import { planEditOf, type EditOperations } from '../../src/edit/plan-file.js';
 import type { Plan } from '../../src/plan/plan.js';
 
 export async function planFile(path: string, operations: EditOperations): Promise<Plan> {
-  const source = await FileByteSource.open(path);
+  const source = FileByteSource.open(path);
   try {
     return (await planEditOf(await readElfImage(source), operations)).plan;
   } finally {
-    await source.close();
+    source.close();
   }
 }

@@ -233,12 +233,12 @@ async function sameSectionBytes(original: string, before: ReadBack, oldAddress: 
 }
 
 export async function readBack(path: string): Promise<ReadBack> {
-  const source = await FileByteSource.open(path);
+  const source = FileByteSource.open(path);
   try {
     const image = await readElfImage(source);
     return { image, summary: await summarize(image), sections: await readSectionHeaders(image), size: source.size };
   } finally {
-    await source.close();
+    source.close();
   }
 }
 
@@ -248,7 +248,7 @@ export async function readBack(path: string): Promise<ReadBack> {
  * linker's slack).
  */
 export async function tiersForNewStrings(path: string, strings: readonly string[]): Promise<string[]> {
-  const source = await FileByteSource.open(path);
+  const source = FileByteSource.open(path);
   try {
     const image = await readElfImage(source);
     const table = image.dynamicStrings === null ? new Uint8Array() : await image.dynamicStrings.readAll();
@@ -262,7 +262,7 @@ export async function tiersForNewStrings(path: string, strings: readonly string[
     const needed = Math.max(...strings.map((value) => Buffer.byteLength(value, 'utf8') + 2));
     return longest >= needed ? ['append', 'in-place'] : ['append'];
   } finally {
-    await source.close();
+    source.close();
   }
 }
 

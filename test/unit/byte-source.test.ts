@@ -1,6 +1,7 @@
 // FileByteSource on a scratch file of known bytes: small reads are widened to the 4 KiB blocks around
 // them and served again from memory, large ones are read as asked, and a file that makes the reader
-// visit many places keeps a bounded number of blocks (the reads after that are made as asked).
+// visit many places keeps a bounded number of blocks (the reads after that are made as asked). The
+// first block is read through one buffer shared by every file and kept whole only for an ELF file.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,11 +14,14 @@ const content = Uint8Array.from({ length: SIZE }, (_, i) => (i * 131 + (i >> 12)
 const dir = mkdtempSync(join(tmpdir(), 'byte-source-'));
 const path = join(dir, 'file');
 writeFileSync(path, content);
+const elfPath = join(dir, 'elf');
+const elfContent = Uint8Array.from({ length: 10_000 }, (_, i) => (i < 4 ? [0x7f, 0x45, 0x4c, 0x46][i] ?? 0 : (i * 7) & 0xff));
+writeFileSync(elfPath, elfContent);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('FileByteSource', () => {
   it('widens a small read to its blocks and serves reads inside them without reading again', async () => {
-    const source = await FileByteSource.open(path);
+    const source = FileByteSource.open(path);
     try {
       expect(await source.read(5000, 100, 'a')).toEqual(content.subarray(5000, 5100));
       expect(source.bytesRead).toBe(4096);
@@ -31,12 +35,12 @@ describe('FileByteSource', () => {
       expect(source.bytesRead).toBe(4096 + 8192 + (SIZE % 4096));
       expect(await source.read(SIZE, 0, 'e')).toEqual(new Uint8Array(0));
     } finally {
-      await source.close();
+      source.close();
     }
   });
 
   it('reads a large range as asked, and keeps a bounded number of blocks', async () => {
-    const source = await FileByteSource.open(path);
+    const source = FileByteSource.open(path);
     try {
       expect(await source.read(100, 20000, 'large')).toEqual(content.subarray(100, 20100));
       expect(source.bytesRead).toBe(20000);
@@ -50,17 +54,38 @@ describe('FileByteSource', () => {
       expect(await source.read(4096 * 10, 4096, 'kept')).toEqual(content.subarray(40960, 45056));
       expect(source.bytesRead).toBe(20000 + 64 * 4096 + 136 * 16);
     } finally {
-      await source.close();
+      source.close();
+    }
+  });
+
+  it('keeps the whole first block of an ELF file, and only the first bytes of another', async () => {
+    const elf = FileByteSource.open(elfPath);
+    const other = FileByteSource.open(path);
+    try {
+      expect(await elf.read(0, 4, 'magic')).toEqual(elfContent.subarray(0, 4));
+      expect(await other.read(0, 8, 'magic')).toEqual(content.subarray(0, 8));
+      expect([elf.bytesRead, other.bytesRead]).toEqual([4096, 4096]);
+      // The ELF file's block outlives the other file's read through the shared buffer.
+      expect(await elf.read(64, 2000, 'program headers')).toEqual(elfContent.subarray(64, 2064));
+      expect(elf.bytesRead).toBe(4096);
+      // The other file kept the 16 bytes a magic number needs: a read past them reads its block again.
+      expect(await other.read(0, 16, 'kept')).toEqual(content.subarray(0, 16));
+      expect(other.bytesRead).toBe(4096);
+      expect(await other.read(100, 50, 'past the kept bytes')).toEqual(content.subarray(100, 150));
+      expect(other.bytesRead).toBe(8192);
+    } finally {
+      elf.close();
+      other.close();
     }
   });
 
   it('refuses a range past the end of the file before reading', async () => {
-    const source = await FileByteSource.open(path);
+    const source = FileByteSource.open(path);
     try {
       await expect(source.read(SIZE - 4, 8, 'tail')).rejects.toThrow(/tail .* runs past the end of the file/);
       expect(source.bytesRead).toBe(0);
     } finally {
-      await source.close();
+      source.close();
     }
   });
 });
