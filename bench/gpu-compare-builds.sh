@@ -2,8 +2,9 @@
 # On a machine with PyTorch (and its CUDA wheels): two builds of cuda-patchelf, side by side, on
 # fresh copies of PyTorch's closure, in alternating order: `apply` with 16, 8 (the default on 16
 # CPUs) and 1 thread; the floor (read the first 4 KiB of every file, 16 processes); start-up
-# (`node -e 0` against `add-runpath` on a fresh copy of the closure's libcublasLt); a CPU profile of
-# one `apply --jobs 1` per build; and a GPU check of the closure the second build patched.
+# (`node -e 0` against `add-runpath` on a fresh copy of the closure's libcublasLt, five of each per
+# round); a CPU profile of one `apply --jobs 1` per build; and a GPU check of the closure the second
+# build patched.
 #   bash bench/gpu-compare-builds.sh OUT_DIR BEFORE_DIST AFTER_DIST [RUNS]
 # Needs: node (on PATH, or NODE=), python3 with torch. The profiles are left in OUT_DIR/profile-*/
 # (summarize them with bench/lib/cpu-profile.ts).
@@ -48,9 +49,12 @@ for _ in $(seq "$runs"); do
       copy
       record "$name apply --jobs $jobs" "$(ms "$node" "$dist/cli/main.js" apply --jobs "$jobs" --driver-link "$driver" --cuda-compat "$compat" "$work/tree")"
     done
-    cp "$cublaslt" "$work/lt.so"
-    record "node -e 0" "$(ms "$node" -e 0)"
-    record "$name add-runpath libcublasLt" "$(ms "$node" "$dist/cli/main.js" add-runpath /run/opengl-driver/lib "$work/lt.so")"
+    # Start-up is a few tens of ms against a spread as large: several samples per round.
+    for _ in 1 2 3 4 5; do
+      cp "$cublaslt" "$work/lt.so" && sync
+      record "node -e 0" "$(ms "$node" -e 0)"
+      record "$name add-runpath libcublasLt" "$(ms "$node" "$dist/cli/main.js" add-runpath /run/opengl-driver/lib "$work/lt.so")"
+    done
   done
   copy
   record "floor: first 4 KiB of every file, 16 processes" "$(ms bash -c "find '$work/tree' -type f -print0 | xargs -0 -P16 -n256 head -qc4096")"
