@@ -8,6 +8,7 @@
 // CHECKOUT is another checkout's root (default: this one), e.g. one made with
 // `git worktree add /tmp/before REV`; run the two alternately and compare the fastest passes.
 
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -16,12 +17,14 @@ if (tree === undefined) throw new Error('usage: vite-node bench/pipeline-passes.
 const checkout = resolve(checkoutArgument ?? fileURLToPath(new URL('..', import.meta.url)));
 const passes = Number(passesArgument);
 
-type ProcessFile = typeof import('../src/batch/patch-tree.js').processFile;
+type ProcessFile = typeof import('../src/batch/process-file.js').processFile;
 type WalkTrees = typeof import('../src/batch/walk-trees.js').walkTrees;
 type BuiltinHooks = typeof import('../src/hooks/builtin-hooks.js');
 type OrderHooks = typeof import('../src/hooks/order-hooks.js').orderHooks;
 
-const { processFile } = (await import(`${checkout}/src/batch/patch-tree.ts`)) as { processFile: ProcessFile };
+// processFile has its own module since 2026-11-25; older checkouts export it from patch-tree.ts.
+const processFileModule = existsSync(`${checkout}/src/batch/process-file.ts`) ? 'process-file' : 'patch-tree';
+const { processFile } = (await import(`${checkout}/src/batch/${processFileModule}.ts`)) as { processFile: ProcessFile };
 const { walkTrees } = (await import(`${checkout}/src/batch/walk-trees.ts`)) as { walkTrees: WalkTrees };
 const { driverHook, cudaCompatHook, BUILTIN_HOOK_NAMES } = (await import(`${checkout}/src/hooks/builtin-hooks.ts`)) as BuiltinHooks;
 const { orderHooks } = (await import(`${checkout}/src/hooks/order-hooks.ts`)) as { orderHooks: OrderHooks };

@@ -190,7 +190,8 @@ describe('files truncated while apply walks the tree', () => {
     const hook = join(scratch, `truncated-jobs-${jobs}-hook.mjs`);
     await writeFile(hook, cutHookModule(cuts));
 
-    const jobsFlag = ['--jobs', String(jobs)];
+    // With more than one thread, the pool starts with the first file: the cuts land in worker threads.
+    const jobsFlag = ['--jobs', String(jobs), '--threads-after', '0'];
     const first = await apply(root, jobsFlag, [requireTool('env'), `NODE_OPTIONS=--import=${hook}`]);
     const second = await apply(root, jobsFlag);
     for (const result of [first, second]) {

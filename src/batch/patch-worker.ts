@@ -9,7 +9,7 @@
 
 import { parentPort, workerData } from 'node:worker_threads';
 import type { FileOutcome } from './file-outcome.js';
-import { processFile } from './patch-tree.js';
+import { processFile } from './process-file.js';
 import { serializeOutcome } from './outcome-transfer.js';
 import { IDLE, type WorkerBatch, type WorkerBatchOutcomes, type WorkerData } from './worker-pool.js';
 

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { FileOutcome } from './file-outcome.js';
 import { deserializeOutcome, type TransferredOutcome } from './outcome-transfer.js';
-import type { FileItem, FileOptions } from './patch-tree.js';
+import type { FileItem, FileOptions } from './process-file.js';
 
 const WORKER_SCRIPT = new URL('./patch-worker.cjs', import.meta.url);
 
@@ -135,6 +135,8 @@ export class WorkerPool {
   private readonly options: FileOptions;
   private replacementsLeft = REPLACEMENTS;
   private deaths = 0;
+  /** Threads started in this pool, replacements included. */
+  started = 0;
   private closing = false;
   private nextId = 0;
 
@@ -153,6 +155,7 @@ export class WorkerPool {
   }
 
   private start(): void {
+    this.started++;
     this.workers.push(new PoolWorker(this.options, (worker, code) => this.onExit(worker, code)));
   }
 

@@ -4,7 +4,7 @@
 // to do when the same edit is asked again.
 
 import { readFile, stat } from 'node:fs/promises';
-import { processFile } from '../../src/batch/patch-tree.js';
+import { processFile } from '../../src/batch/process-file.js';
 import { FileByteSource } from '../../src/elf/byte-source.js';
 import { DT } from '../../src/elf/constants.js';
 import { currentEntries, type CurrentEntry } from '../../src/plan/edit-facts.js';

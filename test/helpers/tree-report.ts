@@ -39,6 +39,8 @@ export interface TreeReport {
   readonly dryRun: boolean;
   readonly semantics: string;
   readonly hooks: readonly string[];
+  /** Worker threads the run started. */
+  readonly workerThreads: number;
   readonly summary: ReportSummary;
   readonly files: readonly ReportFile[];
 }

@@ -1,0 +1,95 @@
+// One file of the batch: the hooks as edit operations, through the shared pipeline (edit/plan-file.ts),
+// then written (write/write-plan.ts) unless the run is a dry run. Runs in the batch's thread or in a
+// worker thread alike (schedule-files.ts); a failure is the file's outcome, never an exception.
+
+import { DT, ET, PT } from '../elf/constants.js';
+import { planListedFile, type EditOperations, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
+import { commitPlan } from '../write/write-plan.js';
+import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
+import type { Hook } from '../hooks/hook.js';
+import { writeRefusal } from '../write/write-refusal.js';
+import type { FileOutcome } from './file-outcome.js';
+import type { WalkItem } from './walk-trees.js';
+
+export type FileItem = Extract<WalkItem, { kind: 'file' }>;
+
+/** What a file is patched with: plain data, as sent to worker threads. */
+export interface FileOptions {
+  /** Hooks in the order they apply (see orderHooks). */
+  readonly hooks: readonly Hook[];
+  readonly semantics: Semantics;
+  /** Plan only: nothing is written (apply --dry-run, check, plan). */
+  readonly dryRun: boolean;
+  /**
+   * `check`: in nixpkgs-compat, where every run prepends again, a file counts as done when its runpath
+   * is already what one run of the hooks makes (isOneHookRun), instead of when a run would change nothing.
+   */
+  readonly gate?: boolean;
+  readonly durable?: boolean;
+  readonly makeWritable?: boolean;
+}
+
+/** What the hook operations found on a file: its runpath, and the one the hooks make of it (null: no hook applies). */
+interface HookAnswer {
+  readonly oldRunpath: string | null;
+  readonly composed: ComposedRunpath | null;
+}
+
+/** The hooks as edit operations: the runpath they compose, set with the semantics' tag policy. */
+function hookOperations(item: FileItem, options: FileOptions): EditOperations<HookAnswer> {
+  return (editor, image) => {
+    const fileFacts = {
+      path: item.path,
+      relativePath: item.relativePath,
+      isSharedObject: image.header.e_type === ET.ET_DYN && !image.programHeaders.some((ph) => ph.p_type === PT.PT_INTERP),
+      machine: image.header.e_machine,
+    };
+    const oldRunpath = editor.runpath();
+    const composed = composeRunpath(options.hooks, fileFacts, oldRunpath, options.semantics, item.names ?? 1);
+    if (composed === null) return { oldRunpath, composed };
+    if (options.semantics === 'default') {
+      if (composed.value !== (oldRunpath ?? '')) editor.setRunpath(composed.value, 'keep');
+      return { oldRunpath, composed };
+    }
+    const done = options.gate === true && oldRunpath !== null && editor.runpathTag() === DT.DT_RUNPATH && isOneHookRun(options.hooks, fileFacts, oldRunpath);
+    // Nixpkgs runs patchelf --set-rpath for every hook, even one that leaves the value as it is (the
+    // stubs hook): DT_RPATH becomes DT_RUNPATH, and a file without one gets an empty DT_RUNPATH.
+    if (!done) editor.setRunpath(composed.value, 'runpath');
+    return { oldRunpath, composed };
+  };
+}
+
+export async function processFile(item: FileItem, options: FileOptions): Promise<FileOutcome> {
+  const path = item.path;
+  let planned: PlannedFile<HookAnswer> | SkippedFile;
+  try {
+    planned = await planListedFile(item, hookOperations(item, options));
+  } catch (error) {
+    return { path, status: 'failed', error };
+  }
+  if (planned.kind === 'skipped') return { path, status: 'skipped', reason: planned.reason };
+  const { plan, stats, answer } = planned;
+  // A file no hook applies to is left as it is, even one an edit cut short: it is not this run's.
+  if (answer.composed === null) return { path, status: 'skipped', reason: 'no-hook' };
+  if (plan.tier === 'noop') return { path, status: 'unchanged', runpath: answer.oldRunpath };
+  const refusal = writeRefusal(path, stats, plan.tier, options.makeWritable === true);
+  if (refusal !== null) return { path, status: 'failed', error: refusal };
+  let bytesWritten = 0;
+  if (!options.dryRun) {
+    try {
+      bytesWritten = await commitPlan(path, plan, stats, options);
+    } catch (error) {
+      return { path, status: 'failed', error };
+    }
+  }
+  return {
+    path,
+    status: 'patched',
+    tier: plan.tier,
+    oldRunpath: answer.oldRunpath,
+    newRunpath: answer.composed.value,
+    entries: answer.composed.entries,
+    bytesWritten,
+    otherLinks: item.nlink - 1,
+  };
+}
