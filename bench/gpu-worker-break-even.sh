@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Where worker threads start to pay: `apply --dry-run` with one thread and with JOBS threads (and, in
-# a build with --threads-after, with the pool started at once) on parts of PyTorch's closure of growing
-# size (a few files to all of it), alternating, several runs each. A dry run plans every file and
-# writes nothing, so every run sees the same tree.
+# a build with --threads-from-start, with the pool started with the first file) on parts of PyTorch's
+# closure of growing size (a few files to all of it), alternating, several runs each. A dry run plans
+# every file and writes nothing, so every run sees the same tree.
 #   bash bench/gpu-worker-break-even.sh OUT_DIR [RUNS]      JOBS=8  NODE=node  DIST=dist
 # Needs: python3 with torch (for the closure). Writes OUT_DIR/summary.txt.
 set -euo pipefail
@@ -36,10 +36,10 @@ parts=()
 for part in torch/bin torch/include/ATen/ops nvidia/cuda_runtime nvidia/cublas torch/lib torch nvidia ""; do
   if [ -z "$part" ] || [ -d "$closure/$part" ]; then parts+=("$closure/$part"); fi
 done
-# Each setting's arguments; in a build with --threads-after, the default start and the pool started
-# with the first file are timed apart.
+# Each setting's arguments; in a build with --threads-from-start, the default start and the pool
+# started with the first file are timed apart.
 settings=("--jobs 1" "--jobs $jobs")
-if "$node" "$dist/cli/main.js" apply --help | grep -q -- --threads-after; then settings+=("--jobs $jobs --threads-after 0"); fi
+if "$node" "$dist/cli/main.js" apply --help | grep -q -- --threads-from-start; then settings+=("--jobs $jobs --threads-from-start"); fi
 for tree in "${parts[@]}"; do
   line="${tree#"$closure"/}: $(find "$tree" -type f | wc -l) files, $(du -sb "$tree" | cut -f1) bytes"
   declare -A times=()

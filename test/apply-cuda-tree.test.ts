@@ -119,7 +119,7 @@ beforeAll(async () => {
   corruptBefore = { sha256: await sha256File(join(t3, CORRUPT)), mtimeNs: (await stat(join(t3, CORRUPT), { bigint: true })).mtimeNs };
 
   t1Before = await snapshotTree(t1);
-  apply1 = await runCli(['apply', t1, ...hooks(), '--jobs', '4', '--threads-after', '0', '--json'], { timeoutMs: CLI_TIMEOUT });
+  apply1 = await runCli(['apply', t1, ...hooks(), '--jobs', '4', '--threads-from-start', '--json'], { timeoutMs: CLI_TIMEOUT });
   apply2 = await runCli(['apply', t2, ...hooks(), '--jobs', '1'], { timeoutMs: CLI_TIMEOUT });
   apply3 = await runCli(['apply', t3, ...hooks()], { timeoutMs: CLI_TIMEOUT });
   checkAfter = await runCli(['check', t1, ...hooks()], { timeoutMs: CLI_TIMEOUT });
@@ -375,7 +375,7 @@ describe('apply over a CUDA package output', () => {
   });
 
   it('--jobs 1 and --jobs 4 give byte-identical trees', () => {
-    // t1 ran in four worker threads (--threads-after 0), t2 in the main thread.
+    // t1 ran in four worker threads (--threads-from-start), t2 in the main thread.
     expect(report.workerThreads).toBe(4);
     expect(contentDifferences(t1After, t2After)).toEqual([]);
     // And the trees did change, so the comparison means something.

@@ -1,7 +1,8 @@
-// When `apply` starts its worker threads (src/batch/threads-after.ts): not for a tree without ELF work,
-// whatever --jobs says; with the first file under --threads-after 0; once the ELF files patched in the
-// main thread have taken --threads-after. The report's `workerThreads` says how many started, and the
-// files come out the same every way.
+// When `apply` starts its worker threads (src/batch/schedule-files.ts): not for a tree without an ELF
+// file, whatever --jobs says; with the first ELF file otherwise, the main thread patching files until a
+// thread has loaded and then sending the threads only ELF files; with the first file of all under
+// --threads-from-start. The report's `workerThreads` says how many started, and the files come out the
+// same every way.
 
 import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ import { contentDifferences, copyTree, makeTempDir, snapshotTree } from './helpe
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
 let scratch = '';
 let textTree = '';
-let libraryTree = '';
+let mixedTree = '';
 
 beforeAll(async () => {
   assertCliBuilt();
@@ -22,9 +23,11 @@ beforeAll(async () => {
   textTree = join(scratch, 'text');
   await mkdir(join(textTree, 'share'), { recursive: true });
   for (let i = 0; i < 200; i++) await writeFile(join(textTree, 'share', `page-${i}.txt`), `page ${i}\n`);
-  libraryTree = join(scratch, 'libraries');
-  await mkdir(join(libraryTree, 'lib'), { recursive: true });
-  for (let i = 0; i < 64; i++) await copyFile(fixture('compiled/x86_64/libuser-runpath').path, join(libraryTree, 'lib', `libuser-${i}.so`));
+  // Libraries first in walk order (lib/ before share/), then many files that are not ELF.
+  mixedTree = join(scratch, 'mixed');
+  await mkdir(join(mixedTree, 'lib'), { recursive: true });
+  for (let i = 0; i < 64; i++) await copyFile(fixture('compiled/x86_64/libuser-runpath').path, join(mixedTree, 'lib', `libuser-${String(i).padStart(2, '0')}.so`));
+  await copyTree(textTree, mixedTree);
 });
 
 afterAll(async () => {
@@ -37,35 +40,33 @@ async function apply(tree: string, ...flags: string[]): Promise<TreeReport> {
   return parseReport(result.stdout);
 }
 
-describe('apply --jobs 4 starts its worker threads only when the ELF work pays for them', () => {
+describe('apply --jobs N starts its worker threads when there is ELF work for them', () => {
   it('a tree without an ELF file is done in the main thread', async () => {
     const report = await apply(textTree, '--jobs', '4');
     expect(report.summary.skipped).toEqual({ 'not-elf': 200 });
     expect(report.workerThreads).toBe(0);
   });
 
-  it('--threads-after 0 starts all of them with the first file, ELF or not', async () => {
-    expect((await apply(textTree, '--jobs', '4', '--threads-after', '0')).workerThreads).toBe(4);
+  it('--threads-from-start starts all of them with the first file, ELF or not', async () => {
+    expect((await apply(textTree, '--jobs', '4', '--threads-from-start')).workerThreads).toBe(4);
   });
 
-  it('ELF work past --threads-after starts them, and the files come out as with one thread', async () => {
-    const threaded = join(scratch, 'threaded');
-    const single = join(scratch, 'single');
-    await copyTree(libraryTree, threaded);
-    await copyTree(libraryTree, single);
-    // Each library takes well over 1/64 ms to plan and write, so the pool starts before the last ones.
-    const report = await apply(threaded, '--jobs', '2', '--threads-after', '1');
+  it('the first ELF file starts them, and the files come out as with one thread, or with threads from the start', async () => {
+    const trees = await Promise.all(['default', 'single', 'from-start'].map(async (name) => {
+      const tree = join(scratch, name);
+      await copyTree(mixedTree, tree);
+      return tree;
+    }));
+    const [threaded, single, fromStart] = trees as [string, string, string];
+    const report = await apply(threaded, '--jobs', '2');
     expect(report.workerThreads).toBe(2);
     expect(report.summary.patched).toEqual({ append: 64 });
+    expect(report.summary.skipped).toEqual({ 'not-elf': 200 });
     expect((await apply(single, '--jobs', '1')).workerThreads).toBe(0);
-    expect(contentDifferences(await snapshotTree(threaded), await snapshotTree(single))).toEqual([]);
-  });
-
-  it('--threads-after takes milliseconds, 0 or more', async () => {
-    for (const value of ['-1', 'soon', '']) {
-      const result = await runCli(['apply', textTree, '--threads-after', value]);
-      expect(result.code, value).toBe(2);
-      expect(result.stderr).toMatch(/--threads-after takes a number of milliseconds, 0 or more/);
-    }
+    expect((await apply(fromStart, '--jobs', '2', '--threads-from-start')).workerThreads).toBe(2);
+    const snapshot = await snapshotTree(single);
+    expect(contentDifferences(await snapshotTree(threaded), snapshot)).toEqual([]);
+    expect(contentDifferences(await snapshotTree(fromStart), snapshot)).toEqual([]);
+    expect(contentDifferences(await snapshotTree(mixedTree), snapshot).length).toBe(64);
   });
 });

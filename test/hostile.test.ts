@@ -191,7 +191,7 @@ describe('files truncated while apply walks the tree', () => {
     await writeFile(hook, cutHookModule(cuts));
 
     // With more than one thread, the pool starts with the first file: the cuts land in worker threads.
-    const jobsFlag = ['--jobs', String(jobs), '--threads-after', '0'];
+    const jobsFlag = ['--jobs', String(jobs), '--threads-from-start'];
     const first = await apply(root, jobsFlag, [requireTool('env'), `NODE_OPTIONS=--import=${hook}`]);
     const second = await apply(root, jobsFlag);
     for (const result of [first, second]) {

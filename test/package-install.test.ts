@@ -216,8 +216,8 @@ describe('the installed cuda-patchelf on the demo tree', () => {
     expect(before.code, describeExec('check before apply', before)).toBe(1);
     const apply = await runInstalled(['apply', out, ...hooks, '--jobs', '1']);
     expect(apply.code, describeExec('apply --jobs 1', apply)).toBe(0);
-    // --jobs 2 --threads-after 0 runs the installed worker bundle (dist/cli/patch-worker.cjs) in threads.
-    const applyThreaded = await runInstalled(['apply', threaded, ...hooks, '--jobs', '2', '--threads-after', '0']);
+    // --jobs 2 --threads-from-start runs the installed worker bundle (dist/cli/patch-worker.cjs) in threads.
+    const applyThreaded = await runInstalled(['apply', threaded, ...hooks, '--jobs', '2', '--threads-from-start']);
     expect(applyThreaded.code, describeExec('apply --jobs 2', applyThreaded)).toBe(0);
 
     expect(await runpathOf(join(out, 'bin', 'demo-app'))).toBe(`${CUDA_COMPAT}/compat:${DRIVER_LIB}:$ORIGIN/../lib`);

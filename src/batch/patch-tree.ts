@@ -1,19 +1,18 @@
 // The batch: walk the trees, hand each regular file to the scheduler (schedule-files.ts: this thread,
-// or worker threads once the ELF work shows they pay), and count the outcomes. A failing file is
+// or worker threads once there is ELF work for them), and count the outcomes. A failing file is
 // reported and left untouched; the others go on.
 
 import pLimit from 'p-limit';
 import { countOutcome, emptySummary, type BatchSummary, type FileOutcome } from './file-outcome.js';
 import type { FileOptions } from './process-file.js';
 import { FileScheduler } from './schedule-files.js';
-import { THREADS_AFTER_MS } from './threads-after.js';
 import { walkTrees, type WalkItem } from './walk-trees.js';
 
 export interface BatchOptions extends FileOptions {
   /** Threads patching files at once, at most: 1 patches in this thread, more may start worker threads. */
   readonly jobs: number;
-  /** Milliseconds of ELF work in this thread before worker threads start (schedule-files.ts). */
-  readonly threadsAfterMs?: number;
+  /** Start the worker threads with the first file and send them every file (schedule-files.ts). */
+  readonly threadsFromStart?: boolean;
   /** Called as each file is done (progress, streaming reports). */
   readonly onOutcome?: (outcome: FileOutcome, bytesInFile: number) => void;
 }
@@ -46,9 +45,9 @@ export interface BatchResult {
 }
 
 export async function patchTrees(roots: readonly string[], options: BatchOptions): Promise<BatchResult> {
-  const { onOutcome, jobs, threadsAfterMs = THREADS_AFTER_MS, ...fileOptions } = options;
+  const { onOutcome, jobs, threadsFromStart = false, ...fileOptions } = options;
   const limit = pLimit(Math.max(1, jobs) * FILES_QUEUED_PER_JOB);
-  const scheduler = new FileScheduler(fileOptions, jobs, threadsAfterMs);
+  const scheduler = new FileScheduler(fileOptions, jobs, threadsFromStart);
   const summary = emptySummary();
   const outcomes: FileOutcome[] = [];
   const pending: Promise<void>[] = [];

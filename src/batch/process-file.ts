@@ -3,7 +3,7 @@
 // worker thread alike (schedule-files.ts); a failure is the file's outcome, never an exception.
 
 import { DT, ET, PT } from '../elf/constants.js';
-import { planListedFile, type EditOperations, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
+import { planListedFile, sniffListedFile, type EditOperations, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
 import { commitPlan } from '../write/write-plan.js';
 import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
 import type { Hook } from '../hooks/hook.js';
@@ -57,6 +57,15 @@ function hookOperations(item: FileItem, options: FileOptions): EditOperations<Ho
     if (!done) editor.setRunpath(composed.value, 'runpath');
     return { oldRunpath, composed };
   };
+}
+
+/**
+ * The outcome of a file that its first bytes show is an archive or not ELF; null for one that needs
+ * processFile (ELF, or not readable: processFile reports that).
+ */
+export async function sniffFile(item: FileItem): Promise<FileOutcome | null> {
+  const skipped = await sniffListedFile(item);
+  return skipped === null ? null : { path: item.path, status: 'skipped', reason: skipped.reason };
 }
 
 export async function processFile(item: FileItem, options: FileOptions): Promise<FileOutcome> {

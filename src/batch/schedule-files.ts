@@ -1,43 +1,29 @@
-// Where each file of the batch is patched: in this thread until the ELF work done here shows that
-// worker threads pay (threads-after.ts), then in the worker pool (worker-pool.ts). 0 starts the pool
-// with the first file.
+// Where each file of the batch is patched: in this thread, or in worker threads (worker-pool.ts).
+//
+// Measured on 16 cores with eight threads started with the first file against one thread
+// (docs/benchmarks.md, Threads): starting the pool costs about 60 ms (PyTorch's 4 executables: 232 ms
+// against 155 ms), and a file that is not ELF costs less here than the messages that send it to a
+// worker and its outcome back (7,030 headers: 342 ms against 305 ms; `torch`, 11,678 files of which
+// 17 large libraries: 677 ms against 496 ms). So with more than one thread, unless the pool is to
+// start with the first file (`threadsFromStart`), this thread reads each file's first bytes: a file
+// that is not ELF is done here, and an ELF file goes to the pool, which the first one starts. A tree
+// without an ELF file starts no thread.
 
 import type { FileOutcome } from './file-outcome.js';
-import { processFile, type FileItem, type FileOptions } from './process-file.js';
+import { processFile, sniffFile, type FileItem, type FileOptions } from './process-file.js';
 import { WorkerPool, workersAvailable } from './worker-pool.js';
-
-/** Files that only a sniff saw: they tell nothing about the work an ELF file takes. */
-function isElfWork(outcome: FileOutcome): boolean {
-  return !(outcome.status === 'skipped' && (outcome.reason === 'not-elf' || outcome.reason === 'archive'));
-}
 
 export class FileScheduler {
   private pool: WorkerPool | null = null;
-  /** Wall time of the files patched in this thread that were ELF. */
-  private elfWorkMs = 0;
   private readonly threaded: boolean;
-  /**
-   * Settles when the last file given to this thread is done. Until the pool starts, files run here one
-   * after the other: their times then add up to the work, not to the work of the files interleaved with
-   * them, and a file still waiting when the pool starts goes to the pool instead.
-   */
-  private previous: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly options: FileOptions,
     private readonly jobs: number,
-    private readonly threadsAfterMs: number,
+    private readonly threadsFromStart: boolean,
   ) {
     this.threaded = jobs > 1 && workersAvailable();
-    if (this.threaded && threadsAfterMs <= 0) this.pool = new WorkerPool(jobs, options);
-  }
-
-  run(item: FileItem): Promise<FileOutcome> {
-    if (this.pool !== null) return this.pool.run(item);
-    if (!this.threaded) return processFile(item, this.options);
-    const here = this.previous.then(() => (this.pool === null ? this.inThisThread(item) : null));
-    this.previous = here.catch(() => undefined);
-    return here.then((outcome) => outcome ?? this.poolRun(item));
+    if (this.threaded && threadsFromStart) this.pool = new WorkerPool(jobs, options);
   }
 
   /** Worker threads started so far (0 while every file ran in this thread). */
@@ -45,20 +31,16 @@ export class FileScheduler {
     return this.pool?.started ?? 0;
   }
 
+  async run(item: FileItem): Promise<FileOutcome> {
+    if (!this.threaded) return processFile(item, this.options);
+    if (this.pool !== null && this.threadsFromStart) return this.pool.run(item);
+    const notElf = await sniffFile(item);
+    if (notElf !== null) return notElf;
+    this.pool ??= new WorkerPool(this.jobs, this.options);
+    return this.pool.run(item);
+  }
+
   async close(): Promise<void> {
     await this.pool?.close();
-  }
-
-  private async inThisThread(item: FileItem): Promise<FileOutcome> {
-    const started = performance.now();
-    const outcome = await processFile(item, this.options);
-    if (isElfWork(outcome)) this.elfWorkMs += performance.now() - started;
-    if (this.pool === null && this.elfWorkMs >= this.threadsAfterMs) this.pool = new WorkerPool(this.jobs, this.options);
-    return outcome;
-  }
-
-  private poolRun(item: FileItem): Promise<FileOutcome> {
-    if (this.pool === null) throw new Error('FileScheduler: a file was left for a pool that did not start');
-    return this.pool.run(item);
   }
 }

@@ -46,6 +46,7 @@ export interface WorkerBatchOutcomes {
   readonly outcomes: readonly { readonly id: number; readonly outcome: TransferredOutcome }[];
 }
 
+
 /** Workers run the compiled module; from TypeScript sources (tests) the batch stays in-process. */
 export function workersAvailable(): boolean {
   return existsSync(fileURLToPath(WORKER_SCRIPT));

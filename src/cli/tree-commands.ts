@@ -5,7 +5,6 @@ import type { Command } from 'commander';
 import { byteStringToText, textToByteString } from '../elf/byte-string.js';
 import type { BatchResult } from '../batch/patch-tree.js';
 import { patchedCount, type BatchSummary, type FileOutcome } from '../batch/file-outcome.js';
-import { THREADS_AFTER_MS } from '../batch/threads-after.js';
 import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
 import { BUILTIN_HOOK_NAMES, cudaCompatHook, DEFAULT_DRIVER_LINK, driverHook, removeStubsHook } from '../hooks/builtin-hooks.js';
 import type { Semantics } from '../hooks/compose-hooks.js';
@@ -28,7 +27,7 @@ interface TreeOptions {
   config?: string;
   nixpkgsCompat?: boolean;
   jobs?: string;
-  threadsAfter?: string;
+  threadsFromStart?: boolean;
   json?: boolean;
   quiet?: boolean;
   verbose?: boolean;
@@ -61,7 +60,7 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--nixpkgs-compat', "byte-identical to Nixpkgs' hooks: no dedupe, trailing ':' for an empty runpath, DT_RPATH becomes DT_RUNPATH")
     .option('--make-writable', 'patch read-only files too (their mode is restored afterwards); plan and check take it to agree with apply')
     .option('-j, --jobs <n>', `threads patching files at once, at most (default: ${defaultJobs(cpuCount)}, half the CPUs; 1: no worker threads)`)
-    .option('--threads-after <ms>', `start the worker threads once the ELF files patched in the main thread took MS (default: ${THREADS_AFTER_MS}, about what starting them costs; 0: at once)`)
+    .option('--threads-from-start', 'start the worker threads with the first file and send them every file (by default they start with the first ELF file and get only ELF files)')
     .option('--json', 'write a JSON report to stdout instead of the text summary')
     .option('-q, --quiet', 'print nothing but errors (the exit code says the rest)')
     .option('-v, --verbose', 'also print a line for each file patched (or to patch), and for each ELF file left alone and why');
@@ -103,15 +102,6 @@ async function hooksFrom(options: TreeOptions): Promise<Hook[]> {
   return orderHooks(hooks, BUILTIN_HOOK_NAMES);
 }
 
-function threadsAfterOf(options: TreeOptions): number {
-  if (options.threadsAfter === undefined) return THREADS_AFTER_MS;
-  const ms = Number(options.threadsAfter);
-  if (options.threadsAfter.trim() === '' || !Number.isFinite(ms) || ms < 0) {
-    throw new CudaPatchelfError('usage', `--threads-after takes a number of milliseconds, 0 or more, not "${options.threadsAfter}"`);
-  }
-  return ms;
-}
-
 function jobsOf(options: TreeOptions, io: CliIo): number {
   if (options.jobs === undefined) return defaultJobs(io.cpuCount);
   const jobs = Number(options.jobs);
@@ -133,7 +123,6 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
   const dryRun = name !== 'apply' || options.dryRun === true;
   const progress = io.stderrIsTty && !options.json && !options.quiet ? new ProgressLine(io) : null;
   const jobs = jobsOf(options, io);
-  const threadsAfterMs = threadsAfterOf(options);
   const verb = dryRun ? 'would patch' : 'patched';
   // Loaded here, not at start-up: the batch modules (the walk, picomatch, p-limit) cost the
   // single-file commands time they do not need.
@@ -142,7 +131,7 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
     hooks,
     semantics,
     jobs,
-    threadsAfterMs,
+    threadsFromStart: options.threadsFromStart === true,
     dryRun,
     gate: name === 'check',
     durable: options.durable === true,

@@ -74,9 +74,8 @@ export async function planListedFile<T>(listed: ListedFile, operations: EditOper
   const { path } = listed;
   const source = openOrThrow(path, { followLink: false });
   try {
-    const head = await source.read(0, Math.min(source.size, ARCHIVE_MAGIC.length), 'file magic');
-    if (startsWith(head, ARCHIVE_MAGIC)) return { kind: 'skipped', reason: 'archive' };
-    if (!startsWith(head, ELF_MAGIC)) return { kind: 'skipped', reason: 'not-elf' };
+    const notElf = await skipByMagic(source);
+    if (notElf !== null) return notElf;
     const image = await readElfImage(source);
     const reason = skipReason(image);
     if (reason !== null) return { kind: 'skipped', reason };
@@ -84,6 +83,35 @@ export async function planListedFile<T>(listed: ListedFile, operations: EditOper
   } catch (error) {
     const changed = await changedWhileRead(path, listed.size, source.stats, error);
     throw changed ?? (error instanceof CudaPatchelfError ? error.withFile(path) : error);
+  } finally {
+    source.close();
+  }
+}
+
+/** Archives and files that are not ELF, told by their first bytes; null for an ELF file. */
+async function skipByMagic(source: ByteSource): Promise<SkippedFile | null> {
+  const head = await source.read(0, Math.min(source.size, ARCHIVE_MAGIC.length), 'file magic');
+  if (startsWith(head, ARCHIVE_MAGIC)) return { kind: 'skipped', reason: 'archive' };
+  if (!startsWith(head, ELF_MAGIC)) return { kind: 'skipped', reason: 'not-elf' };
+  return null;
+}
+
+/**
+ * The first step of planListedFile alone, for a batch that sends only ELF files to its worker threads:
+ * an archive or a file that is not ELF comes back skipped, anything else null (an ELF file, or one
+ * that cannot be opened or read: planListedFile then says what is wrong with it).
+ */
+export async function sniffListedFile(listed: ListedFile): Promise<SkippedFile | null> {
+  let source: FileByteSource;
+  try {
+    source = FileByteSource.open(listed.path, { followLink: false });
+  } catch {
+    return null;
+  }
+  try {
+    return await skipByMagic(source);
+  } catch {
+    return null;
   } finally {
     source.close();
   }
