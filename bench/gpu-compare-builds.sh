@@ -32,13 +32,8 @@ log "closure: $(du -sb "$pristine" | cut -f1) bytes, $(find "$pristine" -type f 
 log "node: $("$node" --version), $(nproc) CPUs"
 
 copy() { rm -rf "$work/tree" && cp -a "$pristine" "$work/tree" && sync; }
-ms() { # command...: its wall time in ms
-  local start
-  start=$(date +%s%N)
-  "$@" >/dev/null 2>&1
-  echo $((($(date +%s%N) - start) / 1000000))
-}
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+# shellcheck source=lib/wall-time.sh
+source "$here/lib/wall-time.sh"
 declare -A samples=()
 record() { samples[$1]="${samples[$1]:-} $2"; }
 

@@ -23,13 +23,8 @@ closure="$work/closure"
 copy_torch_closure "$closure"
 log "node: $("$node" --version), $(nproc) CPUs; JOBS=$jobs; median of $runs runs each"
 
-ms() { # command...: its wall time in ms
-  local start
-  start=$(date +%s%N)
-  "$@" >/dev/null 2>&1
-  echo $((($(date +%s%N) - start) / 1000000))
-}
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+# shellcheck source=lib/wall-time.sh
+source "$here/lib/wall-time.sh"
 
 # Parts of the closure, smallest first: the directories holding the most files and the most ELF bytes.
 parts=()
