@@ -11,7 +11,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { FileOutcome } from './file-outcome.js';
 import { processFile } from './process-file.js';
 import { serializeOutcome } from './outcome-transfer.js';
-import { IDLE, type WorkerBatch, type WorkerBatchOutcomes, type WorkerData } from './worker-pool.js';
+import { IDLE, type WorkerBatch, type WorkerBatchOutcomes, type WorkerData, type WorkerReady } from './worker-pool.js';
 
 const { options, current } = workerData as WorkerData;
 const batches: WorkerBatch[] = [];
@@ -43,3 +43,4 @@ parentPort?.on('message', (batch: WorkerBatch) => {
   batches.push(batch);
   if (batches.length === 1) void patchBatches();
 });
+parentPort?.postMessage({ ready: true } satisfies WorkerReady);

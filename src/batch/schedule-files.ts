@@ -1,21 +1,31 @@
 // Where each file of the batch is patched: in this thread, or in worker threads (worker-pool.ts).
 //
-// Measured on 16 cores with eight threads started with the first file against one thread
-// (docs/benchmarks.md, Threads): starting the pool costs about 60 ms (PyTorch's 4 executables: 232 ms
-// against 155 ms), and a file that is not ELF costs less here than the messages that send it to a
-// worker and its outcome back (7,030 headers: 342 ms against 305 ms; `torch`, 11,678 files of which
-// 17 large libraries: 677 ms against 496 ms). So with more than one thread, unless the pool is to
-// start with the first file (`threadsFromStart`), this thread reads each file's first bytes: a file
-// that is not ELF is done here, and an ELF file goes to the pool, which the first one starts. A tree
-// without an ELF file starts no thread.
+// Measured on 16 cores with eight threads against one (docs/benchmarks.md, Threads): starting the pool
+// costs about 60 ms (PyTorch's 4 executables, all through the pool: 239 ms against 176 ms), and a file
+// that is not ELF costs less here than the messages that send it to a worker and its outcome back
+// (`torch`, 11,678 files of which 17 libraries: 686 ms against 630 ms). So with more than one thread,
+// unless the pool is to start with the first file (`threadsFromStart`), this thread reads each file's
+// first bytes, and:
+// - a file that is not ELF is done here (a tree without an ELF file starts no thread);
+// - the first ELF file starts the pool, and while no thread has loaded, ELF files are patched here,
+//   one after the other, so that a tree with little ELF work does not wait for the threads to load;
+// - once one has, the ELF files, those still waiting here included, go to the pool.
 
 import type { FileOutcome } from './file-outcome.js';
 import { processFile, sniffFile, type FileItem, type FileOptions } from './process-file.js';
 import { WorkerPool, workersAvailable } from './worker-pool.js';
 
+/**
+ * Lets the event loop run once: files run side by side in this thread with synchronous reads, and the
+ * message of a thread that has loaded is handled only when the event loop turns.
+ */
+const eventLoopTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 export class FileScheduler {
   private pool: WorkerPool | null = null;
   private readonly threaded: boolean;
+  /** Settles when the last ELF file given to this thread is done: they run one after the other. */
+  private lastHere: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly options: FileOptions,
@@ -36,8 +46,14 @@ export class FileScheduler {
     if (this.pool !== null && this.threadsFromStart) return this.pool.run(item);
     const notElf = await sniffFile(item);
     if (notElf !== null) return notElf;
-    this.pool ??= new WorkerPool(this.jobs, this.options);
-    return this.pool.run(item);
+    const pool = (this.pool ??= new WorkerPool(this.jobs, this.options));
+    if (pool.ready) return pool.run(item);
+    const here = this.lastHere.then(async () => {
+      await eventLoopTurn();
+      return pool.ready ? null : processFile(item, this.options);
+    });
+    this.lastHere = here.catch(() => undefined);
+    return (await here) ?? pool.run(item);
   }
 
   async close(): Promise<void> {

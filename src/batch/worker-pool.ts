@@ -45,6 +45,10 @@ export interface WorkerBatch {
 export interface WorkerBatchOutcomes {
   readonly outcomes: readonly { readonly id: number; readonly outcome: TransferredOutcome }[];
 }
+/** A worker's first message: its code is loaded, and a file sent to it now starts at once. */
+export interface WorkerReady {
+  readonly ready: true;
+}
 
 
 /** Workers run the compiled module; from TypeScript sources (tests) the batch stays in-process. */
@@ -68,6 +72,8 @@ function howItDied(code: number, error: unknown): string {
 /** One worker thread and the jobs it holds, unreported: queued here, posted, or being worked on. */
 class PoolWorker {
   alive = true;
+  /** Whether the thread has said it is loaded (WorkerReady). */
+  ready = false;
   /** The uncaught exception that ended the thread, when one did ('exit' follows 'error'). */
   error: unknown = undefined;
   private readonly thread: Worker;
@@ -78,7 +84,11 @@ class PoolWorker {
   constructor(options: FileOptions, onExit: (worker: PoolWorker, code: number) => void) {
     Atomics.store(this.current, 0, IDLE);
     this.thread = new Worker(WORKER_SCRIPT, { workerData: { options, current: this.current } satisfies WorkerData });
-    this.thread.on('message', (message: WorkerBatchOutcomes) => {
+    this.thread.on('message', (message: WorkerBatchOutcomes | WorkerReady) => {
+      if ('ready' in message) {
+        this.ready = true;
+        return;
+      }
       for (const { id, outcome } of message.outcomes) {
         this.jobs.get(id)?.resolve(deserializeOutcome(outcome));
         this.jobs.delete(id);
@@ -144,6 +154,11 @@ export class WorkerPool {
   constructor(size: number, options: FileOptions) {
     this.options = options;
     for (let i = 0; i < size; i++) this.start();
+  }
+
+  /** Whether a thread has loaded its code (a file sent before then waits for that). */
+  get ready(): boolean {
+    return this.workers.some((worker) => worker.ready);
   }
 
   run(item: FileItem): Promise<FileOutcome> {
