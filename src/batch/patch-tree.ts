@@ -40,7 +40,7 @@ async function withNameCounts(walk: AsyncIterable<WalkItem>): Promise<WalkItem[]
 export interface BatchResult {
   readonly outcomes: FileOutcome[];
   readonly summary: BatchSummary;
-  /** Worker threads the run started: none when its ELF work was too small to pay for them. */
+  /** Worker threads the run started: none with --jobs 1, or when the trees held no ELF file. */
   readonly workerThreads: number;
 }
 
