@@ -7,7 +7,7 @@
 import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixture, ldList, requireTool, sysroot, type BuildArch } from './helpers/fixtures.js';
+import { compilerFor, fixture, ldList, requireTool, sysroot, type BuildArch } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { copyTree, makeTempDir } from './helpers/tree-tools.js';
 import { readDynamic, tagKind } from './helpers/readelf-dynamic.js';
@@ -59,10 +59,6 @@ interface Setup {
 
 let work = '';
 
-function compiler(arch: BuildArch): string {
-  return requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc');
-}
-
 /** Runs the program natively or under qemu; extra variables reach only the program, never qemu. */
 function runApp(arch: BuildArch, path: string, env: Record<string, string> = {}): Promise<ExecResult> {
   if (arch === 'x86_64') return execTool(path, [], { env: cleanEnv(env), timeoutMs: 60_000 });
@@ -76,7 +72,7 @@ async function setUp(arch: BuildArch): Promise<Setup> {
   await mkdir(src, { recursive: true });
   await writeFile(join(src, 'which.c'), WHICH_C);
   await writeFile(join(src, 'standin.c'), STANDIN_C);
-  const cc = compiler(arch);
+  const cc = compilerFor(arch);
   const standin = async (output: string, which: string): Promise<void> => {
     await mkdir(join(output, '..'), { recursive: true });
     await mustExec(cc, ['-shared', '-fPIC', '-O1', `-DWHICH="${which}"`, '-Wl,-soname,libcuda.so.1', '-o', output, join(src, 'standin.c')]);

@@ -14,16 +14,14 @@ import { copyFile, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promi
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProgramHeader } from '../src/elf/codec.js';
-import { REPO_ROOT, fixture, requireTool, type Arch } from './helpers/fixtures.js';
+import { REPO_ROOT, fixture, listDependencies, requireTool, runOn, type Arch } from './helpers/fixtures.js';
 import {
   cliEditOne,
   copyFixture,
   describeExec,
   layoutProblems,
-  listDependencies,
   makeTempDir,
   readBack,
-  runOn,
   type ReadBack,
 } from './helpers/verify.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';

@@ -6,8 +6,8 @@
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requireTool, type BuildArch } from './helpers/fixtures.js';
-import { compile, describeRun, occurrences, runProgram, scratchDir } from './helpers/rw-build.js';
+import { programVars, requireTool, runOn, type BuildArch } from './helpers/fixtures.js';
+import { compile, describeRun, occurrences, scratchDir } from './helpers/rw-build.js';
 import { dynamicStrings } from './helpers/readelf-dynamic.js';
 import { mustExec } from './helpers/exec.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
@@ -56,7 +56,7 @@ async function expectGone(file: string, path: string, hash: string): Promise<voi
 }
 
 async function runsWith(arch: BuildArch, file: string, libraryPath: string, expected: string): Promise<void> {
-  const result = await runProgram(arch, file, { libraryPath, env: { LD_BIND_NOW: '1' } });
+  const result = await runOn(arch, file, [], programVars(libraryPath, { LD_BIND_NOW: '1' }));
   expect(result.code, describeRun(result)).toBe(0);
   expect(result.stdout).toBe(expected);
 }

@@ -5,8 +5,8 @@
 import { copyFile, mkdir, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixtures, requireTool, type Fixture, type BuildArch } from './helpers/fixtures.js';
-import { describeRun, loaderList, scratchDir } from './helpers/rw-build.js';
+import { fixtures, listDependencies, requireTool, type Fixture, type BuildArch } from './helpers/fixtures.js';
+import { describeRun, scratchDir } from './helpers/rw-build.js';
 import { dynamicRows } from './helpers/readelf-dynamic.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
 import type { CliIo } from '../src/cli/cli-io.js';
@@ -272,7 +272,7 @@ describe.each(['x86_64', 'aarch64'] as const)('%s --shrink-rpath', (arch: BuildA
     expect(entries).not.toContain(`${root}/a/foreign`);
     expect(entries).not.toContain(`${root}/a/empty`);
     expect(entries).not.toContain('');
-    const list = await loaderList(arch, mine.file);
+    const list = await listDependencies(mine.file, arch);
     expect(list.code, describeRun(list)).toBe(0);
   });
 });

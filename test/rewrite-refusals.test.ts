@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { editElfFile } from '../src/edit/edit-file.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
-import { FIXTURE_RUNPATH, GREETING, fixture, requireTool } from './helpers/fixtures.js';
-import { describeRun, fileState, runProgram, scratchDir, type FileState } from './helpers/rw-build.js';
+import { FIXTURE_RUNPATH, GREETING, fixture, requireTool, runOn } from './helpers/fixtures.js';
+import { describeRun, fileState, scratchDir, type FileState } from './helpers/rw-build.js';
 import { dynamicStrings } from './helpers/readelf-dynamic.js';
 import { stretchHighestLoad32 } from './helpers/rw-elf.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
@@ -67,7 +67,7 @@ async function expectUntouched(file: string, before: FileState): Promise<void> {
 }
 
 async function runs(file: string): Promise<void> {
-  const result = await runProgram('x86_64', file);
+  const result = await runOn('x86_64', file, []);
   expect(result.code, describeRun(result)).toBe(0);
   expect(result.stdout).toBe(`${GREETING}\n`);
 }

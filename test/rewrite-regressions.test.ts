@@ -5,16 +5,14 @@ import { copyFile, cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { editElfFile } from '../src/edit/edit-file.js';
-import { fixtures, requireTool, type Fixture, type BuildArch } from './helpers/fixtures.js';
+import { fixtures, listDependencies, programVars, requireTool, runOn, type Fixture, type BuildArch } from './helpers/fixtures.js';
 import {
   compile,
   defaultLinkerScript,
   describeRun,
   elfHeader,
-  loaderList,
   loadProblems,
   offsetOfAddress,
-  runProgram,
   scratchDir,
   section,
   sectionRows,
@@ -68,8 +66,8 @@ async function tierOf(args: readonly string[]): Promise<string> {
   return records[0]?.tier ?? 'none';
 }
 
-async function runOk(arch: BuildArch, file: string, options: Parameters<typeof runProgram>[2] = {}): Promise<string> {
-  const result = await runProgram(arch, file, options);
+async function runOk(arch: BuildArch, file: string, options: { readonly libraryPath?: string; readonly env?: Record<string, string> } = {}): Promise<string> {
+  const result = await runOn(arch, file, [], programVars(options.libraryPath, options.env));
   expect(result.code, `${file}\n${describeRun(result)}`).toBe(0);
   return result.stdout;
 }
@@ -477,7 +475,7 @@ describe.each(ARCHES)('%s', (arch) => {
       expect(added.length, f.id).toBeLessThanOrEqual(1);
       for (const load of added) expect(load.vaddr % PAGE[arch], `${f.id}: new LOAD`).toBe(load.offset % PAGE[arch]);
       if (f.kind === 'shared') {
-        const listed = await loaderList(arch, copy, libraryPath);
+        const listed = await listDependencies(copy, arch, libraryPath);
         expect(listed.code, `${f.id}\n${describeRun(listed)}`).toBe(0);
         expect(listed.stdout).not.toMatch(/not found/);
       } else {
@@ -568,7 +566,7 @@ describe.each(ARCHES)('%s', (arch) => {
     }
     // Once from the program's own DT_NEEDED, and the library's is satisfied by the same object.
     expect(await runOk(arch, program)).toBe('libextra loaded\ngreet2 called\n');
-    const list = await loaderList(arch, library, d);
+    const list = await listDependencies(library, arch, d);
     expect(list.code, describeRun(list)).toBe(0);
     expect(list.stdout).toMatch(/libextra\.so => /);
   });

@@ -8,8 +8,8 @@
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GREETING, fixture, requireTool, type Fixture } from './helpers/fixtures.js';
-import { copyFixture, describeExec, escapeRegExp, makeTempDir, readBack, runOn, spawnBuiltCli } from './helpers/verify.js';
+import { GREETING, fixture, requireTool, runOn, type Fixture } from './helpers/fixtures.js';
+import { copyFixture, describeExec, escapeRegExp, makeTempDir, readBack, spawnBuiltCli } from './helpers/verify.js';
 import { type ExecResult } from './helpers/exec.js';
 import { byteStringToText } from '../src/elf/byte-string.js';
 

@@ -9,16 +9,14 @@ import { existsSync, watch } from 'node:fs';
 import { chown, link, mkdtemp, readFile, readdir, rm, stat, chmod, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { requireTool, type BuildArch } from './helpers/fixtures.js';
+import { crossTool, requireTool, runOn, type BuildArch } from './helpers/fixtures.js';
 import {
-  binutil,
   compile,
   describeRun,
   elfHeader,
   fileState,
   loadProblems,
   offsetOfAddress,
-  runProgram,
   scratchDir,
   segments,
   symbolAddress,
@@ -73,7 +71,7 @@ async function cli(args: readonly string[]): Promise<CliResult> {
 }
 
 async function runOk(arch: BuildArch, file: string): Promise<string> {
-  const result = await runProgram(arch, file);
+  const result = await runOn(arch, file, []);
   expect(result.code, `${file}\n${describeRun(result)}`).toBe(0);
   return result.stdout;
 }
@@ -152,7 +150,7 @@ describe.each(ARCHES)('%s', (arch) => {
 
     // strip takes the result, and the stripped program runs.
     const stripped = join(dir, 'prog.stripped');
-    await mustExec(binutil(arch, 'strip'), ['-o', stripped, program]);
+    await mustExec(crossTool(arch, 'strip'), ['-o', stripped, program]);
     expect(await runOk(arch, stripped)).toBe(OUTPUT);
   });
 

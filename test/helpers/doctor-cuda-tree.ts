@@ -4,14 +4,8 @@
 
 import { copyFile, link, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { fixtures, requireTool, type BuildArch, type Fixture } from './fixtures.js';
+import { cudaFixture, requireTool, type BuildArch } from './fixtures.js';
 import { mustExec } from './exec.js';
-
-export function cudaFixture(arch: BuildArch, pkg: string): Fixture {
-  const found = fixtures({ arch, origin: 'cuda' }).find((f) => f.id.startsWith(`cuda/${arch}/${pkg}/`));
-  if (found === undefined) throw new Error(`no cuda/${arch}/${pkg} fixture: run bash fixtures/build.sh`);
-  return found;
-}
 
 /** A hard link where the file system allows (libcuda is 29 MB), a copy otherwise. */
 export async function place(from: string, to: string): Promise<string> {

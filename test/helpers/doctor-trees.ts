@@ -4,7 +4,7 @@
 
 import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
-import { requireTool, type BuildArch } from './fixtures.js';
+import { compilerFor, type BuildArch } from './fixtures.js';
 import { mustExec } from './exec.js';
 
 export interface BuildOptions {
@@ -15,10 +15,6 @@ export interface BuildOptions {
   readonly rpath?: string;
   /** More linker or compiler arguments (-Wl,-z,nodefaultlib …). */
   readonly extra?: readonly string[];
-}
-
-function compiler(arch: BuildArch): string {
-  return requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc');
 }
 
 function linkArguments(options: BuildOptions): string[] {
@@ -39,13 +35,13 @@ export async function buildLibrary(path: string, soname: string | null = basenam
   const symbol = basename(path).replace(/\W/g, '_');
   const c = await source(`${path}.c`, `int ${symbol}(void) { return 0; }\n`);
   const name = soname === null ? [] : [`-Wl,-soname,${soname}`];
-  await mustExec(compiler(options.arch ?? 'x86_64'), ['-shared', '-fPIC', '-O1', '-o', path, c, ...name, ...linkArguments(options)]);
+  await mustExec(compilerFor(options.arch ?? 'x86_64'), ['-shared', '-fPIC', '-O1', '-o', path, c, ...name, ...linkArguments(options)]);
   return path;
 }
 
 /** A program at `path` that prints "ok" (and, linked with --no-as-needed, needs every library given). */
 export async function buildProgram(path: string, options: BuildOptions = {}): Promise<string> {
   const c = await source(`${path}.c`, '#include <stdio.h>\nint main(void) { puts("ok"); return 0; }\n');
-  await mustExec(compiler(options.arch ?? 'x86_64'), ['-O1', '-o', path, c, ...linkArguments(options)]);
+  await mustExec(compilerFor(options.arch ?? 'x86_64'), ['-O1', '-o', path, c, ...linkArguments(options)]);
   return path;
 }

@@ -4,7 +4,7 @@
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cleanEnv, mustExec, type ExecResult } from './exec.js';
+import { cleanEnv, execTool, mustExec, type ExecResult } from './exec.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** fixtures/build.sh writes here (CUDA_PATCHELF_FIXTURES_CACHE moves the cache for both). */
@@ -151,6 +151,18 @@ export function crossTool(arch: Arch, name: string): string {
   return requireTool(`${prefix}${name}`);
 }
 
+/** The library of a downloaded CUDA package (libcuda1, libcudart11.0, …) for an architecture. */
+export function cudaFixture(arch: BuildArch, pkg: string): Fixture {
+  const found = fixtures({ arch, origin: 'cuda' }).find((f) => f.id.startsWith(`cuda/${arch}/${pkg}/`));
+  if (found === undefined) throw new Error(`no cuda/${arch}/${pkg} fixture: run bash fixtures/build.sh`);
+  return found;
+}
+
+/** The C (or C++) compiler driver that builds for an architecture: gcc, or the cross gcc. */
+export function compilerFor(arch: BuildArch, language: 'c' | 'c++' = 'c'): string {
+  return crossTool(arch, language === 'c' ? 'gcc' : 'g++');
+}
+
 /** `readelf ARGS FILE` (binutils readelf reads every architecture); returns stdout. */
 export async function readelf(args: string[], file: string): Promise<string> {
   return (await mustExec(requireTool('readelf'), ['-W', ...args, file])).stdout;
@@ -166,33 +178,58 @@ export interface RunOptions {
   env?: Record<string, string>;
 }
 
-function guestEnv(libraryPath: string | null | undefined, env: Record<string, string> | undefined): Record<string, string> {
-  const vars: Record<string, string> = { ...env };
-  if (libraryPath) vars['LD_LIBRARY_PATH'] = libraryPath;
-  return vars;
+/** Variables for a program: `env`, and LD_LIBRARY_PATH when `libraryPath` is a non-empty string. */
+export function programVars(libraryPath: string | null | undefined, env: Readonly<Record<string, string>> = {}): Record<string, string> {
+  return libraryPath === null || libraryPath === undefined || libraryPath === '' ? { ...env } : { ...env, LD_LIBRARY_PATH: libraryPath };
 }
 
-function command(arch: Arch, file: string, args: string[], vars: Record<string, string>): [string, string[], NodeJS.ProcessEnv] {
+/**
+ * The one way the tests run a program of an architecture: natively for x86_64, under qemu-aarch64 -L
+ * <sysroot> for aarch64. `vars` reach the program only (qemu -E): LD_DEBUG or LD_LIBRARY_PATH must
+ * not reach the host's loader that starts qemu. Never throws on failure: the result says what happened.
+ */
+export function runOn(arch: Arch, file: string, args: readonly string[], vars: Readonly<Record<string, string>> = {}, timeoutMs = 60_000): Promise<ExecResult> {
   switch (arch) {
     case 'x86_64':
-      return [file, args, cleanEnv(vars)];
+      return execTool(file, args, { env: cleanEnv(vars), timeoutMs });
     case 'aarch64': {
-      // -E sets variables in the guest only: LD_DEBUG or LD_LIBRARY_PATH must not reach the
-      // host's dynamic loader that starts qemu itself.
-      const envArgs = Object.entries(vars).flatMap(([k, v]) => ['-E', `${k}=${v}`]);
-      return [requireTool('qemu-aarch64'), ['-L', sysroot('aarch64'), ...envArgs, file, ...args], cleanEnv()];
+      const guest = Object.entries(vars).flatMap(([key, value]) => ['-E', `${key}=${value}`]);
+      return execTool(requireTool('qemu-aarch64'), ['-L', sysroot('aarch64'), ...guest, file, ...args], { env: cleanEnv(), timeoutMs });
     }
     default:
-      throw new Error(`cannot run ${arch} binaries on this machine (${file})`);
+      throw new Error(`no way to run ${arch} programs on this machine (${file})`);
   }
 }
 
-/** Runs a program fixture natively (x86_64) or under qemu-aarch64 -L sysroot (aarch64). */
+/** The dynamic loader of an architecture, as a path that runOn can execute. */
+export function loaderOf(arch: Arch): string {
+  switch (arch) {
+    case 'x86_64':
+      return requireTool('/lib64/ld-linux-x86-64.so.2');
+    case 'aarch64':
+      return join(sysroot('aarch64'), 'lib', 'ld-linux-aarch64.so.1');
+    default:
+      throw new Error(`no loader for ${arch} on this machine`);
+  }
+}
+
+/** `ld.so --list FILE` with the architecture's loader; never throws on failure. */
+export function listDependencies(file: string, arch: Arch, libraryPath?: string | null, vars: Readonly<Record<string, string>> = {}): Promise<ExecResult> {
+  return runOn(arch, loaderOf(arch), ['--list', file], programVars(libraryPath, vars));
+}
+
+/** A result that must have succeeded: throws with the command's output otherwise. */
+function succeeded(what: string, result: ExecResult): ExecResult {
+  if (result.code !== 0) throw new Error(`${what} exited ${String(result.code ?? result.signal)}\n${result.stderr}${result.stdout}`);
+  return result;
+}
+
+/** Runs a program fixture natively (x86_64) or under qemu-aarch64 -L sysroot (aarch64); throws unless it succeeds. */
 export async function runProgram(f: Fixture, opts: RunOptions = {}): Promise<ExecResult> {
   if (f.kind === 'shared') throw new Error(`${f.id} is a shared library, not a program`);
+  const path = opts.path ?? f.path;
   const libraryPath = opts.libraryPath === undefined ? f.libraryPath : opts.libraryPath;
-  const [file, args, env] = command(f.arch, opts.path ?? f.path, opts.args ?? [], guestEnv(libraryPath, opts.env));
-  return mustExec(file, args, { env });
+  return succeeded(path, await runOn(f.arch, path, opts.args ?? [], programVars(libraryPath, opts.env)));
 }
 
 export interface LdListOptions {
@@ -206,21 +243,7 @@ export interface LdListOptions {
  * when the loader fails (a dependency not found, a malformed file).
  */
 export async function ldList(file: string, arch: Arch, opts: LdListOptions = {}): Promise<string> {
-  const vars = guestEnv(opts.libraryPath, opts.env);
-  let result: ExecResult;
-  switch (arch) {
-    case 'x86_64':
-      result = await mustExec(requireTool('/lib64/ld-linux-x86-64.so.2'), ['--list', file], { env: cleanEnv(vars) });
-      break;
-    case 'aarch64': {
-      const root = sysroot('aarch64');
-      const envArgs = Object.entries(vars).flatMap(([k, v]) => ['-E', `${k}=${v}`]);
-      result = await mustExec(requireTool('qemu-aarch64'), ['-L', root, ...envArgs, join(root, 'lib', 'ld-linux-aarch64.so.1'), '--list', file]);
-      break;
-    }
-    default:
-      throw new Error(`ldList: no loader for ${arch} on this machine (${file})`);
-  }
+  const result = succeeded(`ld.so --list ${file}`, await listDependencies(file, arch, opts.libraryPath, opts.env));
   if (/=> not found|cannot open shared object/.test(result.stdout + result.stderr)) {
     throw new Error(`ld.so --list ${file}: missing dependency\n${result.stdout}${result.stderr}`);
   }

@@ -1,27 +1,18 @@
-// Building small, purpose-made ELF inputs for the rewrite regression tests, running them (natively for
-// x86_64, under qemu-aarch64 for aarch64), and reading results back with binutils as an independent
-// oracle. Every external command runs without a shell and under a time limit.
+// Building small, purpose-made ELF inputs for the rewrite regression tests, and reading results back
+// with binutils as an independent oracle (they run through runOn in fixtures.ts: natively for x86_64,
+// under qemu-aarch64 for aarch64). Every external command runs without a shell and under a time limit.
 
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { requireTool, sysroot, type BuildArch } from './fixtures.js';
-import { cleanEnv, execTool, mustExec, type ExecResult } from './exec.js';
+import { compilerFor, requireTool, type BuildArch } from './fixtures.js';
+import { mustExec, type ExecResult } from './exec.js';
 
 /** A fresh directory under the system temporary directory, and a function that removes it. */
 export async function scratchDir(prefix: string): Promise<{ dir: string; remove: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), `cuda-patchelf-${prefix}-`));
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
-}
-
-export function compilerFor(arch: BuildArch, language: 'c' | 'c++' = 'c'): string {
-  if (arch === 'x86_64') return requireTool(language === 'c' ? 'gcc' : 'g++');
-  return requireTool(language === 'c' ? 'aarch64-linux-gnu-gcc' : 'aarch64-linux-gnu-g++');
-}
-
-export function binutil(arch: BuildArch, name: string): string {
-  return requireTool(arch === 'x86_64' ? name : `aarch64-linux-gnu-${name}`);
 }
 
 /**
@@ -59,34 +50,6 @@ export async function defaultLinkerScript(arch: BuildArch, dir: string, flags: r
   const end = lines.findIndex((line, i) => i > start && line.startsWith('====='));
   if (start < 0 || end < 0) throw new Error('no default linker script in ld --verbose output');
   return lines.slice(start + 1, end).join('\n');
-}
-
-export interface RunOptions {
-  readonly libraryPath?: string;
-  readonly env?: Record<string, string>;
-  readonly args?: readonly string[];
-  readonly timeoutMs?: number;
-}
-
-/** Runs a program: natively for x86_64, under qemu-aarch64 -L <sysroot> for aarch64. Never throws on failure. */
-export function runProgram(arch: BuildArch, file: string, options: RunOptions = {}): Promise<ExecResult> {
-  const vars: Record<string, string> = { ...options.env };
-  if (options.libraryPath !== undefined) vars['LD_LIBRARY_PATH'] = options.libraryPath;
-  const args = options.args ?? [];
-  const timeoutMs = options.timeoutMs ?? 60_000;
-  if (arch === 'x86_64') return execTool(file, args, { env: cleanEnv(vars), timeoutMs });
-  // -E passes variables to the guest only, not to the host loader that starts qemu.
-  const guest = Object.entries(vars).flatMap(([key, value]) => ['-E', `${key}=${value}`]);
-  return execTool(requireTool('qemu-aarch64'), ['-L', sysroot('aarch64'), ...guest, file, ...args], { env: cleanEnv(), timeoutMs });
-}
-
-/** `ld.so --list FILE` with the architecture's loader; never throws on failure. */
-export function loaderList(arch: BuildArch, file: string, libraryPath?: string): Promise<ExecResult> {
-  const vars: Record<string, string> = libraryPath === undefined ? {} : { LD_LIBRARY_PATH: libraryPath };
-  if (arch === 'x86_64') return execTool(requireTool('/lib64/ld-linux-x86-64.so.2'), ['--list', file], { env: cleanEnv(vars) });
-  const root = sysroot('aarch64');
-  const guest = Object.entries(vars).flatMap(([key, value]) => ['-E', `${key}=${value}`]);
-  return execTool(requireTool('qemu-aarch64'), ['-L', root, ...guest, join(root, 'lib', 'ld-linux-aarch64.so.1'), '--list', file], { env: cleanEnv() });
 }
 
 /** Output of a run for an assertion message. */

@@ -8,7 +8,7 @@
 import { copyFile, link, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { crossTool, fixture, loadManifest, requireTool, GREETING, type BuildArch, type Fixture } from './fixtures.js';
+import { compilerFor, crossTool, cudaFixture, fixture, loadManifest, GREETING, type BuildArch, type Fixture } from './fixtures.js';
 import { mustExec } from './exec.js';
 
 /** What apply/check/plan must do with an entry. */
@@ -53,20 +53,10 @@ const variantOf: Record<BuildArch, { main: string; small: string; deb: string; t
   aarch64: { main: 'aarch64-64k', small: 'aarch64-4k', deb: 'arm64', triple: 'aarch64-linux-gnu' },
 };
 
-function compilerFor(arch: BuildArch): string {
-  return requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc');
-}
-
 function sourceFile(name: string): string {
   const path = join(loadManifest().cacheDir, '..', 'src', name);
   if (!existsSync(path)) throw new Error(`fixture source ${path} is missing`);
   return path;
-}
-
-function cudaFixture(arch: BuildArch, pkg: string): Fixture {
-  const found = loadManifest().fixtures.find((f) => f.origin === 'cuda' && f.arch === arch && f.id.startsWith(`cuda/${arch}/${pkg}/`));
-  if (found === undefined) throw new Error(`no cuda/${arch}/${pkg} fixture in the manifest: run bash fixtures/build.sh`);
-  return found;
 }
 
 function debianFixture(arch: BuildArch, pkg: string, file: string): Fixture {

@@ -17,9 +17,9 @@ import { fileOffsetOf, readElfImage, type ElfImage } from '../../src/elf/elf-ima
 import { readSectionHeaders, type Section } from '../../src/elf/section-headers.js';
 import { summarize, type ElfSummary } from '../../src/elf/summary.js';
 import { runCli as runCliMain } from '../../src/cli/program.js';
-import { crossTool, fixture, requireTool, sysroot, type Arch, type Fixture } from './fixtures.js';
+import { crossTool, fixture, listDependencies, programVars, requireTool, runOn, type Arch, type Fixture } from './fixtures.js';
 import { assertCliBuilt, runCli } from './run-cli.js';
-import { cleanEnv, execTool, type ExecResult } from './exec.js';
+import { execTool, type ExecResult } from './exec.js';
 import { dynamicFacts, parseDynamicRows, rowNumber } from './readelf-dynamic.js';
 
 // Numbers from the gABI, spelled out here so that a wrong table in src/ cannot hide a wrong check.
@@ -54,43 +54,6 @@ export const LOADABLE_ARCHES: readonly Arch[] = ['x86_64', 'aarch64'];
 export function describeExec(what: string, result: ExecResult): string {
   const status = result.signal === null ? `exit ${String(result.code)}` : `signal ${result.signal}`;
   return `${what}: ${status}\n${result.stdout.trim()}\n${result.stderr.trim()}`.trim();
-}
-
-/**
- * A program run natively (x86_64) or under qemu-aarch64 -L sysroot (aarch64). Guest variables go
- * through qemu's -E so that LD_* never reaches the host loader that starts qemu itself.
- */
-export function runOn(arch: Arch, file: string, args: readonly string[], vars: Readonly<Record<string, string>> = {}, timeoutMs = 60_000): Promise<ExecResult> {
-  switch (arch) {
-    case 'x86_64':
-      return execTool(file, args, { env: { ...cleanEnv(), ...vars }, timeoutMs });
-    case 'aarch64': {
-      const envArgs = Object.entries(vars).flatMap(([key, value]) => ['-E', `${key}=${value}`]);
-      return execTool(requireTool('qemu-aarch64'), ['-L', sysroot('aarch64'), ...envArgs, file, ...args], { timeoutMs });
-    }
-    default:
-      throw new Error(`no way to run ${arch} programs on this machine (${file})`);
-  }
-}
-
-/** The dynamic loader of an architecture, as a path that runOn can execute. */
-export function loaderOf(arch: Arch): string {
-  switch (arch) {
-    case 'x86_64':
-      return requireTool('/lib64/ld-linux-x86-64.so.2');
-    case 'aarch64':
-      return join(sysroot('aarch64'), 'lib', 'ld-linux-aarch64.so.1');
-    default:
-      throw new Error(`no loader for ${arch} on this machine`);
-  }
-}
-
-const libraryPathVars = (libraryPath: string | null | undefined): Record<string, string> =>
-  libraryPath === null || libraryPath === undefined || libraryPath === '' ? {} : { LD_LIBRARY_PATH: libraryPath };
-
-/** `ld.so --list FILE` with the architecture's loader. */
-export function listDependencies(file: string, arch: Arch, libraryPath?: string | null, vars: Readonly<Record<string, string>> = {}): Promise<ExecResult> {
-  return runOn(arch, loaderOf(arch), ['--list', file], { ...libraryPathVars(libraryPath), ...vars });
 }
 
 /** Problems with an `ld.so --list` result: a failure or a dependency that was not found. */
@@ -593,7 +556,7 @@ function dlopenProbe(arch: Arch): string {
 }
 
 function dlopen(file: string, arch: Arch, libraryPath: string | null | undefined): Promise<ExecResult> {
-  return runOn(arch, dlopenProbe(arch), [file], libraryPathVars(libraryPath));
+  return runOn(arch, dlopenProbe(arch), [file], programVars(libraryPath));
 }
 
 const dlopenCache = new Map<string, Promise<boolean>>();
@@ -620,14 +583,14 @@ export async function loadProblems(file: string, arch: Arch, load: LoadCheck, or
       return problems;
     }
     case 'run': {
-      const result = await runOn(arch, file, [], libraryPathVars(load.libraryPath));
+      const result = await runOn(arch, file, [], programVars(load.libraryPath));
       if (result.code !== 0 || result.stdout.trim() !== load.output) {
         return [describeExec(`${file} should print ${JSON.stringify(load.output)}`, result)];
       }
       return [];
     }
     case 'loader': {
-      const result = await runOn(arch, file, [load.program], libraryPathVars(load.libraryPath));
+      const result = await runOn(arch, file, [load.program], programVars(load.libraryPath));
       if (load.refusal !== undefined) {
         if (result.code === 0 || result.signal !== null || !result.stderr.includes(load.refusal)) {
           return [describeExec(`${file} ${load.program} (as the loader) should stop with ${JSON.stringify(load.refusal)}`, result)];
