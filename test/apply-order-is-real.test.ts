@@ -7,11 +7,11 @@
 import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compilerFor, fixture, ldList, requireTool, sysroot, type BuildArch } from './helpers/fixtures.js';
+import { compilerFor, fixture, ldList, requireTool, runOn, type BuildArch } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { copyTree, makeTempDir } from './helpers/tree-tools.js';
 import { readDynamic, tagKind } from './helpers/readelf-dynamic.js';
-import { cleanEnv, execTool, mustExec, type ExecResult } from './helpers/exec.js';
+import { mustExec } from './helpers/exec.js';
 
 // Prints the path of the libcuda.so.1 the loader mapped, and which stand-in it is when it is one; it
 // references no libcuda symbol, so the real NVIDIA library can stand in the same place.
@@ -58,13 +58,6 @@ interface Setup {
 }
 
 let work = '';
-
-/** Runs the program natively or under qemu; extra variables reach only the program, never qemu. */
-function runApp(arch: BuildArch, path: string, env: Record<string, string> = {}): Promise<ExecResult> {
-  if (arch === 'x86_64') return execTool(path, [], { env: cleanEnv(env), timeoutMs: 60_000 });
-  const vars = Object.entries(env).flatMap(([k, v]) => ['-E', `${k}=${v}`]);
-  return execTool(requireTool('qemu-aarch64'), ['-L', sysroot('aarch64'), ...vars, path], { env: cleanEnv(), timeoutMs: 60_000 });
-}
 
 async function setUp(arch: BuildArch): Promise<Setup> {
   const dir = join(work, arch);
@@ -139,7 +132,7 @@ describe.each(['x86_64', 'aarch64'] as const)('%s', (arch) => {
     const facts = await readDynamic(join(setup.tree, 'bin', 'cuda-app'));
     expect(facts?.needed).toContain('libcuda.so.1');
     expect(facts === null ? null : tagKind(facts)).toBe('none');
-    const result = await runApp(arch, join(setup.tree, 'bin', 'cuda-app'));
+    const result = await runOn(arch, join(setup.tree, 'bin', 'cuda-app'), []);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/libcuda\.so\.1: cannot open shared object file/);
   });
@@ -147,10 +140,10 @@ describe.each(['x86_64', 'aarch64'] as const)('%s', (arch) => {
   it('with driver and cuda-compat, loads the compat libcuda.so.1 and searches compat before the driver', async () => {
     const app = await applied(setup, ['--driver-link', setup.driverLink, '--cuda-compat', setup.compatStandin]);
     const compatLib = join(setup.compatStandin, 'compat', 'libcuda.so.1');
-    const run = await runApp(arch, app);
+    const run = await runOn(arch, app, []);
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe(`libcuda: ${compatLib}\nstandin: compat\n`);
-    const debug = await runApp(arch, app, { LD_DEBUG: 'libs' });
+    const debug = await runOn(arch, app, [], { LD_DEBUG: 'libs' });
     expect(debug.code).toBe(0);
     const { searchPath, tried } = libcudaSearch(debug.stderr);
     const compatAt = searchPath.indexOf(join(setup.compatStandin, 'compat'));
@@ -164,17 +157,17 @@ describe.each(['x86_64', 'aarch64'] as const)('%s', (arch) => {
 
   it('with only the driver hook, loads the driver libcuda.so.1', async () => {
     const app = await applied(setup, ['--driver-link', setup.driverLink]);
-    const run = await runApp(arch, app);
+    const run = await runOn(arch, app, []);
     expect(run.stdout).toBe(`libcuda: ${join(setup.driverLink, 'lib', 'libcuda.so.1')}\nstandin: driver\n`);
-    const { searchPath } = libcudaSearch((await runApp(arch, app, { LD_DEBUG: 'libs' })).stderr);
+    const { searchPath } = libcudaSearch((await runOn(arch, app, [], { LD_DEBUG: 'libs' })).stderr);
     expect(searchPath).not.toContain('compat');
   });
 
   it('with both hooks and no libcuda.so.1 in compat, falls back to the driver one', async () => {
     const app = await applied(setup, ['--driver-link', setup.driverLink, '--cuda-compat', setup.compatEmpty]);
-    const run = await runApp(arch, app);
+    const run = await runOn(arch, app, []);
     expect(run.stdout).toBe(`libcuda: ${join(setup.driverLink, 'lib', 'libcuda.so.1')}\nstandin: driver\n`);
-    const { tried } = libcudaSearch((await runApp(arch, app, { LD_DEBUG: 'libs' })).stderr);
+    const { tried } = libcudaSearch((await runOn(arch, app, [], { LD_DEBUG: 'libs' })).stderr);
     expect(tried).toContain(join(setup.compatEmpty, 'compat', 'libcuda.so.1'));
     expect(tried[tried.length - 1]).toBe(join(setup.driverLink, 'lib', 'libcuda.so.1'));
   });
@@ -183,7 +176,7 @@ describe.each(['x86_64', 'aarch64'] as const)('%s', (arch) => {
     const app = await applied(setup, ['--no-driver', '--cuda-compat', setup.compatStandin]);
     const facts = await readDynamic(app);
     expect(facts?.runpath).toBe(join(setup.compatStandin, 'compat'));
-    const run = await runApp(arch, app);
+    const run = await runOn(arch, app, []);
     expect(run.stdout).toBe(`libcuda: ${join(setup.compatStandin, 'compat', 'libcuda.so.1')}\nstandin: compat\n`);
   });
 
@@ -204,11 +197,11 @@ describe.each(['x86_64', 'aarch64'] as const)('%s', (arch) => {
     const listed = await ldList(app, arch);
     expect(listed).toMatch(new RegExp(`^\\s*libcuda\\.so\\.1 => ${realLib.replace(/[.+]/g, '\\$&')} \\(`, 'm'));
     expect(listed).not.toContain(setup.driverLink);
-    const debug = await runApp(arch, app, { LD_DEBUG: 'libs' });
+    const debug = await runOn(arch, app, [], { LD_DEBUG: 'libs' });
     const { tried } = libcudaSearch(debug.stderr);
     expect(tried[tried.length - 1]).toBe(realLib);
     // It is mapped and the program runs; it is not a stand-in, so there is no standin line.
-    const run = await runApp(arch, app);
+    const run = await runOn(arch, app, []);
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(`libcuda: ${realLib}\n`);
   });
