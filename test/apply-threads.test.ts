@@ -1,7 +1,7 @@
 // When `apply` starts its worker threads (src/batch/schedule-files.ts): not for a tree without an ELF
 // file, whatever --jobs says; with the first ELF file otherwise, the main thread patching files until a
-// thread has loaded and then sending the threads only ELF files; with the first file of all under
-// --threads-from-start. The report's `workerThreads` says how many started, and the files come out the
+// thread has loaded and then sending the threads only ELF files; with the batch under
+// --threads-from-start, which sends them every ELF file. The report's `workerThreads` says how many started, and the files come out the
 // same every way.
 
 import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
@@ -47,7 +47,7 @@ describe('apply --jobs N starts its worker threads when there is ELF work for th
     expect(report.workerThreads).toBe(0);
   });
 
-  it('--threads-from-start starts all of them with the first file, ELF or not', async () => {
+  it('--threads-from-start starts all of them with the batch, ELF file or not', async () => {
     expect((await apply(textTree, '--jobs', '4', '--threads-from-start')).workerThreads).toBe(4);
   });
 

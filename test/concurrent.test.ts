@@ -27,7 +27,7 @@ import { readDynamic } from './helpers/readelf-dynamic.js';
 import { mapLimited } from './helpers/map-limited.js';
 import { parseReport } from './helpers/tree-report.js';
 
-const CHANGED = /the file changed on disk while it was being (planned|read)(?: \(\d+ bytes when listed, \d+ when opened, \d+ after the read\))?; left alone$/;
+const CHANGED = /the file changed on disk while it was being (planned|read)(?: \(\d+ bytes when opened, \d+ after the read\))?; left alone$/;
 const applyArgs = (tree: string): string[] => ['apply', tree, '--cuda-compat', COMPAT_DIR];
 
 let scratch: string;

@@ -91,7 +91,7 @@ let reference: { snapshot: TreeSnapshot; files: Map<string, ReportFile> };
 
 const RUN_MS = 60_000;
 const apply = (root: string, jobs: number, wrapper?: readonly string[]): Promise<CliResult> =>
-  // --threads-from-start: the pool starts with the first file, so that every file is a worker thread's.
+  // --threads-from-start: the pool starts with the batch, so that every ELF file is a worker thread's.
   runCli(['apply', root, '--cuda-compat', COMPAT_DIR, '--json', '--jobs', String(jobs), '--threads-from-start'], { timeoutMs: RUN_MS, ...(wrapper === undefined ? {} : { wrapper }) });
 
 /** Shared libraries, executables and files that are not ELF, in a few directories. */

@@ -2,6 +2,7 @@
 // or worker threads once there is ELF work for them), and count the outcomes. A failing file is
 // reported and left untouched; the others go on.
 
+import { lstatSync } from 'node:fs';
 import pLimit from 'p-limit';
 import { countOutcome, emptySummary, type BatchSummary, type FileOutcome } from './file-outcome.js';
 import type { FileOptions } from './process-file.js';
@@ -14,7 +15,7 @@ export interface BatchOptions extends FileOptions {
   /** Start the worker threads with the first file and send them every file (schedule-files.ts). */
   readonly threadsFromStart?: boolean;
   /** Called as each file is done (progress, streaming reports). */
-  readonly onOutcome?: (outcome: FileOutcome, bytesInFile: number) => void;
+  readonly onOutcome?: (outcome: FileOutcome) => void;
 }
 
 /**
@@ -24,17 +25,27 @@ export interface BatchOptions extends FileOptions {
 const FILES_QUEUED_PER_JOB = 32;
 
 /**
- * The whole walk, each file carrying how many names its inode has in the trees (its own and the
- * hard-link names skipped after it). Only nixpkgs-compat needs this, and it costs the streaming.
+ * The whole walk, each file carrying how many names its inode has in the trees. Only nixpkgs-compat
+ * needs this (Nixpkgs patches an inode once per name it finds), and it costs the streaming and a stat
+ * of every file, which the walk does not take.
  */
 async function withNameCounts(walk: AsyncIterable<WalkItem>): Promise<WalkItem[]> {
   const items: WalkItem[] = [];
+  for await (const item of walk) items.push(item);
+  const inodeOf = new Map<string, string>();
   const names = new Map<string, number>();
-  for await (const item of walk) {
-    items.push(item);
-    if (item.kind === 'skip' && item.reason === 'hard-link' && item.detail !== undefined) names.set(item.detail, (names.get(item.detail) ?? 1) + 1);
+  for (const item of items) {
+    if (item.kind !== 'file') continue;
+    const stats = lstatSync(item.path, { throwIfNoEntry: false });
+    if (stats === undefined) continue;
+    const inode = `${stats.dev}:${stats.ino}`;
+    inodeOf.set(item.path, inode);
+    names.set(inode, (names.get(inode) ?? 0) + 1);
   }
-  return items.map((item) => (item.kind === 'file' ? { ...item, names: names.get(item.path) ?? 1 } : item));
+  return items.map((item) => {
+    const inode = item.kind === 'file' ? inodeOf.get(item.path) : undefined;
+    return item.kind === 'file' ? { ...item, names: (inode === undefined ? undefined : names.get(inode)) ?? 1 } : item;
+  });
 }
 
 export interface BatchResult {
@@ -51,19 +62,19 @@ export async function patchTrees(roots: readonly string[], options: BatchOptions
   const summary = emptySummary();
   const outcomes: FileOutcome[] = [];
   const pending: Promise<void>[] = [];
-  const record = (outcome: FileOutcome, bytes: number): void => {
+  const record = (outcome: FileOutcome): void => {
     outcomes.push(outcome);
     countOutcome(summary, outcome);
-    onOutcome?.(outcome, bytes);
+    onOutcome?.(outcome);
   };
   const items = options.semantics === 'nixpkgs-compat' ? await withNameCounts(walkTrees(roots)) : walkTrees(roots);
   for await (const item of items) {
     if (item.kind === 'file') {
-      pending.push(limit(async () => record(await scheduler.run(item), item.size)));
+      pending.push(limit(async () => record(await scheduler.run(item))));
     } else if (item.kind === 'skip') {
-      record({ path: item.path, status: 'skipped', reason: item.reason, ...(item.detail === undefined ? {} : { detail: item.detail }) }, 0);
+      record({ path: item.path, status: 'skipped', reason: item.reason });
     } else {
-      record({ path: item.path, status: 'failed', error: item.error }, 0);
+      record({ path: item.path, status: 'failed', error: item.error });
     }
   }
   try {

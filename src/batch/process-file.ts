@@ -3,7 +3,7 @@
 // worker thread alike (schedule-files.ts); a failure is the file's outcome, never an exception.
 
 import { DT, ET, PT } from '../elf/constants.js';
-import { planListedFile, sniffListedFile, type EditOperations, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
+import { planListedFile, sniffListedFile, type EditOperations, type InodeNames, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
 import { commitPlan } from '../write/write-plan.js';
 import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
 import type { Hook } from '../hooks/hook.js';
@@ -59,24 +59,33 @@ function hookOperations(item: FileItem, options: FileOptions): EditOperations<Ho
   };
 }
 
-/**
- * The outcome of a file that its first bytes show is an archive or not ELF; null for one that needs
- * processFile (ELF, or not readable: processFile reports that).
- */
-export async function sniffFile(item: FileItem): Promise<FileOutcome | null> {
-  const skipped = await sniffListedFile(item);
-  return skipped === null ? null : { path: item.path, status: 'skipped', reason: skipped.reason };
+function skippedOutcome(path: string, skipped: SkippedFile): FileOutcome {
+  return { path, status: 'skipped', reason: skipped.reason, ...(skipped.detail === undefined ? {} : { detail: skipped.detail }) };
 }
 
-export async function processFile(item: FileItem, options: FileOptions): Promise<FileOutcome> {
+/**
+ * The outcome of a file that its first bytes show is an archive or not ELF, or that is a later name
+ * of a hard-linked ELF file; null for one that needs processFile (ELF, or not readable: processFile
+ * reports that).
+ */
+export function sniffFile(item: FileItem, inodes: InodeNames): FileOutcome | null {
+  const skipped = sniffListedFile(item.path, inodes);
+  return skipped === null ? null : skippedOutcome(item.path, skipped);
+}
+
+/**
+ * `inodes`: the batch's names of each inode, in the thread that sniffs its files; a worker thread is
+ * sent only files sniffed already.
+ */
+export async function processFile(item: FileItem, options: FileOptions, inodes?: InodeNames): Promise<FileOutcome> {
   const path = item.path;
   let planned: PlannedFile<HookAnswer> | SkippedFile;
   try {
-    planned = await planListedFile(item, hookOperations(item, options));
+    planned = await planListedFile(path, hookOperations(item, options), inodes);
   } catch (error) {
     return { path, status: 'failed', error };
   }
-  if (planned.kind === 'skipped') return { path, status: 'skipped', reason: planned.reason };
+  if (planned.kind === 'skipped') return skippedOutcome(path, planned);
   const { plan, stats, answer } = planned;
   // A file no hook applies to is left as it is, even one an edit cut short: it is not this run's.
   if (answer.composed === null) return { path, status: 'skipped', reason: 'no-hook' };
@@ -99,6 +108,6 @@ export async function processFile(item: FileItem, options: FileOptions): Promise
     newRunpath: answer.composed.value,
     entries: answer.composed.entries,
     bytesWritten,
-    otherLinks: item.nlink - 1,
+    otherLinks: stats.nlink - 1,
   };
 }

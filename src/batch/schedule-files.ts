@@ -4,14 +4,16 @@
 // costs about 60 ms (PyTorch's 4 executables, all through the pool: 239 ms against 176 ms), and a file
 // that is not ELF costs less here than the messages that send it to a worker and its outcome back
 // (`torch`, 11,678 files of which 17 libraries: 686 ms against 630 ms). So with more than one thread,
-// unless the pool is to start with the first file (`threadsFromStart`), this thread reads each file's
-// first bytes, and:
-// - a file that is not ELF is done here (a tree without an ELF file starts no thread);
+// this thread reads each file's first bytes, and:
+// - a file that is not ELF, or a later name of a hard-linked ELF file (first-names.ts), is done here
+//   (a tree without an ELF file starts no thread);
 // - the first ELF file starts the pool, and while no thread has loaded, ELF files are patched here,
 //   one after the other, so that a tree with little ELF work does not wait for the threads to load;
 // - once one has, the ELF files, those still waiting here included, go to the pool.
+// With `threadsFromStart`, the pool starts with the batch and gets every ELF file.
 
 import type { FileOutcome } from './file-outcome.js';
+import { FirstNames } from './first-names.js';
 import { processFile, sniffFile, type FileItem, type FileOptions } from './process-file.js';
 import { WorkerPool, workersAvailable } from './worker-pool.js';
 
@@ -24,6 +26,7 @@ const eventLoopTurn = (): Promise<void> => new Promise((resolve) => setImmediate
 export class FileScheduler {
   private pool: WorkerPool | null = null;
   private readonly threaded: boolean;
+  private readonly inodes = new FirstNames();
   /** Settles when the last ELF file given to this thread is done: they run one after the other. */
   private lastHere: Promise<unknown> = Promise.resolve();
 
@@ -42,15 +45,14 @@ export class FileScheduler {
   }
 
   async run(item: FileItem): Promise<FileOutcome> {
-    if (!this.threaded) return processFile(item, this.options);
-    if (this.pool !== null && this.threadsFromStart) return this.pool.run(item);
-    const notElf = await sniffFile(item);
-    if (notElf !== null) return notElf;
+    if (!this.threaded) return processFile(item, this.options, this.inodes);
+    const skipped = sniffFile(item, this.inodes);
+    if (skipped !== null) return skipped;
     const pool = (this.pool ??= new WorkerPool(this.jobs, this.options));
-    if (pool.ready) return pool.run(item);
+    if (pool.ready || this.threadsFromStart) return pool.run(item);
     const here = this.lastHere.then(async () => {
       await eventLoopTurn();
-      return pool.ready ? null : processFile(item, this.options);
+      return pool.ready ? null : processFile(item, this.options, this.inodes);
     });
     this.lastHere = here.catch(() => undefined);
     return (await here) ?? pool.run(item);

@@ -1,15 +1,19 @@
-// Walks the given directories without following symbolic links, yielding each regular file once per
-// inode (hard links are reported, not patched twice) and reporting what is not a regular file.
+// Walks the given directories without following symbolic links, yielding each regular file and
+// reporting what is not one.
 //
 // Directories are read as raw names (Buffers), one directory at a time from an explicit stack, so that
 // every entry gets an outcome: a name with a newline is a name like any other, a tree thousands of
 // levels deep costs no recursion, a directory that cannot be read is reported and its siblings are
 // still walked, and a name that is not UTF-8 — which a path string cannot spell, so no file operation
 // can reach it — is reported as such instead of turning into a different name that does not exist.
-// The calls are synchronous: a directory read or stat served from the kernel's caches costs less than
-// a round trip through the thread pool, and the walk feeds the workers from the main thread.
+// An entry's type comes from the directory read (Node takes an lstat only where the file system does
+// not give the type): the walk takes no stat of a file. Most files of a tree are not ELF and are told
+// apart by their first bytes alone; an ELF file's stat is taken when it is opened, and that is where a
+// hard link is told apart too (plan-file.ts, InodeNames). The calls are synchronous: a directory read
+// served from the kernel's caches costs less than a round trip through the thread pool, and the walk
+// feeds the workers from the main thread.
 
-import { lstatSync, readdirSync, statSync, type Dirent, type Stats } from 'node:fs';
+import { readdirSync, statSync, type Dirent, type Stats } from 'node:fs';
 import { relative, resolve, sep } from 'node:path';
 import { ioError } from '../errors/io-error.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
@@ -20,12 +24,10 @@ export type WalkItem =
       readonly kind: 'file';
       readonly path: string;
       readonly relativePath: string;
-      readonly size: number;
-      readonly nlink: number;
       /** Names of this inode in the walked trees, when counted (see patchTrees); 1 otherwise. */
       readonly names?: number;
     }
-  | { readonly kind: 'skip'; readonly path: string; readonly reason: 'symlink' | 'special' | 'hard-link' | 'rewrite-temporary'; readonly detail?: string }
+  | { readonly kind: 'skip'; readonly path: string; readonly reason: 'symlink' | 'special' | 'rewrite-temporary' }
   | { readonly kind: 'error'; readonly path: string; readonly error: unknown };
 
 function toPosix(path: string): string {
@@ -60,16 +62,6 @@ function unaddressable(path: string, isDirectory: boolean): CudaPatchelfError {
 }
 
 export async function* walkTrees(roots: readonly string[]): AsyncGenerator<WalkItem> {
-  const seen = new Map<string, string>();
-  const classify = (path: string, relativePath: string, stats: Stats): WalkItem => {
-    if (stats.isSymbolicLink()) return { kind: 'skip', path, reason: 'symlink' };
-    if (!stats.isFile()) return { kind: 'skip', path, reason: 'special' };
-    const key = `${stats.dev}:${stats.ino}`;
-    const first = seen.get(key);
-    if (first !== undefined) return { kind: 'skip', path, reason: 'hard-link', detail: first };
-    seen.set(key, path);
-    return { kind: 'file', path, relativePath, size: stats.size, nlink: stats.nlink };
-  };
   for (const root of roots) {
     const absoluteRoot = resolve(root);
     let rootStats: Stats;
@@ -82,7 +74,9 @@ export async function* walkTrees(roots: readonly string[]): AsyncGenerator<WalkI
       continue;
     }
     if (!rootStats.isDirectory()) {
-      yield classify(absoluteRoot, toPosix(relative(resolve(absoluteRoot, '..'), absoluteRoot)), rootStats);
+      yield rootStats.isFile()
+        ? { kind: 'file', path: absoluteRoot, relativePath: toPosix(relative(resolve(absoluteRoot, '..'), absoluteRoot)) }
+        : { kind: 'skip', path: absoluteRoot, reason: 'special' };
       continue;
     }
     const pending: Directory[] = [{ path: absoluteRoot, relativePath: '' }];
@@ -107,16 +101,8 @@ export async function* walkTrees(roots: readonly string[]): AsyncGenerator<WalkI
         if (entry.isDirectory()) subdirectories.push({ path, relativePath });
         else if (entry.isSymbolicLink()) yield { kind: 'skip', path, reason: 'symlink' };
         else if (isRewriteTemporary(name)) yield { kind: 'skip', path, reason: 'rewrite-temporary' };
-        else {
-          let stats: Stats;
-          try {
-            stats = lstatSync(path);
-          } catch (error) {
-            yield { kind: 'error', path, error: ioError(path, 'stat', error) };
-            continue;
-          }
-          yield classify(path, relativePath, stats);
-        }
+        else if (entry.isFile()) yield { kind: 'file', path, relativePath };
+        else yield { kind: 'skip', path, reason: 'special' };
       }
       // Depth first, in name order.
       pending.push(...subdirectories.reverse());

@@ -1,10 +1,10 @@
-// A one-line progress display for a terminal: files, bytes and rate, redrawn at most every 200 ms.
+// A one-line progress display for a terminal: files done and their rate, redrawn at most every 200 ms.
+// (Not bytes: the walk takes no stat, and most files are done without one.)
 
 import type { CliIo } from './cli-io.js';
 
 export class ProgressLine {
   private files = 0;
-  private bytes = 0;
   private lastDraw = 0;
   private readonly started = Date.now();
   private readonly io: CliIo;
@@ -13,14 +13,13 @@ export class ProgressLine {
     this.io = io;
   }
 
-  update(bytes: number): void {
+  update(): void {
     this.files++;
-    this.bytes += bytes;
     const now = Date.now();
     if (now - this.lastDraw < 200) return;
     this.lastDraw = now;
     const seconds = Math.max((now - this.started) / 1000, 0.001);
-    this.io.errRaw(`\r${this.files} files, ${(this.bytes / 2 ** 20).toFixed(0)} MiB, ${(this.files / seconds).toFixed(0)} files/s\x1b[K`);
+    this.io.errRaw(`\r${this.files} files, ${(this.files / seconds).toFixed(0)} files/s\x1b[K`);
   }
 
   clear(): void {

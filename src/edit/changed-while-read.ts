@@ -2,15 +2,14 @@
 // program header table that points past the size the file had when it was opened, a string table
 // cut short, zeros where a truncation caught a read in flight. Whatever the read then fails with (a
 // format error, a plan refused as unsupported, an io error, or an internal error on bytes no valid
-// file has), when the file is not the one apply listed and opened, that failure is reported as what
+// file has), when the file is no longer the one apply took the stat of, that failure is reported as what
 // it is: a change.
 //
-// The change can come before the open, too: the walk lists a file with its size and the file is
-// opened later, and a file cut in between reads consistently, as the shorter file it now is, and fails
-// as a malformed one. So the size the walk saw counts as well as the inode, size and mtime at the
-// open. What no stat can show is a change that keeps the size and falls in the same tick of the file
-// system's clock as the open (the kernel's coarse clock: a few milliseconds): that read failure is
-// reported as it is.
+// That stat is taken once the first block shows an ELF file (FileByteSource.openListed: the walk lists
+// files without a stat). A change before then is not told apart: a file cut before apply read it reads
+// consistently, as the shorter file it now is, and fails as the malformed file it is. Nor is a change
+// that keeps the size and falls in the same tick of the file system's clock as the stat (the kernel's
+// coarse clock: a few milliseconds): that read failure is reported as it is.
 
 import { stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
@@ -18,12 +17,13 @@ import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { sameFile } from '../write/same-file.js';
 
 /**
- * A `changed` error, caused by `failure`, when the file at `path` is not the one the walk listed with
- * `listedSize` bytes and `opened` describes; null when it is.
+ * A `changed` error, caused by `failure`, when the file at `path` is not the one `opened` describes
+ * (its stat once opened); null when it is, or when the failure came before that stat was taken.
  */
-export async function changedWhileRead(path: string, listedSize: number, opened: Stats, failure: unknown): Promise<CudaPatchelfError | null> {
+export async function changedWhileRead(path: string, opened: Stats | null, failure: unknown): Promise<CudaPatchelfError | null> {
+  if (opened === null) return null;
   const now = await stat(path).catch(() => null);
-  if (listedSize === opened.size && now !== null && sameFile(now, opened)) return null;
-  const sizes = `${listedSize} bytes when listed, ${opened.size} when opened, ${now === null ? 'gone' : `${now.size}`} after the read`;
+  if (now !== null && sameFile(now, opened)) return null;
+  const sizes = `${opened.size} bytes when opened, ${now === null ? 'gone' : `${now.size}`} after the read`;
   return new CudaPatchelfError('changed', `the file changed on disk while it was being read (${sizes}); left alone`, { file: path, cause: failure });
 }

@@ -25,7 +25,7 @@ import { readEditFacts, readLaterFact } from './read-edit-facts.js';
  */
 export type EditOperations<T = void> = (editor: DynamicEditor, image: ElfImage) => T | Promise<T>;
 
-export type FileSkip = SkipReason | 'archive' | 'not-elf';
+export type FileSkip = SkipReason | 'archive' | 'not-elf' | 'hard-link';
 
 export interface PlannedFile<T> extends PlannedEdit<T> {
   readonly kind: 'planned';
@@ -36,12 +36,17 @@ export interface PlannedFile<T> extends PlannedEdit<T> {
 export interface SkippedFile {
   readonly kind: 'skipped';
   readonly reason: FileSkip;
+  /** For a hard link: the name of the same inode that is patched instead. */
+  readonly detail?: string;
 }
 
-/** How a tree walk listed a file: what changed since is told apart from a damaged file. */
-export interface ListedFile {
-  readonly path: string;
-  readonly size: number;
+/**
+ * Which name of an inode a batch patches (the batch keeps the names it has seen): a hard-linked file
+ * is patched once, through the first of its names that shows it is an ELF file.
+ */
+export interface InodeNames {
+  /** The name this inode was first seen under, or null when that is `path` itself. */
+  firstName(path: string, stats: Stats): string | null;
 }
 
 const ARCHIVE_MAGIC = Buffer.from('!<arch>\n', 'latin1');
@@ -55,7 +60,12 @@ function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
  * cannot be edited (not ELF, static, debug-info…) fails. Nothing is written. Errors name the file.
  */
 export async function planNamedFile<T>(path: string, operations: EditOperations<T>): Promise<PlannedFile<T>> {
-  const source = openOrThrow(path, {});
+  let source: FileByteSource;
+  try {
+    source = FileByteSource.open(path, {});
+  } catch (error) {
+    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
+  }
   try {
     return await planOpenFile(source, await readElfImage(source), operations);
   } catch (error) {
@@ -66,62 +76,59 @@ export async function planNamedFile<T>(path: string, operations: EditOperations<
 }
 
 /**
- * A file a tree walk listed: a path that is a symbolic link now is refused (O_NOFOLLOW); archives,
- * non-ELF files and the files `apply` leaves alone (skipReason) come back skipped; a read failure of a
- * file that is no longer the one listed is reported as that change. Nothing is written.
+ * A file a tree walk listed as a regular file: a path that is a symbolic link now is refused
+ * (O_NOFOLLOW); archives, non-ELF files, hard links to a file patched under another name (`inodes`)
+ * and the files `apply` leaves alone (skipReason) come back skipped; a read failure of a file that
+ * changed after it was opened is reported as that change. Nothing is written.
  */
-export async function planListedFile<T>(listed: ListedFile, operations: EditOperations<T>): Promise<PlannedFile<T> | SkippedFile> {
-  const { path } = listed;
-  const source = openOrThrow(path, { followLink: false });
+export async function planListedFile<T>(path: string, operations: EditOperations<T>, inodes?: InodeNames): Promise<PlannedFile<T> | SkippedFile> {
+  const source = FileByteSource.openListed(path);
   try {
-    const notElf = await skipByMagic(source);
-    if (notElf !== null) return notElf;
+    const skipped = sniffOpenFile(source, inodes);
+    if (skipped !== null) return skipped;
     const image = await readElfImage(source);
     const reason = skipReason(image);
     if (reason !== null) return { kind: 'skipped', reason };
     return await planOpenFile(source, image, operations);
   } catch (error) {
-    const changed = await changedWhileRead(path, listed.size, source.stats, error);
+    const changed = await changedWhileRead(path, source.statsIfTaken, error);
     throw changed ?? (error instanceof CudaPatchelfError ? error.withFile(path) : error);
   } finally {
     source.close();
   }
 }
 
-/** Archives and files that are not ELF, told by their first bytes; null for an ELF file. */
-async function skipByMagic(source: ByteSource): Promise<SkippedFile | null> {
-  const head = await source.read(0, Math.min(source.size, ARCHIVE_MAGIC.length), 'file magic');
+/**
+ * Archives and files that are not ELF, told by their first bytes alone (no stat), and the later names
+ * of a hard-linked ELF file; null for an ELF file this batch patches under this name.
+ */
+function sniffOpenFile(source: FileByteSource, inodes: InodeNames | undefined): SkippedFile | null {
+  const head = source.firstBytes(ARCHIVE_MAGIC.length);
   if (startsWith(head, ARCHIVE_MAGIC)) return { kind: 'skipped', reason: 'archive' };
   if (!startsWith(head, ELF_MAGIC)) return { kind: 'skipped', reason: 'not-elf' };
-  return null;
+  const first = inodes?.firstName(source.path, source.stats) ?? null;
+  return first === null ? null : { kind: 'skipped', reason: 'hard-link', detail: first };
 }
 
 /**
  * The first step of planListedFile alone, for a batch that sends only ELF files to its worker threads:
- * an archive or a file that is not ELF comes back skipped, anything else null (an ELF file, or one
- * that cannot be opened or read: planListedFile then says what is wrong with it).
+ * an archive, a file that is not ELF or a later name of a hard-linked one comes back skipped, anything
+ * else null (an ELF file, or one that cannot be opened or read: planListedFile then says what is wrong
+ * with it).
  */
-export async function sniffListedFile(listed: ListedFile): Promise<SkippedFile | null> {
+export function sniffListedFile(path: string, inodes?: InodeNames): SkippedFile | null {
   let source: FileByteSource;
   try {
-    source = FileByteSource.open(listed.path, { followLink: false });
+    source = FileByteSource.openListed(path);
   } catch {
     return null;
   }
   try {
-    return await skipByMagic(source);
+    return sniffOpenFile(source, inodes);
   } catch {
     return null;
   } finally {
     source.close();
-  }
-}
-
-function openOrThrow(path: string, options: { followLink?: boolean }): FileByteSource {
-  try {
-    return FileByteSource.open(path, options);
-  } catch (error) {
-    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
   }
 }
 

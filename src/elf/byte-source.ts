@@ -78,56 +78,101 @@ const NOT_ELF_HEAD = 16;
  */
 export class FileByteSource implements ByteSource {
   readonly path: string;
-  readonly size: number;
-  readonly stats: Stats;
   bytesRead = 0;
   private readonly fd: number;
+  /** The open file's stat, taken on first use (see openListed). */
+  private statsTaken: Stats | null = null;
   /** Blocks read so far, in the order read (KEPT_BLOCKS at most). */
   private readonly kept: { readonly position: number; readonly bytes: Uint8Array }[] = [];
 
-  private constructor(path: string, fd: number, stats: Stats) {
+  private constructor(path: string, fd: number) {
     this.path = path;
     this.fd = fd;
-    this.stats = stats;
-    this.size = stats.size;
   }
 
   /**
    * Opens a regular file for reading. O_NONBLOCK keeps a FIFO from blocking the open; the stat check
    * then refuses anything that is not a regular file before a single byte is read. `followLink` false
-   * refuses a path that is a symbolic link: a tree walk lists regular files, and one swapped for a link
-   * after the walk would lead out of the tree.
+   * refuses a path that is a symbolic link.
    */
   static open(path: string, options: { followLink?: boolean } = {}): FileByteSource {
-    let fd: number;
+    const source = FileByteSource.openFile(path, options.followLink !== false);
     try {
-      fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | (options.followLink === false ? fsConstants.O_NOFOLLOW : 0));
+      void source.stats;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ELOOP' && options.followLink === false) {
+      source.close();
+      throw error;
+    }
+    return source;
+  }
+
+  /**
+   * Opens a file that a tree walk listed as a regular file, without following a link (one swapped for
+   * a link after the walk would lead out of the tree) and without a stat: most files of a tree are
+   * not ELF, and firstBytes tells them apart by their first bytes alone. The stat is taken when the
+   * size or `stats` is first asked for, and refuses a file that is no longer a regular one then.
+   */
+  static openListed(path: string): FileByteSource {
+    return FileByteSource.openFile(path, false);
+  }
+
+  private static openFile(path: string, followLink: boolean): FileByteSource {
+    try {
+      return new FileByteSource(path, openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | (followLink ? 0 : fsConstants.O_NOFOLLOW)));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ELOOP' && !followLink) {
         throw new CudaPatchelfError('changed', 'is a symbolic link now, not the regular file the walk listed; left alone', { file: path, cause: error });
       }
       throw ioError(path, 'open', error);
     }
+  }
+
+  /** The open file's stat (the first call takes it); throws for a file that is not a regular one. */
+  get stats(): Stats {
+    if (this.statsTaken !== null) return this.statsTaken;
+    let stats: Stats;
     try {
-      const stats = fstatSync(fd);
-      if (!stats.isFile()) {
-        throw new CudaPatchelfError('io', `not a regular file (${describeFileType(stats)})`, { file: path });
-      }
-      return new FileByteSource(path, fd, stats);
+      stats = fstatSync(this.fd);
     } catch (error) {
-      closeSync(fd);
-      if (error instanceof CudaPatchelfError) throw error;
-      throw ioError(path, 'stat', error);
+      throw ioError(this.path, 'stat', error);
     }
+    if (!stats.isFile()) throw new CudaPatchelfError('io', `not a regular file (${describeFileType(stats)})`, { file: this.path });
+    this.statsTaken = stats;
+    return stats;
+  }
+
+  /** The stat taken so far, or null when nothing has asked for it yet. */
+  get statsIfTaken(): Stats | null {
+    return this.statsTaken;
+  }
+
+  /** The size the file had when its stat was taken: reads are checked against it. */
+  get size(): number {
+    return this.stats.size;
   }
 
   /**
-   * The first block, kept whole when it starts as an ELF file does, else only its first bytes up to
-   * `end` (the end of the read that asked for it).
+   * Up to `length` of the file's first bytes, fewer when the file is shorter, without a stat: what
+   * tells an ELF file from the others. Reads the first block, as the first read does.
    */
-  private readHead(end: number, what: string): Uint8Array {
-    const length = Math.min(this.size, BLOCK);
-    this.readFromFile(0, length, what, headScratch);
+  firstBytes(length: number): Uint8Array {
+    const head = this.kept[0]?.position === 0 ? this.kept[0].bytes : this.readHead(length);
+    return head.subarray(0, Math.min(length, head.length));
+  }
+
+  /**
+   * Reads the first block, and keeps it whole when it starts as an ELF file does, else only its first
+   * bytes up to `end` (the end of the read that asked for it). One read, with no stat to size it: a
+   * read of a regular file comes back short only at its end.
+   */
+  private readHead(end: number): Uint8Array {
+    let length: number;
+    try {
+      length = readSync(this.fd, headScratch, 0, BLOCK, 0);
+    } catch (error) {
+      throw ioError(this.path, 'read', error);
+    }
+    this.bytesRead += length;
     const isElf = length >= ELF_MAGIC.length && ELF_MAGIC.every((byte, i) => headScratch[i] === byte);
     const head = headScratch.slice(0, isElf ? length : Math.min(length, Math.max(end, NOT_ELF_HEAD)));
     this.kept.push({ position: 0, bytes: head });
@@ -141,7 +186,11 @@ export class FileByteSource implements ByteSource {
       if (position >= range.position && end <= range.position + range.bytes.length) return range.bytes.subarray(position - range.position, end - range.position);
     }
     if (length === 0) return new Uint8Array(0);
-    if (this.kept.length === 0 && end <= BLOCK) return this.readHead(end, what).subarray(position, end);
+    if (this.kept.length === 0 && end <= BLOCK) {
+      const head = this.readHead(end);
+      if (head.length < end) throw formatError(`${what}: the file shrank while it was read`, head.length);
+      return head.subarray(position, end);
+    }
     if (length > KEPT_READ || this.kept.length >= KEPT_BLOCKS) return this.readFromFile(position, length, what);
     const blockStart = position - (position % BLOCK);
     const blockEnd = Math.min(this.size, Math.ceil(end / BLOCK) * BLOCK);
@@ -150,11 +199,11 @@ export class FileByteSource implements ByteSource {
     return buffer.subarray(position - blockStart, end - blockStart);
   }
 
-  private readFromFile(position: number, length: number, what: string, into?: Uint8Array): Uint8Array {
+  private readFromFile(position: number, length: number, what: string): Uint8Array {
     // Not zero-filled first (string and symbol tables reach tens of MiB): every byte is read into, or
     // the read fails. Its own memory, not a slice of Node's buffer pool, and a plain Uint8Array, whose
     // slice() copies (callers that modify what they read take such a copy; a Buffer's would not be one).
-    const buffer = into ?? new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
+    const buffer = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
     let done = 0;
     while (done < length) {
       let bytesRead: number;

@@ -211,7 +211,7 @@ export function hooksOperation(semantics: Semantics, removeStubs: boolean): Oper
   return {
     name: `apply hooks (${semantics}${removeStubs ? ', remove-stubs' : ''})`,
     async run(path, input) {
-      const item = { kind: 'file', path, relativePath: 'lib/input.so', size: input.length, nlink: 1 } as const;
+      const item = { kind: 'file', path, relativePath: 'lib/input.so' } as const;
       let outcome;
       try {
         outcome = await processFile(item, options);

@@ -150,8 +150,8 @@ export async function buildTooDeepFile(root: string, levels: number, nameLength:
 
 /**
  * The moments of apply's work on a file where a cut (a truncation by another process) can land, each
- * exactly: after the walk listed the file and before apply opens it; between the open and the stat
- * of the open file; just before the first read that reaches the bytes the cut removes; after planning
+ * exactly: after the walk listed the file and before apply opens it; between the open and the first
+ * read; just before the first read that reaches the bytes the cut removes; after planning
  * and before the open for writing (where the writer checks the file); after the last write.
  *
  * One moment is left out: between the writer's check of the file and its first write. A write past the

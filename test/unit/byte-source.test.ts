@@ -2,8 +2,9 @@
 // them and served again from memory, large ones are read as asked, and a file that makes the reader
 // visit many places keeps a bounded number of blocks (the reads after that are made as asked). The
 // first block is read through one buffer shared by every file and kept whole only for an ELF file.
+// A file a walk listed is opened without a stat, which is taken only when its size is first needed.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,6 +18,12 @@ writeFileSync(path, content);
 const elfPath = join(dir, 'elf');
 const elfContent = Uint8Array.from({ length: 10_000 }, (_, i) => (i < 4 ? [0x7f, 0x45, 0x4c, 0x46][i] ?? 0 : (i * 7) & 0xff));
 writeFileSync(elfPath, elfContent);
+const shortPath = join(dir, 'short');
+writeFileSync(shortPath, content.subarray(0, 3));
+const directoryPath = join(dir, 'directory');
+mkdirSync(directoryPath);
+const linkPath = join(dir, 'link');
+symlinkSync(elfPath, linkPath);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('FileByteSource', () => {
@@ -87,5 +94,37 @@ describe('FileByteSource', () => {
     } finally {
       source.close();
     }
+  });
+
+  describe('a file a walk listed (openListed)', () => {
+    it('tells a file by its first bytes with one read and no stat, and takes the stat when the size is asked for', async () => {
+      const elf = FileByteSource.openListed(elfPath);
+      const short = FileByteSource.openListed(shortPath);
+      try {
+        expect(elf.firstBytes(8)).toEqual(elfContent.subarray(0, 8));
+        expect(short.firstBytes(8)).toEqual(content.subarray(0, 3));
+        expect([elf.statsIfTaken, short.statsIfTaken]).toEqual([null, null]);
+        expect([elf.bytesRead, short.bytesRead]).toEqual([4096, 3]);
+        // The first block, read to sniff, serves the reads after it; the size comes with the stat.
+        expect(await elf.read(100, 1000, 'program headers')).toEqual(elfContent.subarray(100, 1100));
+        expect(elf.bytesRead).toBe(4096);
+        expect(elf.statsIfTaken?.size).toBe(10_000);
+        expect(elf.size).toBe(10_000);
+      } finally {
+        elf.close();
+        short.close();
+      }
+    });
+
+    it('refuses a directory when its stat is taken, and a symbolic link at the open', async () => {
+      const directory = FileByteSource.openListed(directoryPath);
+      try {
+        expect(() => directory.size).toThrow(/not a regular file \(a directory\)/);
+        await expect(directory.read(0, 4, 'magic')).rejects.toThrow(/not a regular file \(a directory\)/);
+      } finally {
+        directory.close();
+      }
+      expect(() => FileByteSource.openListed(linkPath)).toThrow(/is a symbolic link now/);
+    });
   });
 });

@@ -1,0 +1,18 @@
+// The names a batch has seen each inode under: a hard-linked ELF file is patched once, through the
+// first of its names in walk order, and its other names are reported as hard links to that one. The
+// inode is known only once a file is open (the walk takes no stat), so the check is made where a file
+// is first told to be ELF: by the thread that sniffs the batch's files (schedule-files.ts).
+
+import type { Stats } from 'node:fs';
+import type { InodeNames } from '../edit/plan-file.js';
+
+export class FirstNames implements InodeNames {
+  private readonly names = new Map<string, string>();
+
+  firstName(path: string, stats: Stats): string | null {
+    const key = `${stats.dev}:${stats.ino}`;
+    const first = this.names.get(key);
+    if (first === undefined) this.names.set(key, path);
+    return first === undefined || first === path ? null : first;
+  }
+}
