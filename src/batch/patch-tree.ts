@@ -3,7 +3,6 @@
 // reported and left untouched; the others go on.
 
 import { lstatSync } from 'node:fs';
-import pLimit from 'p-limit';
 import { countOutcome, emptySummary, type BatchSummary, type FileOutcome } from './file-outcome.js';
 import type { FileOptions } from './process-file.js';
 import { FileScheduler } from './schedule-files.js';
@@ -12,26 +11,19 @@ import { walkTrees, type WalkItem } from './walk-trees.js';
 export interface BatchOptions extends FileOptions {
   /** Threads patching files at once, at most: 1 patches in this thread, more may start worker threads. */
   readonly jobs: number;
-  /** Start the worker threads with the first file and send them every file (schedule-files.ts). */
+  /** Start the worker threads with the batch and send them every ELF file (schedule-files.ts). */
   readonly threadsFromStart?: boolean;
   /** Called as each file is done (progress, streaming reports). */
   readonly onOutcome?: (outcome: FileOutcome) => void;
 }
 
 /**
- * Files handed out ahead per thread: most files of a tree are a sniff and a skip, tens of
- * microseconds, so a thread needs a queue that outlasts a message round trip to stay busy.
- */
-const FILES_QUEUED_PER_JOB = 32;
-
-/**
  * The whole walk, each file carrying how many names its inode has in the trees. Only nixpkgs-compat
  * needs this (Nixpkgs patches an inode once per name it finds), and it costs the streaming and a stat
  * of every file, which the walk does not take.
  */
-async function withNameCounts(walk: AsyncIterable<WalkItem>): Promise<WalkItem[]> {
-  const items: WalkItem[] = [];
-  for await (const item of walk) items.push(item);
+function withNameCounts(walk: Iterable<WalkItem>): WalkItem[] {
+  const items = [...walk];
   const inodeOf = new Map<string, string>();
   const names = new Map<string, number>();
   for (const item of items) {
@@ -57,7 +49,6 @@ export interface BatchResult {
 
 export async function patchTrees(roots: readonly string[], options: BatchOptions): Promise<BatchResult> {
   const { onOutcome, jobs, threadsFromStart = false, ...fileOptions } = options;
-  const limit = pLimit(Math.max(1, jobs) * FILES_QUEUED_PER_JOB);
   const scheduler = new FileScheduler(fileOptions, jobs, threadsFromStart);
   const summary = emptySummary();
   const outcomes: FileOutcome[] = [];
@@ -67,17 +58,19 @@ export async function patchTrees(roots: readonly string[], options: BatchOptions
     countOutcome(summary, outcome);
     onOutcome?.(outcome);
   };
-  const items = options.semantics === 'nixpkgs-compat' ? await withNameCounts(walkTrees(roots)) : walkTrees(roots);
-  for await (const item of items) {
-    if (item.kind === 'file') {
-      pending.push(limit(async () => record(await scheduler.run(item))));
-    } else if (item.kind === 'skip') {
-      record({ path: item.path, status: 'skipped', reason: item.reason });
-    } else {
-      record({ path: item.path, status: 'failed', error: item.error });
-    }
-  }
+  const items = options.semantics === 'nixpkgs-compat' ? withNameCounts(walkTrees(roots)) : walkTrees(roots);
   try {
+    for (const item of items) {
+      if (item.kind === 'file') {
+        const taken = await scheduler.take(item);
+        if ('later' in taken) pending.push(taken.later.then(record));
+        else record(taken.outcome);
+      } else if (item.kind === 'skip') {
+        record({ path: item.path, status: 'skipped', reason: item.reason });
+      } else {
+        record({ path: item.path, status: 'failed', error: item.error });
+      }
+    }
     await Promise.all(pending);
   } finally {
     await scheduler.close();

@@ -3,7 +3,7 @@
 // worker thread alike (schedule-files.ts); a failure is the file's outcome, never an exception.
 
 import { DT, ET, PT } from '../elf/constants.js';
-import { planListedFile, sniffListedFile, type EditOperations, type InodeNames, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
+import { planListedFile, type EditOperations, type ListedFileContext, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
 import { commitPlan } from '../write/write-plan.js';
 import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
 import type { Hook } from '../hooks/hook.js';
@@ -59,29 +59,19 @@ function hookOperations(item: FileItem, options: FileOptions): EditOperations<Ho
   };
 }
 
-function skippedOutcome(path: string, skipped: SkippedFile): FileOutcome {
+export function skippedOutcome(path: string, skipped: SkippedFile): FileOutcome {
   return { path, status: 'skipped', reason: skipped.reason, ...(skipped.detail === undefined ? {} : { detail: skipped.detail }) };
 }
 
 /**
- * The outcome of a file that its first bytes show is an archive or not ELF, or that is a later name
- * of a hard-linked ELF file; null for one that needs processFile (ELF, or not readable: processFile
- * reports that).
+ * `context`: in the thread that walks the batch, its names of each inode and the file when it was
+ * sniffed already (schedule-files.ts); a worker thread opens the file again.
  */
-export function sniffFile(item: FileItem, inodes: InodeNames): FileOutcome | null {
-  const skipped = sniffListedFile(item.path, inodes);
-  return skipped === null ? null : skippedOutcome(item.path, skipped);
-}
-
-/**
- * `inodes`: the batch's names of each inode, in the thread that sniffs its files; a worker thread is
- * sent only files sniffed already.
- */
-export async function processFile(item: FileItem, options: FileOptions, inodes?: InodeNames): Promise<FileOutcome> {
+export async function processFile(item: FileItem, options: FileOptions, context?: ListedFileContext): Promise<FileOutcome> {
   const path = item.path;
   let planned: PlannedFile<HookAnswer> | SkippedFile;
   try {
-    planned = await planListedFile(path, hookOperations(item, options), inodes);
+    planned = await planListedFile(path, hookOperations(item, options), context);
   } catch (error) {
     return { path, status: 'failed', error };
   }

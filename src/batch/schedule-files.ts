@@ -1,34 +1,51 @@
 // Where each file of the batch is patched: in this thread, or in worker threads (worker-pool.ts).
 //
+// This thread takes the files in walk order and reads each one's first block, synchronously: a file
+// that is not ELF, or a later name of a hard-linked ELF file (first-names.ts), is done there and then.
+// An ELF file stays open for the thread that patches it here.
+//
 // Measured on 16 cores with eight threads against one (docs/benchmarks.md, Threads): starting the pool
 // costs about 60 ms (PyTorch's 4 executables, all through the pool: 239 ms against 176 ms), and a file
 // that is not ELF costs less here than the messages that send it to a worker and its outcome back
-// (`torch`, 11,678 files of which 17 libraries: 686 ms against 630 ms). So with more than one thread,
-// this thread reads each file's first bytes, and:
-// - a file that is not ELF, or a later name of a hard-linked ELF file (first-names.ts), is done here
-//   (a tree without an ELF file starts no thread);
+// (`torch`, 11,678 files of which 17 libraries: 686 ms against 630 ms). So with more than one thread:
+// - a tree without an ELF file starts no thread;
 // - the first ELF file starts the pool, and while no thread has loaded, ELF files are patched here,
 //   one after the other, so that a tree with little ELF work does not wait for the threads to load;
-// - once one has, the ELF files, those still waiting here included, go to the pool.
+// - once one has, the ELF files go to the pool, and the walk goes on while they are patched.
 // With `threadsFromStart`, the pool starts with the batch and gets every ELF file.
+//
+// The walk and the sniffs are synchronous calls, which keep the event loop from turning: a thread's
+// "loaded" message, its outcomes and the pool's batches wait for a turn. So with threads the walk
+// lets the event loop turn every few milliseconds.
 
+import pLimit, { type LimitFunction } from 'p-limit';
+import { sniffListedFile } from '../edit/plan-file.js';
 import type { FileOutcome } from './file-outcome.js';
 import { FirstNames } from './first-names.js';
-import { processFile, sniffFile, type FileItem, type FileOptions } from './process-file.js';
+import { processFile, skippedOutcome, type FileItem, type FileOptions } from './process-file.js';
 import { WorkerPool, workersAvailable } from './worker-pool.js';
 
-/**
- * Lets the event loop run once: files run side by side in this thread with synchronous reads, and the
- * message of a thread that has loaded is handled only when the event loop turns.
- */
+/** Lets the event loop run once. */
 const eventLoopTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** With threads, the walk lets the event loop turn at least this often (see above). */
+const TURN_EVERY_MS = 2;
+
+/**
+ * Files handed to the pool and not yet done, per thread, at most: enough to outlast a message round
+ * trip, few enough that the threads' queues stay balanced.
+ */
+const FILES_QUEUED_PER_JOB = 32;
+
+/** A file taken: its outcome, or the pool's promise of it. */
+export type TakenFile = { readonly outcome: FileOutcome } | { readonly later: Promise<FileOutcome> };
 
 export class FileScheduler {
   private pool: WorkerPool | null = null;
   private readonly threaded: boolean;
   private readonly inodes = new FirstNames();
-  /** Settles when the last ELF file given to this thread is done: they run one after the other. */
-  private lastHere: Promise<unknown> = Promise.resolve();
+  private readonly limit: LimitFunction;
+  private lastTurn = performance.now();
 
   constructor(
     private readonly options: FileOptions,
@@ -37,6 +54,7 @@ export class FileScheduler {
   ) {
     this.threaded = jobs > 1 && workersAvailable();
     if (this.threaded && threadsFromStart) this.pool = new WorkerPool(jobs, options);
+    this.limit = pLimit(Math.max(1, jobs) * FILES_QUEUED_PER_JOB);
   }
 
   /** Worker threads started so far (0 while every file ran in this thread). */
@@ -44,18 +62,29 @@ export class FileScheduler {
     return this.pool?.started ?? 0;
   }
 
-  async run(item: FileItem): Promise<FileOutcome> {
-    if (!this.threaded) return processFile(item, this.options, this.inodes);
-    const skipped = sniffFile(item, this.inodes);
-    if (skipped !== null) return skipped;
-    const pool = (this.pool ??= new WorkerPool(this.jobs, this.options));
-    if (pool.ready || this.threadsFromStart) return pool.run(item);
-    const here = this.lastHere.then(async () => {
+  /**
+   * The next file of the walk: a file done in this thread is done when this resolves (the walk waits
+   * for it); a file for the pool comes back at once, with the pool's promise of its outcome.
+   */
+  async take(item: FileItem): Promise<TakenFile> {
+    if (this.threaded && performance.now() - this.lastTurn >= TURN_EVERY_MS) {
       await eventLoopTurn();
-      return pool.ready ? null : processFile(item, this.options, this.inodes);
-    });
-    this.lastHere = here.catch(() => undefined);
-    return (await here) ?? pool.run(item);
+      this.lastTurn = performance.now();
+    }
+    const sniffed = sniffListedFile(item.path, this.inodes);
+    if (sniffed?.kind === 'skipped') return { outcome: skippedOutcome(item.path, sniffed) };
+    // An ELF file, open; or null, one that could not be read, which processFile reports.
+    const opened = sniffed ?? undefined;
+    const here = (): Promise<FileOutcome> => processFile(item, this.options, { inodes: this.inodes, ...(opened === undefined ? {} : { opened }) });
+    if (!this.threaded) return { outcome: await here() };
+    const pool = (this.pool ??= new WorkerPool(this.jobs, this.options));
+    if (!pool.ready && !this.threadsFromStart) {
+      await eventLoopTurn();
+      this.lastTurn = performance.now();
+      if (!pool.ready) return { outcome: await here() };
+    }
+    opened?.source.close();
+    return { later: this.limit(() => pool.run(item)) };
   }
 
   async close(): Promise<void> {

@@ -61,7 +61,7 @@ function unaddressable(path: string, isDirectory: boolean): CudaPatchelfError {
   return new CudaPatchelfError('io', `${what}; left alone (rename it to have it patched)`, { file: path });
 }
 
-export async function* walkTrees(roots: readonly string[]): AsyncGenerator<WalkItem> {
+export function* walkTrees(roots: readonly string[]): Generator<WalkItem> {
   for (const root of roots) {
     const absoluteRoot = resolve(root);
     let rootStats: Stats;

@@ -75,16 +75,23 @@ export async function planNamedFile<T>(path: string, operations: EditOperations<
   }
 }
 
+/** How planListedFile reaches a file: the batch's names of each inode, and the file when sniffed already. */
+export interface ListedFileContext {
+  readonly inodes?: InodeNames;
+  /** The file open, sniffed by sniffListedFile (planListedFile closes it). */
+  readonly opened?: SniffedElf;
+}
+
 /**
  * A file a tree walk listed as a regular file: a path that is a symbolic link now is refused
  * (O_NOFOLLOW); archives, non-ELF files, hard links to a file patched under another name (`inodes`)
  * and the files `apply` leaves alone (skipReason) come back skipped; a read failure of a file that
  * changed after it was opened is reported as that change. Nothing is written.
  */
-export async function planListedFile<T>(path: string, operations: EditOperations<T>, inodes?: InodeNames): Promise<PlannedFile<T> | SkippedFile> {
-  const source = FileByteSource.openListed(path);
+export async function planListedFile<T>(path: string, operations: EditOperations<T>, context: ListedFileContext = {}): Promise<PlannedFile<T> | SkippedFile> {
+  const source = context.opened?.source ?? FileByteSource.openListed(path);
   try {
-    const skipped = sniffOpenFile(source, inodes);
+    const skipped = context.opened === undefined ? sniffOpenFile(source, context.inodes) : null;
     if (skipped !== null) return skipped;
     const image = await readElfImage(source);
     const reason = skipReason(image);
@@ -110,26 +117,34 @@ function sniffOpenFile(source: FileByteSource, inodes: InodeNames | undefined): 
   return first === null ? null : { kind: 'skipped', reason: 'hard-link', detail: first };
 }
 
+/** A listed file that its first block shows is ELF, left open for planListedFile or closed by whoever got it. */
+export interface SniffedElf {
+  readonly kind: 'elf';
+  readonly source: FileByteSource;
+}
+
 /**
- * The first step of planListedFile alone, for a batch that sends only ELF files to its worker threads:
- * an archive, a file that is not ELF or a later name of a hard-linked one comes back skipped, anything
- * else null (an ELF file, or one that cannot be opened or read: planListedFile then says what is wrong
- * with it).
+ * The first step of planListedFile alone, synchronous: an archive, a file that is not ELF or a later
+ * name of a hard-linked one comes back skipped (and closed); an ELF file comes back open; null for a
+ * file that cannot be opened or read (planListedFile then says what is wrong with it).
  */
-export function sniffListedFile(path: string, inodes?: InodeNames): SkippedFile | null {
+export function sniffListedFile(path: string, inodes?: InodeNames): SkippedFile | SniffedElf | null {
   let source: FileByteSource;
   try {
     source = FileByteSource.openListed(path);
   } catch {
     return null;
   }
+  let skipped: SkippedFile | null;
   try {
-    return sniffOpenFile(source, inodes);
+    skipped = sniffOpenFile(source, inodes);
   } catch {
-    return null;
-  } finally {
     source.close();
+    return null;
   }
+  if (skipped === null) return { kind: 'elf', source };
+  source.close();
+  return skipped;
 }
 
 async function planOpenFile<T>(source: FileByteSource, image: ElfImage, operations: EditOperations<T>): Promise<PlannedFile<T>> {

@@ -138,6 +138,10 @@ export class FileByteSource implements ByteSource {
     }
     if (!stats.isFile()) throw new CudaPatchelfError('io', `not a regular file (${describeFileType(stats)})`, { file: this.path });
     this.statsTaken = stats;
+    // What was read before the stat (the first block, which told an ELF file from the others) is read
+    // again when asked for: a change made before the stat and after that read would otherwise go
+    // unseen, as the stat already shows the changed file (edit/changed-while-read.ts).
+    this.kept.length = 0;
     return stats;
   }
 

@@ -2,7 +2,8 @@
 // them and served again from memory, large ones are read as asked, and a file that makes the reader
 // visit many places keeps a bounded number of blocks (the reads after that are made as asked). The
 // first block is read through one buffer shared by every file and kept whole only for an ELF file.
-// A file a walk listed is opened without a stat, which is taken only when its size is first needed.
+// A file a walk listed is opened without a stat, which is taken only when its size is first needed;
+// what was read before it is read again after it.
 
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -97,7 +98,7 @@ describe('FileByteSource', () => {
   });
 
   describe('a file a walk listed (openListed)', () => {
-    it('tells a file by its first bytes with one read and no stat, and takes the stat when the size is asked for', async () => {
+    it('tells a file by its first bytes with one read and no stat, takes the stat when the size is asked for, and reads again after it', async () => {
       const elf = FileByteSource.openListed(elfPath);
       const short = FileByteSource.openListed(shortPath);
       try {
@@ -105,10 +106,13 @@ describe('FileByteSource', () => {
         expect(short.firstBytes(8)).toEqual(content.subarray(0, 3));
         expect([elf.statsIfTaken, short.statsIfTaken]).toEqual([null, null]);
         expect([elf.bytesRead, short.bytesRead]).toEqual([4096, 3]);
-        // The first block, read to sniff, serves the reads after it; the size comes with the stat.
+        // The size comes with the stat, and what is read after it was read after it: the first block
+        // is read again, once, and serves the reads after that.
         expect(await elf.read(100, 1000, 'program headers')).toEqual(elfContent.subarray(100, 1100));
-        expect(elf.bytesRead).toBe(4096);
         expect(elf.statsIfTaken?.size).toBe(10_000);
+        expect(elf.bytesRead).toBe(8192);
+        expect(await elf.read(0, 64, 'ELF header')).toEqual(elfContent.subarray(0, 64));
+        expect(elf.bytesRead).toBe(8192);
         expect(elf.size).toBe(10_000);
       } finally {
         elf.close();
