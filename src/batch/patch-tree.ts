@@ -71,6 +71,7 @@ export async function patchTrees(roots: readonly string[], options: BatchOptions
         record({ path: item.path, status: 'failed', error: item.error });
       }
     }
+    await scheduler.finish();
     await Promise.all(pending);
   } finally {
     await scheduler.close();

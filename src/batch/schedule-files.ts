@@ -9,9 +9,11 @@
 // that is not ELF costs less here than the messages that send it to a worker and its outcome back
 // (`torch`, 11,678 files of which 17 libraries: 686 ms against 630 ms). So with more than one thread:
 // - a tree without an ELF file starts no thread;
-// - the first ELF file starts the pool, and while no thread has loaded, ELF files are patched here,
-//   one after the other, so that a tree with little ELF work does not wait for the threads to load;
-// - once one has, the ELF files go to the pool, and the walk goes on while they are patched.
+// - the first ELF file starts the pool, and the ELF files wait while the walk goes on;
+// - once a thread has loaded, they go to the pool, and so do the ELF files after them;
+// - when the walk ends before a thread has loaded, the waiting files are patched here, one after the
+//   other, as long as none has: a tree with little ELF work does not wait for the threads to load,
+//   and the walk of a large one is not held up by a library patched here while they load.
 // With `threadsFromStart`, the pool starts with the batch and gets every ELF file.
 //
 // The walk and the sniffs are synchronous calls, which keep the event loop from turning: a thread's
@@ -40,8 +42,15 @@ const FILES_QUEUED_PER_JOB = 32;
 /** A file taken: its outcome, or the pool's promise of it. */
 export type TakenFile = { readonly outcome: FileOutcome } | { readonly later: Promise<FileOutcome> };
 
+/** An ELF file met before a thread of the pool has loaded. */
+interface WaitingFile {
+  readonly item: FileItem;
+  readonly resolve: (outcome: Promise<FileOutcome>) => void;
+}
+
 export class FileScheduler {
   private pool: WorkerPool | null = null;
+  private waiting: WaitingFile[] = [];
   private readonly threaded: boolean;
   private readonly inodes = new FirstNames();
   private readonly limit: LimitFunction;
@@ -64,27 +73,50 @@ export class FileScheduler {
 
   /**
    * The next file of the walk: a file done in this thread is done when this resolves (the walk waits
-   * for it); a file for the pool comes back at once, with the pool's promise of its outcome.
+   * for it); one for the pool comes back at once, with the promise of its outcome.
    */
   async take(item: FileItem): Promise<TakenFile> {
     if (this.threaded && performance.now() - this.lastTurn >= TURN_EVERY_MS) {
       await eventLoopTurn();
       this.lastTurn = performance.now();
+      if (this.pool?.ready === true) this.sendWaiting(this.pool);
     }
     const sniffed = sniffListedFile(item.path, this.inodes);
     if (sniffed?.kind === 'skipped') return { outcome: skippedOutcome(item.path, sniffed) };
     // An ELF file, open; or null, one that could not be read, which processFile reports.
-    const opened = sniffed ?? undefined;
-    const here = (): Promise<FileOutcome> => processFile(item, this.options, { inodes: this.inodes, ...(opened === undefined ? {} : { opened }) });
-    if (!this.threaded) return { outcome: await here() };
+    if (!this.threaded) return { outcome: await processFile(item, this.options, { inodes: this.inodes, ...(sniffed === null ? {} : { opened: sniffed }) }) };
+    sniffed?.source.close();
     const pool = (this.pool ??= new WorkerPool(this.jobs, this.options));
-    if (!pool.ready && !this.threadsFromStart) {
+    if (!pool.ready && !this.threadsFromStart) return { later: new Promise((resolve) => this.waiting.push({ item, resolve })) };
+    this.sendWaiting(pool);
+    return { later: this.toPool(pool, item) };
+  }
+
+  /**
+   * After the walk: the ELF files still waiting for a thread to load go to the pool once one has, and
+   * until then are patched here, one after the other.
+   */
+  async finish(): Promise<void> {
+    const pool = this.pool;
+    if (pool === null) return;
+    while (this.waiting.length > 0 && !pool.ready) {
       await eventLoopTurn();
-      this.lastTurn = performance.now();
-      if (!pool.ready) return { outcome: await here() };
+      const next = pool.ready ? undefined : this.waiting.shift();
+      if (next === undefined) break;
+      const outcome = processFile(next.item, this.options, { inodes: this.inodes });
+      next.resolve(outcome);
+      await outcome;
     }
-    opened?.source.close();
-    return { later: this.limit(() => pool.run(item)) };
+    this.sendWaiting(pool);
+  }
+
+  private sendWaiting(pool: WorkerPool): void {
+    for (const { item, resolve } of this.waiting) resolve(this.toPool(pool, item));
+    this.waiting = [];
+  }
+
+  private toPool(pool: WorkerPool, item: FileItem): Promise<FileOutcome> {
+    return this.limit(() => pool.run(item));
   }
 
   async close(): Promise<void> {

@@ -1,9 +1,9 @@
 // Walks the given directories without following symbolic links, yielding each regular file and
 // reporting what is not one.
 //
-// Directories are read as raw names (Buffers), one directory at a time from an explicit stack, so that
-// every entry gets an outcome: a name with a newline is a name like any other, a tree thousands of
-// levels deep costs no recursion, a directory that cannot be read is reported and its siblings are
+// Directories are read one at a time from an explicit stack, their names as raw bytes wherever one is
+// not UTF-8 (readEntries), so that every entry gets an outcome: a name with a newline is a name like
+// any other, a tree thousands of levels deep costs no recursion, a directory that cannot be read is reported and its siblings are
 // still walked, and a name that is not UTF-8 — which a path string cannot spell, so no file operation
 // can reach it — is reported as such instead of turning into a different name that does not exist.
 // An entry's type comes from the directory read (Node takes an lstat only where the file system does
@@ -61,6 +61,27 @@ function unaddressable(path: string, isDirectory: boolean): CudaPatchelfError {
   return new CudaPatchelfError('io', `${what}; left alone (rename it to have it patched)`, { file: path });
 }
 
+interface DirectoryEntry {
+  readonly entry: Dirent<string> | Dirent<Buffer>;
+  /** The name as a path string can hold it; null when it is not UTF-8. */
+  readonly name: string | null;
+}
+
+/**
+ * A directory's entries in name order (of UTF-16 code units; of bytes where a name is read raw), which
+ * makes the walk's order the same every run. Names are read as text first, the cheap way (no Buffer per
+ * name): Node decodes them as UTF-8 and puts U+FFFD where the bytes are not, so a directory with a
+ * U+FFFD in a name is read again as raw bytes (a name that holds a real U+FFFD costs that second read).
+ */
+function readEntries(path: string): DirectoryEntry[] {
+  const text = readdirSync(path, { withFileTypes: true });
+  if (!text.some((entry) => entry.name.includes('\uFFFD'))) {
+    return text.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((entry) => ({ entry, name: entry.name }));
+  }
+  const raw = readdirSync(path, { withFileTypes: true, encoding: 'buffer' });
+  return raw.sort((a, b) => Buffer.compare(a.name, b.name)).map((entry) => ({ entry, name: nameText(entry.name) }));
+}
+
 export function* walkTrees(roots: readonly string[]): Generator<WalkItem> {
   for (const root of roots) {
     const absoluteRoot = resolve(root);
@@ -81,18 +102,17 @@ export function* walkTrees(roots: readonly string[]): Generator<WalkItem> {
     }
     const pending: Directory[] = [{ path: absoluteRoot, relativePath: '' }];
     for (let directory = pending.pop(); directory !== undefined; directory = pending.pop()) {
-      let entries: Dirent<Buffer>[];
+      let entries: DirectoryEntry[];
       try {
-        entries = readdirSync(directory.path, { withFileTypes: true, encoding: 'buffer' });
+        entries = readEntries(directory.path);
       } catch (error) {
         yield { kind: 'error', path: directory.path, error: ioError(directory.path, 'read the directory', error) };
         continue;
       }
       const subdirectories: Directory[] = [];
-      for (const entry of entries.sort((a, b) => Buffer.compare(a.name, b.name))) {
-        const name = nameText(entry.name);
+      for (const { entry, name } of entries) {
         if (name === null) {
-          const shown = `${directory.path}${sep}${escapedName(entry.name)}`;
+          const shown = `${directory.path}${sep}${escapedName(entry.name as Buffer)}`;
           yield { kind: 'error', path: shown, error: unaddressable(shown, entry.isDirectory()) };
           continue;
         }
