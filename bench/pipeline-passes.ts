@@ -1,14 +1,14 @@
-// The per-file pipeline alone, warm: every file of a tree through processFile (the driver and
-// cuda_compat hooks, a dry run: nothing is written) in one process, several passes, the time of each.
-// Start-up, the first pass's compilation and the disk are out of the later passes, which is what makes
-// two revisions comparable on a machine whose whole-process timings move by 10-30 % between runs.
+// The batch alone, warm: every file of a tree through patchTrees with one thread (the driver and
+// cuda_compat hooks, a dry run: nothing is written), as `apply --dry-run --jobs 1` runs it, in one
+// process, several passes, the time of each. Start-up, the first pass's compilation and the disk are
+// out of the later passes, which is what makes two revisions comparable on a machine whose
+// whole-process timings move by 10-30 % between runs.
 //
 //   npx vite-node bench/pipeline-passes.ts TREE [PASSES] [CHECKOUT]
 //
 // CHECKOUT is another checkout's root (default: this one), e.g. one made with
 // `git worktree add /tmp/before REV`; run the two alternately and compare the fastest passes.
 
-import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -17,15 +17,11 @@ if (tree === undefined) throw new Error('usage: vite-node bench/pipeline-passes.
 const checkout = resolve(checkoutArgument ?? fileURLToPath(new URL('..', import.meta.url)));
 const passes = Number(passesArgument);
 
-type ProcessFile = typeof import('../src/batch/process-file.js').processFile;
-type WalkTrees = typeof import('../src/batch/walk-trees.js').walkTrees;
+type PatchTrees = typeof import('../src/batch/patch-tree.js').patchTrees;
 type BuiltinHooks = typeof import('../src/hooks/builtin-hooks.js');
 type OrderHooks = typeof import('../src/hooks/order-hooks.js').orderHooks;
 
-// processFile has its own module since 2026-11-25; older checkouts export it from patch-tree.ts.
-const processFileModule = existsSync(`${checkout}/src/batch/process-file.ts`) ? 'process-file' : 'patch-tree';
-const { processFile } = (await import(`${checkout}/src/batch/${processFileModule}.ts`)) as { processFile: ProcessFile };
-const { walkTrees } = (await import(`${checkout}/src/batch/walk-trees.ts`)) as { walkTrees: WalkTrees };
+const { patchTrees } = (await import(`${checkout}/src/batch/patch-tree.ts`)) as { patchTrees: PatchTrees };
 const { driverHook, cudaCompatHook, BUILTIN_HOOK_NAMES } = (await import(`${checkout}/src/hooks/builtin-hooks.ts`)) as BuiltinHooks;
 const { orderHooks } = (await import(`${checkout}/src/hooks/order-hooks.ts`)) as { orderHooks: OrderHooks };
 
@@ -34,12 +30,8 @@ const times: number[] = [];
 let files = 0;
 for (let pass = 0; pass < passes; pass++) {
   const started = performance.now();
-  files = 0;
-  for await (const item of walkTrees([tree])) {
-    if (item.kind !== 'file') continue;
-    await processFile(item, { hooks, semantics: 'default', dryRun: true });
-    files++;
-  }
+  const { summary } = await patchTrees([tree], { hooks, semantics: 'default', dryRun: true, jobs: 1 });
+  files = summary.visited;
   times.push(Math.round(performance.now() - started));
 }
 console.log(`${checkout}: ${files} files; passes ${times.join(' ')} ms; fastest ${Math.min(...times)} ms`);
