@@ -145,6 +145,12 @@ describe.skipIf(!isRoot)('a hostile tree, as an unprivileged owner (setpriv)', (
   hostileTreeChecks('as-user', UNPRIVILEGED, (entry) => entry.asUser);
 });
 
+// nixpkgs-compat takes a stat of every file the walk lists, to count each inode's names: a file it
+// cannot stat (in a directory it may list but not search) is reported as the others are.
+describe.skipIf(!isRoot)('a hostile tree, as an unprivileged owner, under --nixpkgs-compat', () => {
+  hostileTreeChecks('as-user-compat', UNPRIVILEGED, (entry) => entry.asUser, ['--nixpkgs-compat']);
+});
+
 describe.skipIf(!isRoot)('a tree deeper than PATH_MAX', () => {
   it('patches what a path can name, reports the directory it cannot read, and goes on', async () => {
     const root = join(scratch, 'deep');

@@ -24,19 +24,21 @@ export interface BatchOptions extends FileOptions {
  */
 function withNameCounts(walk: Iterable<WalkItem>): WalkItem[] {
   const items = [...walk];
-  const inodeOf = new Map<string, string>();
+  // A file that cannot be stat'ed counts one name; opening it reports what is wrong.
+  const inodeOf = (path: string): string | null => {
+    try {
+      const stats = lstatSync(path);
+      return `${stats.dev}:${stats.ino}`;
+    } catch {
+      return null;
+    }
+  };
+  const inodes = items.map((item) => (item.kind === 'file' ? inodeOf(item.path) : null));
   const names = new Map<string, number>();
-  for (const item of items) {
-    if (item.kind !== 'file') continue;
-    const stats = lstatSync(item.path, { throwIfNoEntry: false });
-    if (stats === undefined) continue;
-    const inode = `${stats.dev}:${stats.ino}`;
-    inodeOf.set(item.path, inode);
-    names.set(inode, (names.get(inode) ?? 0) + 1);
-  }
-  return items.map((item) => {
-    const inode = item.kind === 'file' ? inodeOf.get(item.path) : undefined;
-    return item.kind === 'file' ? { ...item, names: (inode === undefined ? undefined : names.get(inode)) ?? 1 } : item;
+  for (const inode of inodes) if (inode !== null) names.set(inode, (names.get(inode) ?? 0) + 1);
+  return items.map((item, index) => {
+    const inode = inodes[index] ?? null;
+    return item.kind === 'file' && inode !== null ? { ...item, names: names.get(inode) ?? 1 } : item;
   });
 }
 

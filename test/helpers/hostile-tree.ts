@@ -104,6 +104,12 @@ export async function buildHostileTree(base: string, owner?: { uid: number; gid:
   add('closed-dir', at('closed-dir'), false, NO_LINE, failed(/cannot read the directory: permission denied/));
   add('closed-dir/hidden.so', at('closed-dir/hidden.so'), true, PATCHED, NO_LINE);
 
+  // A directory whose names may be listed but not reached (read, no search permission): the walk lists
+  // the file, whose type comes with the listing, and opening it is refused. Root reaches it.
+  await mkdir(join(root, 'unsearchable-dir'));
+  await copyFile(library, join(root, 'unsearchable-dir', 'listed.so'));
+  add('unsearchable-dir/listed.so', at('unsearchable-dir/listed.so'), true, PATCHED, failed(/cannot open: permission denied/));
+
   await mustExec('mkfifo', [join(root, 'fifo.so')]);
   add('fifo.so', at('fifo.so'), false, SPECIAL);
   // A socket file, as a dead daemon leaves one behind. Node removes the file of a socket it closes,
@@ -134,6 +140,7 @@ export async function buildHostileTree(base: string, owner?: { uid: number; gid:
   await chmod(join(root, 'no-read.so'), owner === undefined ? 0o000 : 0o200);
   await chmod(join(root, 'read-only-dir'), 0o555);
   await chmod(join(root, 'closed-dir'), 0o000);
+  await chmod(join(root, 'unsearchable-dir'), 0o444);
   return { root, outside, entries };
 }
 
