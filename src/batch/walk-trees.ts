@@ -112,6 +112,7 @@ export function* walkTrees(roots: readonly string[]): Generator<WalkItem> {
       const subdirectories: Directory[] = [];
       for (const { entry, name } of entries) {
         if (name === null) {
+          // Only a directory read raw has names that are not UTF-8.
           const shown = `${directory.path}${sep}${escapedName(entry.name as Buffer)}`;
           yield { kind: 'error', path: shown, error: unaddressable(shown, entry.isDirectory()) };
           continue;
