@@ -110,7 +110,9 @@ export class FileByteSource implements ByteSource {
    * Opens a file that a tree walk listed as a regular file, without following a link (one swapped for
    * a link after the walk would lead out of the tree) and without a stat: most files of a tree are
    * not ELF, and firstBytes tells them apart by their first bytes alone. The stat is taken when the
-   * size or `stats` is first asked for, and refuses a file that is no longer a regular one then.
+   * size or `stats` is first asked for, and refuses a file that is no longer a regular one then. A
+   * path swapped for a FIFO or a device after the walk gets one non-blocking read (O_NONBLOCK); should
+   * what it reads start as an ELF file does, the stat then refuses it.
    */
   static openListed(path: string): FileByteSource {
     return FileByteSource.openFile(path, false);
