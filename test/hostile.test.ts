@@ -145,6 +145,13 @@ describe.skipIf(!isRoot)('a hostile tree, as an unprivileged owner (setpriv)', (
   hostileTreeChecks('as-user', UNPRIVILEGED, (entry) => entry.asUser);
 });
 
+// Without root, a read-only file's open for writing fails: --make-writable gives its owner write
+// permission for the write and takes it away again.
+describe.skipIf(!isRoot)('a hostile tree, as an unprivileged owner with --make-writable: read-only files are patched, their modes restored', () => {
+  const writable = new Set(['read-only.so', 'read-only\nnewline.so']);
+  hostileTreeChecks('as-user-make-writable', UNPRIVILEGED, (entry) => (writable.has(entry.reported) ? { status: 'patched' } : entry.asUser), ['--make-writable']);
+});
+
 // nixpkgs-compat takes a stat of every file the walk lists, to count each inode's names: a file it
 // cannot stat (in a directory it may list but not search) is reported as the others are.
 describe.skipIf(!isRoot)('a hostile tree, as an unprivileged owner, under --nixpkgs-compat', () => {

@@ -58,31 +58,71 @@ async function writeCopy(path: string, output: string, plan: Plan, options: Writ
  * and mtime), then applies the plan. Root can write anything, so the mode is checked here.
  */
 export async function writePlan(path: string, plan: Plan, planned: Stats | null, options: WriteOptions): Promise<number> {
-  const before = statOrThrow(path);
-  const readOnly = (before.mode & 0o222) === 0;
-  if (readOnly && !options.makeWritable) throw readOnlyRefusal(path, before.mode);
   // A rewrite makes a new file with the old one's mode: the old one is never opened for writing.
-  if (plan.tier === 'rewrite') return rewriteFile(path, plan, planned, options);
-  if (readOnly) await chmodOrThrow(path, before.mode | 0o200);
-  let fd: number | undefined;
+  if (plan.tier === 'rewrite') {
+    const before = statOrThrow(path);
+    if ((before.mode & 0o222) === 0 && !options.makeWritable) throw readOnlyRefusal(path, before.mode);
+    return rewriteFile(path, plan, planned, options);
+  }
+  const { fd, stats, modeToRestore } = await openForWriting(path, options.makeWritable === true);
   try {
-    try {
-      fd = openSync(path, 'r+');
-    } catch (error) {
-      throw ioError(path, 'open for writing', error);
-    }
-    if (planned !== null) {
-      const now = fstatSync(fd);
-      if (!sameFile(now, planned)) throw changedSincePlanned(path);
-    }
+    if (planned !== null && !sameFile(stats, planned)) throw changedSincePlanned(path);
     try {
       return applyPlan(fd, plan, options.durable === undefined ? {} : { durable: options.durable });
     } catch (error) {
       throw ioError(path, 'write', error);
     }
   } finally {
-    if (fd !== undefined) closeSync(fd);
-    if (readOnly) await chmodOrThrow(path, before.mode);
+    closeSync(fd);
+    if (modeToRestore !== null) await chmodOrThrow(path, modeToRestore);
+  }
+}
+
+interface OpenForWriting {
+  readonly fd: number;
+  /** The open file's stat. */
+  readonly stats: Stats;
+  /** The mode to put back after the write, when the file was opened up for it (--make-writable). */
+  readonly modeToRestore: number | null;
+}
+
+/**
+ * Opens the file read-write: one open and one fstat, no stat of the path first. A file without write
+ * permission is refused, or opened up for the write (`makeWritable`): its open fails with EACCES, or,
+ * for root, which may open it, its mode shows it.
+ */
+async function openForWriting(path: string, makeWritable: boolean): Promise<OpenForWriting> {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r+');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EACCES') throw ioError(path, 'open for writing', error);
+    const before = statOrThrow(path);
+    if ((before.mode & 0o222) !== 0) throw ioError(path, 'open for writing', error);
+    if (!makeWritable) throw readOnlyRefusal(path, before.mode);
+    await chmodOrThrow(path, before.mode | 0o200);
+    try {
+      fd = openSync(path, 'r+');
+    } catch (reopenError) {
+      await chmodOrThrow(path, before.mode);
+      throw ioError(path, 'open for writing', reopenError);
+    }
+    return { fd, stats: fstatOrClose(path, fd), modeToRestore: before.mode };
+  }
+  const stats = fstatOrClose(path, fd);
+  if ((stats.mode & 0o222) === 0 && !makeWritable) {
+    closeSync(fd);
+    throw readOnlyRefusal(path, stats.mode);
+  }
+  return { fd, stats, modeToRestore: null };
+}
+
+function fstatOrClose(path: string, fd: number): Stats {
+  try {
+    return fstatSync(fd);
+  } catch (error) {
+    closeSync(fd);
+    throw ioError(path, 'stat', error);
   }
 }
 
