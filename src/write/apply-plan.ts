@@ -3,7 +3,7 @@
 // is a few small writes, for which a thread-pool round trip each costs more than the write itself.
 
 import { fsyncSync, ftruncateSync, writeSync } from 'node:fs';
-import type { Plan } from '../plan/plan.js';
+import type { Plan, PlannedWrite } from '../plan/plan.js';
 
 export interface ApplyOptions {
   /** fsync between phases, so that no header reaches the disk before the data it points at. */
@@ -17,7 +17,7 @@ export function applyPlan(fd: number, plan: Plan, options: ApplyOptions = {}): n
   const writes = plan.writes.slice(0, options.limit ?? plan.writes.length);
   let written = 0;
   let phase = writes[0]?.phase;
-  for (const write of writes) {
+  for (const write of joinAdjacent(writes)) {
     if (options.durable && write.phase !== phase) fsyncSync(fd);
     phase = write.phase;
     let done = 0;
@@ -30,4 +30,33 @@ export function applyPlan(fd: number, plan: Plan, options: ApplyOptions = {}): n
   if (writes.length === plan.writes.length && writes.some((write) => write.offset + write.bytes.length > plan.newSize)) ftruncateSync(fd, plan.newSize);
   if (options.durable && writes.length > 0) fsyncSync(fd);
   return written;
+}
+
+/**
+ * The writes with each run of the same phase that follows on in the file (the next starts where the
+ * one before it ends: section headers side by side, say) joined into one: one system call instead of
+ * several. A write cut short by a kill stops part-way through, lowest offsets first, so the joined
+ * write leaves the states the separate writes in their order would, and no other.
+ */
+export function joinAdjacent(writes: readonly PlannedWrite[]): PlannedWrite[] {
+  const joined: PlannedWrite[] = [];
+  for (let i = 0; i < writes.length; ) {
+    const first = writes[i] as PlannedWrite;
+    let end = i + 1;
+    let size = first.bytes.length;
+    for (let next = writes[end]; next !== undefined && next.phase === first.phase && next.offset === first.offset + size; next = writes[++end]) size += next.bytes.length;
+    if (end === i + 1) {
+      joined.push(first);
+    } else {
+      const bytes = new Uint8Array(size);
+      for (let at = 0, k = i; k < end; k++) {
+        const part = (writes[k] as PlannedWrite).bytes;
+        bytes.set(part, at);
+        at += part.length;
+      }
+      joined.push({ ...first, bytes, what: `${end - i} writes from ${first.what}` });
+    }
+    i = end;
+  }
+  return joined;
 }
