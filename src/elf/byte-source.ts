@@ -62,6 +62,30 @@ const KEPT_BLOCKS = 64;
  */
 const headScratch = new Uint8Array(BLOCK);
 
+/**
+ * Reads up to this size are carved out of a shared slab instead of an ArrayBuffer each: a file's few
+ * reads of a few KiB would otherwise cost a memory allocation, a free and a garbage-collector sweep
+ * each. A slab is given back once no read from it is referenced any more; a batch drops each file's
+ * reads when the file is done, so the slabs held stay few.
+ */
+const SLAB_READ = 16 * 1024;
+const SLAB = 256 * 1024;
+let slab = new ArrayBuffer(0);
+let slabUsed = 0;
+
+/** `length` bytes of uninitialized memory that no other read shares: every byte is to be read into. */
+function readBuffer(length: number): Uint8Array {
+  if (length > SLAB_READ) return new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
+  if (slabUsed + length > slab.byteLength) {
+    slab = Buffer.allocUnsafeSlow(SLAB).buffer;
+    slabUsed = 0;
+  }
+  const bytes = new Uint8Array(slab, slabUsed, length);
+  // 8-byte alignment keeps a DataView over any read on aligned addresses.
+  slabUsed += (length + 7) & ~7;
+  return bytes;
+}
+
 /** What a file that is not ELF keeps of its first block, at least: enough for every magic number callers test. */
 const NOT_ELF_HEAD = 16;
 
@@ -180,7 +204,9 @@ export class FileByteSource implements ByteSource {
     }
     this.bytesRead += length;
     const isElf = length >= ELF_MAGIC.length && ELF_MAGIC.every((byte, i) => headScratch[i] === byte);
-    const head = headScratch.slice(0, isElf ? length : Math.min(length, Math.max(end, NOT_ELF_HEAD)));
+    const kept = isElf ? length : Math.min(length, Math.max(end, NOT_ELF_HEAD));
+    const head = readBuffer(kept);
+    head.set(headScratch.subarray(0, kept));
     this.kept.push({ position: 0, bytes: head });
     return head;
   }
@@ -207,9 +233,9 @@ export class FileByteSource implements ByteSource {
 
   private readFromFile(position: number, length: number, what: string): Uint8Array {
     // Not zero-filled first (string and symbol tables reach tens of MiB): every byte is read into, or
-    // the read fails. Its own memory, not a slice of Node's buffer pool, and a plain Uint8Array, whose
-    // slice() copies (callers that modify what they read take such a copy; a Buffer's would not be one).
-    const buffer = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
+    // the read fails. A plain Uint8Array, whose slice() copies (callers that modify what they read take
+    // such a copy; a Buffer's would not be one).
+    const buffer = readBuffer(length);
     let done = 0;
     while (done < length) {
       let bytesRead: number;
