@@ -312,9 +312,12 @@ export async function runKillCampaign(config: KillCampaignConfig): Promise<{ fig
     const durable = config.durableEvery > 0 && n % config.durableEvery === 0;
     const delayMs = r.below(Math.max(1, Math.round((durable ? durableSeconds : seconds) * 1000)));
     const result = await round(config, ref, pristine, work, { delayMs, durable }, r);
-    if (result.killed) figures.kills++;
-    if (result.killed && durable) figures.durableKills++;
-    else figures.finishedBeforeKill++;
+    if (result.killed) {
+      figures.kills++;
+      if (durable) figures.durableKills++;
+    } else {
+      figures.finishedBeforeKill++;
+    }
     figures.original += result.original;
     figures.complete += result.complete;
     figures.prefix += result.prefix;
