@@ -64,8 +64,11 @@ export async function writePlan(path: string, plan: Plan, planned: Stats | null,
     if ((before.mode & 0o222) === 0 && !options.makeWritable) throw readOnlyRefusal(path, before.mode);
     return rewriteFile(path, plan, planned, options);
   }
-  const { fd, stats, modeToRestore } = await openForWriting(path, options.makeWritable === true);
+  const { fd, modeToRestore } = await openForWriting(path, options.makeWritable === true);
   try {
+    const stats = fstatOrThrow(path, fd);
+    // Root opens a file without write permission: its mode says it is read-only.
+    if ((stats.mode & 0o222) === 0 && !options.makeWritable) throw readOnlyRefusal(path, stats.mode);
     if (planned !== null && !sameFile(stats, planned)) throw changedSincePlanned(path);
     try {
       return applyPlan(fd, plan, options.durable === undefined ? {} : { durable: options.durable });
@@ -78,23 +81,14 @@ export async function writePlan(path: string, plan: Plan, planned: Stats | null,
   }
 }
 
-interface OpenForWriting {
-  readonly fd: number;
-  /** The open file's stat. */
-  readonly stats: Stats;
-  /** The mode to put back after the write, when the file was opened up for it (--make-writable). */
-  readonly modeToRestore: number | null;
-}
-
 /**
- * Opens the file read-write: one open and one fstat, no stat of the path first. A file without write
- * permission is refused, or opened up for the write (`makeWritable`): its open fails with EACCES, or,
- * for root, which may open it, its mode shows it.
+ * Opens the file read-write, with no stat of the path first. Without root, a file without write
+ * permission fails the open with EACCES: it is refused, or opened up for the write (`makeWritable`),
+ * and `modeToRestore` is its mode, to put back afterwards.
  */
-async function openForWriting(path: string, makeWritable: boolean): Promise<OpenForWriting> {
-  let fd: number;
+async function openForWriting(path: string, makeWritable: boolean): Promise<{ fd: number; modeToRestore: number | null }> {
   try {
-    fd = openSync(path, 'r+');
+    return { fd: openSync(path, 'r+'), modeToRestore: null };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EACCES') throw ioError(path, 'open for writing', error);
     const before = statOrThrow(path);
@@ -102,26 +96,18 @@ async function openForWriting(path: string, makeWritable: boolean): Promise<Open
     if (!makeWritable) throw readOnlyRefusal(path, before.mode);
     await chmodOrThrow(path, before.mode | 0o200);
     try {
-      fd = openSync(path, 'r+');
+      return { fd: openSync(path, 'r+'), modeToRestore: before.mode };
     } catch (reopenError) {
       await chmodOrThrow(path, before.mode);
       throw ioError(path, 'open for writing', reopenError);
     }
-    return { fd, stats: fstatOrClose(path, fd), modeToRestore: before.mode };
   }
-  const stats = fstatOrClose(path, fd);
-  if ((stats.mode & 0o222) === 0 && !makeWritable) {
-    closeSync(fd);
-    throw readOnlyRefusal(path, stats.mode);
-  }
-  return { fd, stats, modeToRestore: null };
 }
 
-function fstatOrClose(path: string, fd: number): Stats {
+function fstatOrThrow(path: string, fd: number): Stats {
   try {
     return fstatSync(fd);
   } catch (error) {
-    closeSync(fd);
     throw ioError(path, 'stat', error);
   }
 }
