@@ -200,6 +200,11 @@ const REPLAYS: readonly { readonly seed: number; readonly iteration: number; rea
     iteration: 249679,
     what: 'e_type ET_CORE and a section offset of 0xff, add-needed: a plan that breaks the GNU hash chain, refused by a read-back that walks every reference',
   },
+  {
+    seed: 11,
+    iteration: 1080448,
+    what: 'a PIE whose writable PT_LOAD was moved 9 MB up in memory, add-runpath: its moved program header table goes past the memory image, 9 MB into the file, a hole the design allows (up to 64 MiB)',
+  },
 ];
 
 let scratch: string;

@@ -6,7 +6,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { processFile } from '../../src/batch/process-file.js';
 import { FileByteSource } from '../../src/elf/byte-source.js';
-import { DT } from '../../src/elf/constants.js';
+import { DT, PT } from '../../src/elf/constants.js';
 import { currentEntries, type CurrentEntry } from '../../src/plan/edit-facts.js';
 import { readEditFacts } from '../../src/edit/read-edit-facts.js';
 import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../../src/elf/tag-groups.js';
@@ -23,6 +23,7 @@ import type { Plan } from '../../src/plan/plan.js';
 import { COMPAT_DIR } from '../campaign/kill-campaign.js';
 import type { Rng } from '../helpers/fuzz-mutations.js';
 import { planFile } from '../helpers/fuzz-plan-file.js';
+import { rawLayout, type RawProgramHeader } from '../helpers/malformed.js';
 
 /** What happened to one input. `problems` empty: every property held. */
 export interface OperationResult {
@@ -125,7 +126,7 @@ export function expectedBytes(input: Uint8Array, plan: Plan): Uint8Array {
  */
 async function readResult(path: string, input: Uint8Array): Promise<Uint8Array | { tooLarge: number }> {
   const { size } = await stat(path);
-  if (size > 2 * input.length + MAX_GROWTH) return { tooLarge: size };
+  if (size > largestEdit(input)) return { tooLarge: size };
   return new Uint8Array(await readFile(path));
 }
 
@@ -134,6 +135,36 @@ async function readResult(path: string, input: Uint8Array): Promise<Uint8Array |
  * alignment (2 MiB on x86_64 CUDA files): growth beyond this is no edit of a runpath.
  */
 const MAX_GROWTH = 4 * 2 ** 20;
+
+/** The largest hole an executable's moved program header table may leave in the file (docs/design.md). */
+const MAX_IDENTITY_HOLE = 64 * 2 ** 20;
+
+/** The largest page of the machines the rewriter knows (aarch64 with 64 KiB pages). */
+const LARGEST_PAGE = 64 * 2 ** 10;
+
+/**
+ * The largest file an edit of `input` may leave: its tables copied once and alignment, and, when its
+ * memory image reaches past its size, the hole that puts a moved program header table where the kernel
+ * looks for it (file offset = address - the first PT_LOAD's address, past every segment; up to 64 MiB,
+ * as docs/design.md says).
+ */
+function largestEdit(input: Uint8Array): number {
+  return 2 * input.length + MAX_GROWTH + identityHole(input);
+}
+
+/** The input's memory image past its size, in whole pages, at most 64 MiB; 0 for an input the corpus's own decoder cannot read. */
+function identityHole(input: Uint8Array): number {
+  let loads: RawProgramHeader[];
+  try {
+    loads = rawLayout(input).programHeaders.filter((ph) => ph.type === PT.PT_LOAD);
+  } catch {
+    return 0;
+  }
+  const first = loads.reduce<RawProgramHeader | undefined>((low, ph) => (low === undefined || ph.vaddr < low.vaddr ? ph : low), undefined);
+  if (first === undefined || first.offset !== 0) return 0;
+  const imageEnd = Math.max(...loads.map((ph) => ph.vaddr + ph.memsz)) - first.vaddr;
+  return Math.min(MAX_IDENTITY_HOLE, Math.max(0, Math.ceil(imageEnd / LARGEST_PAGE) * LARGEST_PAGE - input.length));
+}
 
 /** Problems with a file the tool was to leave alone. */
 async function untouchedProblems(path: string, input: Uint8Array, what: string): Promise<string[]> {
@@ -179,7 +210,7 @@ export function editOperation(name: string, apply: (editor: DynamicEditor) => vo
       }
       const problems: string[] = [];
       const tier = plan.tier;
-      if (plan.newSize > 2 * input.length + MAX_GROWTH) return { outcome: 'written', tier, problems: [`the plan grows the file from ${input.length} to ${plan.newSize} bytes`] };
+      if (plan.newSize > largestEdit(input)) return { outcome: 'written', tier, problems: [`the plan grows the file from ${input.length} to ${plan.newSize} bytes`] };
       const written = await readResult(path, input);
       if ('tooLarge' in written) return { outcome: 'written', tier, problems: [`the written file grew from ${input.length} to ${written.tooLarge} bytes`] };
       if (!sameBytes(written, expectedBytes(input, plan))) problems.push(`the file does not hold the input with the plan's ${plan.writes.length} writes laid over it`);

@@ -11,6 +11,7 @@ export interface RawProgramHeader {
   readonly offset: number;
   readonly vaddr: number;
   readonly filesz: number;
+  readonly memsz: number;
 }
 
 export interface RawDynamicEntry {
@@ -89,6 +90,7 @@ export function rawLayout(bytes: Uint8Array): RawLayout {
       offset: readUnsigned(bytes, at + f.p_offset, w, little),
       vaddr: readUnsigned(bytes, at + f.p_offset + w, w, little),
       filesz: readUnsigned(bytes, at + f.p_filesz, w, little),
+      memsz: readUnsigned(bytes, at + f.p_filesz + w, w, little),
     });
   }
   const dynamicHeader = programHeaders.find((ph) => ph.type === PT_DYNAMIC);
