@@ -86,7 +86,10 @@ function readBuffer(length: number): Uint8Array {
   return bytes;
 }
 
-/** What a file that is not ELF keeps of its first block, at least: enough for every magic number callers test. */
+/**
+ * What a file keeps of its first block when that is not the ELF header it is about to read (a file that
+ * is not ELF, or one not stat'ed yet), at least: enough for every magic number callers test.
+ */
 const NOT_ELF_HEAD = 16;
 
 /**
@@ -191,9 +194,10 @@ export class FileByteSource implements ByteSource {
   }
 
   /**
-   * Reads the first block, and keeps it whole when it starts as an ELF file does, else only its first
-   * bytes up to `end` (the end of the read that asked for it). One read, with no stat to size it: a
-   * read of a regular file comes back short only at its end.
+   * Reads the first block, and keeps it whole when it starts as an ELF file does and the stat is taken,
+   * else only its first bytes up to `end` (the end of the read that asked for it): before the stat, the
+   * block is read again after it anyway (see `stats`), so only the magic numbers are worth keeping. One
+   * read, with no stat to size it: a read of a regular file comes back short only at its end.
    */
   private readHead(end: number): Uint8Array {
     let length: number;
@@ -204,7 +208,7 @@ export class FileByteSource implements ByteSource {
     }
     this.bytesRead += length;
     const isElf = length >= ELF_MAGIC.length && ELF_MAGIC.every((byte, i) => headScratch[i] === byte);
-    const kept = isElf ? length : Math.min(length, Math.max(end, NOT_ELF_HEAD));
+    const kept = isElf && this.statsTaken !== null ? length : Math.min(length, Math.max(end, NOT_ELF_HEAD));
     const head = readBuffer(kept);
     head.set(headScratch.subarray(0, kept));
     this.kept.push({ position: 0, bytes: head });
