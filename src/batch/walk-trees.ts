@@ -3,9 +3,10 @@
 //
 // Directories are read one at a time from an explicit stack, their names as raw bytes wherever one is
 // not UTF-8 (readEntries), so that every entry gets an outcome: a name with a newline is a name like
-// any other, a tree thousands of levels deep costs no recursion, a directory that cannot be read is reported and its siblings are
-// still walked, and a name that is not UTF-8 — which a path string cannot spell, so no file operation
-// can reach it — is reported as such instead of turning into a different name that does not exist.
+// any other, a tree thousands of levels deep costs no recursion, a directory that cannot be read is
+// reported and its siblings are still walked, and a name that is not UTF-8 — which a path string
+// cannot spell, so no file operation can reach it — is reported as such instead of turning into a
+// different name that does not exist.
 // An entry's type comes from the directory read (Node takes an lstat only where the file system does
 // not give the type): the walk takes no stat of a file. Most files of a tree are not ELF and are told
 // apart by their first bytes alone; an ELF file's stat is taken when it is opened, and that is where a

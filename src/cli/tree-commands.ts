@@ -60,7 +60,7 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--nixpkgs-compat', "byte-identical to Nixpkgs' hooks: no dedupe, trailing ':' for an empty runpath, DT_RPATH becomes DT_RUNPATH")
     .option('--make-writable', 'patch read-only files too (their mode is restored afterwards); plan and check take it to agree with apply')
     .option('-j, --jobs <n>', `threads patching files at once, at most (default: ${defaultJobs(cpuCount)}, half the CPUs; 1: no worker threads)`)
-    .option('--threads-from-start', 'start the worker threads with the batch and send them every ELF file (by default they start with the first ELF file, once this thread has patched what comes before one has loaded)')
+    .option('--threads-from-start', 'start the worker threads with the batch and send them every ELF file (by default the first ELF file starts them, and ELF files met before one has loaded wait for it, patched in this thread only if the walk ends first)')
     .option('--json', 'write a JSON report to stdout instead of the text summary')
     .option('-q, --quiet', 'print nothing but errors (the exit code says the rest)')
     .option('-v, --verbose', 'also print a line for each file patched (or to patch), and for each ELF file left alone and why');
