@@ -4,7 +4,7 @@
 //   npm run bench:closure [-- --quick]     REPEAT=n, PATCHELF=/path/to/patchelf|none, BENCH_RUN=label
 // Writes bench/results/<date>-<machine>.md and .svg (--quick: bench/.cache/closure/results/).
 
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { cpus, hostname, loadavg, release, totalmem } from 'node:os';
@@ -15,6 +15,7 @@ import { measure, requireBenchTools, sampleOnFreshCopies, freshCopy } from './li
 import { hookBenchmarks, plannerBenchmarks, readerBenchmarks } from './lib/micro-benchmarks.js';
 import { RESULTS_DIR, resultsFile, writeResults } from './lib/results.js';
 import { measureGrowth } from './lib/tree-growth.js';
+import { assembleTree, CLOSURE_CACHE } from './closure/assemble-tree.js';
 import { takeCensus, type Census } from './closure/census.js';
 import { contenders, type Contender, type ContenderTools } from './closure/contenders.js';
 import { renderChart, renderReport, type ContenderResult, type ReportInput } from './closure/report.js';
@@ -25,7 +26,7 @@ const REPEAT = Number(process.env.REPEAT ?? (QUICK ? 1 : 3));
 const CUDA_COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
 const repoRoot = join(import.meta.dirname, '..');
 const cli = join(repoRoot, 'dist', 'cli', 'main.js');
-const cache = join(import.meta.dirname, '.cache', 'closure');
+const cache = CLOSURE_CACHE;
 const work = join(cache, 'work');
 /** The outputs --quick measures: a few hundred files of every kind, a few hundred MB. */
 const QUICK_OUTPUTS = ['amd64/coreutils', 'arm64/coreutils', 'amd64/libcublas11', 'arm64/libnvrtc11.2', 'amd64/python3-numpy', 'arm64/vlc-plugin-base', 'amd64/libcuda1'];
@@ -33,12 +34,7 @@ const QUICK_OUTPUTS = ['amd64/coreutils', 'arm64/coreutils', 'amd64/libcublas11'
 const say = (line: string): void => void process.stderr.write(`bench-closure: ${line}\n`);
 
 async function assemble(): Promise<string> {
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn('bash', [join(import.meta.dirname, 'closure', 'assemble.sh')], { stdio: ['ignore', 'inherit', 'inherit'] });
-    child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`assemble.sh exited with ${code}`))));
-  });
-  const tree = join(cache, 'tree');
+  const tree = await assembleTree();
   if (!QUICK) return tree;
   // Hard links into the full tree: no copy; the benchmark only ever patches fresh copies of it.
   const quick = join(cache, 'quick-tree');

@@ -1,0 +1,189 @@
+// Does every file `apply` patches in the closure still load, and is it still well formed? `apply`
+// (driver, cuda_compat and stubs hooks) on a copy of the closure benchmark's tree, then every file it
+// reports patched, original against patched copy, through tools that are not ours:
+// - the loader, as ldd runs it (LD_TRACE_LOADED_OBJECTS=1, which lists every library it would load
+//   and says `not found` for one missing here instead of stopping there as `ld.so --list` does): the
+//   host's for amd64 files, qemu-aarch64 with the cross sysroot's for arm64 files, no LD_LIBRARY_PATH;
+//   the two outputs must be the same once load addresses and the two trees' roots are masked (the
+//   runpath's new directories do not exist here, so nothing that resolved before may resolve
+//   elsewhere, and nothing may stop resolving);
+// - `eu-elflint --gnu-ld`: no complaint about the patched file that the original did not get;
+// - `readelf -dW`: no warning the original did not get, and the runpath it shows is the one `apply`
+//   reported (DT_RUNPATH, or DT_RPATH where the file had that).
+// Then `check` on the patched copy must find nothing left to do.
+//
+//   npx vite-node bench/closure-audit.ts [--jobs N] [--only PREFIX]
+//
+// `npm run build` first. PREFIX limits the audit to files under tree/PREFIX (amd64/coreutils, say).
+// Writes bench/results/<date>-<machine>-closure-audit.md; the copy is left in bench/.cache/closure/audit.
+
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { availableParallelism, hostname } from 'node:os';
+import { join, relative } from 'node:path';
+import pLimit from 'p-limit';
+import { freshCopy } from './lib/measure.js';
+import { table, writeResults } from './lib/results.js';
+import { assembleTree, CLOSURE_CACHE } from './closure/assemble-tree.js';
+
+const CUDA_COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
+const cli = join(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
+const argument = (name: string): string | undefined => {
+  const at = process.argv.indexOf(name);
+  return at < 0 ? undefined : process.argv[at + 1];
+};
+const jobs = Number(argument('--jobs') ?? availableParallelism());
+const only = argument('--only');
+/** A tool that runs this long on one file is recorded as timed out, not waited for. */
+const TOOL_TIMEOUT_MS = 600_000;
+const AARCH64_SYSROOT = '/usr/aarch64-linux-gnu';
+const say = (line: string): void => void process.stderr.write(`closure-audit: ${line}\n`);
+
+interface ToolRun {
+  readonly code: number | string;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs a tool to its end whatever its exit code, with no LD_LIBRARY_PATH and a plain PATH. */
+function runTool(file: string, args: readonly string[], extraEnv: Record<string, string> = {}): Promise<ToolRun> {
+  return new Promise((resolve, reject) => {
+    const env = { PATH: '/usr/bin:/bin', LC_ALL: 'C', ...extraEnv };
+    execFile(file, args, { env, maxBuffer: 256 * 2 ** 20, timeout: TOOL_TIMEOUT_MS }, (error, stdout, stderr) => {
+      if (error !== null && typeof error.code !== 'number') {
+        if (error.killed) return resolve({ code: 'timed out', stdout, stderr });
+        return reject(error);
+      }
+      resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
+    });
+  });
+}
+
+interface PatchedFile {
+  readonly path: string;
+  readonly newRunpath: string;
+}
+
+interface Finding {
+  readonly file: string;
+  readonly check: 'loader' | 'eu-elflint' | 'readelf' | 'runpath';
+  readonly detail: string;
+}
+
+/** The loader listing what `file` loads; qemu sets the variable for the emulated loader, not for itself. */
+function listLoaded(file: string, tree: string): Promise<ToolRun> {
+  if (relative(tree, file).startsWith('arm64/')) {
+    return runTool('/usr/bin/qemu-aarch64', ['-L', AARCH64_SYSROOT, '-E', 'LD_TRACE_LOADED_OBJECTS=1', join(AARCH64_SYSROOT, 'lib', 'ld-linux-aarch64.so.1'), file]);
+  }
+  return runTool('/lib64/ld-linux-x86-64.so.2', [file], { LD_TRACE_LOADED_OBJECTS: '1' });
+}
+
+/** A tool's output with the tree's root and load addresses masked, so that two trees compare. */
+function masked(run: ToolRun, tree: string): string {
+  return `exit ${run.code}\n${run.stdout}${run.stderr}`.replaceAll(tree, '<tree>').replace(/\(0x[0-9a-f]+\)/g, '(address)');
+}
+
+/** The lines of `after` that `before` does not have (as multisets), the tree's root masked. */
+function newLines(before: string, after: string): string[] {
+  const seen = new Map<string, number>();
+  for (const line of before.split('\n')) seen.set(line, (seen.get(line) ?? 0) + 1);
+  return after.split('\n').filter((line) => {
+    const count = seen.get(line) ?? 0;
+    seen.set(line, count - 1);
+    return count <= 0 && line.trim() !== '';
+  });
+}
+
+/** What `readelf -dW` shows as the runpath: DT_RUNPATH, else DT_RPATH, else null. */
+function readelfRunpath(stdout: string): string | null {
+  const runpath = /Library runpath: \[(.*)\]/.exec(stdout);
+  const rpath = /Library rpath: \[(.*)\]/.exec(stdout);
+  return runpath?.[1] ?? rpath?.[1] ?? null;
+}
+
+interface FileAudit {
+  readonly findings: readonly Finding[];
+  /** Whether the loader found every library the file needs, so that the comparison covered them all. */
+  readonly everyLibraryFound: boolean;
+}
+
+async function auditFile(original: string, patched: PatchedFile, pristineTree: string, auditTree: string): Promise<FileAudit> {
+  const findings: Finding[] = [];
+  const file = relative(auditTree, patched.path);
+  const [loaderBefore, loaderAfter] = await Promise.all([listLoaded(original, pristineTree), listLoaded(patched.path, auditTree)]);
+  if (masked(loaderBefore, pristineTree) !== masked(loaderAfter, auditTree)) {
+    findings.push({ file, check: 'loader', detail: `before:\n${masked(loaderBefore, pristineTree)}\nafter:\n${masked(loaderAfter, auditTree)}` });
+  }
+  const [lintBefore, lintAfter] = await Promise.all([runTool('/usr/bin/eu-elflint', ['--gnu-ld', original]), runTool('/usr/bin/eu-elflint', ['--gnu-ld', patched.path])]);
+  const lint = newLines(masked(lintBefore, pristineTree).replaceAll(original, '<file>'), masked(lintAfter, auditTree).replaceAll(patched.path, '<file>'));
+  if (lint.length > 0) findings.push({ file, check: 'eu-elflint', detail: lint.join('\n') });
+  const [readelfBefore, readelfAfter] = await Promise.all([runTool('/usr/bin/readelf', ['-dW', original]), runTool('/usr/bin/readelf', ['-dW', patched.path])]);
+  const warnings = newLines(readelfBefore.stderr.replaceAll(original, '<file>'), readelfAfter.stderr.replaceAll(patched.path, '<file>'));
+  if (warnings.length > 0) findings.push({ file, check: 'readelf', detail: warnings.join('\n') });
+  const shown = readelfRunpath(readelfAfter.stdout);
+  if (shown !== patched.newRunpath) findings.push({ file, check: 'runpath', detail: `readelf shows ${JSON.stringify(shown)}, apply reported ${JSON.stringify(patched.newRunpath)}` });
+  const everyLibraryFound = [loaderBefore, loaderAfter].every((run) => run.code === 0 && !run.stdout.includes('not found'));
+  return { findings, everyLibraryFound };
+}
+
+interface ApplyReport {
+  readonly summary: { readonly patched: Record<string, number>; readonly failed: number };
+  readonly files: readonly { readonly path: string; readonly status: string; readonly newRunpath?: string }[];
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: run npm run build first`);
+  const pristine = await assembleTree();
+  const auditTree = join(CLOSURE_CACHE, 'audit');
+  say(`copying ${pristine} to ${auditTree}`);
+  await freshCopy(pristine, auditTree);
+  const hooks = ['--cuda-compat', CUDA_COMPAT, '--remove-stubs'];
+  say(`apply ${hooks.join(' ')}`);
+  const applied = await runTool(process.execPath, [cli, 'apply', auditTree, ...hooks, '--json']);
+  if (applied.code !== 0) throw new Error(`apply exited with ${applied.code}: ${applied.stderr}`);
+  const report = JSON.parse(applied.stdout) as ApplyReport;
+  const patched = report.files
+    .filter((entry) => entry.status === 'patched' && (only === undefined || relative(auditTree, entry.path).startsWith(`${only}/`)))
+    .map((entry) => ({ path: entry.path, newRunpath: entry.newRunpath ?? '' }));
+  say(`${patched.length} patched files to audit, ${jobs} at a time`);
+  const limit = pLimit(jobs);
+  let done = 0;
+  const audits = await Promise.all(
+    patched.map((file) =>
+      limit(async () => {
+        const audit = await auditFile(join(pristine, relative(auditTree, file.path)), file, pristine, auditTree);
+        if (++done % 250 === 0) say(`${done} of ${patched.length}`);
+        return audit;
+      }),
+    ),
+  );
+  const findings = audits.flatMap((audit) => audit.findings);
+  const fullyResolved = audits.filter((audit) => audit.everyLibraryFound).length;
+  const check = await runTool(process.execPath, [cli, 'check', auditTree, ...hooks]);
+  const byCheck = (name: Finding['check']): number => findings.filter((finding) => finding.check === name).length;
+  const arches = (prefix: string): number => patched.filter((file) => relative(auditTree, file.path).startsWith(prefix)).length;
+  const rows = [
+    [`the loader's list of what the file loads (amd64 natively: ${arches('amd64/')} files; arm64 under qemu-aarch64: ${arches('arm64/')}), the same`, byCheck('loader')],
+    ['`eu-elflint --gnu-ld`, no new complaint', byCheck('eu-elflint')],
+    ['`readelf -dW`, no new warning', byCheck('readelf')],
+    ['`readelf -dW` shows the runpath `apply` reported', byCheck('runpath')],
+  ].map(([what, count]) => [String(what), String(patched.length), String(count)]);
+  const markdown = [
+    '# Closure audit: every patched file, original against patched, through ld.so, eu-elflint and readelf',
+    '',
+    `Machine: ${availableParallelism()} CPUs, Node ${process.version}. Tree: the closure benchmark's${only === undefined ? '' : ` (only ${only}/)`}.`,
+    `\`apply ${hooks.join(' ')}\`: ${Object.entries(report.summary.patched).map(([tier, count]) => `${count} ${tier}`).join(', ')}; ${report.summary.failed} failed.`,
+    `\`cuda-patchelf check\` on the patched copy afterwards: exit ${check.code}.`,
+    `The loader found every library of ${fullyResolved} of the ${patched.length} files, before and after; the others need one this machine`,
+    'does not have, which the loader lists as `not found` and goes on.',
+    '',
+    table(['check', 'files audited', 'files with a finding'], rows),
+    '',
+    ...findings.flatMap((finding) => [`## ${finding.check}: ${finding.file}`, '', '```', finding.detail, '```', '']),
+  ].join('\n');
+  const out = await writeResults(`${hostname().replace(/[^A-Za-z0-9.-]/g, '_')}-closure-audit`, markdown);
+  say(`${findings.length} finding(s); check exit ${check.code}; wrote ${out}`);
+  process.exitCode = findings.length === 0 && check.code === 0 ? 0 : 1;
+}
+
+await main();
