@@ -12,10 +12,12 @@
 //   reported (DT_RUNPATH, or DT_RPATH where the file had that).
 // Then `check` on the patched copy must find nothing left to do.
 //
-//   npx vite-node bench/closure-audit.ts [--jobs N] [--only PREFIX]
+//   npx vite-node bench/closure-audit.ts [--jobs N] [--only PREFIX] [--nixpkgs-compat]
 //
-// `npm run build` first. PREFIX limits the audit to files under tree/PREFIX (amd64/coreutils, say).
-// Writes bench/results/<date>-<machine>-closure-audit.md; the copy is left in bench/.cache/closure/audit.
+// `npm run build` first. PREFIX limits the audit to files under tree/PREFIX (amd64/coreutils, say);
+// --nixpkgs-compat is passed on to apply and check.
+// Writes bench/results/<date>-<machine>-closure-audit[-nixpkgs-compat].md; the copy is left in
+// bench/.cache/closure/audit.
 
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -137,7 +139,8 @@ async function main(): Promise<void> {
   const auditTree = join(CLOSURE_CACHE, 'audit');
   say(`copying ${pristine} to ${auditTree}`);
   await freshCopy(pristine, auditTree);
-  const hooks = ['--cuda-compat', CUDA_COMPAT, '--remove-stubs'];
+  const nixpkgsCompat = process.argv.includes('--nixpkgs-compat');
+  const hooks = ['--cuda-compat', CUDA_COMPAT, '--remove-stubs', ...(nixpkgsCompat ? ['--nixpkgs-compat'] : [])];
   say(`apply ${hooks.join(' ')}`);
   const applied = await runTool(process.execPath, [cli, 'apply', auditTree, ...hooks, '--json']);
   if (applied.code !== 0) throw new Error(`apply exited with ${applied.code}: ${applied.stderr}`);
@@ -181,7 +184,7 @@ async function main(): Promise<void> {
     '',
     ...findings.flatMap((finding) => [`## ${finding.check}: ${finding.file}`, '', '```', finding.detail, '```', '']),
   ].join('\n');
-  const out = await writeResults(`${hostname().replace(/[^A-Za-z0-9.-]/g, '_')}-closure-audit`, markdown);
+  const out = await writeResults(`${hostname().replace(/[^A-Za-z0-9.-]/g, '_')}-closure-audit${nixpkgsCompat ? '-nixpkgs-compat' : ''}`, markdown);
   say(`${findings.length} finding(s); check exit ${check.code}; wrote ${out}`);
   process.exitCode = findings.length === 0 && check.code === 0 ? 0 : 1;
 }
