@@ -3,7 +3,8 @@
 // reports patched, original against patched copy, through tools that are not ours:
 // - the loader, as ldd runs it (LD_TRACE_LOADED_OBJECTS=1, which lists every library it would load
 //   and says `not found` for one missing here instead of stopping there as `ld.so --list` does): the
-//   host's for amd64 files, qemu-aarch64 with the cross sysroot's for arm64 files, no LD_LIBRARY_PATH;
+//   host's for x86_64 files, qemu-aarch64 with the cross sysroot's for aarch64 files (files for other
+//   machines skip this check), no LD_LIBRARY_PATH;
 //   the two outputs must be the same once load addresses and the two trees' roots are masked (the
 //   runpath's new directories do not exist here, so nothing that resolved before may resolve
 //   elsewhere, and nothing may stop resolving);
@@ -12,17 +13,19 @@
 //   reported (DT_RUNPATH, or DT_RPATH where the file had that).
 // Then `check` on the patched copy must find nothing left to do.
 //
-//   npx vite-node bench/closure-audit.ts [--jobs N] [--only PREFIX] [--nixpkgs-compat]
+//   npx vite-node bench/closure-audit.ts [--tree DIR] [--jobs N] [--only PREFIX] [--nixpkgs-compat]
 //
-// `npm run build` first. PREFIX limits the audit to files under tree/PREFIX (amd64/coreutils, say);
-// --nixpkgs-compat is passed on to apply and check.
-// Writes bench/results/<date>-<machine>-closure-audit[-nixpkgs-compat].md; the copy is left in
-// bench/.cache/closure/audit.
+// `npm run build` first. DIR is another tree to audit instead of the closure (a copy of /usr, say);
+// PREFIX limits the audit to files under DIR/PREFIX (amd64/coreutils, say); --nixpkgs-compat is
+// passed on to apply and check.
+// Writes bench/results/<date>-<machine>-<closure or DIR's name>-audit[-nixpkgs-compat].md; the copy
+// is left in bench/.cache/audit.
 
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { availableParallelism, hostname } from 'node:os';
-import { join, relative } from 'node:path';
+import { basename, join, relative, resolve } from 'node:path';
 import pLimit from 'p-limit';
 import { freshCopy } from './lib/measure.js';
 import { table, writeResults } from './lib/results.js';
@@ -72,12 +75,31 @@ interface Finding {
   readonly detail: string;
 }
 
-/** The loader listing what `file` loads; qemu sets the variable for the emulated loader, not for itself. */
-function listLoaded(file: string, tree: string): Promise<ToolRun> {
-  if (relative(tree, file).startsWith('arm64/')) {
+const EM_X86_64 = 62;
+const EM_AARCH64 = 183;
+
+/** e_machine, at offset 18 of the ELF header in both classes, in the file's byte order. */
+async function machineOf(file: string): Promise<number> {
+  const handle = await open(file, 'r');
+  try {
+    const head = Buffer.alloc(20);
+    await handle.read(head, 0, head.length, 0);
+    return head[5] === 2 ? head.readUInt16BE(18) : head.readUInt16LE(18);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * The loader listing what `file` loads, or null for a machine this one has no loader for. qemu sets
+ * the variable for the emulated loader, not for itself.
+ */
+function listLoaded(file: string, machine: number): Promise<ToolRun> | null {
+  if (machine === EM_AARCH64) {
     return runTool('/usr/bin/qemu-aarch64', ['-L', AARCH64_SYSROOT, '-E', 'LD_TRACE_LOADED_OBJECTS=1', join(AARCH64_SYSROOT, 'lib', 'ld-linux-aarch64.so.1'), file]);
   }
-  return runTool('/lib64/ld-linux-x86-64.so.2', [file], { LD_TRACE_LOADED_OBJECTS: '1' });
+  if (machine === EM_X86_64) return runTool('/lib64/ld-linux-x86-64.so.2', [file], { LD_TRACE_LOADED_OBJECTS: '1' });
+  return null;
 }
 
 /** A tool's output with the tree's root and load addresses masked, so that two trees compare. */
@@ -105,15 +127,19 @@ function readelfRunpath(stdout: string): string | null {
 
 interface FileAudit {
   readonly findings: readonly Finding[];
-  /** Whether the loader found every library the file needs, so that the comparison covered them all. */
+  readonly machine: number;
+  /** Whether the loader ran, and found every library the file needs: the comparison covered them all. */
+  readonly loaderRan: boolean;
   readonly everyLibraryFound: boolean;
 }
 
 async function auditFile(original: string, patched: PatchedFile, pristineTree: string, auditTree: string): Promise<FileAudit> {
   const findings: Finding[] = [];
   const file = relative(auditTree, patched.path);
-  const [loaderBefore, loaderAfter] = await Promise.all([listLoaded(original, pristineTree), listLoaded(patched.path, auditTree)]);
-  if (masked(loaderBefore, pristineTree) !== masked(loaderAfter, auditTree)) {
+  const machine = await machineOf(original);
+  const [loaderBefore, loaderAfter] = await Promise.all([listLoaded(original, machine), listLoaded(patched.path, machine)]);
+  const loaderRuns = loaderBefore !== null && loaderAfter !== null ? [loaderBefore, loaderAfter] : [];
+  if (loaderBefore !== null && loaderAfter !== null && masked(loaderBefore, pristineTree) !== masked(loaderAfter, auditTree)) {
     findings.push({ file, check: 'loader', detail: `before:\n${masked(loaderBefore, pristineTree)}\nafter:\n${masked(loaderAfter, auditTree)}` });
   }
   const [lintBefore, lintAfter] = await Promise.all([runTool('/usr/bin/eu-elflint', ['--gnu-ld', original]), runTool('/usr/bin/eu-elflint', ['--gnu-ld', patched.path])]);
@@ -124,8 +150,8 @@ async function auditFile(original: string, patched: PatchedFile, pristineTree: s
   if (warnings.length > 0) findings.push({ file, check: 'readelf', detail: warnings.join('\n') });
   const shown = readelfRunpath(readelfAfter.stdout);
   if (shown !== patched.newRunpath) findings.push({ file, check: 'runpath', detail: `readelf shows ${JSON.stringify(shown)}, apply reported ${JSON.stringify(patched.newRunpath)}` });
-  const everyLibraryFound = [loaderBefore, loaderAfter].every((run) => run.code === 0 && !run.stdout.includes('not found'));
-  return { findings, everyLibraryFound };
+  const everyLibraryFound = loaderRuns.length > 0 && loaderRuns.every((run) => run.code === 0 && !run.stdout.includes('not found'));
+  return { findings, machine, loaderRan: loaderRuns.length > 0, everyLibraryFound };
 }
 
 interface ApplyReport {
@@ -135,8 +161,10 @@ interface ApplyReport {
 
 async function main(): Promise<void> {
   if (!existsSync(cli)) throw new Error(`${cli} is missing: run npm run build first`);
-  const pristine = await assembleTree();
-  const auditTree = join(CLOSURE_CACHE, 'audit');
+  const treeArgument = argument('--tree');
+  const pristine = treeArgument === undefined ? await assembleTree() : resolve(treeArgument);
+  const treeName = treeArgument === undefined ? 'closure' : basename(pristine);
+  const auditTree = join(CLOSURE_CACHE, '..', 'audit');
   say(`copying ${pristine} to ${auditTree}`);
   await freshCopy(pristine, auditTree);
   const nixpkgsCompat = process.argv.includes('--nixpkgs-compat');
@@ -164,27 +192,28 @@ async function main(): Promise<void> {
   const fullyResolved = audits.filter((audit) => audit.everyLibraryFound).length;
   const check = await runTool(process.execPath, [cli, 'check', auditTree, ...hooks]);
   const byCheck = (name: Finding['check']): number => findings.filter((finding) => finding.check === name).length;
-  const arches = (prefix: string): number => patched.filter((file) => relative(auditTree, file.path).startsWith(prefix)).length;
+  const onMachine = (machine: number): number => audits.filter((audit) => audit.machine === machine).length;
+  const loaderRan = audits.filter((audit) => audit.loaderRan).length;
   const rows = [
-    [`the loader's list of what the file loads (amd64 natively: ${arches('amd64/')} files; arm64 under qemu-aarch64: ${arches('arm64/')}), the same`, byCheck('loader')],
-    ['`eu-elflint --gnu-ld`, no new complaint', byCheck('eu-elflint')],
-    ['`readelf -dW`, no new warning', byCheck('readelf')],
-    ['`readelf -dW` shows the runpath `apply` reported', byCheck('runpath')],
-  ].map(([what, count]) => [String(what), String(patched.length), String(count)]);
+    [`the loader's list of what the file loads, the same (x86_64 natively: ${onMachine(EM_X86_64)} files; aarch64 under qemu-aarch64: ${onMachine(EM_AARCH64)})`, loaderRan, byCheck('loader')],
+    ['`eu-elflint --gnu-ld`, no new complaint', patched.length, byCheck('eu-elflint')],
+    ['`readelf -dW`, no new warning', patched.length, byCheck('readelf')],
+    ['`readelf -dW` shows the runpath `apply` reported', patched.length, byCheck('runpath')],
+  ].map((row) => row.map(String));
   const markdown = [
-    '# Closure audit: every patched file, original against patched, through ld.so, eu-elflint and readelf',
+    `# ${treeArgument === undefined ? 'Closure audit' : `Audit of ${treeName}`}: every patched file, original against patched, through ld.so, eu-elflint and readelf`,
     '',
-    `Machine: ${availableParallelism()} CPUs, Node ${process.version}. Tree: the closure benchmark's${only === undefined ? '' : ` (only ${only}/)`}.`,
+    `Machine: ${availableParallelism()} CPUs, Node ${process.version}. Tree: ${treeArgument === undefined ? "the closure benchmark's" : `a copy of \`${pristine}\``}${only === undefined ? '' : ` (only ${only}/)`}.`,
     `\`apply ${hooks.join(' ')}\`: ${Object.entries(report.summary.patched).map(([tier, count]) => `${count} ${tier}`).join(', ')}; ${report.summary.failed} failed.`,
     `\`cuda-patchelf check\` on the patched copy afterwards: exit ${check.code}.`,
-    `The loader found every library of ${fullyResolved} of the ${patched.length} files, before and after; the others need one this machine`,
-    'does not have, which the loader lists as `not found` and goes on.',
+    `The loader found every library of ${fullyResolved} of the ${loaderRan} files it ran on, before and after; the others need one this`,
+    'machine does not have, which the loader lists as `not found` and goes on.',
     '',
     table(['check', 'files audited', 'files with a finding'], rows),
     '',
     ...findings.flatMap((finding) => [`## ${finding.check}: ${finding.file}`, '', '```', finding.detail, '```', '']),
   ].join('\n');
-  const out = await writeResults(`${hostname().replace(/[^A-Za-z0-9.-]/g, '_')}-closure-audit${nixpkgsCompat ? '-nixpkgs-compat' : ''}`, markdown);
+  const out = await writeResults(`${hostname().replace(/[^A-Za-z0-9.-]/g, '_')}-${treeName}-audit${nixpkgsCompat ? '-nixpkgs-compat' : ''}`, markdown);
   say(`${findings.length} finding(s); check exit ${check.code}; wrote ${out}`);
   process.exitCode = findings.length === 0 && check.code === 0 ? 0 : 1;
 }
