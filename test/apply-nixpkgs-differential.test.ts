@@ -215,6 +215,13 @@ describe('--nixpkgs-compat against the Nixpkgs hook sequence', () => {
     }
   });
 
+  it('check --nixpkgs-compat passes on the tree apply --nixpkgs-compat patched and on the one the Nixpkgs hooks patched, hard-linked files included', async () => {
+    for (const root of [oursTree, nixTree]) {
+      const check = await runCli(['check', root, '--nixpkgs-compat', '--cuda-compat', compat], { timeoutMs: 120_000 });
+      expect(check.code, `check ${root}:\n${check.stdout}${check.stderr}`).toBe(0);
+    }
+  });
+
   it('an i386 library in an x86_64 output gets the directory the x86_64 hook writes', () => {
     const facts = factsOf(I386);
     expect(facts.pristine === null ? null : effectiveRunpath(facts.pristine)).toBe('$ORIGIN');

@@ -45,13 +45,14 @@ function hookOperations(item: FileItem, options: FileOptions): EditOperations<Ho
       machine: image.header.e_machine,
     };
     const oldRunpath = editor.runpath();
-    const composed = composeRunpath(options.hooks, fileFacts, oldRunpath, options.semantics, item.names ?? 1);
+    const names = item.names ?? 1;
+    const composed = composeRunpath(options.hooks, fileFacts, oldRunpath, options.semantics, names);
     if (composed === null) return { oldRunpath, composed };
     if (options.semantics === 'default') {
       if (composed.value !== (oldRunpath ?? '')) editor.setRunpath(composed.value, 'keep');
       return { oldRunpath, composed };
     }
-    const done = options.gate === true && oldRunpath !== null && editor.runpathTag() === DT.DT_RUNPATH && isOneHookRun(options.hooks, fileFacts, oldRunpath);
+    const done = options.gate === true && oldRunpath !== null && editor.runpathTag() === DT.DT_RUNPATH && isOneHookRun(options.hooks, fileFacts, oldRunpath, names);
     // Nixpkgs runs patchelf --set-rpath for every hook, even one that leaves the value as it is (the
     // stubs hook): DT_RPATH becomes DT_RUNPATH, and a file without one gets an empty DT_RUNPATH.
     if (!done) editor.setRunpath(composed.value, 'runpath');

@@ -140,14 +140,15 @@ export function composeRunpath(orderedHooks: readonly Hook[], file: FileFacts, c
  * run prepends again, as Nixpkgs' patchelf sequence does, so `check` cannot ask whether `apply` would
  * change nothing. It asks whether the hooks' entries already lead (and, for appending hooks, end) the
  * runpath in hook order, with the rest as the hooks would leave it: the runpath with some leading and
- * trailing entries taken off must compose back to itself.
+ * trailing entries taken off must compose back to itself. `names` as for composeRunpath: one run
+ * gives a file with three names in the trees each hook's entries three times.
  */
-export function isOneHookRun(orderedHooks: readonly Hook[], file: FileFacts, current: string): boolean {
+export function isOneHookRun(orderedHooks: readonly Hook[], file: FileFacts, current: string, names = 1): boolean {
   const entries = current.split(':');
   for (let lead = 0; lead <= entries.length; lead++) {
     for (let trail = 0; lead + trail <= entries.length; trail++) {
       const base = entries.slice(lead, entries.length - trail).join(':');
-      if (composeRunpath(orderedHooks, file, base, 'nixpkgs-compat')?.value === current) return true;
+      if (composeRunpath(orderedHooks, file, base, 'nixpkgs-compat', names)?.value === current) return true;
     }
   }
   return false;

@@ -114,6 +114,17 @@ describe('isOneHookRun (check --nixpkgs-compat)', () => {
     }
   });
 
+  it("counts a hard-linked file's names: one run gives each hook's entries once per name", () => {
+    const thrice = (current: string | null): string => composeRunpath(hooks, FILE, current, 'nixpkgs-compat', 3)?.value ?? '';
+    for (const start of [null, '$ORIGIN', `$ORIGIN:${DRIVER}`]) {
+      expect(thrice(start), String(start)).toMatch(new RegExp(`^(${COMPAT}/compat:){3}(${DRIVER}:){3}`));
+      expect(isOneHookRun(hooks, FILE, thrice(start), 3), String(start)).toBe(true);
+      expect(isOneHookRun(hooks, FILE, thrice(thrice(start)), 3), String(start)).toBe(true);
+      expect(isOneHookRun(hooks, FILE, thrice(start), 1), String(start)).toBe(false);
+      expect(isOneHookRun(hooks, FILE, once(start), 3), String(start)).toBe(false);
+    }
+  });
+
   it('is false where the hooks entries do not lead in hook order, or the rest would change', () => {
     for (const current of ['', '$ORIGIN', DRIVER, `${DRIVER}:${COMPAT}/compat`, `$ORIGIN:${COMPAT}/compat:${DRIVER}`, `${COMPAT}/compat`]) {
       expect(isOneHookRun(hooks, FILE, current), current).toBe(false);
