@@ -45,24 +45,32 @@ const AARCH64_SYSROOT = '/usr/aarch64-linux-gnu';
 const say = (line: string): void => void process.stderr.write(`closure-audit: ${line}\n`);
 
 interface ToolRun {
+  /** The exit code, or how the tool ended without one: `timed out`, or the signal that killed it. */
   readonly code: number | string;
   readonly stdout: string;
   readonly stderr: string;
 }
 
-/** Runs a tool to its end whatever its exit code, with no LD_LIBRARY_PATH and a plain PATH. */
+/**
+ * Runs a tool to its end whatever its exit code, with no LD_LIBRARY_PATH and a plain PATH. A tool that
+ * times out or dies by a signal is a result (the audit reports it); one that cannot be started (not
+ * installed) stops the audit, so that a missing tool never reads as a clean file.
+ */
 function runTool(file: string, args: readonly string[], extraEnv: Record<string, string> = {}): Promise<ToolRun> {
   return new Promise((resolve, reject) => {
     const env = { PATH: '/usr/bin:/bin', LC_ALL: 'C', ...extraEnv };
     execFile(file, args, { env, maxBuffer: 256 * 2 ** 20, timeout: TOOL_TIMEOUT_MS }, (error, stdout, stderr) => {
-      if (error !== null && typeof error.code !== 'number') {
-        if (error.killed) return resolve({ code: 'timed out', stdout, stderr });
-        return reject(error);
-      }
-      resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
+      if (error === null) return resolve({ code: 0, stdout, stderr });
+      if (typeof error.code === 'number') return resolve({ code: error.code, stdout, stderr });
+      if (error.killed) return resolve({ code: 'timed out', stdout, stderr });
+      if (error.signal !== null && error.signal !== undefined) return resolve({ code: error.signal, stdout, stderr });
+      reject(error);
     });
   });
 }
+
+/** Whether a tool ran to an exit code of its own. */
+const ranToItsEnd = (run: ToolRun): boolean => typeof run.code === 'number';
 
 interface PatchedFile {
   readonly path: string;
@@ -71,7 +79,7 @@ interface PatchedFile {
 
 interface Finding {
   readonly file: string;
-  readonly check: 'loader' | 'eu-elflint' | 'readelf' | 'runpath';
+  readonly check: 'tool' | 'loader' | 'eu-elflint' | 'readelf' | 'runpath';
   readonly detail: string;
 }
 
@@ -102,12 +110,15 @@ function listLoaded(file: string, machine: number): Promise<ToolRun> | null {
   return null;
 }
 
-/** A tool's output with the tree's root and load addresses masked, so that two trees compare. */
+/** Text with a tree's root written as `<tree>`, so that the same file in two trees reads the same. */
+const maskRoot = (text: string, tree: string): string => text.replaceAll(`${tree}/`, '<tree>/');
+
+/** A tool's exit and output with the tree's root and load addresses masked. */
 function masked(run: ToolRun, tree: string): string {
-  return `exit ${run.code}\n${run.stdout}${run.stderr}`.replaceAll(tree, '<tree>').replace(/\(0x[0-9a-f]+\)/g, '(address)');
+  return maskRoot(`exit ${run.code}\n${run.stdout}${run.stderr}`, tree).replace(/\(0x[0-9a-f]+\)/g, '(address)');
 }
 
-/** The lines of `after` that `before` does not have (as multisets), the tree's root masked. */
+/** The lines of `after` that `before` does not have, counting repeats. */
 function newLines(before: string, after: string): string[] {
   const seen = new Map<string, number>();
   for (const line of before.split('\n')) seen.set(line, (seen.get(line) ?? 0) + 1);
@@ -128,8 +139,12 @@ function readelfRunpath(stdout: string): string | null {
 interface FileAudit {
   readonly findings: readonly Finding[];
   readonly machine: number;
-  /** Whether the loader ran, and found every library the file needs: the comparison covered them all. */
-  readonly loaderRan: boolean;
+  /**
+   * The loader listed the file before and after (exit 0), or could not (a failure, the same both times
+   * unless a finding says otherwise), or there is no loader here for its machine.
+   */
+  readonly loader: 'listed' | 'not listed' | 'no loader';
+  /** Listed, with every library found before and after: the comparison covered them all. */
   readonly everyLibraryFound: boolean;
 }
 
@@ -138,20 +153,29 @@ async function auditFile(original: string, patched: PatchedFile, pristineTree: s
   const file = relative(auditTree, patched.path);
   const machine = await machineOf(original);
   const [loaderBefore, loaderAfter] = await Promise.all([listLoaded(original, machine), listLoaded(patched.path, machine)]);
-  const loaderRuns = loaderBefore !== null && loaderAfter !== null ? [loaderBefore, loaderAfter] : [];
+  const [lintBefore, lintAfter] = await Promise.all([runTool('/usr/bin/eu-elflint', ['--gnu-ld', original]), runTool('/usr/bin/eu-elflint', ['--gnu-ld', patched.path])]);
+  const [readelfBefore, readelfAfter] = await Promise.all([runTool('/usr/bin/readelf', ['-dW', original]), runTool('/usr/bin/readelf', ['-dW', patched.path])]);
+  const runs: [string, ToolRun | null][] = [
+    ['the loader, before', loaderBefore],
+    ['the loader, after', loaderAfter],
+    ['eu-elflint, before', lintBefore],
+    ['eu-elflint, after', lintAfter],
+    ['readelf, before', readelfBefore],
+    ['readelf, after', readelfAfter],
+  ];
+  for (const [what, run] of runs) if (run !== null && !ranToItsEnd(run)) findings.push({ file, check: 'tool', detail: `${what}: ${run.code}` });
   if (loaderBefore !== null && loaderAfter !== null && masked(loaderBefore, pristineTree) !== masked(loaderAfter, auditTree)) {
     findings.push({ file, check: 'loader', detail: `before:\n${masked(loaderBefore, pristineTree)}\nafter:\n${masked(loaderAfter, auditTree)}` });
   }
-  const [lintBefore, lintAfter] = await Promise.all([runTool('/usr/bin/eu-elflint', ['--gnu-ld', original]), runTool('/usr/bin/eu-elflint', ['--gnu-ld', patched.path])]);
-  const lint = newLines(masked(lintBefore, pristineTree).replaceAll(original, '<file>'), masked(lintAfter, auditTree).replaceAll(patched.path, '<file>'));
+  const lint = newLines(masked(lintBefore, pristineTree), masked(lintAfter, auditTree));
   if (lint.length > 0) findings.push({ file, check: 'eu-elflint', detail: lint.join('\n') });
-  const [readelfBefore, readelfAfter] = await Promise.all([runTool('/usr/bin/readelf', ['-dW', original]), runTool('/usr/bin/readelf', ['-dW', patched.path])]);
-  const warnings = newLines(readelfBefore.stderr.replaceAll(original, '<file>'), readelfAfter.stderr.replaceAll(patched.path, '<file>'));
+  const warnings = newLines(maskRoot(readelfBefore.stderr, pristineTree), maskRoot(readelfAfter.stderr, auditTree));
   if (warnings.length > 0) findings.push({ file, check: 'readelf', detail: warnings.join('\n') });
   const shown = readelfRunpath(readelfAfter.stdout);
   if (shown !== patched.newRunpath) findings.push({ file, check: 'runpath', detail: `readelf shows ${JSON.stringify(shown)}, apply reported ${JSON.stringify(patched.newRunpath)}` });
-  const everyLibraryFound = loaderRuns.length > 0 && loaderRuns.every((run) => run.code === 0 && !run.stdout.includes('not found'));
-  return { findings, machine, loaderRan: loaderRuns.length > 0, everyLibraryFound };
+  const loader = loaderBefore === null || loaderAfter === null ? 'no loader' : loaderBefore.code === 0 && loaderAfter.code === 0 ? 'listed' : 'not listed';
+  const everyLibraryFound = loader === 'listed' && !`${loaderBefore?.stdout}${loaderAfter?.stdout}`.includes('not found');
+  return { findings, machine, loader, everyLibraryFound };
 }
 
 interface ApplyReport {
@@ -165,6 +189,8 @@ async function main(): Promise<void> {
   const pristine = treeArgument === undefined ? await assembleTree() : resolve(treeArgument);
   const treeName = treeArgument === undefined ? 'closure' : basename(pristine);
   const auditTree = join(CLOSURE_CACHE, '..', 'audit');
+  // The copy replaces the audit tree: neither may hold the other.
+  if (`${auditTree}/`.startsWith(`${pristine}/`) || `${pristine}/`.startsWith(`${auditTree}/`)) throw new Error(`--tree ${pristine} holds ${auditTree}, or lies in it`);
   say(`copying ${pristine} to ${auditTree}`);
   await freshCopy(pristine, auditTree);
   const nixpkgsCompat = process.argv.includes('--nixpkgs-compat');
@@ -176,6 +202,7 @@ async function main(): Promise<void> {
   const patched = report.files
     .filter((entry) => entry.status === 'patched' && (only === undefined || relative(auditTree, entry.path).startsWith(`${only}/`)))
     .map((entry) => ({ path: entry.path, newRunpath: entry.newRunpath ?? '' }));
+  if (patched.length === 0) throw new Error(`apply patched no file${only === undefined ? '' : ` under ${only}/`}: nothing to audit`);
   say(`${patched.length} patched files to audit, ${jobs} at a time`);
   const limit = pLimit(jobs);
   let done = 0;
@@ -193,8 +220,10 @@ async function main(): Promise<void> {
   const check = await runTool(process.execPath, [cli, 'check', auditTree, ...hooks]);
   const byCheck = (name: Finding['check']): number => findings.filter((finding) => finding.check === name).length;
   const onMachine = (machine: number): number => audits.filter((audit) => audit.machine === machine).length;
-  const loaderRan = audits.filter((audit) => audit.loaderRan).length;
+  const loader = (fared: FileAudit['loader']): number => audits.filter((audit) => audit.loader === fared).length;
+  const loaderRan = loader('listed') + loader('not listed');
   const rows = [
+    ['every tool ran to an exit of its own (no time-out, no signal)', patched.length, byCheck('tool')],
     [`the loader's list of what the file loads, the same (x86_64 natively: ${onMachine(EM_X86_64)} files; aarch64 under qemu-aarch64: ${onMachine(EM_AARCH64)})`, loaderRan, byCheck('loader')],
     ['`eu-elflint --gnu-ld`, no new complaint', patched.length, byCheck('eu-elflint')],
     ['`readelf -dW`, no new warning', patched.length, byCheck('readelf')],
@@ -206,8 +235,9 @@ async function main(): Promise<void> {
     `Machine: ${availableParallelism()} CPUs, Node ${process.version}. Tree: ${treeArgument === undefined ? "the closure benchmark's" : `a copy of \`${pristine}\``}${only === undefined ? '' : ` (only ${only}/)`}.`,
     `\`apply ${hooks.join(' ')}\`: ${Object.entries(report.summary.patched).map(([tier, count]) => `${count} ${tier}`).join(', ')}; ${report.summary.failed} failed.`,
     `\`cuda-patchelf check\` on the patched copy afterwards: exit ${check.code}.`,
-    `The loader found every library of ${fullyResolved} of the ${loaderRan} files it ran on, before and after; the others need one this`,
-    'machine does not have, which the loader lists as `not found` and goes on.',
+    `The loader listed ${loader('listed')} of the ${loaderRan} files it ran on, before and after (exit 0), and could not list ${loader('not listed')};`,
+    `${loader('no loader')} are for machines it has no loader for here. It found every library of ${fullyResolved} of them; the others need`,
+    'one this machine does not have, which the loader lists as `not found` and goes on.',
     '',
     table(['check', 'files audited', 'files with a finding'], rows),
     '',

@@ -13,8 +13,8 @@
 // sampled and the garbage collector's share, then the functions whose own time differs most between
 // the first pass and the last: what the first pass's warm-up is made of.
 // --allocations runs one more pass under V8's sampling heap profiler, counting what the collector has
-// already freed too, and prints the bytes allocated, per ELF file, and by allocating function (a
-// call into Node or V8 counts for the project function that made it).
+// already freed too, and prints the bytes allocated, per planned ELF file, and by allocating function
+// (a call into Node or V8 counts for the project function that made it).
 
 import { Session } from 'node:inspector/promises';
 import { relative, resolve } from 'node:path';
@@ -28,6 +28,7 @@ if (tree === undefined || flags.length > 1 || (mode !== undefined && mode !== '-
 }
 const checkout = resolve(checkoutArgument ?? fileURLToPath(new URL('..', import.meta.url)));
 const passes = Number(passesArgument);
+if (!Number.isInteger(passes) || passes < 1) throw new Error(`PASSES is a positive whole number, not ${passesArgument}`);
 
 type PatchTrees = typeof import('../src/batch/patch-tree.js').patchTrees;
 type BuiltinHooks = typeof import('../src/hooks/builtin-hooks.js');
@@ -43,24 +44,27 @@ const runPass = (): ReturnType<PatchTrees> => patchTrees([tree], { hooks, semant
 interface CallFrame {
   readonly functionName: string;
   readonly url: string;
-  readonly lineNumber: number;
 }
 
 /** A frame's file: a path (vite-node), a file: URL, `node:…`, or '' for V8's own frames. */
 const framePath = (frame: CallFrame): string => (frame.url.startsWith('file://') ? fileURLToPath(frame.url) : frame.url);
 
-/** `planEdit src/plan/plan-edit.ts:120`; Node's and V8's frames keep their own names. */
+/**
+ * `planEdit src/plan/plan-edit.ts`; Node's and V8's frames keep their own names. No line: the profiler
+ * counts lines in the code vite-node runs, which are not the source's.
+ */
 function frameName(frame: CallFrame): string {
   const path = framePath(frame);
   const shown = path.startsWith('/') ? relative(checkout, path) : path;
-  return `${frame.functionName === '' ? '(anonymous)' : frame.functionName}${shown === '' ? '' : ` ${shown}:${frame.lineNumber + 1}`}`;
+  return `${frame.functionName === '' ? '(anonymous)' : frame.functionName}${shown === '' ? '' : ` ${shown}`}`;
 }
 
 const isProjectFrame = (frame: CallFrame): boolean => framePath(frame).startsWith(`${checkout}/`) && !frame.url.includes('/node_modules/');
 
-const session = new Session();
-session.connect();
-if (mode === '--cpu') {
+// Only a profiling run talks to the inspector: a plain one times the passes as they are.
+const session = mode === undefined ? null : new Session();
+session?.connect();
+if (session !== null && mode === '--cpu') {
   await session.post('Profiler.enable');
   await session.post('Profiler.setSamplingInterval', { interval: 100 });
   await session.post('Profiler.start');
@@ -70,19 +74,20 @@ const times: number[] = [];
 // Pass boundaries on the profiler's clock (CLOCK_MONOTONIC, in microseconds).
 const boundaries: number[] = [];
 let files = 0;
-let elfFiles = 0;
+/** Files the pass planned: the ELF files it would patch or found done (not those it skips). */
+let plannedFiles = 0;
 for (let pass = 0; pass < passes; pass++) {
   boundaries.push(Number(process.hrtime.bigint() / 1000n));
   const started = performance.now();
   const { summary } = await runPass();
   files = summary.visited;
-  elfFiles = Object.values(summary.patched).reduce((sum, count) => sum + count, 0) + summary.unchanged;
+  plannedFiles = Object.values(summary.patched).reduce((sum, count) => sum + count, 0) + summary.unchanged;
   times.push(Math.round(performance.now() - started));
 }
 boundaries.push(Number(process.hrtime.bigint() / 1000n));
 console.log(`${checkout}: ${files} files; passes ${times.join(' ')} ms; fastest ${Math.min(...times)} ms`);
 
-if (mode === '--cpu') {
+if (session !== null && mode === '--cpu') {
   interface CpuProfile {
     readonly nodes: readonly { readonly id: number; readonly callFrame: CallFrame }[];
     readonly startTime: number;
@@ -115,7 +120,7 @@ if (mode === '--cpu') {
   for (const { name, first: a, last: b } of differences.slice(0, 30)) console.log(`${ms(a).padStart(8)} ${ms(b).padStart(8)} ${ms(a - b).padStart(8)}  ${name}`);
 }
 
-if (mode === '--allocations') {
+if (session !== null && mode === '--allocations') {
   interface AllocationNode {
     readonly callFrame: CallFrame;
     readonly selfSize: number;
@@ -138,7 +143,7 @@ if (mode === '--allocations') {
   };
   visit(profile.head, '(outside the project)');
   const megabytes = (bytes: number): string => (bytes / 2 ** 20).toFixed(1);
-  console.log(`one more pass, sampled: ${megabytes(allocated)} MiB allocated, ${(allocated / 1024 / Math.max(1, elfFiles)).toFixed(0)} KiB per ELF file (${elfFiles})`);
+  console.log(`one more pass, sampled: ${megabytes(allocated)} MiB allocated, ${(allocated / 1024 / Math.max(1, plannedFiles)).toFixed(0)} KiB per planned ELF file (${plannedFiles})`);
   for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`${megabytes(bytes).padStart(8)} MiB  ${site}`);
 }
-session.disconnect();
+session?.disconnect();
