@@ -2,7 +2,7 @@
 // and the documented exit code — 2 when the command line is wrong (nothing was diagnosed), 3 when
 // files could not be read (the rest is still reported).
 
-import { chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture, sysroot } from './helpers/fixtures.js';
@@ -130,7 +130,21 @@ describe('paths that cannot be walked: exit 3', () => {
   it('an aarch64 file without --root on another machine: the loader is not there, and --root is named', async () => {
     if (process.arch === 'arm64') return;
     const arm = fixture('compiled/aarch64-64k/libgreet').path;
-    expectOneLine(await runCli(['doctor', arm]), 3, arm, '/lib/ld-linux-aarch64.so.1', '--root');
+    expectOneLine(await runCli(['doctor', arm]), 3, '/lib/ld-linux-aarch64.so.1: no dynamic loader there (ENOENT)', '--root');
+  });
+
+  it('a tree of aarch64 files without --root: the missing loader is said once, and the JSON names every file', async () => {
+    if (process.arch === 'arm64') return;
+    const tree = join(t, 'aarch64-tree');
+    await mkdir(tree, { recursive: true });
+    const names = ['liba.so', 'libb.so', 'libc.so'];
+    for (const name of names) await copyFile(fixture('compiled/aarch64-64k/libgreet').path, join(tree, name));
+    expectOneLine(await runCli(['doctor', tree]), 3, '/lib/ld-linux-aarch64.so.1: no dynamic loader there (ENOENT)', '--root');
+    const json = await runCli(['doctor', '--json', tree]);
+    expect(json.code).toBe(3);
+    const report = JSON.parse(json.stdout) as { errors: { file: string; error: { kind: string; message: string } }[] };
+    expect(report.errors.map((e) => e.file).sort()).toEqual(names.map((name) => join(tree, name)));
+    expect(new Set(report.errors.map((e) => e.error.message))).toEqual(new Set(['no dynamic loader there (ENOENT): aarch64 files need --root with an aarch64 system root']));
   });
 });
 

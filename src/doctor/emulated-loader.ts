@@ -107,7 +107,9 @@ export class LoaderRegistry {
     if (!found.ok) {
       // Files of another machine are looked at in a system root of that machine.
       const hint = root.isHost && this.settings.hostAbi?.name !== abi.name ? `: ${abi.name} files need --root with an ${abi.name} system root` : '';
-      throw new CudaPatchelfError('io', `no dynamic loader at ${where} (${found.code})${hint}`);
+      // Named by the loader, not by the file that needs it: every file of that machine fails the same
+      // way, and the command says a line once however many files it fails (doctor-command.ts).
+      throw new CudaPatchelfError('io', `no dynamic loader there (${found.code})${hint}`, { file: where });
     }
     const real = root.realPath(path);
     const ownDirectory = typeof real === 'string' ? `${real.slice(0, real.lastIndexOf('/'))}/` : '';
