@@ -42,6 +42,10 @@ const usage: Array<[string, string[], RegExp]> = [
   ['--quiet with --verbose', ['plan', '.', '--quiet', '--verbose'], /--quiet and --verbose contradict each other/],
   ['--json with --verbose', ['check', '.', '--json', '-v'], /--json reports every file; --verbose is for the text output/],
   ['--json with --quiet', ['apply', '.', '--json', '-q'], /--json reports every file; --quiet is for the text output/],
+  ['a tree named twice', ['apply', '.', '--nixpkgs-compat', '.'], /\. is the same tree as \.: name each tree once, none inside another/],
+  ['a tree named twice, spelled two ways', ['check', '.', 'lib/..'], /lib\/\.\. is the same tree as \./],
+  ['a tree inside another', ['apply', 'lib', '.', '--nixpkgs-compat'], /lib lies inside \.: name each tree once/],
+  ['a file inside a tree', ['plan', '.', 'lib/libuser.so'], /lib\/libuser\.so lies inside \./],
 ];
 
 describe('usage errors', () => {

@@ -142,9 +142,11 @@ describe('paths that cannot be walked: exit 3', () => {
     expectOneLine(await runCli(['doctor', tree]), 3, '/lib/ld-linux-aarch64.so.1: no dynamic loader there (ENOENT)', '--root');
     const json = await runCli(['doctor', '--json', tree]);
     expect(json.code).toBe(3);
-    const report = JSON.parse(json.stdout) as { errors: { file: string; error: { kind: string; message: string } }[] };
+    const report = JSON.parse(json.stdout) as { errors: { file: string; error: { kind: string; message: string; about?: string } }[] };
     expect(report.errors.map((e) => e.file).sort()).toEqual(names.map((name) => join(tree, name)));
-    expect(new Set(report.errors.map((e) => e.error.message))).toEqual(new Set(['no dynamic loader there (ENOENT): aarch64 files need --root with an aarch64 system root']));
+    for (const { error } of report.errors) {
+      expect(error).toEqual({ kind: 'io', message: 'no dynamic loader there (ENOENT): aarch64 files need --root with an aarch64 system root', offset: null, about: '/lib/ld-linux-aarch64.so.1' });
+    }
   });
 });
 

@@ -92,6 +92,14 @@ function shown(file: string, cwd: string): string {
   return inside === '' || inside.startsWith('..') ? file : inside;
 }
 
+/**
+ * The file an error is about when it is not the file that failed: the loader's cache, or a missing
+ * loader, which fail every file that needs them (the text says them once, the JSON for each file).
+ */
+function aboutOf(error: unknown, file: string): { about?: string } {
+  return error instanceof CudaPatchelfError && error.file !== undefined && error.file !== file ? { about: error.file } : {};
+}
+
 /** The doctor command: diagnose the paths, print the report, set the exit code. */
 export async function doctor(paths: readonly string[], options: DoctorOptions, io: CliIo): Promise<void> {
   const cwd = process.cwd();
@@ -120,7 +128,7 @@ export async function doctor(paths: readonly string[], options: DoctorOptions, i
           version: 1,
           settings: { root: options.root ?? null, ldLibraryPath: options.ldLibraryPath ?? null, driver },
           files: trees.flatMap((tree) => tree.files),
-          errors: trees.flatMap((tree) => tree.failures.map((failure) => ({ file: failure.file, error: errorJson(failure.error) }))),
+          errors: trees.flatMap((tree) => tree.failures.map((failure) => ({ file: failure.file, error: { ...errorJson(failure.error), ...aboutOf(failure.error, failure.file) } }))),
           summary: trees.map((tree) => ({ path: tree.path, files: tree.files.length, skipped: tree.skipped, unreadable: tree.failures.length, ...counts(tree.files) })),
         },
         null,

@@ -1,5 +1,6 @@
 // `apply`, `check` and `plan`: the hooks over whole output trees.
 
+import { realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { byteStringToText, textToByteString } from '../elf/byte-string.js';
@@ -78,6 +79,31 @@ function checkArguments(dirs: readonly string[], options: TreeOptions, command: 
   if (options.json && (options.quiet || options.verbose)) throw new CudaPatchelfError('usage', `--json reports every file; --${options.quiet ? 'quiet' : 'verbose'} is for the text output`);
 }
 
+/**
+ * A tree named twice, or inside another one named, would have its files walked twice: patched twice
+ * under --nixpkgs-compat (each walk prepends again) and counted as two names of one file. Trees are
+ * compared by their real paths; one that cannot be resolved is left to the walk, which reports it.
+ */
+function rejectOverlappingTrees(dirs: readonly string[]): void {
+  const real = dirs.flatMap((dir) => {
+    try {
+      return [{ dir, real: realpathSync(dir) }];
+    } catch {
+      return [];
+    }
+  });
+  const inside = (outer: string, inner: string): boolean => inner === outer || inner.startsWith(outer.endsWith('/') ? outer : `${outer}/`);
+  for (const [i, a] of real.entries()) {
+    for (const b of real.slice(i + 1)) {
+      const [outer, inner] = inside(a.real, b.real) ? [a, b] : inside(b.real, a.real) ? [b, a] : [null, null];
+      if (outer !== null && inner !== null) {
+        const how = outer.real === inner.real ? 'is the same tree as' : 'lies inside';
+        throw new CudaPatchelfError('usage', `${inner.dir} ${how} ${outer.dir}: name each tree once, none inside another`);
+      }
+    }
+  }
+}
+
 async function hooksFrom(options: TreeOptions): Promise<Hook[]> {
   const hooks: Hook[] = [];
   const driverLink = textToByteString(hookDirectory(options.driverLink, '--driver-link', false));
@@ -118,6 +144,7 @@ interface TreeRun extends BatchResult {
 
 async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptions, command: Command, io: CliIo): Promise<TreeRun> {
   checkArguments(dirs, options, command);
+  rejectOverlappingTrees(dirs);
   const hooks = await hooksFrom(options);
   const semantics: Semantics = options.nixpkgsCompat ? 'nixpkgs-compat' : 'default';
   const dryRun = name !== 'apply' || options.dryRun === true;

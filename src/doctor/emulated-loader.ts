@@ -102,14 +102,13 @@ export class LoaderRegistry {
 
   private async readLoader(path: string, abi: MachineAbi, littleEndian: boolean): Promise<EmulatedLoader> {
     const { root } = this.settings;
-    const where = root.isHost ? path : `${path} under ${root.hostRoot}`;
     const found = root.lookUp(path);
     if (!found.ok) {
       // Files of another machine are looked at in a system root of that machine.
       const hint = root.isHost && this.settings.hostAbi?.name !== abi.name ? `: ${abi.name} files need --root with an ${abi.name} system root` : '';
       // Named by the loader, not by the file that needs it: every file of that machine fails the same
       // way, and the command says a line once however many files it fails (doctor-command.ts).
-      throw new CudaPatchelfError('io', `no dynamic loader there (${found.code})${hint}`, { file: where });
+      throw new CudaPatchelfError('io', `no dynamic loader there (${found.code})${hint}`, { file: root.isHost ? path : `${root.hostRoot}${path}` });
     }
     const real = root.realPath(path);
     const ownDirectory = typeof real === 'string' ? `${real.slice(0, real.lastIndexOf('/'))}/` : '';
