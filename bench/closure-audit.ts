@@ -22,8 +22,8 @@
 // is left in bench/.cache/audit.
 
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { existsSync, realpathSync } from 'node:fs';
+import { mkdir, open } from 'node:fs/promises';
 import { availableParallelism, hostname } from 'node:os';
 import { basename, join, relative, resolve } from 'node:path';
 import pLimit from 'p-limit';
@@ -189,8 +189,11 @@ async function main(): Promise<void> {
   const pristine = treeArgument === undefined ? await assembleTree() : resolve(treeArgument);
   const treeName = treeArgument === undefined ? 'closure' : basename(pristine);
   const auditTree = join(CLOSURE_CACHE, '..', 'audit');
-  // The copy replaces the audit tree: neither may hold the other.
-  if (`${auditTree}/`.startsWith(`${pristine}/`) || `${pristine}/`.startsWith(`${auditTree}/`)) throw new Error(`--tree ${pristine} holds ${auditTree}, or lies in it`);
+  // The copy replaces the audit tree: neither may hold the other (compared as real paths).
+  await mkdir(auditTree, { recursive: true });
+  const within = (outer: string, inner: string): boolean => !relative(outer, inner).startsWith('..');
+  const [realTree, realAudit] = [realpathSync(pristine), realpathSync(auditTree)];
+  if (within(realTree, realAudit) || within(realAudit, realTree)) throw new Error(`--tree ${pristine} holds ${auditTree}, or lies in it`);
   say(`copying ${pristine} to ${auditTree}`);
   await freshCopy(pristine, auditTree);
   const nixpkgsCompat = process.argv.includes('--nixpkgs-compat');
@@ -218,7 +221,7 @@ async function main(): Promise<void> {
   const findings = audits.flatMap((audit) => audit.findings);
   const fullyResolved = audits.filter((audit) => audit.everyLibraryFound).length;
   const check = await runTool(process.execPath, [cli, 'check', auditTree, ...hooks]);
-  const byCheck = (name: Finding['check']): number => findings.filter((finding) => finding.check === name).length;
+  const byCheck = (name: Finding['check']): number => new Set(findings.filter((finding) => finding.check === name).map((finding) => finding.file)).size;
   const onMachine = (machine: number): number => audits.filter((audit) => audit.machine === machine).length;
   const loader = (fared: FileAudit['loader']): number => audits.filter((audit) => audit.loader === fared).length;
   const loaderRan = loader('listed') + loader('not listed');
