@@ -11,7 +11,7 @@ import { applyPlan } from './apply-plan.js';
 import { withFileLock } from './file-lock.js';
 import { rewriteFile } from './rewrite-file.js';
 import { changedSincePlanned, sameFile } from './same-file.js';
-import { readOnlyRefusal } from './write-refusal.js';
+import { isReadOnly, readOnlyRefusal, readOnlyRefusalOf } from './write-refusal.js';
 
 export interface WriteOptions {
   /** fsync between the data and the header writes. */
@@ -60,15 +60,16 @@ async function writeCopy(path: string, output: string, plan: Plan, options: Writ
 export async function writePlan(path: string, plan: Plan, planned: Stats | null, options: WriteOptions): Promise<number> {
   // A rewrite makes a new file with the old one's mode: the old one is never opened for writing.
   if (plan.tier === 'rewrite') {
-    const before = statOrThrow(path);
-    if ((before.mode & 0o222) === 0 && !options.makeWritable) throw readOnlyRefusal(path, before.mode);
+    const refusal = readOnlyRefusalOf(path, statOrThrow(path).mode, options.makeWritable === true);
+    if (refusal !== null) throw refusal;
     return rewriteFile(path, plan, planned, options);
   }
   const { fd, modeToRestore } = await openForWriting(path, options.makeWritable === true);
   try {
     const stats = fstatOrThrow(path, fd);
     // Root opens a file without write permission: its mode says it is read-only.
-    if ((stats.mode & 0o222) === 0 && !options.makeWritable) throw readOnlyRefusal(path, stats.mode);
+    const refusal = readOnlyRefusalOf(path, stats.mode, options.makeWritable === true);
+    if (refusal !== null) throw refusal;
     if (planned !== null && !sameFile(stats, planned)) throw changedSincePlanned(path);
     try {
       return applyPlan(fd, plan, options.durable === undefined ? {} : { durable: options.durable });
@@ -92,7 +93,7 @@ async function openForWriting(path: string, makeWritable: boolean): Promise<{ fd
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EACCES') throw ioError(path, 'open for writing', error);
     const before = statOrThrow(path);
-    if ((before.mode & 0o222) !== 0) throw ioError(path, 'open for writing', error);
+    if (!isReadOnly(before.mode)) throw ioError(path, 'open for writing', error);
     if (!makeWritable) throw readOnlyRefusal(path, before.mode);
     await chmodOrThrow(path, before.mode | 0o200);
     try {
