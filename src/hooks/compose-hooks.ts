@@ -95,19 +95,38 @@ function replaceMatching(entries: TracedEntry[], transform: ReplaceMatching, add
   return result;
 }
 
-function applyHook(entries: TracedEntry[], hook: Hook, file: FileFacts, semantics: Semantics): TracedEntry[] {
+/** A replacement run that changes no directory changes none the next time either. */
+function sameDirs(a: readonly TracedEntry[], b: readonly TracedEntry[]): boolean {
+  return a.length === b.length && a.every((entry, i) => entry.dir === b[i]?.dir);
+}
+
+/**
+ * `runs` (≥ 1) runs of one hook in a row, as Nixpkgs gives a file with that many names. Built in one
+ * pass instead of `runs` (a file with hundreds of names would otherwise cost its square): the added
+ * entries repeated, one filtering (a second finds nothing more), replacements until one changes nothing.
+ */
+function applyHookRuns(entries: TracedEntry[], hook: Hook, file: FileFacts, semantics: Semantics, runs: number): TracedEntry[] {
   const added = dirsFor(hook, file, semantics).map((dir) => ({ dir, hook: hook.name }));
+  const addedRuns = (): TracedEntry[] => Array.from({ length: runs }, () => added).flat();
   switch (hook.transform.kind) {
     case 'prepend':
-      return [...added, ...entries];
+      return [...addedRuns(), ...entries];
     case 'append':
-      return [...entries, ...added];
+      return [...entries, ...addedRuns()];
     case 'remove-matching': {
       const fragment = hook.transform.fragment;
       return entries.filter((entry) => !entry.dir.includes(fragment));
     }
-    case 'replace-matching':
-      return replaceMatching(entries, hook.transform, added, semantics);
+    case 'replace-matching': {
+      let result = entries;
+      for (let run = 0; run < runs; run++) {
+        const next = replaceMatching(result, hook.transform, added, semantics);
+        const settled = sameDirs(next, result);
+        result = next;
+        if (settled) break;
+      }
+      return result;
+    }
   }
 }
 
@@ -124,7 +143,7 @@ export function composeRunpath(orderedHooks: readonly Hook[], file: FileFacts, c
   const start = semantics === 'nixpkgs-compat' ? (current ?? '').split(':') : current === null || current === '' ? [] : current.split(':');
   let entries: TracedEntry[] = start.map((dir) => ({ dir, hook: null }));
   const repeat = semantics === 'nixpkgs-compat' ? names : 1;
-  for (const hook of applicable) for (let i = 0; i < repeat; i++) entries = applyHook(entries, hook, file, semantics);
+  for (const hook of applicable) entries = applyHookRuns(entries, hook, file, semantics, repeat);
   if (semantics === 'default') {
     const seen = new Set<string>();
     entries = entries.filter((entry) => {
@@ -145,11 +164,37 @@ export function composeRunpath(orderedHooks: readonly Hook[], file: FileFacts, c
  */
 export function isOneHookRun(orderedHooks: readonly Hook[], file: FileFacts, current: string, names = 1): boolean {
   const entries = current.split(':');
-  for (let lead = 0; lead <= entries.length; lead++) {
-    for (let trail = 0; lead + trail <= entries.length; trail++) {
-      const base = entries.slice(lead, entries.length - trail).join(':');
-      if (composeRunpath(orderedHooks, file, base, 'nixpkgs-compat', names)?.value === current) return true;
-    }
+  const composesBack = (lead: number, trail: number): boolean =>
+    composeRunpath(orderedHooks, file, entries.slice(lead, entries.length - trail).join(':'), 'nixpkgs-compat', names)?.value === current;
+  const { growth, afterOwn } = runGrowth(orderedHooks, names);
+  // A run lengthens a runpath by at most `growth` entries, so a slice that leaves out more cannot
+  // compose back to `current`; nor can the empty slice (read as one empty entry) unless `current` has
+  // at most growth + 1. Leading entries are left out first: that is where a run puts them.
+  for (let lead = Math.min(growth, entries.length - 1); lead >= 0; lead--) {
+    // A run goes from the first entry to the last, so the slices from `lead` compose to prefixes of
+    // what the slice to the end composes to, up to what it adds after the runpath's own entries: one
+    // composition rules out every trail of a lead.
+    const toEnd = composeRunpath(orderedHooks, file, entries.slice(lead).join(':'), 'nixpkgs-compat', names)?.value.split(':');
+    if (toEnd === undefined) return false;
+    if (!entries.every((entry, i) => i >= entries.length - afterOwn || toEnd[i] === entry)) continue;
+    for (let trail = 0; lead + trail <= growth && lead + trail < entries.length; trail++) if (composesBack(lead, trail)) return true;
   }
-  return false;
+  return entries.length <= growth + 1 && composesBack(0, entries.length);
+}
+
+/**
+ * What one nixpkgs-compat run of the hooks (each `names` times) adds at most to a runpath's length
+ * (`growth`), and of that what may come after the runpath's own entries (`afterOwn`: appended
+ * directories, and a replacement's directories less the entry they take the place of). Prepended
+ * entries come before them; filtering and dropping entries only shorten a runpath.
+ */
+function runGrowth(orderedHooks: readonly Hook[], names: number): { growth: number; afterOwn: number } {
+  let prepended = 0;
+  let afterOwn = 0;
+  for (const { transform } of orderedHooks) {
+    if (transform.kind === 'prepend') prepended += transform.dirs.length * names;
+    else if (transform.kind === 'append') afterOwn += transform.dirs.length * names;
+    else if (transform.kind === 'replace-matching') afterOwn += Math.max(0, transform.dirs.length - 1) * names;
+  }
+  return { growth: prepended + afterOwn, afterOwn };
 }

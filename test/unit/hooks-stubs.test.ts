@@ -10,6 +10,7 @@ import type { FileFacts, Hook } from '../../src/hooks/hook.js';
 import { orderHooks } from '../../src/hooks/order-hooks.js';
 import { hookDirectory, normalizeRunpathEntry } from '../../src/hooks/runpath-entry.js';
 import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../../src/hooks/stubs-pattern.js';
+import { rng, type Rng } from '../helpers/fuzz-mutations.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
 const DRIVER = '/run/opengl-driver/lib';
@@ -132,5 +133,64 @@ describe('isOneHookRun (check --nixpkgs-compat)', () => {
     // The stubs hook would still drop the stubs entry.
     const withStubs = orderHooks([driverHook(), cudaCompatHook(COMPAT), removeStubsHook()]);
     expect(isOneHookRun(withStubs, FILE, `${COMPAT}/compat:${DRIVER}:${STUBS}`)).toBe(false);
+  });
+});
+
+describe('a file with many names, against running each hook once per name', () => {
+  // The reference: every hook listed once per name and composed over one name, so each run is its own
+  // step, as in Nixpkgs; and every split of the runpath tried. Seeded: a failure replays from its case.
+  const extraHooks: Hook[] = [
+    { name: 'append', transform: { kind: 'append', dirs: ['/z'] }, files: {}, before: [], after: [] },
+    { name: 'append-stubs', transform: { kind: 'append', dirs: [STUBS] }, files: {}, before: [], after: [] },
+    { name: 'drop-build', transform: { kind: 'remove-matching', fragment: '/build/' }, files: {}, before: [], after: [] },
+    { name: 'two-for-stubs', transform: { kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: ['/r1', '/r2'] }, files: {}, before: [], after: [] },
+  ];
+  const hookPool = [driverHook(), cudaCompatHook(COMPAT), removeStubsHook(), ...extraHooks];
+  const entryPool = [`${COMPAT}/compat`, DRIVER, STUBS, '$ORIGIN', '', '/a', '/build/x', '/z', '/r1'];
+  const runEachName = (hooks: readonly Hook[], names: number): Hook[] => hooks.flatMap((hook) => Array.from({ length: names }, () => hook));
+  const referenceCompose = (hooks: readonly Hook[], base: string | null, names: number): string | undefined =>
+    composeRunpath(runEachName(hooks, names), FILE, base, 'nixpkgs-compat', 1)?.value;
+  const referenceIsOneRun = (hooks: readonly Hook[], current: string, names: number): boolean => {
+    const entries = current.split(':');
+    for (let lead = 0; lead <= entries.length; lead++) {
+      for (let trail = 0; lead + trail <= entries.length; trail++) {
+        if (referenceCompose(hooks, entries.slice(lead, entries.length - trail).join(':'), names) === current) return true;
+      }
+    }
+    return false;
+  };
+  const randomRunpath = (random: Rng): string => Array.from({ length: random.below(6) }, () => random.pick(entryPool)).join(':');
+
+  it('composes the same runpath, and answers the same for what one run makes, near misses and anything', () => {
+    let oneRuns = 0;
+    for (let round = 0; round < 3000; round++) {
+      const random = rng(0x51ab + round);
+      const hooks = hookPool.filter(() => random.below(2) === 1).sort(() => random.below(3) - 1);
+      const names = 1 + random.below(3);
+      const base = randomRunpath(random);
+      const composed = composeRunpath(hooks, FILE, base, 'nixpkgs-compat', names);
+      expect(composed?.value, `round ${round}`).toBe(referenceCompose(hooks, base, names));
+      expect(composed?.entries.map((entry) => entry.hook), `round ${round}`).toEqual(composeRunpath(runEachName(hooks, names), FILE, base, 'nixpkgs-compat', 1)?.entries.map((entry) => entry.hook));
+      const madeByOneRun = composed?.value ?? '';
+      const entries = madeByOneRun.split(':');
+      entries.splice(random.below(entries.length + 1), random.below(2), ...(random.below(2) === 1 ? [random.pick(entryPool)] : []));
+      for (const current of [madeByOneRun, entries.join(':'), randomRunpath(random)]) {
+        const expected = referenceIsOneRun(hooks, current, names);
+        if (expected) oneRuns++;
+        expect(isOneHookRun(hooks, FILE, current, names), `round ${round}: ${JSON.stringify(current)} with ${names} names`).toBe(expected);
+      }
+    }
+    // Both answers occur often enough to matter.
+    expect(oneRuns).toBeGreaterThan(3000);
+    expect(oneRuns).toBeLessThan(6000);
+  });
+
+  it('answers for a file with hundreds of names', () => {
+    const hooks = orderHooks([driverHook(), cudaCompatHook(COMPAT), removeStubsHook()]);
+    const names = 300;
+    const oneRun = composeRunpath(hooks, FILE, '$ORIGIN:/a', 'nixpkgs-compat', names)?.value ?? '';
+    expect(isOneHookRun(hooks, FILE, oneRun, names)).toBe(true);
+    expect(isOneHookRun(hooks, FILE, `${oneRun}:${STUBS}`, names)).toBe(false);
+    expect(isOneHookRun(hooks, FILE, oneRun, names + 1)).toBe(false);
   });
 });
