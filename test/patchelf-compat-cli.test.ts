@@ -4,7 +4,7 @@
 // in one style wherever they appear, --help documenting the mode, and edit lines that say in words
 // what was done.
 
-import { copyFile, readFile, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture, requireTool } from './helpers/fixtures.js';
@@ -18,7 +18,7 @@ const RPATH_LIBRARY = 'compiled/x86_64/libuser-rpath';
 const STATIC = 'compiled/x86_64/static';
 const DRIVER_LIB = '/run/opengl-driver/lib';
 /** How an edit line says the file was written, whichever way the planner found. */
-const WRITTEN = String.raw`\((?:edited in place|tables copied to the end of the file|file rewritten whole), \d+ bytes written\)`;
+const WRITTEN = String.raw`\((?:edited in place|tables copied to the end of the file|file rewritten whole), \d+ bytes? written\)`;
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 let patchelf: string;
@@ -135,6 +135,29 @@ describe('exit status 1 on any failure, as patchelf', () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('$ORIGIN:/opt/cuda-patchelf-fixture/lib\n'.repeat(2));
     expect(stderrLines(result)).toEqual(['cuda-patchelf: nofile.so: cannot open: no such file']);
+  });
+});
+
+describe("a read-only file, and a value no runpath can hold: refused as by cuda-patchelf's commands", () => {
+  it('a read-only file is refused with a hint this mode takes; with --make-writable it is edited and its mode put back', async () => {
+    const dir = await workDir('read-only', LIBRARY);
+    await chmod(join(dir, 'lib.so'), 0o444);
+    const refused = await runCli(['--set-rpath', '/x', 'lib.so'], { cwd: dir });
+    expect(refused.code).toBe(1);
+    expect(stderrLines(refused)).toEqual(['cuda-patchelf: lib.so: read-only file (mode 444); pass --make-writable to edit it anyway']);
+    expect(Buffer.compare(await readFile(join(dir, 'lib.so')), await readFile(fixture(LIBRARY).path))).toBe(0);
+    const edited = await runCli(['--set-rpath', '/x', '--make-writable', 'lib.so'], { cwd: dir });
+    expect(edited.code, edited.stderr).toBe(0);
+    expect((await patchelfView(join(dir, 'lib.so'))).rpath).toBe('/x\n');
+    expect((await stat(join(dir, 'lib.so'))).mode & 0o7777).toBe(0o444);
+  });
+
+  it('@FILE holding a NUL byte: one line naming the flag and the file, nothing written', async () => {
+    const dir = await workDir('nul-value', LIBRARY, { value: '/a\0/b' });
+    const result = await runCli(['--set-rpath', '@value', 'lib.so'], { cwd: dir });
+    expect(result.code).toBe(1);
+    expect(stderrLines(result)).toEqual(['cuda-patchelf: --set-rpath @value: the file holds a NUL byte, which a runpath or a file name cannot']);
+    expect(Buffer.compare(await readFile(join(dir, 'lib.so')), await readFile(fixture(LIBRARY).path))).toBe(0);
   });
 });
 

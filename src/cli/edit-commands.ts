@@ -45,6 +45,7 @@ function resultJson(result: EditResult, changes: readonly string[]): object {
 
 /** Runs `operations` on each file, printing one line (or JSON object) per file. */
 async function editFiles(io: CliIo, files: readonly string[], operations: EditOperations, options: CommonOptions): Promise<void> {
+  if (options.output === '') throw new CudaPatchelfError('usage', '--output needs a file name');
   if (options.output !== undefined && files.length !== 1) {
     throw new CudaPatchelfError('usage', '--output takes exactly one input file');
   }

@@ -101,6 +101,6 @@ const WRITTEN: Record<Exclude<Tier, 'noop'>, { readonly done: string; readonly p
 export function editLine(result: EditResult, changes: readonly string[], dryRun: boolean): string {
   if (result.tier === 'noop') return `${result.file}: already as asked, nothing written`;
   const what = changes.length > 0 ? changes.join('; ') : 'dynamic section changed';
-  const how = dryRun ? `dry run: ${WRITTEN[result.tier].planned}` : `${WRITTEN[result.tier].done}, ${result.bytesWritten} bytes written`;
+  const how = dryRun ? `dry run: ${WRITTEN[result.tier].planned}` : `${WRITTEN[result.tier].done}, ${result.bytesWritten} ${result.bytesWritten === 1 ? 'byte' : 'bytes'} written`;
   return `${result.file}: ${what} (${how})`;
 }

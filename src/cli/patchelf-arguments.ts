@@ -17,7 +17,10 @@ interface FlagSpec {
 
 const flag = (name: string, help: string, values: readonly string[] = [], fromFile = false): FlagSpec => ({ flag: name, values, fromFile, help });
 
-/** The patchelf flags this mode takes, with patchelf's meaning. */
+/**
+ * The patchelf flags this mode takes, with patchelf's meaning, and --make-writable: a read-only file is
+ * refused here as by every command, and the refusal names that flag.
+ */
 const PATCHELF_FLAGS: readonly FlagSpec[] = [
   flag('--set-rpath', 'set DT_RUNPATH (a DT_RPATH is converted)', ['RUNPATH'], true),
   flag('--add-rpath', 'append directories to the runpath', ['RUNPATH'], true),
@@ -34,6 +37,7 @@ const PATCHELF_FLAGS: readonly FlagSpec[] = [
   flag('--print-interpreter', "print a program's interpreter (PT_INTERP)"),
   flag('--output', 'write the result to FILE, leave the input alone', ['FILE'], true),
   flag('--debug', 'say on stderr what changed in each edited file'),
+  flag('--make-writable', "edit a read-only file too, its mode put back (cuda-patchelf's own flag)"),
 ];
 
 const SPEC_OF = new Map(PATCHELF_FLAGS.map((spec) => [spec.flag, spec]));
@@ -104,6 +108,7 @@ export interface PatchelfRequest {
   removeNeeded: string[];
   replaceNeeded: [string, string][];
   debug: boolean;
+  makeWritable: boolean;
 }
 
 const usageError = (message: string): CudaPatchelfError => new CudaPatchelfError('usage', message);
@@ -113,11 +118,15 @@ async function resolveValue(spec: FlagSpec, argument: string): Promise<string> {
   if (!spec.fromFile || !argument.startsWith('@')) return textToByteString(argument);
   const path = argument.slice(1);
   if (path === '') throw usageError(`${spec.flag} @: no file name after @`);
+  let value: string;
   try {
-    return bytesToByteString(await readFile(path));
+    value = bytesToByteString(await readFile(path));
   } catch (error) {
     throw ioError(path, `read the value of ${spec.flag}`, error);
   }
+  // patchelf would cut the value there; a name or runpath cannot hold one, so it is refused.
+  if (value.includes('\0')) throw usageError(`${spec.flag} ${argument}: the file holds a NUL byte, which a runpath or a file name cannot`);
+  return value;
 }
 
 /** The request a patchelf command line makes; usage errors for what patchelf would refuse, or what this mode does not take. */
@@ -136,6 +145,7 @@ export async function parsePatchelfArguments(argv: readonly string[]): Promise<P
     removeNeeded: [],
     replaceNeeded: [],
     debug: false,
+    makeWritable: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
@@ -169,9 +179,11 @@ export async function parsePatchelfArguments(argv: readonly string[]): Promise<P
       case '--print-interpreter': request.printInterpreter = true; break;
       case '--output': request.output = byteStringToText(first); break;
       case '--debug': request.debug = true; break;
+      case '--make-writable': request.makeWritable = true; break;
     }
   }
   if (request.files.length === 0) throw usageError('no input file');
+  if (request.output === '') throw usageError('--output needs a file name');
   if (request.output !== undefined && request.files.length !== 1) throw usageError('--output takes exactly one input file');
   if (request.setRpath !== undefined && request.addRpath !== undefined) throw usageError('--set-rpath and --add-rpath cannot be used together');
   return request;

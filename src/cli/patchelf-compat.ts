@@ -4,8 +4,7 @@
 // interpreter, soname and rpath; shrink, remove, set or add the rpath; print the needed libraries;
 // remove, replace and add needed libraries. Unlike patchelf, a failing file does not stop the others.
 
-import { copyFile } from 'node:fs/promises';
-import { ioError } from '../errors/io-error.js';
+import type { Stats } from 'node:fs';
 import { byteStringToText } from '../elf/byte-string.js';
 import { DT, ET } from '../elf/constants.js';
 import { dynamicStringsOf, type ElfImage } from '../elf/elf-image.js';
@@ -13,6 +12,7 @@ import { withElfImage } from '../elf/open-elf.js';
 import { editElfFile, type EditOperations } from '../edit/edit-file.js';
 import { shrinkRunpath } from '../edit/shrink-runpath.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { copyToOutput, outputIsInput } from '../write/output-file.js';
 import type { CliIo } from './cli-io.js';
 import { editLine, watchChanges } from './edit-line.js';
 import { EXIT } from './exit-codes.js';
@@ -79,28 +79,22 @@ function editsOf(request: PatchelfRequest): EditOperations {
  * nor do removing or renaming needed libraries it has none of. --output still gets its copy, as
  * patchelf always writes the output file.
  */
-async function keepDebugInfo(file: string, request: PatchelfRequest, io: CliIo): Promise<void> {
-  if (request.output !== undefined) {
-    try {
-      await copyFile(file, request.output);
-    } catch (error) {
-      throw ioError(request.output, 'write the output file', error);
-    }
-  }
+async function keepDebugInfo(file: string, stats: Stats, request: PatchelfRequest, io: CliIo): Promise<void> {
+  if (request.output !== undefined && !outputIsInput(request.output, stats)) copyToOutput(file, request.output);
   if (request.debug && hasEdits(request)) io.err(`${file}: ${DEBUG_INFO}, no dynamic section: nothing written`);
 }
 
 async function patchelfFile(file: string, request: PatchelfRequest, io: CliIo): Promise<void> {
-  const debugInfo = await withElfImage(file, async (image) => {
+  const { debugInfo, stats } = await withElfImage(file, async (image, source) => {
     await printQueries(image, request, io);
-    return image.debugInfo;
+    return { debugInfo: image.debugInfo, stats: source.stats };
   });
   // Adding a needed library has nowhere to go: the edit refuses the file as the editing commands do.
-  if (debugInfo && request.addNeeded.length === 0) return keepDebugInfo(file, request, io);
+  if (debugInfo && request.addNeeded.length === 0) return keepDebugInfo(file, stats, request, io);
   // patchelf always writes --output, changed or not.
   if (!hasEdits(request) && request.output === undefined) return;
   const watched = watchChanges(editsOf(request));
-  const result = await editElfFile(file, watched.operations, request.output === undefined ? {} : { output: request.output });
+  const result = await editElfFile(file, watched.operations, { makeWritable: request.makeWritable, ...(request.output === undefined ? {} : { output: request.output }) });
   if (request.debug) io.err(editLine(result, watched.changes(), false));
 }
 

@@ -2,7 +2,7 @@
 
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
-import { ioError } from '../errors/io-error.js';
+import { describeFileType, ioError } from '../errors/io-error.js';
 import { ELF_MAGIC } from './constants.js';
 
 /** Bytes addressed by file offset, bounds-checked against the size the file had when it was opened. */
@@ -258,14 +258,4 @@ export class FileByteSource implements ByteSource {
   close(): void {
     closeSync(this.fd);
   }
-}
-
-export function describeFileType(stats: Stats): string {
-  if (stats.isDirectory()) return 'a directory';
-  if (stats.isFIFO()) return 'a FIFO';
-  if (stats.isSocket()) return 'a socket';
-  if (stats.isCharacterDevice()) return 'a character device';
-  if (stats.isBlockDevice()) return 'a block device';
-  if (stats.isSymbolicLink()) return 'a symbolic link';
-  return 'not a regular file';
 }

@@ -22,3 +22,24 @@ export function ioError(file: string, action: string, error: unknown): CudaPatch
                 : String(error);
   return new CudaPatchelfError('io', `cannot ${action}: ${reason}`, { file, cause: error });
 }
+
+/** The file-type questions of a Stats (this layer uses no file system). */
+interface FileType {
+  isDirectory(): boolean;
+  isFIFO(): boolean;
+  isSocket(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+  isSymbolicLink(): boolean;
+}
+
+/** What a path that is not a regular file is, in words, for the error that refuses it. */
+export function describeFileType(stats: FileType): string {
+  if (stats.isDirectory()) return 'a directory';
+  if (stats.isFIFO()) return 'a FIFO';
+  if (stats.isSocket()) return 'a socket';
+  if (stats.isCharacterDevice()) return 'a character device';
+  if (stats.isBlockDevice()) return 'a block device';
+  if (stats.isSymbolicLink()) return 'a symbolic link';
+  return 'not a regular file';
+}

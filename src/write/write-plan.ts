@@ -4,11 +4,12 @@
 // rewrite makes the new file and renames it over the old one.
 
 import { closeSync, fstatSync, openSync, statSync, type Stats } from 'node:fs';
-import { chmod, copyFile, rm } from 'node:fs/promises';
+import { chmod, rm } from 'node:fs/promises';
 import { ioError } from '../errors/io-error.js';
 import type { Plan } from '../plan/plan.js';
 import { applyPlan } from './apply-plan.js';
 import { withFileLock } from './file-lock.js';
+import { copyToOutput, outputIsInput } from './output-file.js';
 import { rewriteFile } from './rewrite-file.js';
 import { changedSincePlanned, sameFile } from './same-file.js';
 import { isReadOnly, readOnlyRefusal, readOnlyRefusalOf } from './write-refusal.js';
@@ -28,27 +29,23 @@ export interface CommitOptions extends WriteOptions {
 /**
  * Writes a plan made from the file at `path`, which `planned` describes as it was read; returns the
  * bytes written. With `output`, the file is copied there and the copy edited (the input is left as
- * it is; a copy that fails half-way is removed). Otherwise a noop writes nothing, not even the
- * timestamp, and any other plan is written under the file lock, where writePlan's check sees a write
- * another cuda-patchelf made since this one read the file.
+ * it is; see output-file.ts), unless `output` names the input itself. Otherwise a noop writes nothing,
+ * not even the timestamp, and any other plan is written under the file lock, where writePlan's check
+ * sees a write another cuda-patchelf made since this one read the file.
  */
 export async function commitPlan(path: string, plan: Plan, planned: Stats, options: CommitOptions): Promise<number> {
-  if (options.output !== undefined) return writeCopy(path, options.output, plan, options);
+  if (options.output !== undefined && !outputIsInput(options.output, planned)) return writeCopy(path, options.output, plan, options);
   if (plan.tier === 'noop') return 0;
   return withFileLock(path, planned, () => writePlan(path, plan, planned, options));
 }
 
 async function writeCopy(path: string, output: string, plan: Plan, options: WriteOptions): Promise<number> {
+  const created = copyToOutput(path, output);
   try {
-    await copyFile(path, output);
-  } catch (error) {
-    throw ioError(output, 'write the output file', error);
-  }
-  try {
-    // The copy is ours to write, whatever the input's mode (which it keeps).
+    // The copy is ours to write, whatever its mode.
     return await writePlan(output, plan, null, { ...options, makeWritable: true });
   } catch (error) {
-    await rm(output, { force: true });
+    if (created) await rm(output, { force: true });
     throw error;
   }
 }
