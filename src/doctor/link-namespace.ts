@@ -7,7 +7,7 @@
 
 import { lookUpCache } from './ld-cache-lookup.js';
 import type { EmulatedLoader, EmulationSettings } from './emulated-loader.js';
-import type { ObjectFacts, ObjectFactsCache } from './object-facts.js';
+import { mappingRefusal, type ObjectFacts, type ObjectFactsCache } from './object-facts.js';
 import { verifyCandidate } from './open-verify.js';
 import { splitSearchList, substituteTokens, type TokenValues } from './search-path.js';
 
@@ -132,8 +132,10 @@ export class LinkNamespace {
       depth: 0,
       matchesFileId: true,
     });
+    // The kernel maps a program: its l_name is "", the name it answers to, not its path (ld.so --list
+    // opens a library under the path it is given).
     const names = new Map<LinkMap, Set<string>>([
-      [main, new Set([main.name])],
+      [main, new Set([main.foundBy.rule === 'program' ? '' : main.name])],
       [rtld, new Set([loader.path])],
     ]);
     return new LinkNamespace(loader, settings, objects, [main, rtld], names, new Map());
@@ -157,7 +159,7 @@ export class LinkNamespace {
   private alreadyLoaded(name: string): LinkMap | null {
     for (const map of this.maps) {
       const names = this.names.get(map) as Set<string>;
-      if (map.path === name || names.has(name)) return map;
+      if ((map.path === name && map.foundBy.rule !== 'program') || names.has(name)) return map;
       if (map.facts.soname === name) {
         names.add(name);
         return map;
@@ -253,6 +255,8 @@ export class LinkNamespace {
       this.names.get(sameFile)?.add(name);
       return { kind: 'loaded', map: sameFile, how: 'same-file', passedOver: log.passedOver };
     }
+    const refusal = mappingRefusal(result.facts, dlopen);
+    if (refusal !== null) return { kind: 'fatal', path: result.path, message: refusal };
     const map = new LinkMap({
       name,
       path: result.path,
@@ -325,7 +329,8 @@ export class LinkNamespace {
       for (const needed of map.facts.needed) {
         // Tokens in DT_NEEDED are substituted before the search (dl-deps.c expand_dst).
         const name = needed.includes('$') ? substituteTokens(needed, { origin: map.origin, platform, lib }) : needed;
-        if (name === null || name === '') {
+        // Only a token that expands to nothing stops the load; an empty name is the program's ("").
+        if (name === null || (name === '' && needed !== '')) {
           edges.push({ from: map, name: needed, resolution: { kind: 'fatal', path: needed, message: 'empty dynamic string token substitution' }, preload: false });
           return edges;
         }

@@ -1,14 +1,13 @@
-// What the loader reads from a shared object before it maps it: the dynamic entries that steer the
-// search (DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SONAME, DF_1_NODEFLIB), read once per file and shared by
-// every program that loads it.
+// What the loader reads from a shared object as it maps it: the dynamic entries that steer the search
+// (DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SONAME, DF_1_NODEFLIB) and what makes it refuse to map one,
+// read once per file and shared by every program that loads it. Where a tag other than DT_NEEDED comes
+// twice, the loader keeps the last (elf_get_dynamic_info stores each entry over the one before).
 
 import type { Stats } from 'node:fs';
 import { FileByteSource } from '../elf/byte-source.js';
-import { DT, PF_X, PT } from '../elf/constants.js';
-import { dynamicStringsOf, dynamicValue, readElfImage } from '../elf/elf-image.js';
+import { DF_1, DT, ET, PF_X, PT } from '../elf/constants.js';
+import { dynamicStringsOf, readElfImage, type ElfImage } from '../elf/elf-image.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-
-const DF_1_NODEFLIB = 0x800;
 
 export interface ObjectFacts {
   /** dev:ino, how the loader tells a file it has already loaded under another name. */
@@ -27,8 +26,41 @@ export interface ObjectFacts {
   readonly runpath: string | null;
   /** DF_1_NODEFLIB: neither the cache nor the default directories for this object's dependencies. */
   readonly nodeflib: boolean;
+  /** DF_1_PIE: a position-independent executable, which the loader maps only as the program. */
+  readonly pie: boolean;
+  /** DF_1_NOOPEN: dlopen refuses it. */
+  readonly noOpen: boolean;
+  /** PT_LOAD segments: the loader refuses an object without one. */
+  readonly loadSegments: number;
+  /** PT_DYNAMIC: none, one with no bytes in the file, or one with some (the loader wants the last). */
+  readonly dynamicSegment: 'none' | 'empty' | 'present';
   /** Bytes of executable PT_LOAD segments: a stub library has almost none. */
   readonly codeBytes: number;
+}
+
+function dynamicSegmentOf(image: ElfImage): ObjectFacts['dynamicSegment'] {
+  const segments = image.programHeaders.filter((ph) => ph.p_type === PT.PT_DYNAMIC);
+  if (segments.length === 0) return 'none';
+  return segments.some((ph) => ph.p_filesz === 0) ? 'empty' : 'present';
+}
+
+/**
+ * Why the loader refuses to map this object as a dependency or for dlopen, in glibc's words and order
+ * (elf/dl-load.c _dl_map_object_from_fd); null when it maps it. The program is the kernel's to map.
+ */
+export function mappingRefusal(facts: ObjectFacts, dlopen: boolean): string | null {
+  if (facts.dynamicSegment === 'empty') return 'object file has no dynamic section';
+  if (facts.loadSegments === 0) return 'object file has no loadable segments';
+  if (facts.type !== ET.ET_DYN) return 'cannot dynamically load executable';
+  if (facts.dynamicSegment === 'none') return 'object file has no dynamic section';
+  if (facts.pie) return 'cannot dynamically load position-independent executable';
+  if (facts.noOpen && dlopen) return 'shared object cannot be dlopen()ed';
+  return null;
+}
+
+/** The string of the last entry with `tag`, as the loader keeps it; null when there is none. */
+export async function lastString(image: ElfImage, tag: number): Promise<string | null> {
+  return (await dynamicStringsOf(image, tag)).at(-1) ?? null;
 }
 
 export function fileIdOf(stats: Stats): string {
@@ -40,8 +72,8 @@ export async function readObjectFacts(hostPath: string, stats: Stats): Promise<O
   const source = FileByteSource.open(hostPath);
   try {
     const image = await readElfImage(source);
-    const runpath = (await dynamicStringsOf(image, DT.DT_RUNPATH))[0] ?? null;
-    const flags1 = image.dynamic === null ? 0 : (dynamicValue(image.dynamic, DT.DT_FLAGS_1) ?? 0);
+    const runpath = await lastString(image, DT.DT_RUNPATH);
+    const flags1 = image.dynamic?.entries.filter((entry) => entry.d_tag === DT.DT_FLAGS_1).at(-1)?.d_val ?? 0;
     return {
       fileId: fileIdOf(stats),
       hostPath,
@@ -51,11 +83,15 @@ export async function readObjectFacts(hostPath: string, stats: Stats): Promise<O
       machine: image.header.e_machine,
       type: image.header.e_type,
       interpreter: image.interpreter,
-      soname: (await dynamicStringsOf(image, DT.DT_SONAME))[0] ?? null,
+      soname: await lastString(image, DT.DT_SONAME),
       needed: await dynamicStringsOf(image, DT.DT_NEEDED),
-      rpath: runpath === null ? ((await dynamicStringsOf(image, DT.DT_RPATH))[0] ?? null) : null,
+      rpath: runpath === null ? await lastString(image, DT.DT_RPATH) : null,
       runpath,
-      nodeflib: (flags1 & DF_1_NODEFLIB) !== 0,
+      nodeflib: (flags1 & DF_1.NODEFLIB) !== 0,
+      pie: (flags1 & DF_1.PIE) !== 0,
+      noOpen: (flags1 & DF_1.NOOPEN) !== 0,
+      loadSegments: image.programHeaders.filter((ph) => ph.p_type === PT.PT_LOAD).length,
+      dynamicSegment: dynamicSegmentOf(image),
       codeBytes: image.programHeaders.filter((ph) => ph.p_type === PT.PT_LOAD && (ph.p_flags & PF_X) !== 0).reduce((sum, ph) => sum + ph.p_filesz, 0),
     };
   } catch (error) {

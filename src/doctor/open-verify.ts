@@ -6,6 +6,7 @@ import type { Stats } from 'node:fs';
 import { dataViewOf, FileByteSource } from '../elf/byte-source.js';
 import { EI_NIDENT, ELF_MAGIC, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, EM_NAMES, ET, EV_CURRENT, nameOf } from '../elf/constants.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { describeFileType } from '../errors/io-error.js';
 import type { MachineAbi } from './machine-abi.js';
 import type { SystemRoot } from './system-root.js';
 
@@ -47,12 +48,30 @@ function identVerdict(ident: Uint8Array, abi: MachineAbi, littleEndian: boolean)
   return { kind: 'fatal', message: 'nonzero padding in e_ident' };
 }
 
+/** Linux's device numbers of /dev/null and /dev/zero (1:3, 1:5). */
+const NULL_DEVICE = 0x103;
+const ZERO_DEVICE = 0x105;
+
+/**
+ * A device, FIFO or socket where a library is looked for. The loader opens and reads it as a file:
+ * /dev/null reads nothing, /dev/zero zeros; doctor reads no device itself, so another one is called
+ * the end of the load without the loader's words. A FIFO's open waits for a writer; a socket's fails.
+ */
+function specialFileVerdict(stats: Stats): Verdict {
+  if (stats.isSocket()) return { kind: 'passed-over', errno: 'ENXIO', reason: null };
+  if (stats.isFIFO()) return { kind: 'fatal', message: "a FIFO: the loader's open of it waits for a writer" };
+  if (stats.isCharacterDevice() && stats.rdev === NULL_DEVICE) return { kind: 'fatal', message: 'file too short' };
+  if (stats.isCharacterDevice() && stats.rdev === ZERO_DEVICE) return { kind: 'fatal', message: 'invalid ELF header' };
+  return { kind: 'fatal', message: `${describeFileType(stats)}, which the loader reads as a library and fails on` };
+}
+
 /** What the loader of `abi` makes of the file at `path` (a path of the emulated system). */
 export async function verifyCandidate(root: SystemRoot, path: string, abi: MachineAbi, littleEndian: boolean): Promise<Verdict> {
   const found = root.lookUp(path);
   if (!found.ok) return { kind: 'passed-over', errno: found.code, reason: null };
   // open(O_RDONLY) succeeds on a directory; the read of the header then fails with EISDIR.
   if (found.stats.isDirectory()) return { kind: 'fatal', message: 'cannot read file data: Is a directory' };
+  if (!found.stats.isFile()) return specialFileVerdict(found.stats);
   let source: FileByteSource;
   try {
     source = FileByteSource.open(found.hostPath);
@@ -75,6 +94,10 @@ export async function verifyCandidate(root: SystemRoot, path: string, abi: Machi
     if (machine !== abi.machine) return { kind: 'passed-over', errno: 'ENOENT', reason: `${nameOf(EM_NAMES, machine)}, not ${abi.name}` };
     if (type !== ET.ET_DYN && type !== ET.ET_EXEC) return { kind: 'fatal', message: 'only ET_DYN and ET_EXEC can be loaded' };
     if (phentsize !== (abi.elfClass === 64 ? 56 : 32)) return { kind: 'fatal', message: "ELF file's phentsize not the expected size" };
+    const phoff = abi.elfClass === 64 ? Number(view.getBigUint64(32, littleEndian)) : view.getUint32(28, littleEndian);
+    const phnum = view.getUint16(abi.elfClass === 64 ? 56 : 44, littleEndian);
+    // The program header table is read next; a file that ends before it fails that read.
+    if (phoff + phnum * phentsize > source.size) return { kind: 'fatal', message: 'cannot read file data' };
     return { kind: 'usable', hostPath: found.hostPath, stats: found.stats };
   } finally {
     source.close();

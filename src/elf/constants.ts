@@ -207,6 +207,9 @@ export const DF_NAMES: ReadonlyMap<number, string> = new Map([
   [0x10, 'STATIC_TLS'],
 ]);
 
+/** The DT_FLAGS_1 bits the loader acts on (doctor) and that tell a static-pie (skipReason). */
+export const DF_1 = { NOOPEN: 0x40, NODEFLIB: 0x800, PIE: 0x08000000 } as const;
+
 /** DT_FLAGS_1 bits. */
 export const DF_1_NAMES: ReadonlyMap<number, string> = new Map([
   [0x1, 'NOW'],
