@@ -6,7 +6,7 @@
 
 import { spawn } from 'node:child_process';
 import { existsSync, watch } from 'node:fs';
-import { chown, link, mkdtemp, readFile, readdir, rm, stat, chmod, writeFile, mkdir } from 'node:fs/promises';
+import { chown, link, lstat, mkdtemp, readFile, readdir, rm, stat, symlink, chmod, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { crossTool, requireTool, runOn, type BuildArch } from './helpers/fixtures.js';
@@ -260,6 +260,39 @@ describe.each(ARCHES)('%s', (arch) => {
     expect(await fileState(program)).toEqual(before);
     expect(await dynamicStrings(output, 'RUNPATH')).toEqual([RUNPATH]);
     expect(await runOk(arch, output)).toBe(OUTPUT);
+  });
+
+  it('--output to an existing file with another hard link, through a symbolic link: that inode gets the rewritten bytes, no temporary file', async () => {
+    const { dir, program } = await tableWithoutRoom(arch);
+    const before = await fileState(program);
+    await writeFile(join(dir, 'out'), 'an older output');
+    await chmod(join(dir, 'out'), 0o700);
+    await link(join(dir, 'out'), join(dir, 'out-too'));
+    await symlink('out', join(dir, 'out-link'));
+    const outBefore = await stat(join(dir, 'out'));
+    const result = await cli(['set-runpath', RUNPATH, program, '--output', join(dir, 'out-link'), '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    expect((JSON.parse(result.stdout) as { tier: string }[])[0]?.tier).toBe('rewrite');
+    expect(await fileState(program)).toEqual(before);
+    const outAfter = await stat(join(dir, 'out'));
+    expect({ ino: outAfter.ino, mode: outAfter.mode & 0o7777, nlink: outAfter.nlink }).toEqual({ ino: outBefore.ino, mode: 0o700, nlink: 2 });
+    expect((await lstat(join(dir, 'out-link'))).isSymbolicLink()).toBe(true);
+    expect(await dynamicStrings(join(dir, 'out-too'), 'RUNPATH')).toEqual([RUNPATH]);
+    expect(await runOk(arch, join(dir, 'out'))).toBe(OUTPUT);
+    expect((await readdir(dir)).sort()).toEqual(['out', 'out-link', 'out-too', 'prog', 'prog.c', 'prog.linked']);
+  });
+
+  it('through a symbolic link, in place or as its own --output: the link stays and its target is rewritten', async () => {
+    for (const args of [(link: string) => ['set-runpath', RUNPATH, link], (link: string, program: string) => ['--set-rpath', RUNPATH, '--output', program, link]]) {
+      const { dir, program } = await tableWithoutRoom(arch);
+      await symlink('prog', join(dir, 'prog-link'));
+      const result = await cli(args(join(dir, 'prog-link'), program));
+      expect(result.code, result.stderr).toBe(0);
+      expect((await lstat(join(dir, 'prog-link'))).isSymbolicLink()).toBe(true);
+      expect(await dynamicStrings(program, 'RUNPATH')).toEqual([RUNPATH]);
+      expect(await runOk(arch, program)).toBe(OUTPUT);
+      expect((await readdir(dir)).sort()).toEqual(['prog', 'prog-link', 'prog.c', 'prog.linked']);
+    }
   });
 
   it('a position-independent executable in the same state is refused: nothing is free below address 0', async () => {

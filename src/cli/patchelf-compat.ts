@@ -12,7 +12,7 @@ import { withElfImage } from '../elf/open-elf.js';
 import { editElfFile, type EditOperations } from '../edit/edit-file.js';
 import { shrinkRunpath } from '../edit/shrink-runpath.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import { copyToOutput, outputIsInput } from '../write/output-file.js';
+import { outputIsInput, writeOutput } from '../write/output-file.js';
 import type { CliIo } from './cli-io.js';
 import { editLine, watchChanges } from './edit-line.js';
 import { EXIT } from './exit-codes.js';
@@ -80,7 +80,7 @@ function editsOf(request: PatchelfRequest): EditOperations {
  * patchelf always writes the output file.
  */
 async function keepDebugInfo(file: string, stats: Stats, request: PatchelfRequest, io: CliIo): Promise<void> {
-  if (request.output !== undefined && !outputIsInput(request.output, stats)) copyToOutput(file, request.output);
+  if (request.output !== undefined && !outputIsInput(request.output, stats)) writeOutput(file, request.output, null);
   if (request.debug && hasEdits(request)) io.err(`${file}: ${DEBUG_INFO}, no dynamic section: nothing written`);
 }
 

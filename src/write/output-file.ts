@@ -1,15 +1,25 @@
-// --output: the input copied to a regular file, which the plan is then written to. As patchelf writes
-// its output file: a new file gets mode 0777 less the umask (the input's mode, set-user-ID bit and all,
-// is not copied), and an existing one keeps its mode and inode, truncated and written anew. Anything
-// else is refused before a byte is written: a device, FIFO or socket takes no positional writes, and
-// what is not ours is never removed (Node's copyFile deletes its destination when the copy fails, a
-// device node included).
+// --output: what the plan makes of the input, written to a regular file, as patchelf writes its output
+// file: a new file gets mode 0777 less the umask (the input's mode, set-user-ID bit and all, is not
+// copied), and an existing one keeps its mode and inode, truncated and written anew (through a link to
+// it, and also when the plan is the whole-file rewrite: the rewritten bytes go into that inode, with
+// no temporary file). Anything else is refused before a byte is written: a device, FIFO or socket
+// takes no positional writes, and what is not ours is never removed (Node's copyFile deletes its
+// destination when the copy fails, a device node included).
 
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, rmSync, statSync, type Stats } from 'node:fs';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { describeFileType, ioError } from '../errors/io-error.js';
+import type { Plan } from '../plan/plan.js';
+import { applyPlan } from './apply-plan.js';
+import { copyShifted } from './rewrite-file.js';
+import { changedSincePlanned, sameFile } from './same-file.js';
 
-const CHUNK = 1 << 20;
+/** What to write besides the input's bytes: a plan made from the input as `planned` describes it. */
+export interface OutputEdit {
+  readonly plan: Plan;
+  readonly planned: Stats;
+  readonly durable?: boolean;
+}
 
 function notRegular(output: string, stats: Stats): CudaPatchelfError {
   return new CudaPatchelfError('io', `the output file is ${describeFileType(stats)}: --output names a regular file or a new one; left alone`, { file: output });
@@ -24,65 +34,71 @@ function existingOutput(output: string): Stats | null {
   }
 }
 
-/** Whether `output` is the file `input` describes (patchelf's `--output` may name its input): then there is nothing to copy. */
+/** Whether `output` is the file `input` describes (patchelf's `--output` may name its input): then it is edited in place. */
 export function outputIsInput(output: string, input: Pick<Stats, 'dev' | 'ino'>): boolean {
   const stats = existingOutput(output);
   return stats !== null && stats.dev === input.dev && stats.ino === input.ino;
 }
 
+const OPEN_OUTPUT = constants.O_RDWR | constants.O_CREAT | constants.O_NONBLOCK;
+
 /**
- * Copies `input` to `output`, a regular file or a new one; true when this made the file (then a copy
- * that fails is removed; a file that was there, or a link's target, is left as the failure left it).
+ * Opens the output for writing, emptied; `created` when this made the file (O_EXCL: not one that
+ * appeared since the check). O_NONBLOCK: a FIFO put there since the check fails the open, or the
+ * caller's check on the descriptor, instead of waiting for a reader.
  */
-export function copyToOutput(input: string, output: string): boolean {
+function openOutput(output: string): { fd: number; created: boolean } {
+  try {
+    if (lstatSync(output, { throwIfNoEntry: false }) === undefined) {
+      try {
+        return { fd: openSync(output, OPEN_OUTPUT | constants.O_EXCL, 0o777), created: true };
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+    }
+    return { fd: openSync(output, OPEN_OUTPUT | constants.O_TRUNC, 0o777), created: false };
+  } catch (error) {
+    throw ioError(output, 'open the output file', error);
+  }
+}
+
+/**
+ * Writes the input's bytes, and what `edit`'s plan makes of them, to `output`, a regular file or a new
+ * one; returns the bytes the plan wrote (the whole new file for a rewrite). A file this made is removed
+ * when the write fails; a file that was there (or a link's target) is left as the failure left it.
+ */
+export function writeOutput(input: string, output: string, edit: OutputEdit | null): number {
   const existing = existingOutput(output);
   if (existing !== null && !existing.isFile()) throw notRegular(output, existing);
-  let created = false;
-  try {
-    created = lstatSync(output, { throwIfNoEntry: false }) === undefined;
-  } catch (error) {
-    throw ioError(output, 'stat the output file', error);
-  }
   let source: number;
   try {
-    source = openSync(input, 'r');
+    source = openSync(input, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (error) {
     throw ioError(input, 'open', error);
   }
   try {
-    let target: number;
+    const inputStats = fstatSync(source);
+    if (edit !== null && !sameFile(inputStats, edit.planned)) throw changedSincePlanned(input);
+    const { fd, created } = openOutput(output);
     try {
-      // O_NONBLOCK: a FIFO put there since the check fails the open or the check below instead of waiting for a reader.
-      target = openSync(output, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NONBLOCK, 0o777);
-    } catch (error) {
-      throw ioError(output, 'open the output file', error);
-    }
-    try {
-      const stats = fstatSync(target);
+      const stats = fstatSync(fd);
       if (!stats.isFile()) throw notRegular(output, stats);
-      copyBytes(source, target, output);
+      const rewrite = edit?.plan.tier === 'rewrite';
+      try {
+        copyShifted(source, fd, inputStats.size, rewrite ? (edit?.plan.shift ?? 0) : 0);
+        const written = edit === null ? 0 : applyPlan(fd, edit.plan, edit.durable === undefined ? {} : { durable: edit.durable });
+        if (edit?.durable === true) fsyncSync(fd);
+        return rewrite ? inputStats.size + written : written;
+      } catch (error) {
+        throw ioError(output, 'write the output file', error);
+      }
     } catch (error) {
       if (created) rmSync(output, { force: true });
       throw error;
     } finally {
-      closeSync(target);
+      closeSync(fd);
     }
   } finally {
     closeSync(source);
-  }
-  return created;
-}
-
-function copyBytes(source: number, target: number, output: string): void {
-  const buffer = Buffer.allocUnsafe(CHUNK);
-  try {
-    for (let position = 0; ; ) {
-      const length = readSync(source, buffer, 0, CHUNK, position);
-      if (length === 0) return;
-      for (let written = 0; written < length; ) written += writeSync(target, buffer, written, length - written, position + written);
-      position += length;
-    }
-  } catch (error) {
-    throw ioError(output, 'write the output file', error);
   }
 }

@@ -4,7 +4,7 @@
 // or the other (and at worst the temporary file, whose name says what it is). This tier alone copies
 // the whole file; the copy goes through a fixed-size buffer.
 
-import { closeSync, fchmodSync, fchownSync, fstatSync, fsyncSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, fchmodSync, fchownSync, fstatSync, fsyncSync, openSync, readSync, realpathSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ioError } from '../errors/io-error.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
@@ -29,7 +29,7 @@ export function isRewriteTemporary(name: string): boolean {
 }
 
 /** Copies all of `from` (of `size` bytes) into `to` at offset `shift`. */
-function copyShifted(from: number, to: number, size: number, shift: number): void {
+export function copyShifted(from: number, to: number, size: number, shift: number): void {
   const buffer = new Uint8Array(Math.min(COPY_CHUNK, Math.max(size, 1)));
   for (let at = 0; at < size; ) {
     const read = readSync(from, buffer, 0, Math.min(buffer.length, size - at), at);
@@ -40,19 +40,26 @@ function copyShifted(from: number, to: number, size: number, shift: number): voi
 }
 
 /**
- * Writes the plan's new file and renames it over `path`; returns the bytes written. `planned` is the
- * file as it was read for planning (null: no check). A file with other hard links is refused: a new
- * inode under one name would leave the other names on the old file.
+ * Writes the plan's new file and renames it over the file `path` names; returns the bytes written.
+ * `planned` is the file as it was read for planning. A file with other hard links is refused: a new
+ * inode under one name would leave the other names on the old file. A symbolic link is followed: the
+ * new file replaces its target, next to which it is made, and the link stays.
  */
-export function rewriteFile(path: string, plan: Plan, planned: Stats | null, options: { durable?: boolean }): number {
-  const temp = rewriteTempPath(path);
+export function rewriteFile(path: string, plan: Plan, planned: Stats, options: { durable?: boolean }): number {
+  let real: string;
+  try {
+    real = realpathSync(path);
+  } catch (error) {
+    throw ioError(path, 'resolve', error);
+  }
+  const temp = rewriteTempPath(real);
   let input: number | undefined;
   let output: number | undefined;
   let step = 'open';
   try {
-    input = openSync(path, 'r');
+    input = openSync(real, 'r');
     const before = fstatSync(input);
-    if (planned !== null && !sameFile(before, planned)) throw changedSincePlanned(path);
+    if (!sameFile(before, planned)) throw changedSincePlanned(path);
     if (before.nlink > 1) throw splitsHardLinks(path, before.nlink);
     step = 'create the new file for';
     output = openSync(temp, 'wx', 0o600);
@@ -71,10 +78,10 @@ export function rewriteFile(path: string, plan: Plan, planned: Stats | null, opt
     // Durable: the new file's bytes reach the disk before the name points at it.
     if (options.durable) fsyncSync(output);
     // The last look before the switch (the caller holds the file's lock against other cuda-patchelf runs).
-    if (!sameFile(statSync(path), before)) throw changedSincePlanned(path);
+    if (!sameFile(statSync(real), before)) throw changedSincePlanned(path);
     step = 'rename the new file over';
-    renameSync(temp, path);
-    if (options.durable) syncDirectory(dirname(path));
+    renameSync(temp, real);
+    if (options.durable) syncDirectory(dirname(real));
     return written;
   } catch (error) {
     if (output !== undefined) {

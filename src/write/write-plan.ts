@@ -1,15 +1,15 @@
-// Writing a plan to a path: to a copy (--output), or to the file itself under the per-file lock. The
+// Writing a plan to a path: to --output's file (output-file.ts), or to the file itself under the per-file lock. The
 // file is checked to be the one planned for, a read-only one is opened up for the write
 // (--make-writable) and its mode put back, and the plan's writes go in their order, or the whole-file
 // rewrite makes the new file and renames it over the old one.
 
 import { closeSync, fstatSync, openSync, statSync, type Stats } from 'node:fs';
-import { chmod, rm } from 'node:fs/promises';
+import { chmod } from 'node:fs/promises';
 import { ioError } from '../errors/io-error.js';
 import type { Plan } from '../plan/plan.js';
 import { applyPlan } from './apply-plan.js';
 import { withFileLock } from './file-lock.js';
-import { copyToOutput, outputIsInput } from './output-file.js';
+import { outputIsInput, writeOutput } from './output-file.js';
 import { rewriteFile } from './rewrite-file.js';
 import { changedSincePlanned, sameFile } from './same-file.js';
 import { isReadOnly, readOnlyRefusal, readOnlyRefusalOf } from './write-refusal.js';
@@ -28,33 +28,24 @@ export interface CommitOptions extends WriteOptions {
 
 /**
  * Writes a plan made from the file at `path`, which `planned` describes as it was read; returns the
- * bytes written. With `output`, the file is copied there and the copy edited (the input is left as
- * it is; see output-file.ts), unless `output` names the input itself. Otherwise a noop writes nothing,
+ * bytes written. With `output`, the input's bytes and the plan's writes go there and the input is left
+ * as it is (output-file.ts), unless `output` names the input itself. Otherwise a noop writes nothing,
  * not even the timestamp, and any other plan is written under the file lock, where writePlan's check
  * sees a write another cuda-patchelf made since this one read the file.
  */
 export async function commitPlan(path: string, plan: Plan, planned: Stats, options: CommitOptions): Promise<number> {
-  if (options.output !== undefined && !outputIsInput(options.output, planned)) return writeCopy(path, options.output, plan, options);
+  if (options.output !== undefined && !outputIsInput(options.output, planned)) {
+    return writeOutput(path, options.output, { plan, planned, ...(options.durable === undefined ? {} : { durable: options.durable }) });
+  }
   if (plan.tier === 'noop') return 0;
   return withFileLock(path, planned, () => writePlan(path, plan, planned, options));
-}
-
-async function writeCopy(path: string, output: string, plan: Plan, options: WriteOptions): Promise<number> {
-  const created = copyToOutput(path, output);
-  try {
-    // The copy is ours to write, whatever its mode.
-    return await writePlan(output, plan, null, { ...options, makeWritable: true });
-  } catch (error) {
-    if (created) await rm(output, { force: true });
-    throw error;
-  }
 }
 
 /**
  * Opens the file for writing and checks it is still the file that was planned for (same inode, size
  * and mtime), then applies the plan. Root can write anything, so the mode is checked here.
  */
-export async function writePlan(path: string, plan: Plan, planned: Stats | null, options: WriteOptions): Promise<number> {
+export async function writePlan(path: string, plan: Plan, planned: Stats, options: WriteOptions): Promise<number> {
   // A rewrite makes a new file with the old one's mode: the old one is never opened for writing.
   if (plan.tier === 'rewrite') {
     const refusal = readOnlyRefusalOf(path, statOrThrow(path).mode, options.makeWritable === true);
@@ -67,7 +58,7 @@ export async function writePlan(path: string, plan: Plan, planned: Stats | null,
     // Root opens a file without write permission: its mode says it is read-only.
     const refusal = readOnlyRefusalOf(path, stats.mode, options.makeWritable === true);
     if (refusal !== null) throw refusal;
-    if (planned !== null && !sameFile(stats, planned)) throw changedSincePlanned(path);
+    if (!sameFile(stats, planned)) throw changedSincePlanned(path);
     try {
       return applyPlan(fd, plan, options.durable === undefined ? {} : { durable: options.durable });
     } catch (error) {
