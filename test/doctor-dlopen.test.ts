@@ -102,30 +102,41 @@ describe('libcudart dlopens libcuda.so.1 through its own runpath', () => {
   });
 });
 
+/**
+ * A program whose library libopener.so says in a `.note.dlopen` that it opens libnvidia-ml.so.1 (and
+ * does, printing "opened: 1" or the loader's error), with nvml/ in its runpath and a decoy directory in
+ * the program's; `nvml` builds what nvml/ holds.
+ */
+async function buildNoteOpener(base: string, nvml: (dir: string) => Promise<void>): Promise<string> {
+  await nvml(join(base, 'nvml'));
+  await buildLibrary(join(base, 'decoy/libnvidia-ml.so.1'));
+  const payload = '[{"feature":"nvml","description":"NVML","priority":"required","soname":["libnvidia-ml.so.1"]}]';
+  const padded = payload.length + 1 + ((4 - ((payload.length + 1) % 4)) % 4);
+  const source = join(base, 'opener.c');
+  await writeFile(
+    source,
+    `#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+__attribute__((used, section(".note.dlopen"), aligned(4))) static const struct { uint32_t n_namesz, n_descsz, n_type; char name[4]; char desc[${padded}]; } note = { 4, ${padded}, 0x407c0c0a, "FDO", ${JSON.stringify(payload)} };
+int open_nvml(void) { void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW); if (h == 0) fprintf(stderr, "dlopen: %s\\n", dlerror()); return h != 0; }
+`,
+  );
+  const opener = join(base, 'lib/libopener.so');
+  await mkdir(dirname(opener), { recursive: true });
+  await mustExec(requireTool('gcc'), ['-shared', '-fPIC', '-O1', '-o', opener, source, '-Wl,-soname,libopener.so', `-Wl,--enable-new-dtags,-rpath,${join(base, 'nvml')}`, '-ldl']);
+  const main = join(base, 'main.c');
+  await writeFile(main, '#include <stdio.h>\nint open_nvml(void);\nint main(void) { printf("opened: %d\\n", open_nvml()); return 0; }\n');
+  const prog = join(base, 'bin/prog');
+  await mkdir(dirname(prog), { recursive: true });
+  await mustExec(requireTool('gcc'), ['-O1', '-o', prog, main, opener, `-Wl,--enable-new-dtags,-rpath,${join(base, 'lib')}:${join(base, 'decoy')}`]);
+  return prog;
+}
+
 describe('.note.dlopen', () => {
   it('names what a library opens; the library’s runpath finds it, as the loader does', async () => {
     const base = join(scratch, 'note');
-    await buildLibrary(join(base, 'nvml/libnvidia-ml.so.1'));
-    await buildLibrary(join(base, 'decoy/libnvidia-ml.so.1'));
-    const payload = '[{"feature":"nvml","description":"NVML","priority":"required","soname":["libnvidia-ml.so.1"]}]';
-    const padded = payload.length + 1 + ((4 - ((payload.length + 1) % 4)) % 4);
-    const source = join(base, 'opener.c');
-    await writeFile(
-      source,
-      `#include <dlfcn.h>
-#include <stdint.h>
-__attribute__((used, section(".note.dlopen"), aligned(4))) static const struct { uint32_t n_namesz, n_descsz, n_type; char name[4]; char desc[${padded}]; } note = { 4, ${padded}, 0x407c0c0a, "FDO", ${JSON.stringify(payload)} };
-int open_nvml(void) { return dlopen("libnvidia-ml.so.1", RTLD_NOW) != 0; }
-`,
-    );
-    const opener = join(base, 'lib/libopener.so');
-    await mkdir(dirname(opener), { recursive: true });
-    await mustExec(requireTool('gcc'), ['-shared', '-fPIC', '-O1', '-o', opener, source, '-Wl,-soname,libopener.so', `-Wl,--enable-new-dtags,-rpath,${join(base, 'nvml')}`, '-ldl']);
-    const main = join(base, 'main.c');
-    await writeFile(main, '#include <stdio.h>\nint open_nvml(void);\nint main(void) { printf("opened: %d\\n", open_nvml()); return 0; }\n');
-    const prog = join(base, 'bin/prog');
-    await mkdir(dirname(prog), { recursive: true });
-    await mustExec(requireTool('gcc'), ['-O1', '-o', prog, main, opener, `-Wl,--enable-new-dtags,-rpath,${join(base, 'lib')}:${join(base, 'decoy')}`]);
+    const prog = await buildNoteOpener(base, async (dir) => void (await buildLibrary(join(dir, 'libnvidia-ml.so.1'))));
     const { json } = await doctorJson([prog]);
     const report = json.files[0] as FileReport;
     const trace = await traceLoader({ arch: 'x86_64', mode: 'run', path: prog });
@@ -134,5 +145,25 @@ int open_nvml(void) { return dlopen("libnvidia-ml.so.1", RTLD_NOW) != 0; }
     const call = report.dlopen.find((d) => d.name === 'libnvidia-ml.so.1');
     expect(call).toMatchObject({ caller: join(base, 'lib/libopener.so'), reason: 'note', path: join(base, 'nvml/libnvidia-ml.so.1') });
     expect(call?.loads).toEqual(real.map(({ name, path }) => ({ name, path })));
+  });
+
+  it('a dependency marked DF_1_NOOPEN (-z nodlopen) fails the dlopen, as the loader does', async () => {
+    const base = join(scratch, 'note-noopen');
+    const prog = await buildNoteOpener(base, async (dir) => {
+      const dependency = await buildLibrary(join(dir, 'libnoopen.so'), 'libnoopen.so', { extra: ['-Wl,-z,nodlopen'] });
+      await buildLibrary(join(dir, 'libnvidia-ml.so.1'), 'libnvidia-ml.so.1', { needs: [dependency], runpath: dir });
+    });
+    const { json } = await doctorJson([prog]);
+    const report = json.files[0] as FileReport;
+    const trace = await traceLoader({ arch: 'x86_64', mode: 'run', path: prog });
+    expect(trace.stdout).toContain('opened: 0');
+    expect(trace.stderr).toContain('dlopen: libnoopen.so: shared object cannot be dlopen()ed');
+    const call = report.dlopen.find((d) => d.name === 'libnvidia-ml.so.1');
+    expect(call).toMatchObject({
+      caller: join(base, 'lib/libopener.so'),
+      path: join(base, 'nvml/libnvidia-ml.so.1'),
+      missing: [],
+      refused: { name: 'libnoopen.so', path: join(base, 'nvml/libnoopen.so'), message: 'shared object cannot be dlopen()ed' },
+    });
   });
 });

@@ -30,24 +30,34 @@ beforeAll(async () => {
   await buildLibrary(join(root, 'opt/pre/libpre.so'));
   const lib = await buildLibrary(join(root, 'opt/r/libown.so'));
   await buildProgram(join(root, 'opt/app/prog'), { needs: [lib], runpath: '/opt/r' });
-  await writeFile(join(root, 'etc/ld.so.preload'), '/opt/pre/libpre.so libnotthere.so\n');
+  // A program where a preload is named: the loader finds it, cannot map it, and goes on without it.
+  await buildProgram(join(root, 'opt/pre/prog-as-preload'));
+  await writeFile(join(root, 'etc/ld.so.preload'), '/opt/pre/libpre.so libnotthere.so /opt/pre/prog-as-preload\n');
 }, 60_000);
 
 afterAll(async () => {
   if (root !== undefined) await rm(root, { recursive: true, force: true });
 });
 
-it('preloaded libraries load first; one that is not found is a warning', async () => {
+it('preloaded libraries load first; one that is not found, or cannot be mapped, is a warning', async () => {
   const { json } = await doctorJson(['--root', root, join(root, 'opt/app/prog')]);
   expect(json.errors).toEqual([]);
   const report = json.files[0] as FileReport;
   const trace = await traceLoader({ arch: 'x86_64', mode: 'list', path: '/opt/app/prog', root });
-  expect(reportedLoads(report)).toEqual(trace.loads.map(({ name, path }) => ({ name, path })));
+  // glibc makes the refused program's link map before it refuses it; it is gone after.
+  const loaded = trace.loads.filter((load) => load.path !== '/opt/pre/prog-as-preload');
+  expect(loaded).toHaveLength(trace.loads.length - 1);
+  expect(reportedLoads(report)).toEqual(loaded.map(({ name, path }) => ({ name, path })));
   expect(report.loads[0]).toMatchObject({ name: '/opt/pre/libpre.so', rule: 'path' });
   expect(trace.stderr).toContain("object 'libnotthere.so' from /etc/ld.so.preload cannot be preloaded");
+  expect(trace.stderr).toContain("object '/opt/pre/prog-as-preload' from /etc/ld.so.preload cannot be preloaded (cannot dynamically load position-independent executable): ignored");
   expect(report.needed.filter((n) => n.preload).map((n) => [n.name, n.status])).toEqual([
     ['/opt/pre/libpre.so', 'loaded'],
     ['libnotthere.so', 'missing'],
+    ['/opt/pre/prog-as-preload', 'fatal'],
   ]);
-  expect(report.findings.map((f) => f.code)).toEqual(['preload-missing']);
+  expect(report.findings.map((f) => [f.code, f.severity])).toEqual([
+    ['preload-missing', 'warning'],
+    ['preload-refused', 'warning'],
+  ]);
 });

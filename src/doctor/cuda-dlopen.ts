@@ -95,7 +95,7 @@ async function tryDlopen(namespace: LinkNamespace, candidate: Candidate): Promis
   const trial = namespace.fork();
   const before = trial.maps.length;
   const resolution = await trial.mapObject(candidate.caller, candidate.name, true);
-  const dependencies = resolution.kind === 'loaded' && resolution.how === 'new' ? await trial.loadDependencies(resolution.map) : [];
+  const dependencies = resolution.kind === 'loaded' && resolution.how === 'new' ? await trial.loadDependencies(resolution.map, [], true) : [];
   return { call: { ...candidate, resolution, dependencies, loads: trial.maps.slice(before) }, trial };
 }
 

@@ -46,6 +46,8 @@ export interface DlopenRecord {
   readonly owner: string | null;
   /** Dependencies of the opened library that are not found (the dlopen then fails). */
   readonly missing: readonly string[];
+  /** A dependency the loader found and could not use, which fails the dlopen; null when none. */
+  readonly refused: { readonly name: string; readonly path: string; readonly message: string } | null;
   /** What the dlopen adds to the program, in load order: the library, then its new dependencies. */
   readonly loads: readonly { readonly name: string; readonly path: string }[];
 }
@@ -121,6 +123,12 @@ function loadRecord(map: LinkMap, name: string, neededBy: LinkMap): LoadRecord {
   };
 }
 
+/** The dependency that stopped a dlopen's load (the last edge, when it is fatal). */
+function refusedDependency(call: DlopenCall): DlopenRecord['refused'] {
+  const last = call.dependencies.at(-1);
+  return last?.resolution.kind === 'fatal' ? { name: text(last.name), path: text(last.resolution.path), message: last.resolution.message } : null;
+}
+
 function dlopenRecord(call: DlopenCall): DlopenRecord {
   const { resolution } = call;
   const map = resolution.kind === 'loaded' ? resolution.map : null;
@@ -133,7 +141,8 @@ function dlopenRecord(call: DlopenCall): DlopenRecord {
     path: map === null ? (resolution.kind === 'fatal' ? text(resolution.path) : null) : text(map.path),
     rule: fresh?.foundBy.rule ?? null,
     owner: fresh?.foundBy.owner ? text(fresh.foundBy.owner.path) : null,
-    missing: call.dependencies.filter((edge) => edge.resolution.kind !== 'loaded').map((edge) => text(edge.name)),
+    missing: call.dependencies.filter((edge) => edge.resolution.kind === 'missing').map((edge) => text(edge.name)),
+    refused: refusedDependency(call),
     loads: call.loads.map((loaded) => ({ name: text(loaded.name), path: text(loaded.path) })),
   };
 }

@@ -15,7 +15,7 @@ export interface Finding {
   /** Stable, for scripts: interpreter-missing, library-missing, load-error, libcuda-missing, libcuda-stub,
    *  cuda-803, driver-mismatch, libcuda-dependency-missing, compat-dependency-missing, libcuda-differs,
    *  driver-version-unknown, dlopen-missing, cuda-libraries-mixed, driver-libraries-mixed, nvml-mismatch,
-   *  preload-missing. */
+   *  preload-missing, preload-refused. */
   readonly code: string;
   readonly message: string;
   /** What to do about it, or null when there is nothing specific. */
@@ -52,6 +52,14 @@ export function loadFindings(emulation: LoadEmulation): Finding[] {
         code: 'preload-missing',
         message: `${text(edge.name)}, named in ${text(emulation.loader.facts.preloadPath)}, is not found: the loader says so and goes on without it`,
         fix: `remove ${text(edge.name)} from ${text(emulation.loader.facts.preloadPath)}, or install it`,
+      });
+    } else if (resolution.kind === 'fatal' && edge.preload) {
+      // do_preload catches the error: a preload the loader cannot map is passed over too.
+      findings.push({
+        severity: 'warning',
+        code: 'preload-refused',
+        message: `${text(resolution.path)}, named in ${text(emulation.loader.facts.preloadPath)}, cannot be preloaded (${resolution.message}): the loader says so and goes on without it`,
+        fix: `remove ${text(edge.name)} from ${text(emulation.loader.facts.preloadPath)}`,
       });
     } else if (resolution.kind === 'missing') {
       findings.push({

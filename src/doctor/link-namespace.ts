@@ -318,9 +318,10 @@ export class LinkNamespace {
 
   /**
    * _dl_map_object_deps: breadth first from `start` (and the preloaded objects, which follow it in the
-   * queue), each object's DT_NEEDED in order; a fatal error ends it.
+   * queue), each object's DT_NEEDED in order; a fatal error ends it. `dlopen`: the dependencies of a
+   * dlopen'ed object, which glibc maps in dlopen's mode (DF_1_NOOPEN refuses them too).
    */
-  async loadDependencies(start: LinkMap, preloaded: readonly LinkMap[] = []): Promise<Edge[]> {
+  async loadDependencies(start: LinkMap, preloaded: readonly LinkMap[] = [], dlopen = false): Promise<Edge[]> {
     const queue: LinkMap[] = [start, ...preloaded.filter((map) => map !== start)];
     const edges: Edge[] = [];
     const { platform, lib } = this.tokens();
@@ -334,7 +335,7 @@ export class LinkNamespace {
           edges.push({ from: map, name: needed, resolution: { kind: 'fatal', path: needed, message: 'empty dynamic string token substitution' }, preload: false });
           return edges;
         }
-        const resolution = await this.mapObject(map, name, false);
+        const resolution = await this.mapObject(map, name, dlopen);
         edges.push({ from: map, name, resolution, preload: false });
         if (resolution.kind === 'fatal') return edges;
         if (resolution.kind === 'loaded' && !queue.includes(resolution.map)) queue.push(resolution.map);

@@ -49,10 +49,9 @@ function dynamicSegmentOf(image: ElfImage): ObjectFacts['dynamicSegment'] {
  * (elf/dl-load.c _dl_map_object_from_fd); null when it maps it. The program is the kernel's to map.
  */
 export function mappingRefusal(facts: ObjectFacts, dlopen: boolean): string | null {
-  if (facts.dynamicSegment === 'empty') return 'object file has no dynamic section';
   if (facts.loadSegments === 0) return 'object file has no loadable segments';
   if (facts.type !== ET.ET_DYN) return 'cannot dynamically load executable';
-  if (facts.dynamicSegment === 'none') return 'object file has no dynamic section';
+  if (facts.dynamicSegment !== 'present') return 'object file has no dynamic section';
   if (facts.pie) return 'cannot dynamically load position-independent executable';
   if (facts.noOpen && dlopen) return 'shared object cannot be dlopen()ed';
   return null;

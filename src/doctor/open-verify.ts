@@ -97,7 +97,7 @@ export async function verifyCandidate(root: SystemRoot, path: string, abi: Machi
     const phoff = abi.elfClass === 64 ? Number(view.getBigUint64(32, littleEndian)) : view.getUint32(28, littleEndian);
     const phnum = view.getUint16(abi.elfClass === 64 ? 56 : 44, littleEndian);
     // The program header table is read next; a file that ends before it fails that read.
-    if (phoff + phnum * phentsize > source.size) return { kind: 'fatal', message: 'cannot read file data' };
+    if (phnum > 0 && phoff + phnum * phentsize > source.size) return { kind: 'fatal', message: 'cannot read file data' };
     return { kind: 'usable', hostPath: found.hostPath, stats: found.stats };
   } finally {
     source.close();

@@ -50,7 +50,8 @@ function dlopenLines(records: readonly DlopenRecord[]): string[] {
     if (record.status === 'fatal') return `  ${record.name} => ${record.path ?? ''}: cannot be loaded ${by}`;
     const how = record.rule === null ? 'already loaded' : ruleText(record.rule, record.owner, null);
     const missing = record.missing.length === 0 ? '' : `; needs ${record.missing.join(', ')}: not found`;
-    return `  ${record.name} => ${record.path ?? ''}  [${how}] ${by}${missing}`;
+    const refused = record.refused === null ? '' : `; needs ${record.refused.name}: ${record.refused.path}: ${record.refused.message}`;
+    return `  ${record.name} => ${record.path ?? ''}  [${how}] ${by}${missing}${refused}`;
   });
 }
 
@@ -60,7 +61,7 @@ export function fileText(report: FileReport, shownPath: string): string {
   for (const load of report.loads) lines.push(loadLine(load));
   for (const needed of report.needed) {
     if (needed.status === 'missing') lines.push(`  ${needed.name} => not found (${needed.preload ? 'preloaded' : `needed by ${basename(needed.from)}`})`);
-    if (needed.status === 'fatal') lines.push(`  ${needed.name} => ${needed.path ?? ''}: ${needed.message ?? ''} (the loader stops here)`);
+    if (needed.status === 'fatal') lines.push(`  ${needed.name} => ${needed.path ?? ''}: ${needed.message ?? ''} (${needed.preload ? 'not preloaded; the loader goes on' : 'the loader stops here'})`);
     for (const passed of needed.passedOver) lines.push(`    passed over ${passed.path}: ${passed.reason}`);
   }
   lines.push(...dlopenLines(report.dlopen));
