@@ -184,7 +184,8 @@ export function isOneHookRun(orderedHooks: readonly Hook[], file: FileFacts, cur
 
 /**
  * What one nixpkgs-compat run of the hooks (each `names` times) adds at most to a runpath's length
- * (`growth`), and of that what may come after the runpath's own entries (`afterOwn`: appended
+ * (counted in entries: a hook's directories hold no ':', hookDirectory and the config refuse one;
+ * `growth`), and of that what may come after the runpath's own entries (`afterOwn`: appended
  * directories, and a replacement's directories less the entry they take the place of). Prepended
  * entries come before them; filtering and dropping entries only shorten a runpath.
  */

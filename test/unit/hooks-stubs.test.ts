@@ -144,9 +144,14 @@ describe('a file with many names, against running each hook once per name', () =
     { name: 'append-stubs', transform: { kind: 'append', dirs: [STUBS] }, files: {}, before: [], after: [] },
     { name: 'drop-build', transform: { kind: 'remove-matching', fragment: '/build/' }, files: {}, before: [], after: [] },
     { name: 'two-for-stubs', transform: { kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: ['/r1', '/r2'] }, files: {}, before: [], after: [] },
+    { name: 'two-first', transform: { kind: 'prepend', dirs: ['/p1', '/p2'] }, files: {}, before: [], after: [] },
+    { name: 'two-last', transform: { kind: 'append', dirs: ['/z', '/y'] }, files: {}, before: [], after: [] },
+    // Replacements that match the pattern themselves, and a filter that drops what other hooks add.
+    { name: 'stubs-for-stubs', transform: { kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: [STUBS_OUTPUT, '/r1'] }, files: {}, before: [], after: [] },
+    { name: 'drop-compat', transform: { kind: 'remove-matching', fragment: 'cuda_compat' }, files: {}, before: [], after: [] },
   ];
   const hookPool = [driverHook(), cudaCompatHook(COMPAT), removeStubsHook(), ...extraHooks];
-  const entryPool = [`${COMPAT}/compat`, DRIVER, STUBS, '$ORIGIN', '', '/a', '/build/x', '/z', '/r1'];
+  const entryPool = [`${COMPAT}/compat`, DRIVER, STUBS, STUBS_OUTPUT, '$ORIGIN', '', '/a', '/build/x', '/z', '/r1', '/p2'];
   const runEachName = (hooks: readonly Hook[], names: number): Hook[] => hooks.flatMap((hook) => Array.from({ length: names }, () => hook));
   const referenceCompose = (hooks: readonly Hook[], base: string | null, names: number): string | undefined =>
     composeRunpath(runEachName(hooks, names), FILE, base, 'nixpkgs-compat', 1)?.value;
