@@ -165,5 +165,24 @@ describe('.note.dlopen', () => {
       missing: [],
       refused: { name: 'libnoopen.so', path: join(base, 'nvml/libnoopen.so'), message: 'shared object cannot be dlopen()ed' },
     });
+    expect(report.findings.find((f) => f.code === 'dlopen-missing')).toMatchObject({
+      severity: 'error',
+      message: `${join(base, 'lib/libopener.so')} opens libnvidia-ml.so.1 with dlopen, and it needs libnoopen.so, which cannot be loaded (${join(base, 'nvml/libnoopen.so')}: shared object cannot be dlopen()ed) (its .note.dlopen says required)`,
+    });
+  });
+
+  it('a dependency that is not found fails the dlopen too', async () => {
+    const base = join(scratch, 'note-gone');
+    const prog = await buildNoteOpener(base, async (dir) => {
+      const dependency = await buildLibrary(join(base, 'elsewhere/libgone.so'));
+      await buildLibrary(join(dir, 'libnvidia-ml.so.1'), 'libnvidia-ml.so.1', { needs: [dependency], runpath: dir });
+    });
+    const { json } = await doctorJson([prog]);
+    const report = json.files[0] as FileReport;
+    const trace = await traceLoader({ arch: 'x86_64', mode: 'run', path: prog });
+    expect(trace.stdout).toContain('opened: 0');
+    expect(trace.stderr).toContain('dlopen: libgone.so: cannot open shared object file');
+    expect(report.dlopen.find((d) => d.name === 'libnvidia-ml.so.1')).toMatchObject({ missing: ['libgone.so'], refused: null });
+    expect(report.findings.find((f) => f.code === 'dlopen-missing')?.message).toContain('and it needs libgone.so, which is not found');
   });
 });

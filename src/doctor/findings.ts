@@ -6,7 +6,7 @@ import { LIBCUDA, type DlopenCall } from './cuda-dlopen.js';
 import { compareDriverVersions, type DriverVersion } from './driver-version.js';
 import type { LoadEmulation } from './emulate-load.js';
 import type { LibcudaFacts } from './libcuda-facts.js';
-import type { LinkMap } from './link-namespace.js';
+import type { Edge, LinkMap } from './link-namespace.js';
 
 export type Severity = 'error' | 'warning';
 
@@ -181,13 +181,13 @@ export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaCho
     });
   }
   const own = choice.call;
-  const missing = own?.dependencies.filter((edge) => edge.resolution.kind !== 'loaded') ?? [];
-  if (missing.length > 0) {
-    const names = missing.map((edge) => text(edge.name)).join(', ');
+  const failed = own?.dependencies.filter((edge) => edge.resolution.kind !== 'loaded') ?? [];
+  if (failed.length > 0) {
+    const names = failed.map((edge) => text(edge.name)).join(', ');
     findings.push({
       severity: 'error',
       code: choice.facts.kind === 'compat' ? 'compat-dependency-missing' : 'libcuda-dependency-missing',
-      message: `${found} needs ${names}, which ${missing.length === 1 ? 'is' : 'are'} not found: the dlopen of ${LIBCUDA} fails${choice.facts.kind === 'compat' ? ' (on Jetson the compat driver needs the L4T libraries libnvrm_gpu.so and libnvrm_mem.so)' : ''}`,
+      message: `${found} needs ${dependencyFailures(failed)}: the dlopen of ${LIBCUDA} fails${choice.facts.kind === 'compat' ? ' (on Jetson the compat driver needs the L4T libraries libnvrm_gpu.so and libnvrm_mem.so)' : ''}`,
       fix: choice.facts.kind === 'compat' ? 'make the L4T driver libraries findable (their directory in ld.so.cache or the runpath), or drop the cuda_compat hook' : `make ${names} findable from ${text(choice.map.path)}`,
     });
   }
@@ -208,21 +208,43 @@ export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaCho
   return findings;
 }
 
-/** Other dlopen names that stay unresolved: builtins of NVRTC always matter; a `.note.dlopen` says how much the rest do. */
+/**
+ * Dependencies that did not load, in words: "libx.so, liby.so, which are not found", and for the one
+ * the loader found and refused (the last: it ends the load) what the loader says of it.
+ */
+function dependencyFailures(failed: readonly Edge[]): string {
+  const missing = failed.filter((edge) => edge.resolution.kind === 'missing').map((edge) => text(edge.name));
+  const parts = missing.length === 0 ? [] : [`${missing.join(', ')}, which ${missing.length === 1 ? 'is' : 'are'} not found`];
+  for (const edge of failed) if (edge.resolution.kind === 'fatal') parts.push(`${text(edge.name)}, which cannot be loaded (${text(edge.resolution.path)}: ${edge.resolution.message})`);
+  return parts.join('; ');
+}
+
+/**
+ * Other dlopen names that do not load, the library itself or one of its dependencies: builtins of
+ * NVRTC always matter; a `.note.dlopen` says how much the rest do.
+ */
 export function dlopenFindings(calls: readonly DlopenCall[]): Finding[] {
   const findings: Finding[] = [];
   const seen = new Set<string>();
   for (const call of calls) {
-    if (call.name === LIBCUDA || call.resolution.kind === 'loaded' || seen.has(call.name)) continue;
+    const failed = call.dependencies.filter((edge) => edge.resolution.kind !== 'loaded');
+    if (call.name === LIBCUDA || (call.resolution.kind === 'loaded' && failed.length === 0) || seen.has(call.name)) continue;
     const nvrtc = call.reason === 'nvrtc';
     const noted = call.reason === 'note' && (call.notePriority === 'required' || call.notePriority === 'recommended');
     if (!nvrtc && !noted) continue;
     seen.add(call.name);
+    const { resolution } = call;
+    const what =
+      resolution.kind === 'loaded'
+        ? `it needs ${dependencyFailures(failed)}`
+        : resolution.kind === 'fatal'
+          ? `the loader cannot load it (${text(resolution.path)}: ${resolution.message})`
+          : 'it is not found';
     findings.push({
       severity: nvrtc || call.notePriority === 'required' ? 'error' : 'warning',
       code: 'dlopen-missing',
-      message: `${text(call.caller.path)} opens ${text(call.name)} with dlopen, and it is not found${nvrtc ? ': runtime compilation (NVRTC) fails' : ` (its .note.dlopen says ${call.notePriority ?? ''})`}`,
-      fix: `put the directory of ${text(call.name)} in the runpath of ${text(call.caller.path)}`,
+      message: `${text(call.caller.path)} opens ${text(call.name)} with dlopen, and ${what}${nvrtc ? ': runtime compilation (NVRTC) fails' : ` (its .note.dlopen says ${call.notePriority ?? ''})`}`,
+      fix: resolution.kind === 'missing' ? `put the directory of ${text(call.name)} in the runpath of ${text(call.caller.path)}` : `make ${text(call.name)} and what it needs load from ${text(call.caller.path)}`,
     });
   }
   return findings;
