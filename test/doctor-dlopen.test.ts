@@ -133,6 +133,15 @@ int open_nvml(void) { void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW); if (h == 
   return prog;
 }
 
+/** The opener of buildNoteOpener with a libnvidia-ml.so.1 that needs what `dependency` builds (given nvml/): doctor's report and the program's run. */
+async function openerNeeding(base: string, dependency: (dir: string) => Promise<string>): Promise<{ report: FileReport; trace: LoaderTrace }> {
+  const prog = await buildNoteOpener(base, async (dir) => {
+    await buildLibrary(join(dir, 'libnvidia-ml.so.1'), 'libnvidia-ml.so.1', { needs: [await dependency(dir)], runpath: dir });
+  });
+  const { json } = await doctorJson([prog]);
+  return { report: json.files[0] as FileReport, trace: await traceLoader({ arch: 'x86_64', mode: 'run', path: prog }) };
+}
+
 describe('.note.dlopen', () => {
   it('names what a library opens; the library’s runpath finds it, as the loader does', async () => {
     const base = join(scratch, 'note');
@@ -149,13 +158,7 @@ describe('.note.dlopen', () => {
 
   it('a dependency marked DF_1_NOOPEN (-z nodlopen) fails the dlopen, as the loader does', async () => {
     const base = join(scratch, 'note-noopen');
-    const prog = await buildNoteOpener(base, async (dir) => {
-      const dependency = await buildLibrary(join(dir, 'libnoopen.so'), 'libnoopen.so', { extra: ['-Wl,-z,nodlopen'] });
-      await buildLibrary(join(dir, 'libnvidia-ml.so.1'), 'libnvidia-ml.so.1', { needs: [dependency], runpath: dir });
-    });
-    const { json } = await doctorJson([prog]);
-    const report = json.files[0] as FileReport;
-    const trace = await traceLoader({ arch: 'x86_64', mode: 'run', path: prog });
+    const { report, trace } = await openerNeeding(base, (dir) => buildLibrary(join(dir, 'libnoopen.so'), 'libnoopen.so', { extra: ['-Wl,-z,nodlopen'] }));
     expect(trace.stdout).toContain('opened: 0');
     expect(trace.stderr).toContain('dlopen: libnoopen.so: shared object cannot be dlopen()ed');
     const call = report.dlopen.find((d) => d.name === 'libnvidia-ml.so.1');
@@ -173,13 +176,7 @@ describe('.note.dlopen', () => {
 
   it('a dependency that is not found fails the dlopen too', async () => {
     const base = join(scratch, 'note-gone');
-    const prog = await buildNoteOpener(base, async (dir) => {
-      const dependency = await buildLibrary(join(base, 'elsewhere/libgone.so'));
-      await buildLibrary(join(dir, 'libnvidia-ml.so.1'), 'libnvidia-ml.so.1', { needs: [dependency], runpath: dir });
-    });
-    const { json } = await doctorJson([prog]);
-    const report = json.files[0] as FileReport;
-    const trace = await traceLoader({ arch: 'x86_64', mode: 'run', path: prog });
+    const { report, trace } = await openerNeeding(base, () => buildLibrary(join(base, 'elsewhere/libgone.so')));
     expect(trace.stdout).toContain('opened: 0');
     expect(trace.stderr).toContain('dlopen: libgone.so: cannot open shared object file');
     expect(report.dlopen.find((d) => d.name === 'libnvidia-ml.so.1')).toMatchObject({ missing: ['libgone.so'], refused: null });
