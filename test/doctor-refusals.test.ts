@@ -13,11 +13,10 @@ import { traceLoader, type LoaderTrace } from './helpers/doctor-ld-debug.js';
 import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
 import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
 import { mustExec } from './helpers/exec.js';
-import { rawLayout, writeUnsigned } from './helpers/malformed.js';
+import { retagNeeded } from './helpers/retag-needed.js';
 import { assertCliBuilt } from './helpers/run-cli.js';
 import { makeTempDir } from './helpers/tree-tools.js';
 
-const DT_NEEDED = 1;
 const DT_SONAME = 14;
 const DT_RUNPATH = 29;
 
@@ -43,24 +42,6 @@ function expectFatal(report: FileReport, trace: LoaderTrace, path: string, messa
   expect(trace.stderr).toContain(`${named}: ${message}`);
   expect(report.needed.find((n) => n.status === 'fatal')).toMatchObject({ path, message });
   expect(report.findings.map((f) => f.code)).toContain('load-error');
-}
-
-/**
- * Gives the DT_NEEDED entry naming `name` another tag (or, with `toEmpty`, points it at the string
- * table's first byte, the empty string): the way to make the entries no linker writes.
- */
-async function retagNeeded(file: string, name: string, change: { tag: number } | { toEmpty: true }): Promise<void> {
-  const bytes = new Uint8Array(await readFile(file));
-  const layout = rawLayout(bytes);
-  if (layout.dynamic === null || layout.dynstr === null) throw new Error(`${file}: no dynamic array`);
-  const { dynstr } = layout;
-  const stringAt = (offset: number): string => Buffer.from(bytes.subarray(dynstr.offset + offset, bytes.indexOf(0, dynstr.offset + offset))).toString('latin1');
-  const entry = layout.dynamic.entries.find((e) => e.tag === DT_NEEDED && stringAt(e.val) === name);
-  if (entry === undefined) throw new Error(`${file}: no DT_NEEDED ${name}`);
-  const word = layout.elfClass === 64 ? 8 : 4;
-  if ('tag' in change) writeUnsigned(bytes, entry.at, word, layout.little, change.tag);
-  else writeUnsigned(bytes, entry.at + word, word, layout.little, 0);
-  await writeFile(file, bytes);
 }
 
 beforeAll(async () => {

@@ -4,11 +4,13 @@
 // in one style wherever they appear, --help documenting the mode, and edit lines that say in words
 // what was done.
 
-import { chmod, copyFile, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fixture, requireTool } from './helpers/fixtures.js';
-import { execTool, type ExecResult } from './helpers/exec.js';
+import { fixture, requireTool, runOn } from './helpers/fixtures.js';
+import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
+import { retagNeeded } from './helpers/retag-needed.js';
+import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import { makeTempDir } from './helpers/tree-tools.js';
 import { readDynamic, tagKind } from './helpers/readelf-dynamic.js';
@@ -17,6 +19,8 @@ const LIBRARY = 'compiled/x86_64/libuser-runpath';
 const RPATH_LIBRARY = 'compiled/x86_64/libuser-rpath';
 const STATIC = 'compiled/x86_64/static';
 const DRIVER_LIB = '/run/opengl-driver/lib';
+const DT_SONAME = 14;
+const DT_RUNPATH = 29;
 /** How an edit line says the file was written, whichever way the planner found. */
 const WRITTEN = String.raw`\((?:edited in place|tables copied to the end of the file|file rewritten whole), \d+ bytes? written\)`;
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -209,6 +213,31 @@ describe('the same results as patchelf', () => {
     const theirs = await readDynamic(join(theirsDir, 'lib.so'));
     expect(ours).toEqual(theirs);
     expect(ours === null ? null : tagKind(ours)).toBe('RUNPATH');
+  });
+});
+
+describe('a tag given twice (no linker writes one): the last is the one read, as the loader and patchelf read it', () => {
+  it('--print-rpath and --print-soname print what patchelf prints, and add-runpath keeps what the loader used', async () => {
+    const dir = await makeTempDir('twice');
+    await mkdir(join(dir, 'a'));
+    await mkdir(join(dir, 'b'));
+    const lib = await buildLibrary(join(dir, 'b/libtwo.so'), 'libtwo.so');
+    await mustExec(patchelf, ['--add-needed', 'libtwo-alias.so', lib]);
+    await retagNeeded(lib, 'libtwo-alias.so', { tag: DT_SONAME });
+    const prog = await buildProgram(join(dir, 'prog'), { needs: [lib] });
+    // --add-needed puts each name first: the entries end as a, b, then the program's own.
+    for (const sub of ['b', 'a']) await mustExec(patchelf, ['--add-needed', join(dir, sub), prog]);
+    for (const sub of ['a', 'b']) await retagNeeded(prog, join(dir, sub), { tag: DT_RUNPATH });
+    expect((await runOn('x86_64', prog, [])).code).toBe(0);
+    for (const [flag, file] of [['--print-rpath', prog], ['--print-soname', lib]] as const) {
+      const [theirs, ours] = [await execTool(patchelf, [flag, file]), await runCli([flag, file])];
+      expect({ code: ours.code, stdout: ours.stdout }).toEqual({ code: 0, stdout: theirs.stdout });
+    }
+    expect((await runCli(['--print-rpath', prog])).stdout).toBe(`${join(dir, 'b')}\n`);
+    const added = await runCli(['add-runpath', '/opt/first', prog]);
+    expect(added.code, added.stderr).toBe(0);
+    expect((await runCli(['--print-rpath', prog])).stdout).toBe(`/opt/first:${join(dir, 'b')}\n`);
+    expect((await runOn('x86_64', prog, [])).code).toBe(0);
   });
 });
 

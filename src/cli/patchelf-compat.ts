@@ -7,7 +7,7 @@
 import type { Stats } from 'node:fs';
 import { byteStringToText } from '../elf/byte-string.js';
 import { DT, ET } from '../elf/constants.js';
-import { dynamicStringsOf, type ElfImage } from '../elf/elf-image.js';
+import { dynamicStringsOf, lastDynamicString, type ElfImage } from '../elf/elf-image.js';
 import { withElfImage } from '../elf/open-elf.js';
 import { editElfFile, type EditOperations } from '../edit/edit-file.js';
 import { shrinkRunpath } from '../edit/shrink-runpath.js';
@@ -39,15 +39,14 @@ async function printQueries(image: ElfImage, request: PatchelfRequest, io: CliIo
   }
   // patchelf looks for a soname in shared objects (ET_DYN) only.
   if (request.printSoname && image.header.e_type === ET.ET_DYN) {
-    const [soname] = await dynamicStringsOf(image, DT.DT_SONAME);
-    if (soname !== undefined && soname !== '') io.out(byteStringToText(soname));
+    const soname = await lastDynamicString(image, DT.DT_SONAME);
+    if (soname !== null && soname !== '') io.out(byteStringToText(soname));
   }
   const needsDynamic = request.printRpath || request.printNeeded;
   if (needsDynamic && image.dynamic === null && !image.debugInfo) throw new CudaPatchelfError('format', 'no dynamic section (PT_DYNAMIC): the file is statically linked');
   if (request.printRpath && !image.debugInfo) {
-    const [runpath] = await dynamicStringsOf(image, DT.DT_RUNPATH);
-    const [rpath] = await dynamicStringsOf(image, DT.DT_RPATH);
-    io.out(byteStringToText(runpath ?? rpath ?? ''));
+    const runpath = await lastDynamicString(image, DT.DT_RUNPATH);
+    io.out(byteStringToText(runpath ?? (await lastDynamicString(image, DT.DT_RPATH)) ?? ''));
   }
   if (request.printNeeded) for (const name of await dynamicStringsOf(image, DT.DT_NEEDED)) io.out(byteStringToText(name));
 }

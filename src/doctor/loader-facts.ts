@@ -7,9 +7,8 @@
 import { readSectionHeaders } from '../elf/section-headers.js';
 import { bytesToByteString } from '../elf/byte-string.js';
 import { DT, SHT } from '../elf/constants.js';
-import type { ElfImage } from '../elf/elf-image.js';
+import { lastDynamicString, type ElfImage } from '../elf/elf-image.js';
 import { debianSystemDirs, type MachineAbi } from './machine-abi.js';
-import { lastString } from './object-facts.js';
 
 /** A loader's .rodata is tens of KiB; anything far larger is not a glibc loader's. */
 const MAX_RODATA = 4 * 1024 * 1024;
@@ -93,7 +92,7 @@ async function rodataOf(image: ElfImage): Promise<Uint8Array | null> {
 
 /** The facts of a loader image; `ownDirectory` is its real directory as the emulated system names it, ending in '/'. */
 export async function readLoaderFacts(image: ElfImage, abi: MachineAbi, ownDirectory: string): Promise<LoaderFacts> {
-  const soname = await lastString(image, DT.DT_SONAME);
+  const soname = await lastDynamicString(image, DT.DT_SONAME);
   const rodata = await rodataOf(image);
   const strings = rodata === null ? [] : stringsOf(rodata);
   const assumed: string[] = [];

@@ -6,7 +6,7 @@
 import type { Stats } from 'node:fs';
 import { FileByteSource } from '../elf/byte-source.js';
 import { DF_1, DT, ET, PF_X, PT } from '../elf/constants.js';
-import { dynamicStringsOf, readElfImage, type ElfImage } from '../elf/elf-image.js';
+import { dynamicStringsOf, lastDynamicString, readElfImage, type ElfImage } from '../elf/elf-image.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 
 export interface ObjectFacts {
@@ -57,11 +57,6 @@ export function mappingRefusal(facts: ObjectFacts, dlopen: boolean): string | nu
   return null;
 }
 
-/** The string of the last entry with `tag`, as the loader keeps it; null when there is none. */
-export async function lastString(image: ElfImage, tag: number): Promise<string | null> {
-  return (await dynamicStringsOf(image, tag)).at(-1) ?? null;
-}
-
 export function fileIdOf(stats: Stats): string {
   return `${stats.dev}:${stats.ino}`;
 }
@@ -71,7 +66,7 @@ export async function readObjectFacts(hostPath: string, stats: Stats): Promise<O
   const source = FileByteSource.open(hostPath);
   try {
     const image = await readElfImage(source);
-    const runpath = await lastString(image, DT.DT_RUNPATH);
+    const runpath = await lastDynamicString(image, DT.DT_RUNPATH);
     const flags1 = image.dynamic?.entries.filter((entry) => entry.d_tag === DT.DT_FLAGS_1).at(-1)?.d_val ?? 0;
     return {
       fileId: fileIdOf(stats),
@@ -82,9 +77,9 @@ export async function readObjectFacts(hostPath: string, stats: Stats): Promise<O
       machine: image.header.e_machine,
       type: image.header.e_type,
       interpreter: image.interpreter,
-      soname: await lastString(image, DT.DT_SONAME),
+      soname: await lastDynamicString(image, DT.DT_SONAME),
       needed: await dynamicStringsOf(image, DT.DT_NEEDED),
-      rpath: runpath === null ? await lastString(image, DT.DT_RPATH) : null,
+      rpath: runpath === null ? await lastDynamicString(image, DT.DT_RPATH) : null,
       runpath,
       nodeflib: (flags1 & DF_1.NODEFLIB) !== 0,
       pie: (flags1 & DF_1.PIE) !== 0,

@@ -251,6 +251,15 @@ export async function dynamicStringsOf(image: ElfImage, tag: number): Promise<st
   return Promise.all(entries.map((entry) => strings.get(entry.d_val)));
 }
 
+/**
+ * The string of the last entry with this tag (DT_RUNPATH, DT_RPATH, DT_SONAME), or null: the loader
+ * keeps the last of a repeated tag (glibc's elf_get_dynamic_info stores each over the one before), and
+ * patchelf reads that one too.
+ */
+export async function lastDynamicString(image: ElfImage, tag: number): Promise<string | null> {
+  return (await dynamicStringsOf(image, tag)).at(-1) ?? null;
+}
+
 /** Readable ELF files `apply` leaves alone (skipReason). */
 export type SkipReason = 'relocatable' | 'core' | 'debug-info' | 'static' | 'static-pie';
 

@@ -1,7 +1,7 @@
 // What `cuda-patchelf print` reports about one file: a plain record with stable field names.
 
 import { DF_1_NAMES, DF_NAMES, DT, EM_NAMES, ET_NAMES, PT, flagNames, nameOf } from './constants.js';
-import { dynamicStringsOf, dynamicValue, skipReason, type ElfImage } from './elf-image.js';
+import { dynamicStringsOf, dynamicValue, lastDynamicString, skipReason, type ElfImage } from './elf-image.js';
 
 export interface LoadSummary {
   readonly offset: number;
@@ -45,11 +45,6 @@ export function segmentFlags(p_flags: number): string {
 }
 
 /** At most one string for a tag that should appear once (DT_SONAME, DT_RPATH, DT_RUNPATH). */
-async function singleString(image: ElfImage, tag: number): Promise<string | null> {
-  const values = await dynamicStringsOf(image, tag);
-  return values[0] ?? null;
-}
-
 export async function summarize(image: ElfImage): Promise<ElfSummary> {
   const { header, codec, dynamic } = image;
   const reason = skipReason(image);
@@ -60,10 +55,10 @@ export async function summarize(image: ElfImage): Promise<ElfSummary> {
     type: nameOf(ET_NAMES, header.e_type),
     debugInfo: image.debugInfo,
     interpreter: image.interpreter,
-    soname: await singleString(image, DT.DT_SONAME),
+    soname: await lastDynamicString(image, DT.DT_SONAME),
     needed: await dynamicStringsOf(image, DT.DT_NEEDED),
-    rpath: await singleString(image, DT.DT_RPATH),
-    runpath: await singleString(image, DT.DT_RUNPATH),
+    rpath: await lastDynamicString(image, DT.DT_RPATH),
+    runpath: await lastDynamicString(image, DT.DT_RUNPATH),
     flags: dynamic === null ? [] : flagNames(DF_NAMES, dynamicValue(dynamic, DT.DT_FLAGS) ?? 0),
     flags1: dynamic === null ? [] : flagNames(DF_1_NAMES, dynamicValue(dynamic, DT.DT_FLAGS_1) ?? 0),
     loads: image.programHeaders

@@ -36,10 +36,14 @@ export class DynamicEditor {
     this.entries = current.map((e) => ({ d_tag: e.d_tag, d_val: e.d_val, text: e.text, previous: e.text === null ? null : e.d_val }));
   }
 
+  /** The last entry with this tag: the one the loader keeps when a tag comes twice (patchelf reads it too). */
+  private last(tag: number): WorkingEntry | undefined {
+    return this.entries.filter((e) => e.d_tag === tag).at(-1);
+  }
+
   /** The search path the loader uses: DT_RUNPATH if there is one, else DT_RPATH; null when neither. */
   runpath(): string | null {
-    const runpath = this.entries.find((e) => e.d_tag === DT.DT_RUNPATH);
-    return (runpath ?? this.entries.find((e) => e.d_tag === DT.DT_RPATH))?.text ?? null;
+    return (this.last(DT.DT_RUNPATH) ?? this.last(DT.DT_RPATH))?.text ?? null;
   }
 
   /** The tag of the current runpath entry, or null when there is none. */
@@ -52,7 +56,7 @@ export class DynamicEditor {
   }
 
   soname(): string | null {
-    return this.entries.find((e) => e.d_tag === DT.DT_SONAME)?.text ?? null;
+    return this.last(DT.DT_SONAME)?.text ?? null;
   }
 
   /** Sets the runpath (null removes DT_RUNPATH and DT_RPATH entirely). */

@@ -23,6 +23,25 @@ const SONAME: CurrentEntry = { d_tag: DT.DT_SONAME, d_val: 50, text: 'libx.so.1'
 const tagsAndTexts = (editor: DynamicEditor): [number, string | null][] =>
   editor.wanted().entries.map((e) => [e.d_tag, 'text' in e ? e.text : null]);
 
+describe('a tag given twice: the last is the one the loader uses', () => {
+  const RUNPATH_TOO: CurrentEntry = { d_tag: DT.DT_RUNPATH, d_val: 60, text: '/u2' };
+  const SONAME_TOO: CurrentEntry = { d_tag: DT.DT_SONAME, d_val: 70, text: 'libx.so.2' };
+  it('runpath and soname read the last', () => {
+    const editor = new DynamicEditor([RUNPATH, SONAME, RUNPATH_TOO, SONAME_TOO]);
+    expect(editor.runpath()).toBe('/u2');
+    expect(editor.soname()).toBe('libx.so.2');
+  });
+
+  it('setting the runpath gives every entry of it the value: the loader reads the new one whichever it takes', () => {
+    const editor = new DynamicEditor([RUNPATH, RUNPATH_TOO]);
+    editor.setRunpath(`/new:${editor.runpath() ?? ''}`);
+    expect(tagsAndTexts(editor)).toEqual([
+      [DT.DT_RUNPATH, '/new:/u2'],
+      [DT.DT_RUNPATH, '/new:/u2'],
+    ]);
+  });
+});
+
 describe('setRunpath: the tag each policy writes', () => {
   const cases: readonly { start: readonly CurrentEntry[]; policy: RunpathTagPolicy; tags: [number, string | null][] }[] = [
     { start: [STRTAB], policy: 'keep', tags: [[DT.DT_STRTAB, null], [DT.DT_RUNPATH, '/new']] },
