@@ -174,6 +174,23 @@ describe('.note.dlopen', () => {
     });
   });
 
+  it("the DT_RPATH of a dlopen'ed library serves what its dependencies need, as for any object that loads others", async () => {
+    const base = join(scratch, 'note-rpath-chain');
+    const prog = await buildNoteOpener(base, async (dir) => {
+      const deeper = await buildLibrary(join(base, 'e/libdeeper.so'));
+      const dependency = await buildLibrary(join(base, 'd/libdep.so'), 'libdep.so', { needs: [deeper] });
+      await buildLibrary(join(dir, 'libnvidia-ml.so.1'), 'libnvidia-ml.so.1', { needs: [dependency], rpath: `${join(base, 'd')}:${join(base, 'e')}` });
+    });
+    const { json } = await doctorJson([prog]);
+    const report = json.files[0] as FileReport;
+    const trace = await traceLoader({ arch: 'x86_64', mode: 'run', path: prog });
+    expect(trace.stdout).toContain('opened: 1');
+    const call = report.dlopen.find((d) => d.name === 'libnvidia-ml.so.1');
+    expect(call).toMatchObject({ missing: [], refused: null });
+    expect(call?.loads).toEqual(dlopenLoads(trace, 'libnvidia-ml.so.1').map(({ name, path }) => ({ name, path })));
+    expect(report.findings).toEqual([]);
+  });
+
   it('a dependency that is not found fails the dlopen too', async () => {
     const base = join(scratch, 'note-gone');
     const { report, trace } = await openerNeeding(base, () => buildLibrary(join(base, 'elsewhere/libgone.so')));

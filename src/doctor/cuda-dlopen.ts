@@ -94,8 +94,8 @@ async function candidates(emulation: LoadEmulation, strings: ObjectStrings): Pro
 async function tryDlopen(namespace: LinkNamespace, candidate: Candidate): Promise<{ call: DlopenCall; trial: LinkNamespace }> {
   const trial = namespace.fork();
   const before = trial.maps.length;
-  const resolution = await trial.mapObject(candidate.caller, candidate.name, true);
-  const dependencies = resolution.kind === 'loaded' && resolution.how === 'new' ? await trial.loadDependencies(resolution.map, [], true) : [];
+  const resolution = await trial.mapObject(candidate.caller, candidate.name, 'dlopen');
+  const dependencies = resolution.kind === 'loaded' && resolution.how === 'new' ? await trial.loadDependencies(resolution.map, [], 'dlopen-dependency') : [];
   return { call: { ...candidate, resolution, dependencies, loads: trial.maps.slice(before) }, trial };
 }
 

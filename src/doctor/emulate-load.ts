@@ -93,7 +93,7 @@ export async function emulateLoad(hostPath: string, registry: LoaderRegistry): P
   const namespace = LinkNamespace.start(loader, registry.settings, registry.objects, main);
   const preloads: Edge[] = [];
   for (const name of preloadNames(root, loader.facts.preloadPath)) {
-    const resolution = await namespace.mapObject(main, name, false);
+    const resolution = await namespace.mapObject(main, name, 'needed');
     preloads.push({ from: main, name, resolution, preload: true });
   }
   const preloaded = preloads.flatMap((edge) => (edge.resolution.kind === 'loaded' ? [edge.resolution.map] : []));

@@ -188,7 +188,7 @@ export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaCho
       severity: 'error',
       code: choice.facts.kind === 'compat' ? 'compat-dependency-missing' : 'libcuda-dependency-missing',
       message: `${found} needs ${dependencyFailures(failed)}: the dlopen of ${LIBCUDA} fails${choice.facts.kind === 'compat' ? ' (on Jetson the compat driver needs the L4T libraries libnvrm_gpu.so and libnvrm_mem.so)' : ''}`,
-      fix: choice.facts.kind === 'compat' ? 'make the L4T driver libraries findable (their directory in ld.so.cache or the runpath), or drop the cuda_compat hook' : `make ${names} findable from ${text(choice.map.path)}`,
+      fix: choice.facts.kind === 'compat' ? 'make the L4T driver libraries findable (their directory in ld.so.cache or the runpath), or drop the cuda_compat hook' : `make ${names} load from ${text(choice.map.path)}`,
     });
   }
   const others = new Map<string, DlopenCall>();
@@ -210,7 +210,8 @@ export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaCho
 
 /**
  * Dependencies that did not load, in words: "libx.so, liby.so, which are not found", and for the one
- * the loader found and refused (the last: it ends the load) what the loader says of it.
+ * the loader found and refused (the last the emulation lists: a refusal ends it) what the loader says
+ * of it. The dependency may be an indirect one. A real dlopen stops at the first failure.
  */
 function dependencyFailures(failed: readonly Edge[]): string {
   const missing = failed.filter((edge) => edge.resolution.kind === 'missing').map((edge) => text(edge.name));

@@ -100,6 +100,9 @@ interface SearchLog {
   wrongClass: boolean;
 }
 
+/** How an object is asked for: a DT_NEEDED (or preload), a dlopen, or a DT_NEEDED of what a dlopen pulls in. */
+export type MapMode = 'needed' | 'dlopen' | 'dlopen-dependency';
+
 export class LinkNamespace {
   readonly loader: EmulatedLoader;
   readonly settings: EmulationSettings;
@@ -241,8 +244,13 @@ export class LinkNamespace {
     return { kind: 'found', path: cached, directory: null, facts: tried.facts };
   }
 
-  /** _dl_map_object: the object `requester` gets for `name` (dlopen: `requester` is the caller). */
-  async mapObject(requester: LinkMap | null, name: string, dlopen: boolean): Promise<Resolution> {
+  /**
+   * _dl_map_object: the object `requester` gets for `name`. `mode`: 'dlopen' for the object dlopen
+   * names (`requester` is the caller, and the object gets no l_loader), 'dlopen-dependency' for what
+   * that object needs (mapped in dlopen's mode: DF_1_NOOPEN refuses it; its l_loader is its requester).
+   */
+  async mapObject(requester: LinkMap | null, name: string, mode: MapMode): Promise<Resolution> {
+    const dlopen = mode === 'dlopen';
     const known = this.alreadyLoaded(name);
     if (known !== null) return { kind: 'loaded', map: known, how: 'already-loaded', passedOver: [] };
     const log: SearchLog = { passedOver: [], wrongClass: false };
@@ -255,7 +263,7 @@ export class LinkNamespace {
       this.names.get(sameFile)?.add(name);
       return { kind: 'loaded', map: sameFile, how: 'same-file', passedOver: log.passedOver };
     }
-    const refusal = mappingRefusal(result.facts, dlopen);
+    const refusal = mappingRefusal(result.facts, mode !== 'needed');
     if (refusal !== null) return { kind: 'fatal', path: result.path, message: refusal };
     const map = new LinkMap({
       name,
@@ -318,10 +326,10 @@ export class LinkNamespace {
 
   /**
    * _dl_map_object_deps: breadth first from `start` (and the preloaded objects, which follow it in the
-   * queue), each object's DT_NEEDED in order; a fatal error ends it. `dlopen`: the dependencies of a
-   * dlopen'ed object, which glibc maps in dlopen's mode (DF_1_NOOPEN refuses them too).
+   * queue), each object's DT_NEEDED in order; a fatal error ends it. `mode`: 'dlopen-dependency' for
+   * the dependencies of a dlopen'ed object (see mapObject).
    */
-  async loadDependencies(start: LinkMap, preloaded: readonly LinkMap[] = [], dlopen = false): Promise<Edge[]> {
+  async loadDependencies(start: LinkMap, preloaded: readonly LinkMap[] = [], mode: Exclude<MapMode, 'dlopen'> = 'needed'): Promise<Edge[]> {
     const queue: LinkMap[] = [start, ...preloaded.filter((map) => map !== start)];
     const edges: Edge[] = [];
     const { platform, lib } = this.tokens();
@@ -335,7 +343,7 @@ export class LinkNamespace {
           edges.push({ from: map, name: needed, resolution: { kind: 'fatal', path: needed, message: 'empty dynamic string token substitution' }, preload: false });
           return edges;
         }
-        const resolution = await this.mapObject(map, name, dlopen);
+        const resolution = await this.mapObject(map, name, mode);
         edges.push({ from: map, name, resolution, preload: false });
         if (resolution.kind === 'fatal') return edges;
         if (resolution.kind === 'loaded' && !queue.includes(resolution.map)) queue.push(resolution.map);

@@ -44,7 +44,7 @@ export function segmentFlags(p_flags: number): string {
   return [(p_flags & 4) !== 0 ? 'R' : ' ', (p_flags & 2) !== 0 ? 'W' : ' ', (p_flags & 1) !== 0 ? 'E' : ' '].join('');
 }
 
-/** At most one string for a tag that should appear once (DT_SONAME, DT_RPATH, DT_RUNPATH). */
+/** What `print` shows of a file; a tag that should appear once (DT_SONAME, DT_RPATH, DT_RUNPATH) as the loader reads it. */
 export async function summarize(image: ElfImage): Promise<ElfSummary> {
   const { header, codec, dynamic } = image;
   const reason = skipReason(image);

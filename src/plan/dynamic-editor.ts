@@ -46,9 +46,9 @@ export class DynamicEditor {
     return (this.last(DT.DT_RUNPATH) ?? this.last(DT.DT_RPATH))?.text ?? null;
   }
 
-  /** The tag of the current runpath entry, or null when there is none. */
+  /** The tag of the runpath the loader uses (DT_RUNPATH wherever it stands, else DT_RPATH), or null when there is none. */
   runpathTag(): number | null {
-    return this.entries.find((e) => isRunpathTag(e.d_tag))?.d_tag ?? null;
+    return (this.last(DT.DT_RUNPATH) ?? this.last(DT.DT_RPATH))?.d_tag ?? null;
   }
 
   needed(): string[] {

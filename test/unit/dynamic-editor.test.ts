@@ -70,10 +70,10 @@ describe('setRunpath: the tag each policy writes', () => {
 });
 
 describe('reading', () => {
-  it('prefers DT_RUNPATH, as the loader does, and names the first runpath tag', () => {
+  it('prefers DT_RUNPATH, as the loader does, and names the tag of the runpath it reads (old ld wrote DT_RPATH first)', () => {
     const editor = new DynamicEditor([RPATH, RUNPATH, SONAME, NEEDED('liba.so', 1)]);
     expect(editor.runpath()).toBe('/u');
-    expect(editor.runpathTag()).toBe(DT.DT_RPATH);
+    expect(editor.runpathTag()).toBe(DT.DT_RUNPATH);
     expect(editor.soname()).toBe('libx.so.1');
     expect(editor.needed()).toEqual(['liba.so']);
   });
