@@ -86,7 +86,9 @@ export function writeOutput(input: string, output: string, edit: OutputEdit | nu
       const rewrite = edit?.plan.tier === 'rewrite';
       try {
         copyShifted(source, fd, inputStats.size, rewrite ? (edit?.plan.shift ?? 0) : 0);
-        const written = edit === null ? 0 : applyPlan(fd, edit.plan, edit.durable === undefined ? {} : { durable: edit.durable });
+        const written = edit === null ? 0 : applyPlan(fd, edit.plan);
+        // One sync at the end: no one reads the output before it is complete, so its phases need none
+        // in between (as for the rewrite's temporary file).
         if (edit?.durable === true) fsyncSync(fd);
         return rewrite ? inputStats.size + written : written;
       } catch (error) {
