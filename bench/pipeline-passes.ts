@@ -39,7 +39,7 @@ const { driverHook, cudaCompatHook, BUILTIN_HOOK_NAMES } = (await import(`${chec
 const { orderHooks } = (await import(`${checkout}/src/hooks/order-hooks.ts`)) as { orderHooks: OrderHooks };
 
 const hooks = orderHooks([driverHook(), cudaCompatHook('/nix/store/00000000000000000000000000000000-cuda_compat')], BUILTIN_HOOK_NAMES);
-const runPass = (): ReturnType<PatchTrees> => patchTrees([tree], { hooks, semantics: 'default', dryRun: true, jobs: 1 });
+const runPass = (): ReturnType<PatchTrees> => patchTrees([tree], { hooks, semantics: 'default', dryRun: true, jobs: 1, cpuCount: 1 });
 
 interface CallFrame {
   readonly functionName: string;

@@ -95,7 +95,7 @@ describe('declaration order', () => {
       const declared = order.map((i) => builtins()[i] as Hook);
       const root = join(work, `api-${order.join('')}`);
       await copyTree(tree.root, root);
-      const result = await patchTrees([root], { hooks: orderHooks(declared), semantics: 'default', jobs: 2, dryRun: false });
+      const result = await patchTrees([root], { hooks: orderHooks(declared), semantics: 'default', jobs: 2, cpuCount: 2, dryRun: false });
       expect(result.summary.failed, order.join()).toBe(0);
       expect(Object.values(result.summary.patched).reduce((a, b) => a + b, 0), order.join()).toBe(expectedPatched(tree));
       expect(contentDifferences(await snapshotTree(root), once), order.join()).toEqual([]);

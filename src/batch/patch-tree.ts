@@ -9,8 +9,10 @@ import { FileScheduler } from './schedule-files.js';
 import { walkTrees, type WalkItem } from './walk-trees.js';
 
 export interface BatchOptions extends FileOptions {
-  /** Threads patching files at once, at most: 1 patches in this thread, more may start worker threads. */
+  /** Threads patching files at once, at most (--jobs): 1 patches in this thread, more may start worker threads. */
   readonly jobs: number;
+  /** The CPUs this process may run on: never more threads than these (schedule-files.ts). */
+  readonly cpuCount: number;
   /** Start the worker threads with the batch and send them every ELF file (schedule-files.ts). */
   readonly threadsFromStart?: boolean;
   /** Called as each file is done (progress, streaming reports). */
@@ -45,13 +47,18 @@ function withNameCounts(walk: Iterable<WalkItem>): WalkItem[] {
 export interface BatchResult {
   readonly outcomes: FileOutcome[];
   readonly summary: BatchSummary;
-  /** Worker threads the run started: none with --jobs 1, or when the trees held no ELF file. */
+  /** The most threads that could patch at once: jobs, never more than the CPUs (1: this thread alone). */
+  readonly threadLimit: number;
+  /**
+   * Worker threads the run started: none with a limit of 1, or when the trees held no ELF file; never
+   * more than the limit, nor than the ELF files handed to them (a replacement for a dead one aside).
+   */
   readonly workerThreads: number;
 }
 
 export async function patchTrees(roots: readonly string[], options: BatchOptions): Promise<BatchResult> {
-  const { onOutcome, jobs, threadsFromStart = false, ...fileOptions } = options;
-  const scheduler = new FileScheduler(fileOptions, jobs, threadsFromStart);
+  const { onOutcome, jobs, cpuCount, threadsFromStart = false, ...fileOptions } = options;
+  const scheduler = new FileScheduler(fileOptions, jobs, cpuCount, threadsFromStart);
   const summary = emptySummary();
   const outcomes: FileOutcome[] = [];
   const pending: Promise<void>[] = [];
@@ -80,5 +87,5 @@ export async function patchTrees(roots: readonly string[], options: BatchOptions
   }
   // Reports list files in path order, whatever order the workers finished in.
   outcomes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return { outcomes, summary, workerThreads: scheduler.workerThreads };
+  return { outcomes, summary, threadLimit: scheduler.maxThreads, workerThreads: scheduler.workerThreads };
 }

@@ -16,6 +16,15 @@
 //   and the walk of a large one is not held up by a library patched here while they load.
 // With `threadsFromStart`, the pool starts with the batch and gets every ELF file.
 //
+// How many threads: never more than the CPUs (threadLimit: a thread keeps more than one core busy,
+// cli/tree-commands.ts, defaultJobs, so threads beyond the CPUs only share them), and never more than
+// the ELF files handed over and not yet done: each ELF file queued starts a thread while there are
+// fewer, up to that limit. A thread costs its start (25-50 ms) and 6-11 MB of memory whether it
+// patches anything or not: `--jobs 200` started 200 threads on 42 ELF files and peaked at 1.7 GB,
+// and `--jobs 100000` ran out of memory. So a tree with three
+// libraries starts three threads at most whatever --jobs says, and threads that keep up with the ELF
+// files the walk finds are not joined by more. `threadsFromStart` starts the limit at once.
+//
 // The walk and the sniffs are synchronous calls, which keep the event loop from turning: a thread's
 // "loaded" message, its outcomes and the pool's batches wait for a turn. So with threads the walk
 // lets the event loop turn every few milliseconds.
@@ -48,9 +57,17 @@ interface WaitingFile {
   readonly resolve: (outcome: Promise<FileOutcome>) => void;
 }
 
+/** The most threads that patch files at once: --jobs, never more than the CPUs (see above). */
+export function threadLimit(jobs: number, cpuCount: number): number {
+  return Math.max(1, Math.min(jobs, cpuCount));
+}
+
 export class FileScheduler {
   private pool: WorkerPool | null = null;
   private waiting: WaitingFile[] = [];
+  /** ELF files handed over (waiting, or sent to the pool) whose outcome has not come back. */
+  private queued = 0;
+  readonly maxThreads: number;
   private readonly threaded: boolean;
   private readonly inodes = new FirstNames();
   private readonly limit: LimitFunction;
@@ -58,12 +75,18 @@ export class FileScheduler {
 
   constructor(
     private readonly options: FileOptions,
-    private readonly jobs: number,
+    jobs: number,
+    cpuCount: number,
     private readonly threadsFromStart: boolean,
   ) {
-    this.threaded = jobs > 1 && workersAvailable();
-    if (this.threaded && threadsFromStart) this.pool = new WorkerPool(jobs, options);
-    this.limit = pLimit(Math.max(1, jobs) * FILES_QUEUED_PER_JOB);
+    this.maxThreads = threadLimit(jobs, cpuCount);
+    // A limit of one is this thread's: a single worker would add its start to the same work.
+    this.threaded = this.maxThreads > 1 && workersAvailable();
+    if (this.threaded && threadsFromStart) {
+      this.pool = new WorkerPool(options, this.maxThreads);
+      this.pool.growTo(this.maxThreads);
+    }
+    this.limit = pLimit(this.maxThreads * FILES_QUEUED_PER_JOB);
   }
 
   /** Worker threads started so far (0 while every file ran in this thread). */
@@ -86,10 +109,23 @@ export class FileScheduler {
     // An ELF file, open; or null, one that could not be read, which processFile reports.
     if (!this.threaded) return { outcome: await processFile(item, this.options, { inodes: this.inodes, ...(sniffed === null ? {} : { opened: sniffed }) }) };
     sniffed?.source.close();
-    const pool = (this.pool ??= new WorkerPool(this.jobs, this.options));
-    if (!pool.ready && !this.threadsFromStart) return { later: new Promise((resolve) => this.waiting.push({ item, resolve })) };
+    const pool = (this.pool ??= new WorkerPool(this.options, this.maxThreads));
+    this.queued++;
+    pool.growTo(this.queued);
+    const outcome = this.waitOrSend(pool, item);
+    return {
+      later: outcome.then((done) => {
+        this.queued--;
+        return done;
+      }),
+    };
+  }
+
+  /** An ELF file waits for a thread to load, or goes to the pool once one has. */
+  private waitOrSend(pool: WorkerPool, item: FileItem): Promise<FileOutcome> {
+    if (!pool.ready && !this.threadsFromStart) return new Promise((resolve) => this.waiting.push({ item, resolve }));
     this.sendWaiting(pool);
-    return { later: this.toPool(pool, item) };
+    return this.toPool(pool, item);
   }
 
   /**

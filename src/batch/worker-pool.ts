@@ -11,6 +11,9 @@
 // that may stand for a write at once (patch-worker.ts), so when it dies the pool knows which file was
 // in its hands: that one fails, and the others it held — not started, or only read — go to the other
 // workers. A dead worker is replaced, a few times per run.
+//
+// The pool starts no thread of itself: the scheduler grows it as ELF files queue up for it (growTo),
+// up to the most threads the run may use (schedule-files.ts says how many, and when).
 
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -143,17 +146,30 @@ class PoolWorker {
 
 export class WorkerPool {
   private readonly workers: PoolWorker[] = [];
-  private readonly options: FileOptions;
   private replacementsLeft = REPLACEMENTS;
   private deaths = 0;
+  /** Threads started by growTo, at most maxThreads: a replacement for a dead one is not counted here. */
+  private grown = 0;
   /** Threads started in this pool, replacements included. */
   started = 0;
   private closing = false;
   private nextId = 0;
 
-  constructor(size: number, options: FileOptions) {
-    this.options = options;
-    for (let i = 0; i < size; i++) this.start();
+  /** A pool of no thread yet: growTo starts them, up to maxThreads. */
+  constructor(
+    private readonly options: FileOptions,
+    private readonly maxThreads: number,
+  ) {}
+
+  /**
+   * Starts threads until `wanted` are running, never more than maxThreads in all (replacements aside):
+   * the scheduler wants one per ELF file it has handed over and not had back.
+   */
+  growTo(wanted: number): void {
+    while (this.grown < this.maxThreads && this.workers.length < wanted) {
+      this.grown++;
+      this.start();
+    }
   }
 
   /** Whether a thread has loaded its code (a file sent before then waits for that). */

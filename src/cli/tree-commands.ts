@@ -60,8 +60,8 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--config <file>', 'more hooks from a JSON file (see docs/hooks.md)')
     .option('--nixpkgs-compat', "byte-identical to Nixpkgs' hooks: no dedupe, trailing ':' for an empty runpath, DT_RPATH becomes DT_RUNPATH")
     .option('--make-writable', 'patch read-only files too (their mode is restored afterwards); plan and check take it to agree with apply')
-    .option('-j, --jobs <n>', `threads patching files at once, at most (default: ${defaultJobs(cpuCount)}, half the CPUs; 1: no worker threads)`)
-    .option('--threads-from-start', 'start the worker threads with the batch and send them every ELF file (by default the first ELF file starts them, and ELF files met before one has loaded wait for it, patched in this thread only if the walk ends first)')
+    .option('-j, --jobs <n>', `at most N threads patching files at once; never more than the CPUs (${cpuCount}) or the ELF files waiting (default: ${defaultJobs(cpuCount)}, half the CPUs; 1: no worker threads)`)
+    .option('--threads-from-start', 'start the worker threads (--jobs, never more than the CPUs) with the batch and send them every ELF file (by default ELF files start them, one per file waiting, and wait for one to load, patched in this thread only if the walk ends first)')
     .option('--json', 'write a JSON report to stdout instead of the text summary')
     .option('-q, --quiet', 'print nothing but errors (the exit code says the rest)')
     .option('-v, --verbose', 'also print a line for each file patched (or to patch), and for each ELF file left alone and why');
@@ -138,6 +138,7 @@ function jobsOf(options: TreeOptions, io: CliIo): number {
 type TreeCommandName = 'apply' | 'check' | 'plan';
 
 interface TreeRun extends BatchResult {
+  readonly jobs: number;
   readonly hooks: Hook[];
   readonly dryRun: boolean;
 }
@@ -158,6 +159,7 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
     hooks,
     semantics,
     jobs,
+    cpuCount: io.cpuCount,
     threadsFromStart: options.threadsFromStart === true,
     dryRun,
     gate: name === 'check',
@@ -172,7 +174,7 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
     },
   });
   progress?.clear();
-  return { ...result, hooks, dryRun };
+  return { ...result, jobs, hooks, dryRun };
 }
 
 /** --verbose: a line per file patched, and per ELF file left alone (not for files that are not ELF). */
@@ -238,6 +240,7 @@ function reportJson(io: CliIo, command: TreeCommandName, run: TreeRun, options: 
         dryRun: run.dryRun,
         semantics: options.nixpkgsCompat ? 'nixpkgs-compat' : 'default',
         hooks: run.hooks.map((h) => h.name),
+        jobs: { asked: run.jobs, limit: run.threadLimit },
         workerThreads: run.workerThreads,
         summary: { visited, [run.dryRun ? 'wouldPatch' : 'patched']: patched, ...counts },
         files: run.outcomes.map((outcome) => outcomeJson(outcome, run.dryRun)),

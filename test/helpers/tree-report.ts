@@ -1,6 +1,8 @@
 // The shapes of what apply/check/plan print (README: "JSON report", the summary line, plan blocks), read
 // back strictly so a test fails on any drift in format as well as in content.
 
+import { availableParallelism } from 'node:os';
+
 export interface ReportEntry {
   readonly dir: string;
   readonly hook: string | null;
@@ -39,6 +41,8 @@ export interface TreeReport {
   readonly dryRun: boolean;
   readonly semantics: string;
   readonly hooks: readonly string[];
+  /** --jobs as given (or its default), and the most threads the run could use: that, capped at the CPUs. */
+  readonly jobs: { readonly asked: number; readonly limit: number };
   /** Worker threads the run started. */
   readonly workerThreads: number;
   readonly summary: ReportSummary;
@@ -52,7 +56,7 @@ export interface TreeReport {
  */
 export function parseReport(stdout: string): TreeReport {
   const report = JSON.parse(stdout) as TreeReport & { summary: { wouldPatch?: Record<string, number> } };
-  if (report.version !== 2 || !Array.isArray(report.files) || typeof report.summary !== 'object') {
+  if (report.version !== 2 || !Array.isArray(report.files) || typeof report.summary !== 'object' || typeof report.jobs?.asked !== 'number' || typeof report.jobs.limit !== 'number') {
     throw new Error(`not a version 2 tree report:\n${stdout.slice(0, 2000)}`);
   }
   const [present, absent, wrongStatus] = report.dryRun ? (['wouldPatch', 'patched', 'patched'] as const) : (['patched', 'wouldPatch', 'would-patch'] as const);
@@ -159,4 +163,15 @@ export function parseCheck(stdout: string): { files: CheckLine[]; last: string }
     return { path: match[1] as string, old: quoted(match[2] as string), new: quoted(match[3] as string) ?? '' };
   });
   return { files, last };
+}
+
+/** The most threads `--jobs N` may use in a CLI started from this process: N, capped at the CPUs it may run on. */
+export function threadLimitHere(jobs: number): number {
+  return Math.min(jobs, availableParallelism());
+}
+
+/** The worker threads of a full pool here (--threads-from-start, or many ELF files): that limit, none where it is 1. */
+export function fullPoolHere(jobs: number): number {
+  const limit = threadLimitHere(jobs);
+  return limit > 1 ? limit : 0;
 }
