@@ -6,14 +6,15 @@
 //
 // How many: --jobs N at most, never more than the CPUs the CLI may run on (the expectations below
 // take that count from this process, whose CPUs the CLI inherits, or pin the CLI to one CPU), nor more
-// than the ELF files waiting.
+// than the ELF files waiting. A --jobs that no machine's CPUs could match is a usage error.
 
 import { readFileSync } from 'node:fs';
 import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture, requireTool } from './helpers/fixtures.js';
-import { assertCliBuilt, runCli } from './helpers/run-cli.js';
+import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { parseReport, threadLimitHere, fullPoolHere, type TreeReport } from './helpers/tree-report.js';
 import { contentDifferences, copyTree, makeTempDir, snapshotTree } from './helpers/tree-tools.js';
 
@@ -102,7 +103,7 @@ describe('--jobs N: at most N threads, never more than the CPUs or the ELF files
     expect(report.workerThreads).toBeGreaterThanOrEqual(Math.min(1, fullPoolHere(64)));
   });
 
-  it('apply --jobs 8192 is capped the same way, and patches as --jobs 1 does', async () => {
+  it('apply --jobs 8192, the most it takes, is capped the same way, and patches as --jobs 1 does', async () => {
     const [capped, single] = await Promise.all(['capped', 'single-thread'].map(async (name) => {
       const tree = join(scratch, name);
       await copyTree(threeLibraries, tree);
@@ -126,5 +127,19 @@ describe('--jobs N: at most N threads, never more than the CPUs or the ELF files
     expect(report.jobs).toEqual({ asked: 64, limit: 1 });
     expect(report.workerThreads).toBe(0);
     expect(report.summary.patched).toEqual({ append: 64 });
+  });
+
+  it.each(['8193', '100000'])('--jobs %s is a usage error, one line, before the hook config is read and with nothing written', async (jobs) => {
+    const tree = join(scratch, `refused-${jobs}`);
+    await copyTree(threeLibraries, tree);
+    const before = await snapshotTree(tree);
+    // The config does not exist: reading it would be a usage error of its own, naming it.
+    const result = await runCli(['apply', tree, '--config', join(scratch, 'no-such-hooks.json'), '--jobs', jobs]);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(stderrLines(result)).toEqual([
+      `cuda-patchelf: --jobs takes at most 8192 (no Linux machine has more CPUs; a number above this one's ${availableParallelism()} is capped at ${availableParallelism()}), not "${jobs}"`,
+    ]);
+    expect(contentDifferences(await snapshotTree(tree), before)).toEqual([]);
   });
 });

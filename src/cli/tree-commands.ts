@@ -47,6 +47,14 @@ export function defaultJobs(cpuCount: number): number {
   return Math.max(1, Math.floor(cpuCount / 2));
 }
 
+/**
+ * The largest --jobs taken. A value above the CPUs is capped at them (a Nix builder passes
+ * NIX_BUILD_CORES, which may be more than this process may use), but none can be above 8192: that is
+ * the most CPUs Linux is built for (x86_64's NR_CPUS_RANGE_END; arm64 stops at 4096). A larger number
+ * is not a CPU count but a mistake, such as a number meant for another option.
+ */
+const MAX_JOBS = 8192;
+
 const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
 function withTreeOptions(command: Command, cpuCount: number): Command {
@@ -60,7 +68,7 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--config <file>', 'more hooks from a JSON file (see docs/hooks.md)')
     .option('--nixpkgs-compat', "byte-identical to Nixpkgs' hooks: no dedupe, trailing ':' for an empty runpath, DT_RPATH becomes DT_RUNPATH")
     .option('--make-writable', 'patch read-only files too (their mode is restored afterwards); plan and check take it to agree with apply')
-    .option('-j, --jobs <n>', `at most N threads patching files at once; never more than the CPUs (${cpuCount}) or the ELF files waiting (default: ${defaultJobs(cpuCount)}, half the CPUs; 1: no worker threads)`)
+    .option('-j, --jobs <n>', `at most N threads patching files at once; never more than the CPUs (${cpuCount}) or the ELF files waiting (default: ${defaultJobs(cpuCount)}, half the CPUs; 1: no worker threads; at most ${MAX_JOBS})`)
     .option('--threads-from-start', 'start the worker threads (--jobs, never more than the CPUs) with the batch and send them every ELF file (by default ELF files start them, one per file waiting, and wait for one to load, patched in this thread only if the walk ends first)')
     .option('--json', 'write a JSON report to stdout instead of the text summary')
     .option('-q, --quiet', 'print nothing but errors (the exit code says the rest)')
@@ -132,6 +140,7 @@ function jobsOf(options: TreeOptions, io: CliIo): number {
   if (options.jobs === undefined) return defaultJobs(io.cpuCount);
   const jobs = Number(options.jobs);
   if (!Number.isInteger(jobs) || jobs < 1) throw new CudaPatchelfError('usage', `--jobs takes a positive whole number, not "${options.jobs}"`);
+  if (jobs > MAX_JOBS) throw new CudaPatchelfError('usage', `--jobs takes at most ${MAX_JOBS} (no Linux machine has more CPUs; a number above this one's ${io.cpuCount} is capped at ${io.cpuCount}), not "${options.jobs}"`);
   return jobs;
 }
 
@@ -145,12 +154,12 @@ interface TreeRun extends BatchResult {
 
 async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptions, command: Command, io: CliIo): Promise<TreeRun> {
   checkArguments(dirs, options, command);
+  const jobs = jobsOf(options, io);
   rejectOverlappingTrees(dirs);
   const hooks = await hooksFrom(options);
   const semantics: Semantics = options.nixpkgsCompat ? 'nixpkgs-compat' : 'default';
   const dryRun = name !== 'apply' || options.dryRun === true;
   const progress = io.stderrIsTty && !options.json && !options.quiet ? new ProgressLine(io) : null;
-  const jobs = jobsOf(options, io);
   const verb = dryRun ? 'would patch' : 'patched';
   // Loaded here, not at start-up: the batch modules (the walk, picomatch, p-limit) cost the
   // single-file commands time they do not need.
