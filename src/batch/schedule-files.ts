@@ -21,9 +21,9 @@
 // the ELF files handed over and not yet done: each ELF file queued starts a thread while there are
 // fewer, up to that limit. A thread costs its start (25-50 ms) and 6-11 MB of memory whether it
 // patches anything or not: `--jobs 200` started 200 threads on 42 ELF files and peaked at 1.7 GB,
-// and `--jobs 100000` ran out of memory. So a tree with three
-// libraries starts three threads at most whatever --jobs says, and threads that keep up with the ELF
-// files the walk finds are not joined by more. `threadsFromStart` starts the limit at once.
+// and `--jobs 100000` ran out of memory (bench/results/2026-11-27-vm-jobs-cap.md). So a tree with
+// three libraries starts three threads at most whatever --jobs says, and threads that keep up with
+// the ELF files the walk finds are not joined by more. `threadsFromStart` starts the limit at once.
 //
 // The walk and the sniffs are synchronous calls, which keep the event loop from turning: a thread's
 // "loaded" message, its outcomes and the pool's batches wait for a turn. So with threads the walk
