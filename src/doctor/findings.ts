@@ -168,7 +168,7 @@ export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaCho
         severity: 'error',
         code: 'cuda-803',
         message: `${LIBCUDA} comes from cuda_compat: ${found}, older than the kernel driver ${driver.version} (${driver.source}): CUDA fails with error 803, "system has unsupported display driver / cuda driver combination" (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)`,
-        fix: `leave the compat directory out: drop the cuda_compat hook (dontUseAutoAddCudaCompatRunpath = true; cuda-patchelf apply without --cuda-compat), or use a cuda_compat at least as new as the driver (${driver.version})`,
+        fix: `leave the compat directory out: in a built tree, cuda-patchelf apply --drop-cuda-compat DIR ... takes it out of every runpath; in the build, drop the cuda_compat hook (dontUseAutoAddCudaCompatRunpath = true; cuda-patchelf apply without --cuda-compat); or use a cuda_compat at least as new as the driver (${driver.version})`,
       });
     }
   }
