@@ -7,8 +7,7 @@ import { resolve } from 'node:path';
 import { FileByteSource } from '../elf/byte-source.js';
 import { textToByteString } from '../elf/byte-string.js';
 import { ELF_MAGIC } from '../elf/constants.js';
-import { skipReason } from '../elf/elf-image.js';
-import { withElfImage } from '../elf/open-elf.js';
+import { readElfImage, skipReason, type SkipReason } from '../elf/elf-image.js';
 import { walkTrees } from '../batch/walk-trees.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { readCpuInfo } from './cpu-model.js';
@@ -60,6 +59,21 @@ async function hasElfMagic(path: string): Promise<boolean> {
   }
 }
 
+/**
+ * Why a file with the ELF magic is not a program or library to diagnose (skipReason), read as the
+ * loader reads it: a library whose PT_DYNAMIC has no bytes is one the loader refuses, not a damaged file.
+ */
+async function notDynamicReason(path: string): Promise<SkipReason | null> {
+  const source = FileByteSource.open(path);
+  try {
+    return skipReason(await readElfImage(source, { emptyDynamic: 'absent' }));
+  } catch (error) {
+    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
+  } finally {
+    source.close();
+  }
+}
+
 /** Messages for a walk error that say what a person needs (a loop of links more than the errno text). */
 function walkError(path: string, error: unknown): unknown {
   const code = ((error as { cause?: NodeJS.ErrnoException }).cause ?? (error as NodeJS.ErrnoException)).code;
@@ -101,7 +115,7 @@ export async function* runDoctor(request: DoctorRequest): AsyncGenerator<TreeRes
         continue;
       }
       try {
-        if (!(await hasElfMagic(item.path)) || (await withElfImage(item.path, async (image) => skipReason(image))) !== null) {
+        if (!(await hasElfMagic(item.path)) || (await notDynamicReason(item.path)) !== null) {
           skipped++;
           continue;
         }
