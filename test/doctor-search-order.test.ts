@@ -3,7 +3,7 @@
 // inherited, $ORIGIN through symbolic links, LD_LIBRARY_PATH set and unset, a cache entry a runpath
 // overrides, a library of another machine in an earlier directory, glibc-hwcaps and legacy hwcaps
 // subdirectories, DF_1_NODEFLIB, one file under two names, a non-ELF file where a library is looked
-// for, and a DT_NEEDED naming $ORIGIN.
+// for, a DT_NEEDED naming $ORIGIN, and the text report's order of the libraries not found.
 
 import { copyFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ import { traceLoader, type LoaderTrace } from './helpers/doctor-ld-debug.js';
 import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
 import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
 import { mustExec } from './helpers/exec.js';
-import { assertCliBuilt } from './helpers/run-cli.js';
+import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { makeTempDir } from './helpers/tree-tools.js';
 
 let t: string;
@@ -84,6 +84,27 @@ describe('DT_RUNPATH', () => {
     expect(missing(report)).toEqual(notFound(trace));
     expect(missing(report)).toEqual(['libdeep3.so']);
     expect(report.findings.map((f) => f.code)).toContain('library-missing');
+  });
+});
+
+describe('the text report', () => {
+  it('lists each DT_NEEDED where the loader asks for it: one not found stands between those found, as ldd lists them', async () => {
+    const lib = (name: string, options = {}): Promise<string> => buildLibrary(at('order/lib', name), name, options);
+    const [first, gone, deepGone, last] = await Promise.all([lib('libfirst.so'), lib('libgone.so'), lib('libdeepgone.so'), lib('liblast.so')]);
+    const middle = await lib('libmiddle.so', { needs: [deepGone] });
+    const prog = await buildProgram(at('order/bin/prog'), { needs: [first, gone, middle, last], runpath: at('order/lib') });
+    await rm(gone);
+    await rm(deepGone);
+    const text = await runCli(['doctor', prog]);
+    expect(text.code).toBe(1);
+    const trace = await traceLoader({ arch: 'x86_64', mode: 'list', path: prog });
+    // ldd's lines: "\tname => path (address)", "\tname => not found"; the vDSO and the loader by path alone.
+    const lddNames = [...trace.stdout.matchAll(/^\t(\S+) => /gm)].map((m) => m[1] as string);
+    const doctorNames = [...text.stdout.matchAll(/^ {2,}(\S+) => /gm)].map((m) => m[1] as string).filter((name) => !name.startsWith('ld-linux'));
+    expect(lddNames).toEqual(['libfirst.so', 'libgone.so', 'libmiddle.so', 'liblast.so', 'libc.so.6', 'libdeepgone.so']);
+    expect(doctorNames).toEqual(lddNames);
+    // Under the object that needs it.
+    expect(text.stdout).toContain('\n    libdeepgone.so => not found (needed by libmiddle.so)\n');
   });
 });
 

@@ -1,5 +1,6 @@
 // The text form of doctor's report: per file, the libraries in the loader's breadth-first order, each
-// with where it comes from and why, the CUDA dlopens, then what is wrong and how to fix it.
+// with where it comes from and why (one not found where it was asked for), the CUDA dlopens, then
+// what is wrong and how to fix it.
 
 import { basename } from 'node:path';
 import type { DlopenRecord, FileReport, LoadRecord } from './doctor-report.js';
@@ -55,15 +56,34 @@ function dlopenLines(records: readonly DlopenRecord[]): string[] {
   });
 }
 
+/**
+ * Every DT_NEEDED (and preload) in the order the loader asks for them, as ldd lists them: an object
+ * where it is first loaded, with where it comes from and why; a name not found or refused where it
+ * was asked for, under the object that needs it; what the search passed over after it.
+ */
+function neededLines(report: FileReport): string[] {
+  const lines: string[] = [];
+  const depthOf = (path: string): number => (path === report.path ? 0 : (report.loads.find((load) => load.path === path)?.depth ?? 0));
+  let next = 0;
+  for (const needed of report.needed) {
+    // The loads are these edges' first references to each object, in the same order.
+    const load = report.loads[next];
+    if (load !== undefined && load.name === needed.name && load.path === needed.path && load.neededBy === needed.from) {
+      lines.push(loadLine(load));
+      next++;
+    }
+    const indent = '  '.repeat(depthOf(needed.from) + 1);
+    if (needed.status === 'missing') lines.push(`${indent}${needed.name} => not found (${needed.preload ? 'preloaded' : `needed by ${basename(needed.from)}`})`);
+    if (needed.status === 'fatal') lines.push(`${indent}${needed.name} => ${needed.path ?? ''}: ${needed.message ?? ''} (${needed.preload ? 'not preloaded; the loader goes on' : 'the loader stops here'})`);
+    for (const passed of needed.passedOver) lines.push(`${indent}  passed over ${passed.path}: ${passed.reason}`);
+  }
+  return lines;
+}
+
 export function fileText(report: FileReport, shownPath: string): string {
   const glibc = report.loader.glibc === null ? 'glibc version unknown' : `glibc ${report.loader.glibc}`;
   const lines = [`${shownPath}: ${report.kind}, ${report.machine}, loader ${report.loader.path} (${glibc}${report.interpreter.found ? '' : `; interpreter ${report.interpreter.path} missing`})`];
-  for (const load of report.loads) lines.push(loadLine(load));
-  for (const needed of report.needed) {
-    if (needed.status === 'missing') lines.push(`  ${needed.name} => not found (${needed.preload ? 'preloaded' : `needed by ${basename(needed.from)}`})`);
-    if (needed.status === 'fatal') lines.push(`  ${needed.name} => ${needed.path ?? ''}: ${needed.message ?? ''} (${needed.preload ? 'not preloaded; the loader goes on' : 'the loader stops here'})`);
-    for (const passed of needed.passedOver) lines.push(`    passed over ${passed.path}: ${passed.reason}`);
-  }
+  lines.push(...neededLines(report));
   lines.push(...dlopenLines(report.dlopen));
   const libcuda = report.cuda.libcuda;
   if (libcuda !== null) {
