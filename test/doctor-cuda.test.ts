@@ -78,6 +78,27 @@ describe('cuda_compat older than the kernel driver', () => {
     expect(codes(report)).toContain('cuda-803');
   });
 
+  it('--problems: the runtime, its dlopen of libcuda and the driver it finds, before the finding; nothing else', async () => {
+    const out = await patched('compat-problems', ['--driver-link', driver, '--cuda-compat', compat]);
+    const text = await runCli(['doctor', '--problems', '--driver-version', KERNEL, out]);
+    expect(text.code).toBe(1);
+    const lines = text.stdout.split('\n');
+    const start = lines.indexOf(`${join(out, 'bin/probe')}: program, x86_64, loader /lib64/ld-linux-x86-64.so.2 (glibc ${reportOf((await doctorJson([out])).json.files, out).loader.glibc ?? ''})`);
+    expect(start).toBeGreaterThan(0);
+    const libcuda = join(compat, 'compat/libcuda.so.1');
+    expect(lines.slice(start + 1, lines.indexOf('', start))).toEqual([
+      `  libcudart.so.11.0 => ${join(out, 'bin')}/../lib/libcudart.so.11.0  [RUNPATH of probe]`,
+      `  libcuda.so.1 => ${libcuda}  [RUNPATH of libcudart.so.11.0] (dlopen by libcudart.so.11.0, probe)`,
+      `  CUDA driver: ${libcuda} -> ${join(compat, `compat/libcuda.so.${OLDER}`)}: compat, version ${OLDER} (link target)`,
+      expect.stringMatching(/^ {2}error \(cuda-803\): /),
+      expect.stringMatching(/^ {4}fix: leave the compat directory out/),
+    ]);
+    // The C library and the driver's optional libraries (NVML, the debugger) have nothing to do with it.
+    expect(text.stdout).not.toContain('libc.so.6');
+    expect(text.stdout).not.toContain('libnvidia-ml.so.1');
+    expect(text.stdout).toMatch(/compat-problems: 2 dynamic ELF files, 2 with problems/);
+  });
+
   it('the driver hook only: exit 0', async () => {
     const out = await patched('driver-only', ['--driver-link', driver]);
     const { json, cli } = await doctorJson(['--driver-version', KERNEL, out]);

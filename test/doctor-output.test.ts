@@ -75,7 +75,7 @@ it('the JSON document: its fields, as docs/doctor.md names them', async () => {
     neededBy: '/opt/app/bin/prog',
     depth: 1,
   });
-  expect(file.needed[0]).toEqual({ from: '/opt/app/bin/prog', name: 'libgreet.so', preload: false, status: 'loaded', path: '/opt/app/bin/../lib/libgreet.so', message: null, passedOver: [] });
+  expect(file.needed[0]).toEqual({ from: '/opt/app/bin/prog', name: 'libgreet.so', preload: false, status: 'loaded', path: '/opt/app/bin/../lib/libgreet.so', message: null, passedOver: [], searched: [] });
   expect(file.cuda).toEqual({ uses: false, libcuda: null });
   expect(json.summary).toEqual([{ path: prog, files: 1, skipped: 0, unreadable: 0, errors: 0, warnings: 0, problems: 0 }]);
 });

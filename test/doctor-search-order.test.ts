@@ -84,6 +84,38 @@ describe('DT_RUNPATH', () => {
     expect(missing(report)).toEqual(notFound(trace));
     expect(missing(report)).toEqual(['libdeep3.so']);
     expect(report.findings.map((f) => f.code)).toContain('library-missing');
+    // Where the loader looked: libmiddle3.so has no runpath of its own, and the program's is not inherited.
+    expect(report.needed.find((n) => n.name === 'libdeep3.so')?.searched.map((list) => list.rule)).toEqual(['cache', 'default']);
+  });
+});
+
+describe('--problems', () => {
+  it('prints only the files with findings: the name not found, where the loader looked, and the loads that lead there', async () => {
+    const deep = await buildLibrary(at('problems/deps/libdeep4.so'));
+    const middle = await buildLibrary(at('problems/lib/libmiddle4.so'), 'libmiddle4.so', { needs: [deep] });
+    const found = await buildLibrary(at('problems/lib/libfound4.so'));
+    const broken = await buildProgram(at('problems/bin/broken'), { needs: [middle, found], runpath: `${at('problems/lib')}:${at('problems/deps')}` });
+    await buildProgram(at('problems/bin/fine'));
+    const result = await runCli(['doctor', '--problems', at('problems/bin')]);
+    expect(result.code).toBe(1);
+    const lines = result.stdout.split('\n');
+    expect(lines[2]).toMatch(new RegExp(`^${broken}: program, x86_64, loader /lib64/ld-linux-x86-64.so.2 \\(glibc \\d+\\.\\d+\\)$`));
+    expect(lines.slice(3)).toEqual([
+      `  libmiddle4.so => ${middle}  [RUNPATH of broken]`,
+      '    libdeep4.so => not found (needed by libmiddle4.so)',
+      '      searched ld.so.cache, then the default directories',
+      `  error (library-missing): libdeep4.so (needed by ${middle}) is not found: the program does not start`,
+      `    fix: add the directory that holds libdeep4.so to the runpath of ${middle}`,
+      '',
+      `${at('problems/bin')}: 2 dynamic ELF files, 1 with problems (1 error, 0 warnings); 2 other files skipped`,
+      '',
+    ]);
+    // The loader agrees: that one name, and only it, is not found.
+    expect(notFound(await traceLoader({ arch: 'x86_64', mode: 'list', path: broken }))).toEqual(['libdeep4.so']);
+    // The full report of the same tree has both files and every load.
+    const full = await runCli(['doctor', at('problems/bin')]);
+    expect(full.stdout).toContain(`${at('problems/bin/fine')}: program`);
+    expect(full.stdout).toContain(`  libfound4.so => ${found}  [RUNPATH of broken]`);
   });
 });
 

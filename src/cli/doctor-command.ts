@@ -8,7 +8,7 @@ import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { FileReport } from '../doctor/doctor-report.js';
 import { isDriverVersion, readKernelDriverVersion, type DriverVersion } from '../doctor/driver-version.js';
 import { defaultLoaders } from '../doctor/machine-abi.js';
-import { fileText } from '../doctor/report-text.js';
+import { fileText, problemsText } from '../doctor/report-text.js';
 import { driverVersionOfLibrary, emulationRoot, runDoctor, type TreeResult } from '../doctor/run-doctor.js';
 import type { CliIo } from './cli-io.js';
 import { EXIT } from './exit-codes.js';
@@ -21,6 +21,7 @@ export interface DoctorOptions {
   root?: string;
   ldLibraryPath?: string;
   json?: boolean;
+  problems?: boolean;
   driverLib?: string;
   driverVersion?: string;
 }
@@ -117,7 +118,10 @@ export async function doctor(paths: readonly string[], options: DoctorOptions, i
       printed.add(line);
     }
     if (options.json !== true) {
-      for (const file of tree.files) io.out(`\n${fileText(file, shown(file.file, cwd))}`);
+      for (const file of tree.files) {
+        const text = options.problems === true ? problemsText(file, shown(file.file, cwd)) : fileText(file, shown(file.file, cwd));
+        if (text !== null) io.out(`\n${text}`);
+      }
       io.out(`\n${summaryLine(tree)}`);
     }
   }
@@ -127,7 +131,7 @@ export async function doctor(paths: readonly string[], options: DoctorOptions, i
         {
           version: 1,
           settings: { root: options.root ?? null, ldLibraryPath: options.ldLibraryPath ?? null, driver },
-          files: trees.flatMap((tree) => tree.files),
+          files: trees.flatMap((tree) => (options.problems === true ? tree.files.filter((file) => file.findings.length > 0) : tree.files)),
           errors: trees.flatMap((tree) => tree.failures.map((failure) => ({ file: failure.file, error: { ...errorJson(failure.error), ...aboutOf(failure.error, failure.file) } }))),
           summary: trees.map((tree) => ({ path: tree.path, files: tree.files.length, skipped: tree.skipped, unreadable: tree.failures.length, ...counts(tree.files) })),
         },

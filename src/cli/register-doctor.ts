@@ -14,6 +14,7 @@ export function registerDoctor(program: Command, io: CliIo): void {
     .option('--ld-library-path <list>', 'emulate this LD_LIBRARY_PATH (default: none; doctor never reads its own)')
     .option('--driver-version <version>', 'the kernel driver version to check against (default: this machine\'s, from /sys/module/nvidia/version)')
     .option('--driver-lib <file>', 'take the kernel driver version from this libcuda (its name, link target or contents)')
+    .option('--problems', 'only the files with findings, each with the lines its findings rest on: what is not found and where the loader looked, and the loads that lead there')
     .option('--json', 'one JSON document on stdout (see docs/doctor.md)')
     .action(async (paths: string[], options: DoctorOptions) => {
       const { doctor } = await import('./doctor-command.js');
