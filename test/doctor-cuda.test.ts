@@ -182,6 +182,37 @@ describe('aarch64 (Jetson) system roots', () => {
     expect(codes(reportOf(json.files, join(root, 'opt/app')))).toContain('libcuda-missing');
   });
 
+  it('after apply, the runpath names /run/opengl-driver/lib and that directory is missing, then holds no libcuda: said so, with what provides it', async () => {
+    const app = join(root, 'opt/nixos-app');
+    await cudaOutput(app, 'aarch64');
+    const applied = await runCli(['apply', '--quiet', app]);
+    expect(applied.code, applied.stderr).toBe(0);
+    // Each file that loads CUDA names the directory: the program (it needs the runtime) and the runtime, as the loader opened it.
+    const namedBy = '(in the RUNPATH of /opt/nixos-app/bin/probe and the RUNPATH of /opt/nixos-app/bin/../lib/libcudart.so.11.0)';
+    const missing = await doctorJson(['--root', root, join(app, 'bin/probe')]);
+    expect(missing.cli.code).toBe(1);
+    const gone = reportOf(missing.json.files, join(app, 'bin/probe')).findings.find((f) => f.code === 'libcuda-missing');
+    expect(gone?.message).toContain(`: /run/opengl-driver/lib ${namedBy} does not exist here`);
+    // Not the advice for a file apply has not seen: the runpath already holds the directory.
+    expect(gone?.fix).not.toContain('apply');
+    expect(gone?.fix).toContain('hardware.graphics.enable');
+    expect(gone?.fix).toContain('NVIDIA Container Toolkit');
+    // The directory is there (NixOS with only Mesa), without the NVIDIA driver.
+    await mkdir(join(root, 'run/opengl-driver/lib'), { recursive: true });
+    try {
+      const empty = await doctorJson(['--root', root, join(app, 'bin/probe')]);
+      const without = reportOf(empty.json.files, join(app, 'bin/probe')).findings.find((f) => f.code === 'libcuda-missing');
+      expect(without?.message).toContain(`: /run/opengl-driver/lib ${namedBy} holds no libcuda.so.1 here`);
+      expect(without?.fix).toContain('services.xserver.videoDrivers');
+      await libcudaAt(join(root, 'run/opengl-driver/lib'), '540.4.0', 'aarch64');
+      const found = await doctorJson(['--root', root, '--driver-version', '540.4.0', join(app, 'bin/probe')]);
+      expect(reportOf(found.json.files, join(app, 'bin/probe')).cuda.libcuda).toMatchObject({ kind: 'driver', path: '/run/opengl-driver/lib/libcuda.so.1' });
+      expect(found.cli.code).toBe(0);
+    } finally {
+      await rm(join(root, 'run'), { recursive: true, force: true });
+    }
+  });
+
   it('a compat driver whose L4T libraries (libnvrm_gpu.so, libnvrm_mem.so) are missing, then present', async () => {
     // The compat driver of a Jetson needs the L4T driver libraries: a copy of the fixture's libcuda
     // is made to (a copy, as add-needed edits it in place).
