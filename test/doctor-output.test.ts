@@ -1,6 +1,7 @@
 // What doctor prints: the text report line for line, and the --json document's field names as
 // docs/doctor.md gives them (scripts rely on them). In an aarch64 system root, so that nothing of this
-// machine (its cache, its driver) shows in the output.
+// machine (its cache, its driver, its CPU: another machine's is assumed, and the file line says so)
+// shows in the output.
 
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -35,7 +36,7 @@ it('the text report: the libraries in load order, where each comes from, one sum
   expect(result.stdout.split('\n')).toEqual([
     `doctor: the loader of the system under ${root}; LD_LIBRARY_PATH not set (--ld-library-path emulates one); kernel driver unknown (--driver-version tells it)`,
     '',
-    `${prog}: program, aarch64, loader /lib/ld-linux-aarch64.so.1 (glibc 2.36)`,
+    `${prog}: program, aarch64, loader /lib/ld-linux-aarch64.so.1 (glibc 2.36, CPU assumed)`,
     '  libgreet.so => /opt/app/bin/../lib/libgreet.so  [RUNPATH of prog]',
     '  libc.so.6 => /lib/aarch64-linux-gnu/libc.so.6  [default directory]',
     '    ld-linux-aarch64.so.1 => /lib/ld-linux-aarch64.so.1  [the dynamic loader]',

@@ -5,15 +5,15 @@
 // subdirectories, DF_1_NODEFLIB, one file under two names, a non-ELF file where a library is looked
 // for, a DT_NEEDED naming $ORIGIN, and the text report's order of the libraries not found.
 
-import { copyFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FileReport } from '../src/doctor/doctor-report.js';
 import { fixture, requireTool } from './helpers/fixtures.js';
 import { traceLoader, type LoaderTrace } from './helpers/doctor-ld-debug.js';
-import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
+import { doctorJson, reportedLoads, type DoctorJson } from './helpers/doctor-run.js';
 import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
-import { mustExec } from './helpers/exec.js';
+import { execTool, mustExec } from './helpers/exec.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { makeTempDir } from './helpers/tree-tools.js';
 
@@ -293,5 +293,23 @@ describe('hwcaps subdirectories', () => {
       // Every x86-64 CPU of the last fifteen years has x86-64-v2.
       if (dir === 'all') expect(report.loads[0]?.directory).toMatch(/\/glibc-hwcaps\/x86-64-v[234]\/$/);
     }
+  });
+
+  it('are the loader’s, not /proc/cpuinfo’s: a /proc/cpuinfo that lists fewer flags than the CPU has (as in some virtual machines) changes nothing', async () => {
+    for (const sub of ['glibc-hwcaps/x86-64-v2', 'glibc-hwcaps/x86-64-v3', 'glibc-hwcaps/x86-64-v4', 'tls', 'x86_64', '']) await buildLibrary(at('hwcaps/vm', sub, 'libh.so'));
+    const prog = await buildProgram(at('hwcaps/bin/prog-vm'), { needs: [at('hwcaps/vm/libh.so')], runpath: at('hwcaps/vm') });
+    // The flags of a CPU below x86-64-v2, in a mount namespace of doctor's own: the loader asks the CPU.
+    const cpuinfo = at('hwcaps/cpuinfo');
+    await writeFile(cpuinfo, (await readFile('/proc/cpuinfo', 'latin1')).replace(/^(flags\s*:).*$/gm, '$1 fpu tsc cx8 cmov mmx fxsr sse sse2 syscall lm'), 'latin1');
+    const inNamespace = [requireTool('unshare'), '--user', '--map-root-user', '--mount', requireTool('sh'), '-c', 'mount --bind "$0" /proc/cpuinfo && exec "$@"', cpuinfo];
+    const seen = await execTool(inNamespace[0] as string, [...inNamespace.slice(1), requireTool('grep'), '-m1', '^flags', '/proc/cpuinfo']);
+    expect(seen.stdout, seen.stderr).toMatch(/^flags\s*: fpu tsc cx8 cmov mmx fxsr sse sse2 syscall lm$/m);
+    const result = await runCli(['doctor', '--json', prog], { wrapper: inNamespace });
+    const report = (JSON.parse(result.stdout) as DoctorJson).files[0];
+    if (report === undefined) throw new Error(`no report:\n${result.stderr}`);
+    const trace = await traceLoader({ arch: 'x86_64', mode: 'run', path: prog });
+    expect(trace.loads[0]?.path).toMatch(/\/glibc-hwcaps\/x86-64-v[234]\/libh\.so$/);
+    expectSameLoads(report, trace);
+    expect(report.loader.cpu).toBe('this machine');
   });
 });

@@ -127,7 +127,9 @@ function neededItems(report: FileReport): NeededItem[] {
 
 function headerLine(report: FileReport, shownPath: string): string {
   const glibc = report.loader.glibc === null ? 'glibc version unknown' : `glibc ${report.loader.glibc}`;
-  return `${shownPath}: ${report.kind}, ${report.machine}, loader ${report.loader.path} (${glibc}${report.interpreter.found ? '' : `; interpreter ${report.interpreter.path} missing`})`;
+  // Another machine's CPU (a --root of another architecture) is assumed: its hwcaps subdirectories may not be the ones its loader searches.
+  const cpu = report.loader.cpu === 'assumed' ? ', CPU assumed' : '';
+  return `${shownPath}: ${report.kind}, ${report.machine}, loader ${report.loader.path} (${glibc}${cpu}${report.interpreter.found ? '' : `; interpreter ${report.interpreter.path} missing`})`;
 }
 
 function driverLine(report: FileReport): string[] {
