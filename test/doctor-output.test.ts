@@ -48,13 +48,14 @@ it('the text report: the libraries in load order, where each comes from, one sum
 
 it('the JSON document: its fields, as docs/doctor.md names them', async () => {
   const { json } = await doctorJson(['--root', root, '--ld-library-path', '/opt/extra', '--driver-version', '540.4.0', prog]);
-  expect(Object.keys(json).sort()).toEqual(['errors', 'files', 'settings', 'summary', 'version']);
+  expect(Object.keys(json).sort()).toEqual(['errors', 'files', 'notDynamic', 'settings', 'summary', 'version']);
   expect(json.version).toBe(1);
   expect(json.settings).toEqual({ root, ldLibraryPath: '/opt/extra', driver: { version: '540.4.0', source: '--driver-version' } });
   const file = json.files[0];
   if (file === undefined) throw new Error('no file');
-  expect(Object.keys(file).sort()).toEqual(['cuda', 'dlopen', 'file', 'findings', 'interpreter', 'kind', 'loader', 'loads', 'machine', 'needed', 'path']);
-  expect(file).toMatchObject({ file: prog, path: '/opt/app/bin/prog', kind: 'program', machine: 'aarch64', interpreter: { path: '/lib/ld-linux-aarch64.so.1', found: true } });
+  expect(Object.keys(file).sort()).toEqual(['cuda', 'dlopen', 'file', 'findings', 'interpreter', 'kind', 'loader', 'loads', 'machine', 'needed', 'path', 'wrapper']);
+  expect(json.notDynamic).toEqual([]);
+  expect(file).toMatchObject({ file: prog, wrapper: null, path: '/opt/app/bin/prog', kind: 'program', machine: 'aarch64', interpreter: { path: '/lib/ld-linux-aarch64.so.1', found: true } });
   expect(file.loader).toEqual({
     path: '/lib/ld-linux-aarch64.so.1',
     glibc: '2.36',

@@ -81,8 +81,9 @@ function libcudaSearch(calls: readonly DlopenCall[], root: SystemRoot): Searched
   return result;
 }
 
-export async function diagnoseFile(hostPath: string, context: DoctorContext): Promise<FileDiagnosis> {
-  const emulation = await emulateLoad(hostPath, context.registry);
+/** Diagnoses the file at `hostPath`, run with `ldLibraryPath` (a byte string; null: unset). */
+export async function diagnoseFile(hostPath: string, context: DoctorContext, ldLibraryPath: string | null): Promise<FileDiagnosis> {
+  const emulation = await emulateLoad(hostPath, context.registry, ldLibraryPath);
   const dlopens = await resolveCudaDlopens(emulation, context.strings);
   const usesCuda = dlopens.some((call) => call.name === LIBCUDA) || emulation.namespace.maps.some((map) => map.depth > 0 && map.name === LIBCUDA);
   const libcuda = usesCuda ? await chooseLibcuda(emulation, dlopens, context) : null;

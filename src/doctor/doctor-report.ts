@@ -77,6 +77,8 @@ export interface LibcudaRecord {
 
 export interface FileReport {
   readonly file: string;
+  /** The shell wrapper named on the command line that runs this program, and the LD_LIBRARY_PATH the program gets from it; null otherwise. */
+  readonly wrapper: { readonly file: string; readonly ldLibraryPath: string | null } | null;
   readonly path: string;
   readonly kind: 'program' | 'library';
   readonly machine: string;
@@ -166,13 +168,14 @@ function dlopenRecord(call: DlopenCall): DlopenRecord {
   };
 }
 
-export async function fileReport(diagnosis: FileDiagnosis): Promise<FileReport> {
+export async function fileReport(diagnosis: FileDiagnosis, wrapper: FileReport['wrapper']): Promise<FileReport> {
   const { emulation, libcuda } = diagnosis;
   const { loader } = emulation;
   const cacheState = await loader.cache();
   const version = loader.facts.glibc;
   return {
     file: emulation.hostPath,
+    wrapper,
     path: text(emulation.namespace.main.path),
     kind: emulation.kind,
     machine: emulation.abi.name,

@@ -6,6 +6,8 @@
 import { basename } from 'node:path';
 import { LIBCUDA } from './cuda-dlopen.js';
 import type { DlopenRecord, FileReport, LoadRecord, SearchedRecord } from './doctor-report.js';
+import type { Finding } from './findings.js';
+import type { NamedFile } from './named-file.js';
 
 function ruleText(rule: string, owner: string | null, neededBy: string | null): string {
   const ownerName = owner === null ? '' : basename(owner);
@@ -129,7 +131,8 @@ function headerLine(report: FileReport, shownPath: string): string {
   const glibc = report.loader.glibc === null ? 'glibc version unknown' : `glibc ${report.loader.glibc}`;
   // Another machine's CPU (a --root of another architecture) is assumed: its hwcaps subdirectories may not be the ones its loader searches.
   const cpu = report.loader.cpu === 'assumed' ? ', CPU assumed' : '';
-  return `${shownPath}: ${report.kind}, ${report.machine}, loader ${report.loader.path} (${glibc}${cpu}${report.interpreter.found ? '' : `; interpreter ${report.interpreter.path} missing`})`;
+  const wrapper = report.wrapper === null ? '' : `; ${report.wrapper.ldLibraryPath === null ? 'LD_LIBRARY_PATH unset' : `LD_LIBRARY_PATH=${report.wrapper.ldLibraryPath}`} from the wrapper`;
+  return `${shownPath}: ${report.kind}, ${report.machine}, loader ${report.loader.path} (${glibc}${cpu}${report.interpreter.found ? '' : `; interpreter ${report.interpreter.path} missing`})${wrapper}`;
 }
 
 function driverLine(report: FileReport): string[] {
@@ -139,7 +142,7 @@ function driverLine(report: FileReport): string[] {
   return [`  CUDA driver: ${libcuda.path}${libcuda.realPath !== libcuda.path ? ` -> ${libcuda.realPath}` : ''}: ${libcuda.kind}, ${version}`];
 }
 
-function findingLines(report: FileReport): string[] {
+function findingLines(report: { readonly findings: readonly Finding[] }): string[] {
   return report.findings.flatMap((finding) => [`  ${finding.severity} (${finding.code}): ${finding.message}`, ...(finding.fix === null ? [] : [`    fix: ${finding.fix}`])]);
 }
 
@@ -186,4 +189,14 @@ export function problemsText(report: FileReport, shownPath: string): string | nu
   const needed = items.flatMap((item) => [...(item.load !== null && chained.has(item.load.path) ? [loadLine(item.load)] : []), ...item.problem]);
   const driver = names.has(LIBCUDA) ? driverLine(report) : [];
   return [headerLine(report, shownPath), ...needed, ...groups.flatMap((group) => group.lines), ...driver, ...findingLines(report)].join('\n');
+}
+
+/**
+ * A file named on the command line that is not a dynamic ELF file: what it is, the program a wrapper
+ * runs (its report follows), and the findings. In the problems view, null when it has none.
+ */
+export function namedText(named: NamedFile, shownPath: string, problemsOnly: boolean): string | null {
+  if (problemsOnly && named.findings.length === 0) return null;
+  const runs = named.runs === null ? '' : `: that program is diagnosed ${named.runs.ldLibraryPath === null ? 'with LD_LIBRARY_PATH unset' : `with LD_LIBRARY_PATH=${named.runs.ldLibraryPath}`}`;
+  return [`${shownPath}: ${named.description}${runs}`, ...findingLines(named)].join('\n');
 }
