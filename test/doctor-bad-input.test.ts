@@ -183,16 +183,19 @@ describe('what is not an error', () => {
     expect(json.files[0]?.findings.map((f) => f.code)).toEqual(['interpreter-missing']);
   });
 
-  it('files that are not dynamic ELF files are counted and skipped', async () => {
+  it('files that are not dynamic ELF files are counted and skipped in a tree; one named directly is a finding (exit 1)', async () => {
     const tree = join(t, 'mixed-files');
     await mkdir(tree, { recursive: true });
     await writeFile(join(tree, 'README'), 'text\n');
     await writeFile(join(tree, 'empty.so'), '');
+    const inTree = await doctorJson([tree]);
+    expect(inTree.cli.code).toBe(0);
     const { json, cli } = await doctorJson([tree, fixture('compiled/x86_64/static').path]);
-    expect(cli.code).toBe(0);
-    expect(json.summary.map((s) => [s.files, s.skipped, s.unreadable])).toEqual([
-      [0, 2, 0],
-      [0, 1, 0],
+    expect(cli.code).toBe(1);
+    expect(json.summary.map((s) => [s.files, s.skipped, s.unreadable, s.errors])).toEqual([
+      [0, 2, 0, 0],
+      [0, 1, 0, 1],
     ]);
+    expect(json.notDynamic.map((named) => [named.kind, named.findings.map((f) => f.code)])).toEqual([['static', ['not-dynamic-elf']]]);
   });
 });

@@ -66,13 +66,37 @@ describe('cuda_compat older than the kernel driver', () => {
     expect(text.code).toBe(1);
     expect(text.stdout).toContain('error (cuda-803)');
     expect(text.stdout).toContain('CUDA fails with error 803, "system has unsupported display driver / cuda driver combination"');
-    expect(text.stdout).toContain('dontUseAutoAddCudaCompatRunpath');
+    // The fix names both ways out: rebuild without the hook, or take the entry out of the built tree.
+    const fix = text.stdout.split('\n').find((line) => line.startsWith('    fix: leave the compat directory out'));
+    expect(fix).toContain('cuda-patchelf apply --drop-cuda-compat DIR ...');
+    expect(fix).toContain('dontUseAutoAddCudaCompatRunpath = true');
     expect(text.stdout).toMatch(/^.*compat: \d+ dynamic ELF files?, \d+ with problems \(\d+ errors?, \d+ warnings?\); \d+ other files? skipped$/m);
     const { json, cli } = await doctorJson(['--driver-version', KERNEL, out]);
     expect(cli.code).toBe(1);
     const report = reportOf(json.files, out);
     expect(report.cuda.libcuda).toMatchObject({ path: join(compat, 'compat/libcuda.so.1'), kind: 'compat', version: OLDER, versionSource: 'link target', caller: `${join(out, 'bin')}/../lib/libcudart.so.11.0` });
     expect(codes(report)).toContain('cuda-803');
+  });
+
+  it('--problems: the runtime, its dlopen of libcuda and the driver it finds, before the finding; nothing else', async () => {
+    const out = await patched('compat-problems', ['--driver-link', driver, '--cuda-compat', compat]);
+    const text = await runCli(['doctor', '--problems', '--driver-version', KERNEL, out]);
+    expect(text.code).toBe(1);
+    const lines = text.stdout.split('\n');
+    const start = lines.indexOf(`${join(out, 'bin/probe')}: program, x86_64, loader /lib64/ld-linux-x86-64.so.2 (glibc ${reportOf((await doctorJson([out])).json.files, out).loader.glibc ?? ''})`);
+    expect(start).toBeGreaterThan(0);
+    const libcuda = join(compat, 'compat/libcuda.so.1');
+    expect(lines.slice(start + 1, lines.indexOf('', start))).toEqual([
+      `  libcudart.so.11.0 => ${join(out, 'bin')}/../lib/libcudart.so.11.0  [RUNPATH of probe]`,
+      `  libcuda.so.1 => ${libcuda}  [RUNPATH of libcudart.so.11.0] (dlopen by libcudart.so.11.0, probe)`,
+      `  CUDA driver: ${libcuda} -> ${join(compat, `compat/libcuda.so.${OLDER}`)}: compat, version ${OLDER} (link target)`,
+      expect.stringMatching(/^ {2}error \(cuda-803\): /),
+      expect.stringMatching(/^ {4}fix: leave the compat directory out/),
+    ]);
+    // The C library and the driver's optional libraries (NVML, the debugger) have nothing to do with it.
+    expect(text.stdout).not.toContain('libc.so.6');
+    expect(text.stdout).not.toContain('libnvidia-ml.so.1');
+    expect(text.stdout).toMatch(/compat-problems: 2 dynamic ELF files, 2 with problems/);
   });
 
   it('the driver hook only: exit 0', async () => {
@@ -156,6 +180,37 @@ describe('aarch64 (Jetson) system roots', () => {
     const { json, cli } = await doctorJson(['--root', root, join(root, 'opt/app')]);
     expect(cli.code).toBe(1);
     expect(codes(reportOf(json.files, join(root, 'opt/app')))).toContain('libcuda-missing');
+  });
+
+  it('after apply, the runpath names /run/opengl-driver/lib and that directory is missing, then holds no libcuda: said so, with what provides it', async () => {
+    const app = join(root, 'opt/nixos-app');
+    await cudaOutput(app, 'aarch64');
+    const applied = await runCli(['apply', '--quiet', app]);
+    expect(applied.code, applied.stderr).toBe(0);
+    // Each file that loads CUDA names the directory: the program (it needs the runtime) and the runtime, as the loader opened it.
+    const namedBy = '(in the RUNPATH of /opt/nixos-app/bin/probe and the RUNPATH of /opt/nixos-app/bin/../lib/libcudart.so.11.0)';
+    const missing = await doctorJson(['--root', root, join(app, 'bin/probe')]);
+    expect(missing.cli.code).toBe(1);
+    const gone = reportOf(missing.json.files, join(app, 'bin/probe')).findings.find((f) => f.code === 'libcuda-missing');
+    expect(gone?.message).toContain(`: /run/opengl-driver/lib ${namedBy} does not exist here`);
+    // Not the advice for a file apply has not seen: the runpath already holds the directory.
+    expect(gone?.fix).not.toContain('apply');
+    expect(gone?.fix).toContain('hardware.graphics.enable');
+    expect(gone?.fix).toContain('NVIDIA Container Toolkit');
+    // The directory is there (NixOS with only Mesa), without the NVIDIA driver.
+    await mkdir(join(root, 'run/opengl-driver/lib'), { recursive: true });
+    try {
+      const empty = await doctorJson(['--root', root, join(app, 'bin/probe')]);
+      const without = reportOf(empty.json.files, join(app, 'bin/probe')).findings.find((f) => f.code === 'libcuda-missing');
+      expect(without?.message).toContain(`: /run/opengl-driver/lib ${namedBy} holds no libcuda.so.1 here`);
+      expect(without?.fix).toContain('services.xserver.videoDrivers');
+      await libcudaAt(join(root, 'run/opengl-driver/lib'), '540.4.0', 'aarch64');
+      const found = await doctorJson(['--root', root, '--driver-version', '540.4.0', join(app, 'bin/probe')]);
+      expect(reportOf(found.json.files, join(app, 'bin/probe')).cuda.libcuda).toMatchObject({ kind: 'driver', path: '/run/opengl-driver/lib/libcuda.so.1' });
+      expect(found.cli.code).toBe(0);
+    } finally {
+      await rm(join(root, 'run'), { recursive: true, force: true });
+    }
   });
 
   it('a compat driver whose L4T libraries (libnvrm_gpu.so, libnvrm_mem.so) are missing, then present', async () => {

@@ -1,6 +1,7 @@
 // What doctor prints: the text report line for line, and the --json document's field names as
 // docs/doctor.md gives them (scripts rely on them). In an aarch64 system root, so that nothing of this
-// machine (its cache, its driver) shows in the output.
+// machine (its cache, its driver, its CPU: another machine's is assumed, and the file line says so)
+// shows in the output.
 
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -35,7 +36,7 @@ it('the text report: the libraries in load order, where each comes from, one sum
   expect(result.stdout.split('\n')).toEqual([
     `doctor: the loader of the system under ${root}; LD_LIBRARY_PATH not set (--ld-library-path emulates one); kernel driver unknown (--driver-version tells it)`,
     '',
-    `${prog}: program, aarch64, loader /lib/ld-linux-aarch64.so.1 (glibc 2.36)`,
+    `${prog}: program, aarch64, loader /lib/ld-linux-aarch64.so.1 (glibc 2.36, CPU assumed)`,
     '  libgreet.so => /opt/app/bin/../lib/libgreet.so  [RUNPATH of prog]',
     '  libc.so.6 => /lib/aarch64-linux-gnu/libc.so.6  [default directory]',
     '    ld-linux-aarch64.so.1 => /lib/ld-linux-aarch64.so.1  [the dynamic loader]',
@@ -47,13 +48,14 @@ it('the text report: the libraries in load order, where each comes from, one sum
 
 it('the JSON document: its fields, as docs/doctor.md names them', async () => {
   const { json } = await doctorJson(['--root', root, '--ld-library-path', '/opt/extra', '--driver-version', '540.4.0', prog]);
-  expect(Object.keys(json).sort()).toEqual(['errors', 'files', 'settings', 'summary', 'version']);
+  expect(Object.keys(json).sort()).toEqual(['errors', 'files', 'notDynamic', 'settings', 'summary', 'version']);
   expect(json.version).toBe(1);
   expect(json.settings).toEqual({ root, ldLibraryPath: '/opt/extra', driver: { version: '540.4.0', source: '--driver-version' } });
   const file = json.files[0];
   if (file === undefined) throw new Error('no file');
-  expect(Object.keys(file).sort()).toEqual(['cuda', 'dlopen', 'file', 'findings', 'interpreter', 'kind', 'loader', 'loads', 'machine', 'needed', 'path']);
-  expect(file).toMatchObject({ file: prog, path: '/opt/app/bin/prog', kind: 'program', machine: 'aarch64', interpreter: { path: '/lib/ld-linux-aarch64.so.1', found: true } });
+  expect(Object.keys(file).sort()).toEqual(['cuda', 'dlopen', 'file', 'findings', 'interpreter', 'kind', 'loader', 'loads', 'machine', 'needed', 'path', 'wrapper']);
+  expect(json.notDynamic).toEqual([]);
+  expect(file).toMatchObject({ file: prog, wrapper: null, path: '/opt/app/bin/prog', kind: 'program', machine: 'aarch64', interpreter: { path: '/lib/ld-linux-aarch64.so.1', found: true } });
   expect(file.loader).toEqual({
     path: '/lib/ld-linux-aarch64.so.1',
     glibc: '2.36',
@@ -75,7 +77,7 @@ it('the JSON document: its fields, as docs/doctor.md names them', async () => {
     neededBy: '/opt/app/bin/prog',
     depth: 1,
   });
-  expect(file.needed[0]).toEqual({ from: '/opt/app/bin/prog', name: 'libgreet.so', preload: false, status: 'loaded', path: '/opt/app/bin/../lib/libgreet.so', message: null, passedOver: [] });
+  expect(file.needed[0]).toEqual({ from: '/opt/app/bin/prog', name: 'libgreet.so', preload: false, status: 'loaded', path: '/opt/app/bin/../lib/libgreet.so', message: null, passedOver: [], searched: [] });
   expect(file.cuda).toEqual({ uses: false, libcuda: null });
   expect(json.summary).toEqual([{ path: prog, files: 1, skipped: 0, unreadable: 0, errors: 0, warnings: 0, problems: 0 }]);
 });

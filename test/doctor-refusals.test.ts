@@ -1,8 +1,8 @@
 // What makes the loader give up on an object it found, and which of a repeated dynamic entry it
 // reads, each case against the real ld.so (x86_64, natively): a program (position-independent or
 // not) where a library is looked for, a program that needs itself, links to /dev/null and /dev/zero, a
-// library cut off before its program headers, an empty DT_NEEDED, and two DT_RUNPATH or DT_SONAME
-// entries (the loader keeps the last).
+// library cut off before its program headers, a library whose PT_DYNAMIC is zero-sized, an empty
+// DT_NEEDED, and two DT_RUNPATH or DT_SONAME entries (the loader keeps the last).
 
 import { mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,10 +13,12 @@ import { traceLoader, type LoaderTrace } from './helpers/doctor-ld-debug.js';
 import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
 import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
 import { mustExec } from './helpers/exec.js';
+import { fieldOffsets, rawLayout, writeUnsigned } from './helpers/malformed.js';
 import { retagNeeded } from './helpers/retag-needed.js';
 import { assertCliBuilt } from './helpers/run-cli.js';
 import { makeTempDir } from './helpers/tree-tools.js';
 
+const PT_DYNAMIC = 2;
 const DT_SONAME = 14;
 const DT_RUNPATH = 29;
 
@@ -42,6 +44,18 @@ function expectFatal(report: FileReport, trace: LoaderTrace, path: string, messa
   expect(trace.stderr).toContain(`${named}: ${message}`);
   expect(report.needed.find((n) => n.status === 'fatal')).toMatchObject({ path, message });
   expect(report.findings.map((f) => f.code)).toContain('load-error');
+}
+
+/** Sets PT_DYNAMIC's p_filesz and p_memsz to 0: the section headers still name .dynamic, so it is no debug-info file. */
+async function zeroDynamicSegment(file: string): Promise<void> {
+  const bytes = new Uint8Array(await readFile(file));
+  const layout = rawLayout(bytes);
+  const dynamic = layout.programHeaders.find((ph) => ph.type === PT_DYNAMIC);
+  if (dynamic === undefined) throw new Error(`${file}: no PT_DYNAMIC`);
+  const { p_filesz, word } = fieldOffsets(layout.elfClass);
+  // p_memsz follows p_filesz in both classes.
+  for (const field of [p_filesz, p_filesz + word]) writeUnsigned(bytes, dynamic.at + field, word as 4 | 8, layout.little, 0);
+  await writeFile(file, bytes);
 }
 
 beforeAll(async () => {
@@ -85,6 +99,18 @@ describe('an object the loader finds but will not map', () => {
     const prog = await buildProgram(at(dir, 'bin/prog'), { needs: [good], runpath: `${at(dir, 'bad')}:${at(dir, 'good')}` });
     const { report, trace } = await both(prog, 'run');
     expectFatal(report, trace, at(dir, 'bad/libdev.so'), message);
+  });
+
+  it('a library with a zero-sized PT_DYNAMIC (not a debug-info file): the loader finds no dynamic section and stops', async () => {
+    const lib = await buildLibrary(at('nodynamic/lib/libnodyn.so'));
+    const prog = await buildProgram(at('nodynamic/bin/prog'), { needs: [lib], runpath: at('nodynamic/lib') });
+    await zeroDynamicSegment(lib);
+    const { report, trace } = await both(prog, 'run');
+    expectFatal(report, trace, lib, 'object file has no dynamic section', 'libnodyn.so');
+    // In a tree, the library itself is read as the loader reads it too: nothing doctor cannot read.
+    const tree = await doctorJson([at('nodynamic')]);
+    expect(tree.json.errors).toEqual([]);
+    expect(tree.cli.code).toBe(1);
   });
 
   it('a library that ends before its program headers stops the load', async () => {

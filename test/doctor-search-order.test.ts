@@ -3,18 +3,18 @@
 // inherited, $ORIGIN through symbolic links, LD_LIBRARY_PATH set and unset, a cache entry a runpath
 // overrides, a library of another machine in an earlier directory, glibc-hwcaps and legacy hwcaps
 // subdirectories, DF_1_NODEFLIB, one file under two names, a non-ELF file where a library is looked
-// for, and a DT_NEEDED naming $ORIGIN.
+// for, a DT_NEEDED naming $ORIGIN, and the text report's order of the libraries not found.
 
-import { copyFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FileReport } from '../src/doctor/doctor-report.js';
 import { fixture, requireTool } from './helpers/fixtures.js';
 import { traceLoader, type LoaderTrace } from './helpers/doctor-ld-debug.js';
-import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
+import { doctorJson, reportedLoads, type DoctorJson } from './helpers/doctor-run.js';
 import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
-import { mustExec } from './helpers/exec.js';
-import { assertCliBuilt } from './helpers/run-cli.js';
+import { execTool, mustExec } from './helpers/exec.js';
+import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { makeTempDir } from './helpers/tree-tools.js';
 
 let t: string;
@@ -84,6 +84,59 @@ describe('DT_RUNPATH', () => {
     expect(missing(report)).toEqual(notFound(trace));
     expect(missing(report)).toEqual(['libdeep3.so']);
     expect(report.findings.map((f) => f.code)).toContain('library-missing');
+    // Where the loader looked: libmiddle3.so has no runpath of its own, and the program's is not inherited.
+    expect(report.needed.find((n) => n.name === 'libdeep3.so')?.searched.map((list) => list.rule)).toEqual(['cache', 'default']);
+  });
+});
+
+describe('--problems', () => {
+  it('prints only the files with findings: the name not found, where the loader looked, and the loads that lead there', async () => {
+    const deep = await buildLibrary(at('problems/deps/libdeep4.so'));
+    const middle = await buildLibrary(at('problems/lib/libmiddle4.so'), 'libmiddle4.so', { needs: [deep] });
+    const found = await buildLibrary(at('problems/lib/libfound4.so'));
+    const broken = await buildProgram(at('problems/bin/broken'), { needs: [middle, found], runpath: `${at('problems/lib')}:${at('problems/deps')}` });
+    await buildProgram(at('problems/bin/fine'));
+    const result = await runCli(['doctor', '--problems', at('problems/bin')]);
+    expect(result.code).toBe(1);
+    const lines = result.stdout.split('\n');
+    expect(lines[2]).toMatch(new RegExp(`^${broken}: program, x86_64, loader /lib64/ld-linux-x86-64.so.2 \\(glibc \\d+\\.\\d+\\)$`));
+    expect(lines.slice(3)).toEqual([
+      `  libmiddle4.so => ${middle}  [RUNPATH of broken]`,
+      '    libdeep4.so => not found (needed by libmiddle4.so)',
+      '      searched ld.so.cache, then the default directories',
+      `  error (library-missing): libdeep4.so (needed by ${middle}) is not found: the program does not start`,
+      `    fix: add the directory that holds libdeep4.so to the runpath of ${middle}`,
+      '',
+      `${at('problems/bin')}: 2 dynamic ELF files, 1 with problems (1 error, 0 warnings); 2 other files skipped`,
+      '',
+    ]);
+    // The loader agrees: that one name, and only it, is not found.
+    expect(notFound(await traceLoader({ arch: 'x86_64', mode: 'list', path: broken }))).toEqual(['libdeep4.so']);
+    // The full report of the same tree has both files and every load.
+    const full = await runCli(['doctor', at('problems/bin')]);
+    expect(full.stdout).toContain(`${at('problems/bin/fine')}: program`);
+    expect(full.stdout).toContain(`  libfound4.so => ${found}  [RUNPATH of broken]`);
+  });
+});
+
+describe('the text report', () => {
+  it('lists each DT_NEEDED where the loader asks for it: one not found stands between those found, as ldd lists them', async () => {
+    const lib = (name: string, options = {}): Promise<string> => buildLibrary(at('order/lib', name), name, options);
+    const [first, gone, deepGone, last] = await Promise.all([lib('libfirst.so'), lib('libgone.so'), lib('libdeepgone.so'), lib('liblast.so')]);
+    const middle = await lib('libmiddle.so', { needs: [deepGone] });
+    const prog = await buildProgram(at('order/bin/prog'), { needs: [first, gone, middle, last], runpath: at('order/lib') });
+    await rm(gone);
+    await rm(deepGone);
+    const text = await runCli(['doctor', prog]);
+    expect(text.code).toBe(1);
+    const trace = await traceLoader({ arch: 'x86_64', mode: 'list', path: prog });
+    // ldd's lines: "\tname => path (address)", "\tname => not found"; the vDSO and the loader by path alone.
+    const lddNames = [...trace.stdout.matchAll(/^\t(\S+) => /gm)].map((m) => m[1] as string);
+    const doctorNames = [...text.stdout.matchAll(/^ {2,}(\S+) => /gm)].map((m) => m[1] as string).filter((name) => !name.startsWith('ld-linux'));
+    expect(lddNames).toEqual(['libfirst.so', 'libgone.so', 'libmiddle.so', 'liblast.so', 'libc.so.6', 'libdeepgone.so']);
+    expect(doctorNames).toEqual(lddNames);
+    // Under the object that needs it.
+    expect(text.stdout).toContain('\n    libdeepgone.so => not found (needed by libmiddle.so)\n');
   });
 });
 
@@ -240,5 +293,23 @@ describe('hwcaps subdirectories', () => {
       // Every x86-64 CPU of the last fifteen years has x86-64-v2.
       if (dir === 'all') expect(report.loads[0]?.directory).toMatch(/\/glibc-hwcaps\/x86-64-v[234]\/$/);
     }
+  });
+
+  it('are the loader’s, not /proc/cpuinfo’s: a /proc/cpuinfo that lists fewer flags than the CPU has (as in some virtual machines) changes nothing', async () => {
+    for (const sub of ['glibc-hwcaps/x86-64-v2', 'glibc-hwcaps/x86-64-v3', 'glibc-hwcaps/x86-64-v4', 'tls', 'x86_64', '']) await buildLibrary(at('hwcaps/vm', sub, 'libh.so'));
+    const prog = await buildProgram(at('hwcaps/bin/prog-vm'), { needs: [at('hwcaps/vm/libh.so')], runpath: at('hwcaps/vm') });
+    // The flags of a CPU below x86-64-v2, in a mount namespace of doctor's own: the loader asks the CPU.
+    const cpuinfo = at('hwcaps/cpuinfo');
+    await writeFile(cpuinfo, (await readFile('/proc/cpuinfo', 'latin1')).replace(/^(flags\s*:).*$/gm, '$1 fpu tsc cx8 cmov mmx fxsr sse sse2 syscall lm'), 'latin1');
+    const inNamespace = [requireTool('unshare'), '--user', '--map-root-user', '--mount', requireTool('sh'), '-c', 'mount --bind "$0" /proc/cpuinfo && exec "$@"', cpuinfo];
+    const seen = await execTool(inNamespace[0] as string, [...inNamespace.slice(1), requireTool('grep'), '-m1', '^flags', '/proc/cpuinfo']);
+    expect(seen.stdout, seen.stderr).toMatch(/^flags\s*: fpu tsc cx8 cmov mmx fxsr sse sse2 syscall lm$/m);
+    const result = await runCli(['doctor', '--json', prog], { wrapper: inNamespace });
+    const report = (JSON.parse(result.stdout) as DoctorJson).files[0];
+    if (report === undefined) throw new Error(`no report:\n${result.stderr}`);
+    const trace = await traceLoader({ arch: 'x86_64', mode: 'run', path: prog });
+    expect(trace.loads[0]?.path).toMatch(/\/glibc-hwcaps\/x86-64-v[234]\/libh\.so$/);
+    expectSameLoads(report, trace);
+    expect(report.loader.cpu).toBe('this machine');
   });
 });

@@ -5,10 +5,9 @@ import { relative } from 'node:path';
 import { statSync } from 'node:fs';
 import { textToByteString } from '../elf/byte-string.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import type { FileReport } from '../doctor/doctor-report.js';
 import { isDriverVersion, readKernelDriverVersion, type DriverVersion } from '../doctor/driver-version.js';
 import { defaultLoaders } from '../doctor/machine-abi.js';
-import { fileText } from '../doctor/report-text.js';
+import { fileText, namedText, problemsText } from '../doctor/report-text.js';
 import { driverVersionOfLibrary, emulationRoot, runDoctor, type TreeResult } from '../doctor/run-doctor.js';
 import type { CliIo } from './cli-io.js';
 import { EXIT } from './exit-codes.js';
@@ -21,6 +20,7 @@ export interface DoctorOptions {
   root?: string;
   ldLibraryPath?: string;
   json?: boolean;
+  problems?: boolean;
   driverLib?: string;
   driverVersion?: string;
 }
@@ -69,20 +69,22 @@ function settingsLine(options: DoctorOptions, driver: DriverVersion | null): str
   return `doctor: the loader of ${system}; ${llp}; ${kernel}`;
 }
 
-function counts(files: readonly FileReport[]): { errors: number; warnings: number; problems: number } {
-  const findings = files.flatMap((file) => file.findings);
+/** The findings of a tree's files, and of the file the path names when it is not a dynamic ELF file. */
+function counts(tree: TreeResult): { errors: number; warnings: number; problems: number } {
+  const reports = [...tree.files, ...(tree.named === null ? [] : [tree.named])];
+  const findings = reports.flatMap((report) => report.findings);
   return {
     errors: findings.filter((f) => f.severity === 'error').length,
     warnings: findings.filter((f) => f.severity === 'warning').length,
-    problems: files.filter((file) => file.findings.some((f) => f.severity === 'error')).length,
+    problems: reports.filter((report) => report.findings.some((f) => f.severity === 'error')).length,
   };
 }
 
 function summaryLine(tree: TreeResult): string {
-  const { errors, warnings, problems } = counts(tree.files);
+  const { errors, warnings, problems } = counts(tree);
   const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
   const parts = [plural(tree.files.length, 'dynamic ELF file')];
-  if (tree.files.length > 0) parts.push(errors === 0 ? (warnings === 0 ? 'all well' : `no errors, ${plural(warnings, 'warning')}`) : `${problems} with problems (${plural(errors, 'error')}, ${plural(warnings, 'warning')})`);
+  if (tree.files.length > 0 || problems > 0) parts.push(errors === 0 ? (warnings === 0 ? 'all well' : `no errors, ${plural(warnings, 'warning')}`) : `${problems} with problems (${plural(errors, 'error')}, ${plural(warnings, 'warning')})`);
   const tail = [`${plural(tree.skipped, 'other file')} skipped`, ...(tree.failures.length === 0 ? [] : [`${tree.failures.length} could not be read`])];
   return `${tree.path}: ${parts.join(', ')}; ${tail.join('; ')}`;
 }
@@ -117,7 +119,12 @@ export async function doctor(paths: readonly string[], options: DoctorOptions, i
       printed.add(line);
     }
     if (options.json !== true) {
-      for (const file of tree.files) io.out(`\n${fileText(file, shown(file.file, cwd))}`);
+      const named = tree.named === null ? null : namedText(tree.named, shown(tree.named.file, cwd), options.problems === true);
+      if (named !== null) io.out(`\n${named}`);
+      for (const file of tree.files) {
+        const text = options.problems === true ? problemsText(file, shown(file.file, cwd)) : fileText(file, shown(file.file, cwd));
+        if (text !== null) io.out(`\n${text}`);
+      }
       io.out(`\n${summaryLine(tree)}`);
     }
   }
@@ -127,9 +134,10 @@ export async function doctor(paths: readonly string[], options: DoctorOptions, i
         {
           version: 1,
           settings: { root: options.root ?? null, ldLibraryPath: options.ldLibraryPath ?? null, driver },
-          files: trees.flatMap((tree) => tree.files),
+          files: trees.flatMap((tree) => (options.problems === true ? tree.files.filter((file) => file.findings.length > 0) : tree.files)),
+          notDynamic: trees.flatMap((tree) => (tree.named === null || (options.problems === true && tree.named.findings.length === 0) ? [] : [tree.named])),
           errors: trees.flatMap((tree) => tree.failures.map((failure) => ({ file: failure.file, error: { ...errorJson(failure.error), ...aboutOf(failure.error, failure.file) } }))),
-          summary: trees.map((tree) => ({ path: tree.path, files: tree.files.length, skipped: tree.skipped, unreadable: tree.failures.length, ...counts(tree.files) })),
+          summary: trees.map((tree) => ({ path: tree.path, files: tree.files.length, skipped: tree.skipped, unreadable: tree.failures.length, ...counts(tree) })),
         },
         null,
         2,
@@ -137,6 +145,6 @@ export async function doctor(paths: readonly string[], options: DoctorOptions, i
     );
   }
   const unreadable = trees.some((tree) => tree.failures.length > 0);
-  const problems = trees.some((tree) => counts(tree.files).errors > 0);
+  const problems = trees.some((tree) => counts(tree).errors > 0);
   io.setExitCode(unreadable ? DOCTOR_EXIT.unreadable : problems ? DOCTOR_EXIT.problems : DOCTOR_EXIT.ok);
 }

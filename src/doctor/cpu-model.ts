@@ -1,9 +1,12 @@
 // The CPU facts the loader acts on: the glibc-hwcaps subdirectories it searches (x86-64-v2…v4), the
 // legacy hwcap names and platform of glibc before 2.37 (tls/, x86_64/, haswell/, atomics/), $PLATFORM,
-// and the bits ld.so.cache entries are checked against. Read from /proc/cpuinfo when the emulated
-// machine is this one; assumed otherwise (a sysroot for another machine).
+// and the bits ld.so.cache entries are checked against. On this machine's architecture they come
+// from a loader of this machine (`ld.so --help`, cpuModelOfLoader): it asks the CPU with cpuid, where
+// /proc/cpuinfo may leave a flag out. The table here is for another machine's CPU (a --root of another
+// architecture), which is assumed, and for what a loader does not list.
 
 import { readFileSync } from 'node:fs';
+import type { LoaderCpuView } from './loader-help.js';
 import type { MachineAbi } from './machine-abi.js';
 
 export interface CpuModel {
@@ -19,7 +22,7 @@ export interface CpuModel {
   readonly platformBit: bigint | null;
   /** x86 ISA levels (bit n: level n; bit 0 the baseline) for glibc-hwcaps cache entries. */
   readonly isaLevels: number;
-  /** Where the facts come from, for the report. */
+  /** Where the facts come from, for the report: a loader of this machine, or assumed (the table). */
   readonly source: 'this machine' | 'assumed';
 }
 
@@ -30,6 +33,13 @@ const X86_PLATFORM_MASK = 0xfn << 48n;
 const HWCAP_X86_64 = 1n << 1n;
 const HWCAP_X86_AVX512_1 = 1n << 2n;
 const HWCAP_AARCH64_ATOMICS = 1n << 8n;
+/** The legacy hwcap names a loader lists, and their bits (glibc's dl-procinfo name tables). */
+const LEGACY_HWCAP_BITS: ReadonlyMap<string, bigint> = new Map([
+  ['sse2', 1n << 0n],
+  ['x86_64', HWCAP_X86_64],
+  ['avx512_1', HWCAP_X86_AVX512_1],
+  ['atomics', HWCAP_AARCH64_ATOMICS],
+]);
 
 /** The features each x86-64 level adds (sysdeps/x86/get-isa-level.h), as /proc/cpuinfo names them. */
 const X86_LEVELS: readonly { readonly name: string; readonly flags: readonly string[] }[] = [
@@ -90,9 +100,9 @@ function x86Model(abi: MachineAbi, cpu: CpuInfo): CpuModel {
 }
 
 /**
- * The CPU model for the machine being emulated. On this machine's architecture (also under --root)
- * it is this CPU; for another architecture it is assumed: an aarch64 CPU with LSE atomics (every
- * Jetson since Xavier, and qemu), and an x86-64 CPU at the baseline level.
+ * The table's CPU model. On this machine's architecture it is this CPU as /proc/cpuinfo lists it (what
+ * a loader of this machine does not say); for another architecture it is assumed: an aarch64 CPU with
+ * LSE atomics (every Jetson since Xavier, and qemu), and an x86-64 CPU at the baseline level.
  */
 export function cpuModel(abi: MachineAbi, native: boolean, cpu: CpuInfo | null): CpuModel {
   if (abi.name === 'x86_64' && native && cpu !== null) return x86Model(abi, cpu);
@@ -109,6 +119,42 @@ export function cpuModel(abi: MachineAbi, native: boolean, cpu: CpuInfo | null):
     platformBit: x86 && X86_PLATFORMS.includes(abi.platform) ? 1n << BigInt(48 + X86_PLATFORMS.indexOf(abi.platform)) : null,
     isaLevels: 1,
     source: native && cpu !== null ? 'this machine' : 'assumed',
+  };
+}
+
+/**
+ * The CPU model of this machine as a loader running here lists it (`ld.so --help`): the glibc-hwcaps
+ * subdirectories it searches, in its order, and the x86 ISA levels it found supported (for cache
+ * entries); where it lists them (glibc before 2.37), the legacy hwcap names it searches and its
+ * platform. What it does not list comes from `table`.
+ */
+export function cpuModelOfLoader(abi: MachineAbi, view: LoaderCpuView, table: CpuModel): CpuModel {
+  const x86 = abi.name !== 'aarch64';
+  let isaLevels = table.isaLevels;
+  if (abi.name === 'x86_64') {
+    // Bit 0 the baseline, bit n-1 x86-64-vn (GNU_PROPERTY_X86_ISA_1_*): what the loader checks a cache entry's level against.
+    isaLevels = 1;
+    for (const { name, supported } of view.glibcHwcaps) {
+      const level = /^x86-64-v(\d)$/.exec(name);
+      if (supported && level !== null) isaLevels |= 1 << (Number(level[1]) - 1);
+    }
+  }
+  const glibcHwcaps = view.glibcHwcaps.filter((subdirectory) => subdirectory.searched).map((subdirectory) => subdirectory.name);
+  if (view.legacy === null) return { ...table, glibcHwcaps, isaLevels, source: 'this machine' };
+  const platform = view.legacy.platform ?? table.platform;
+  // The loader prints the hwcaps highest bit first; it searches them lowest bit first.
+  const hwcapNames = [...view.legacy.searchedHwcaps].reverse();
+  const hwcaps = hwcapNames.reduce((bits, name) => bits | (LEGACY_HWCAP_BITS.get(name) ?? 0n), 0n);
+  const platformIndex = X86_PLATFORMS.indexOf(platform);
+  return {
+    platform,
+    glibcHwcaps,
+    legacyNames: [...hwcapNames, platform, 'tls'],
+    acceptedHwcapBits: hwcaps | (x86 ? X86_PLATFORM_MASK : 0n) | TLS_BIT,
+    platformMask: x86 ? X86_PLATFORM_MASK : 0n,
+    platformBit: x86 && platformIndex >= 0 ? 1n << BigInt(48 + platformIndex) : null,
+    isaLevels,
+    source: 'this machine',
   };
 }
 

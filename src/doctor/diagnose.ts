@@ -3,11 +3,12 @@
 
 import { readdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { byteStringToText } from '../elf/byte-string.js';
 import { CUDA_DLOPEN_NAMES, LIBCUDA, resolveCudaDlopens, type CallerReason, type DlopenCall } from './cuda-dlopen.js';
 import type { DriverVersion } from './driver-version.js';
 import type { LoaderRegistry } from './emulated-loader.js';
 import { emulateLoad, type LoadEmulation } from './emulate-load.js';
-import { dlopenFindings, driverPartsFindings, libcudaFindings, loadFindings, mixedInstallationsFinding, type Finding, type LibcudaChoice } from './findings.js';
+import { dlopenFindings, driverPartsFindings, libcudaFindings, loadFindings, mixedInstallationsFinding, type Finding, type LibcudaChoice, type SearchedDirectory } from './findings.js';
 import { describeLibcuda, driverVersionInName } from './libcuda-facts.js';
 import type { LinkMap } from './link-namespace.js';
 import { ObjectStrings } from './object-strings.js';
@@ -58,8 +59,31 @@ function holdsCudaRuntime(root: SystemRoot, directory: string): boolean {
   }
 }
 
-export async function diagnoseFile(hostPath: string, context: DoctorContext): Promise<FileDiagnosis> {
-  const emulation = await emulateLoad(hostPath, context.registry);
+/**
+ * The directories the dlopens of libcuda.so.1 that found nothing searched (the lists of runpaths and
+ * LD_LIBRARY_PATH; not the cache and the default directories), with whether each exists, once each.
+ */
+function libcudaSearch(calls: readonly DlopenCall[], root: SystemRoot): SearchedDirectory[] {
+  const result: SearchedDirectory[] = [];
+  for (const call of calls) {
+    if (call.name !== LIBCUDA || call.resolution.kind !== 'missing') continue;
+    for (const list of call.resolution.searched) {
+      if (list.rule === 'cache' || list.rule === 'default') continue;
+      const listedBy = list.owner === null ? 'LD_LIBRARY_PATH' : `the ${list.rule === 'runpath' ? 'RUNPATH' : 'RPATH'} of ${byteStringToText(list.owner.path)}`;
+      for (const directory of list.directories) {
+        // A relative entry is the working directory's business.
+        if (!directory.startsWith('/') || result.some((entry) => entry.directory === directory && entry.listedBy === listedBy)) continue;
+        const found = root.lookUp(directory);
+        result.push({ directory, listedBy, exists: found.ok && found.stats.isDirectory() });
+      }
+    }
+  }
+  return result;
+}
+
+/** Diagnoses the file at `hostPath`, run with `ldLibraryPath` (a byte string; null: unset). */
+export async function diagnoseFile(hostPath: string, context: DoctorContext, ldLibraryPath: string | null): Promise<FileDiagnosis> {
+  const emulation = await emulateLoad(hostPath, context.registry, ldLibraryPath);
   const dlopens = await resolveCudaDlopens(emulation, context.strings);
   const usesCuda = dlopens.some((call) => call.name === LIBCUDA) || emulation.namespace.maps.some((map) => map.depth > 0 && map.name === LIBCUDA);
   const libcuda = usesCuda ? await chooseLibcuda(emulation, dlopens, context) : null;
@@ -71,7 +95,7 @@ export async function diagnoseFile(hostPath: string, context: DoctorContext): Pr
   const mixed = mixedInstallationsFinding(emulation.namespace.maps, (map) => dirname(realPath(map)), (directory) => holdsCudaRuntime(root, directory));
   const findings = [
     ...loadFindings(emulation),
-    ...libcudaFindings(dlopens, libcuda, usesCuda, context.driver),
+    ...libcudaFindings(dlopens, libcuda, usesCuda, context.driver, libcuda === null ? libcudaSearch(dlopens, root) : []),
     ...driverPartsFindings(dlopens, libcuda, context.driver, (map) => driverVersionInName(realPath(map))),
     ...dlopenFindings(dlopens),
     ...(mixed === null ? [] : [mixed]),

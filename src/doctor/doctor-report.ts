@@ -5,7 +5,7 @@ import { byteStringToText } from '../elf/byte-string.js';
 import type { DlopenCall } from './cuda-dlopen.js';
 import type { FileDiagnosis } from './diagnose.js';
 import type { Finding } from './findings.js';
-import type { Edge, LinkMap, PassedOver, Resolution, Rule } from './link-namespace.js';
+import type { Edge, LinkMap, PassedOver, Resolution, Rule, SearchedList } from './link-namespace.js';
 
 const text = byteStringToText;
 
@@ -25,6 +25,15 @@ export interface LoadRecord {
   readonly depth: number;
 }
 
+/** A search list the loader went through for a name it did not find. */
+export interface SearchedRecord {
+  readonly rule: SearchedList['rule'];
+  /** The object whose DT_RPATH or DT_RUNPATH it is, or null. */
+  readonly owner: string | null;
+  /** As the loader spelled them, each ending in '/' ('' is the working directory); none for the cache. */
+  readonly directories: readonly string[];
+}
+
 export interface NeededRecord {
   readonly from: string;
   readonly name: string;
@@ -34,6 +43,8 @@ export interface NeededRecord {
   readonly path: string | null;
   readonly message: string | null;
   readonly passedOver: readonly { readonly path: string; readonly reason: string }[];
+  /** For a name not found: where the loader looked, in order; empty otherwise. */
+  readonly searched: readonly SearchedRecord[];
 }
 
 export interface DlopenRecord {
@@ -44,6 +55,8 @@ export interface DlopenRecord {
   readonly path: string | null;
   readonly rule: Rule | null;
   readonly owner: string | null;
+  /** For a name not found: where the loader looked, in order; empty otherwise. */
+  readonly searched: readonly SearchedRecord[];
   /** Dependencies of the opened library that are not found (the dlopen then fails). */
   readonly missing: readonly string[];
   /** A dependency the loader found and could not use, which fails the dlopen; null when none. */
@@ -64,6 +77,8 @@ export interface LibcudaRecord {
 
 export interface FileReport {
   readonly file: string;
+  /** The shell wrapper named on the command line that runs this program, and the LD_LIBRARY_PATH the program gets from it; null otherwise. */
+  readonly wrapper: { readonly file: string; readonly ldLibraryPath: string | null } | null;
   readonly path: string;
   readonly kind: 'program' | 'library';
   readonly machine: string;
@@ -93,6 +108,11 @@ function status(resolution: Resolution): NeededRecord['status'] {
 
 function passedOver(resolution: Resolution): { path: string; reason: string }[] {
   return resolution.kind === 'fatal' ? [] : resolution.passedOver.map((p: PassedOver) => ({ path: text(p.path), reason: p.reason }));
+}
+
+function searched(resolution: Resolution): SearchedRecord[] {
+  if (resolution.kind !== 'missing') return [];
+  return resolution.searched.map((list) => ({ rule: list.rule, owner: list.owner === null ? null : text(list.owner.path), directories: list.directories.map(text) }));
 }
 
 /** Each object once, where its first DT_NEEDED reference puts it: ld.so's breadth-first load order. */
@@ -141,19 +161,21 @@ function dlopenRecord(call: DlopenCall): DlopenRecord {
     path: map === null ? (resolution.kind === 'fatal' ? text(resolution.path) : null) : text(map.path),
     rule: fresh?.foundBy.rule ?? null,
     owner: fresh?.foundBy.owner ? text(fresh.foundBy.owner.path) : null,
+    searched: searched(resolution),
     missing: call.dependencies.filter((edge) => edge.resolution.kind === 'missing').map((edge) => text(edge.name)),
     refused: refusedDependency(call),
     loads: call.loads.map((loaded) => ({ name: text(loaded.name), path: text(loaded.path) })),
   };
 }
 
-export async function fileReport(diagnosis: FileDiagnosis): Promise<FileReport> {
+export async function fileReport(diagnosis: FileDiagnosis, wrapper: FileReport['wrapper']): Promise<FileReport> {
   const { emulation, libcuda } = diagnosis;
   const { loader } = emulation;
   const cacheState = await loader.cache();
   const version = loader.facts.glibc;
   return {
     file: emulation.hostPath,
+    wrapper,
     path: text(emulation.namespace.main.path),
     kind: emulation.kind,
     machine: emulation.abi.name,
@@ -178,6 +200,7 @@ export async function fileReport(diagnosis: FileDiagnosis): Promise<FileReport> 
       path: edge.resolution.kind === 'loaded' ? text(edge.resolution.map.path) : edge.resolution.kind === 'fatal' ? text(edge.resolution.path) : null,
       message: edge.resolution.kind === 'fatal' ? edge.resolution.message : null,
       passedOver: passedOver(edge.resolution),
+      searched: searched(edge.resolution),
     })),
     dlopen: diagnosis.dlopens.map(dlopenRecord),
     cuda: {

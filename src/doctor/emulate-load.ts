@@ -67,8 +67,11 @@ async function loaderFor(registry: LoaderRegistry, facts: ObjectFacts, abi: Mach
   return { loader: await registry.loaderAt(abi.defaultLoader, abi, facts.littleEndian), interpreter: { path: abi.defaultLoader, found: true } };
 }
 
-/** Loads the dynamic ELF file at `hostPath` (a file doctor was asked about) in an emulated namespace. */
-export async function emulateLoad(hostPath: string, registry: LoaderRegistry): Promise<LoadEmulation> {
+/**
+ * Loads the dynamic ELF file at `hostPath` (a file doctor was asked about) in an emulated namespace,
+ * with `ldLibraryPath` (a byte string; null: unset) as the process's LD_LIBRARY_PATH.
+ */
+export async function emulateLoad(hostPath: string, registry: LoaderRegistry, ldLibraryPath: string | null): Promise<LoadEmulation> {
   const { root } = registry.settings;
   const path = root.pathOf(hostPath);
   if (path === null) throw new CudaPatchelfError('usage', `outside --root ${root.hostRoot}: the loader of that system cannot see it`, { file: hostPath });
@@ -90,7 +93,7 @@ export async function emulateLoad(hostPath: string, registry: LoaderRegistry): P
     // records no device and inode for it, so another name of the same file loads it again.
     matchesFileId: false,
   });
-  const namespace = LinkNamespace.start(loader, registry.settings, registry.objects, main);
+  const namespace = LinkNamespace.start(loader, { ...registry.settings, ldLibraryPath }, registry.objects, main);
   const preloads: Edge[] = [];
   for (const name of preloadNames(root, loader.facts.preloadPath)) {
     const resolution = await namespace.mapObject(main, name, 'needed');

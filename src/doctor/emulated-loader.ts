@@ -1,14 +1,16 @@
 // One glibc loader as doctor emulates it: found where a program's PT_INTERP names it (inside --root
-// when one is given), with the facts read from it, the CPU it runs on, the subdirectories it tries in
-// every directory and its ld.so.cache.
+// when one is given), with the facts read from it, the CPU it runs on (as a loader of this machine
+// lists it, for this machine's architecture), the subdirectories it tries in every directory and its
+// ld.so.cache.
 
 import { FileByteSource } from '../elf/byte-source.js';
 import { readElfImage } from '../elf/elf-image.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import { legacySubdirectories, cpuModel, type CpuInfo, type CpuModel } from './cpu-model.js';
+import { legacySubdirectories, cpuModel, cpuModelOfLoader, type CpuInfo, type CpuModel } from './cpu-model.js';
 import { readLdCache, type LdCache } from './ld-cache.js';
 import type { CacheLookupTarget } from './ld-cache-lookup.js';
 import { readLoaderFacts, type LoaderFacts } from './loader-facts.js';
+import { parseLoaderHelp, runLoaderHelp } from './loader-help.js';
 import type { MachineAbi } from './machine-abi.js';
 import { ObjectFactsCache, type ObjectFacts } from './object-facts.js';
 import type { SystemRoot } from './system-root.js';
@@ -61,6 +63,21 @@ function cacheTargetFor(abi: MachineAbi, cpu: CpuModel): CacheLookupTarget {
     platformMask: cpu.platformMask,
     platformBit: cpu.platformBit,
   };
+}
+
+/**
+ * The CPU the loader of `abi` runs on. On this machine's architecture, as a loader of this machine
+ * lists it (`ld.so --help`): the loader itself, or under --root this machine's own loader of that ABI
+ * (doctor runs nothing from the image; its programs would run on this CPU). When none answers, and for
+ * another machine's architecture, the table: another machine's CPU is assumed.
+ */
+function cpuOf(settings: EmulationSettings, abi: MachineAbi, loaderHostPath: string): CpuModel {
+  const native = settings.hostAbi?.name === abi.name;
+  const table = cpuModel(abi, native, settings.cpuInfo);
+  if (!native) return table;
+  const help = runLoaderHelp(settings.root.isHost ? loaderHostPath : abi.defaultLoader);
+  const view = help === null ? null : parseLoaderHelp(help);
+  return view === null ? { ...table, source: 'assumed' } : cpuModelOfLoader(abi, view, table);
 }
 
 async function readCacheState(root: SystemRoot, path: string, littleEndian: boolean): Promise<CacheState> {
@@ -121,7 +138,7 @@ export class LoaderRegistry {
     } finally {
       source.close();
     }
-    const cpu = cpuModel(abi, this.settings.hostAbi?.name === abi.name, this.settings.cpuInfo);
+    const cpu = cpuOf(this.settings, abi, found.hostPath);
     let cacheState: Promise<CacheState> | undefined;
     return {
       abi,

@@ -15,7 +15,8 @@ export interface Finding {
   /** Stable, for scripts: interpreter-missing, library-missing, load-error, libcuda-missing, libcuda-stub,
    *  cuda-803, driver-mismatch, libcuda-dependency-missing, compat-dependency-missing, libcuda-differs,
    *  driver-version-unknown, dlopen-missing, cuda-libraries-mixed, driver-libraries-mixed, nvml-mismatch,
-   *  preload-missing, preload-refused. */
+   *  preload-missing, preload-refused; for a file named that is not a dynamic ELF file (named-file.ts),
+   *  not-dynamic-elf and wrapper-environment. */
   readonly code: string;
   readonly message: string;
   /** What to do about it, or null when there is nothing specific. */
@@ -32,6 +33,40 @@ export interface LibcudaChoice {
 const text = byteStringToText;
 
 const DRIVER_FIX = 'put the driver directory in the runpath of the libraries that load CUDA (cuda-patchelf apply adds /run/opengl-driver/lib), or install the NVIDIA driver where the loader looks (ld.so.cache, the default directories)';
+
+/** The directory the driver hook adds (DIR/lib, DIR-32/lib for i386; /run/opengl-driver by default): a runpath that names it already has what apply gives. */
+const DRIVER_LINK_DIRECTORY = /\/opengl-driver(-32)?\/lib\/?$/;
+
+const DRIVER_LINK_MISSING_FIX =
+  'that directory is made by the system, not by the package: on NixOS by hardware.graphics.enable (hardware.opengl.enable before 24.11) with the NVIDIA driver module (services.xserver.videoDrivers = [ "nvidia" ], hardware.nvidia); in a container by a driver mount (the NVIDIA Container Toolkit, --gpus or a CDI device, mounts the host\'s driver libraries: they must land there, or in a directory in ld.so.cache or LD_LIBRARY_PATH); elsewhere, install the NVIDIA driver where the loader looks (ld.so.cache, the default directories)';
+
+const DRIVER_LINK_EMPTY_FIX =
+  'the NVIDIA driver is not among the drivers there: on NixOS, enable the NVIDIA driver module (services.xserver.videoDrivers = [ "nvidia" ], hardware.nvidia) next to hardware.graphics.enable; in a container, mount the host\'s driver libraries there (the NVIDIA Container Toolkit)';
+
+/** A directory a dlopen of libcuda.so.1 searched (RPATH, LD_LIBRARY_PATH, RUNPATH) and found no libcuda in. */
+export interface SearchedDirectory {
+  /** As the loader spelled it. */
+  readonly directory: string;
+  /** Whose list named it: "RUNPATH of /…/libcudart.so.12", "LD_LIBRARY_PATH". */
+  readonly listedBy: string;
+  readonly exists: boolean;
+}
+
+/** libcuda found by no caller: where the callers looked tells a missing driver directory from one without the NVIDIA driver. */
+function libcudaMissingFinding(searched: readonly SearchedDirectory[]): Finding {
+  const base = `${LIBCUDA} is not found by any library that loads it: CUDA fails to initialize (no CUDA-capable device / driver not found)`;
+  const driverLinks = searched.filter((entry) => DRIVER_LINK_DIRECTORY.test(entry.directory));
+  // Each directory once, as people write it (without the loader's trailing '/'), with the lists that name it.
+  const named = (entries: readonly SearchedDirectory[]): string =>
+    [...new Set(entries.map((entry) => entry.directory))]
+      .map((directory) => `${text(directory).replace(/(.)\/$/, '$1')} (in ${entries.filter((entry) => entry.directory === directory).map((entry) => entry.listedBy).join(' and ')})`)
+      .join(', ');
+  const linkMissing = driverLinks.filter((entry) => !entry.exists);
+  if (linkMissing.length > 0) return { severity: 'error', code: 'libcuda-missing', message: `${base}: ${named(linkMissing)} does not exist here`, fix: DRIVER_LINK_MISSING_FIX };
+  if (driverLinks.length > 0) return { severity: 'error', code: 'libcuda-missing', message: `${base}: ${named(driverLinks)} holds no ${LIBCUDA} here`, fix: DRIVER_LINK_EMPTY_FIX };
+  const missing = searched.filter((entry) => !entry.exists);
+  return { severity: 'error', code: 'libcuda-missing', message: missing.length === 0 ? base : `${base}; ${named(missing)} ${missing.length === 1 ? 'does' : 'do'} not exist here`, fix: DRIVER_FIX };
+}
 
 /** Findings about the load itself: the interpreter, missing libraries, a load that stops. */
 export function loadFindings(emulation: LoadEmulation): Finding[] {
@@ -138,14 +173,14 @@ function describeChoice(choice: LibcudaChoice): string {
   return `${text(choice.map.path)} (${choice.facts.kind}, ${version})`;
 }
 
-/** Findings about the driver the program would use, given the kernel driver's version when known. */
-export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaChoice | null, usesCuda: boolean, driver: DriverVersion | null): Finding[] {
+/**
+ * Findings about the driver the program would use, given the kernel driver's version when known;
+ * `searched`: the directories the dlopens of libcuda went through without finding it.
+ */
+export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaChoice | null, usesCuda: boolean, driver: DriverVersion | null, searched: readonly SearchedDirectory[]): Finding[] {
   const findings: Finding[] = [];
   if (!usesCuda) return findings;
-  if (choice === null) {
-    findings.push({ severity: 'error', code: 'libcuda-missing', message: `${LIBCUDA} is not found by any library that loads it: CUDA fails to initialize (no CUDA-capable device / driver not found)`, fix: DRIVER_FIX });
-    return findings;
-  }
+  if (choice === null) return [libcudaMissingFinding(searched)];
   const found = describeChoice(choice);
   if (choice.facts.kind === 'stub') {
     findings.push({
@@ -168,7 +203,7 @@ export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaCho
         severity: 'error',
         code: 'cuda-803',
         message: `${LIBCUDA} comes from cuda_compat: ${found}, older than the kernel driver ${driver.version} (${driver.source}): CUDA fails with error 803, "system has unsupported display driver / cuda driver combination" (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)`,
-        fix: `leave the compat directory out: drop the cuda_compat hook (dontUseAutoAddCudaCompatRunpath = true; cuda-patchelf apply without --cuda-compat), or use a cuda_compat at least as new as the driver (${driver.version})`,
+        fix: `leave the compat directory out: in a built tree, cuda-patchelf apply --drop-cuda-compat DIR ... takes it out of every runpath; in the build, drop the cuda_compat hook (dontUseAutoAddCudaCompatRunpath = true; cuda-patchelf apply without --cuda-compat); or use a cuda_compat at least as new as the driver (${driver.version})`,
       });
     }
   }

@@ -22,6 +22,14 @@ export interface FoundBy {
   readonly directory: string | null;
 }
 
+/** One search list the loader went through for a bare name: its directories, as the loader spelled them (none for the cache). */
+export interface SearchedList {
+  readonly rule: 'rpath' | 'ld-library-path' | 'runpath' | 'cache' | 'default';
+  /** The object whose DT_RPATH or DT_RUNPATH it is. */
+  readonly owner: LinkMap | null;
+  readonly directories: readonly string[];
+}
+
 /** A file the search met and went past: another class or machine, or a cache entry it could not use. */
 export interface PassedOver {
   readonly path: string;
@@ -70,7 +78,8 @@ export class LinkMap {
 
 export type Resolution =
   | { readonly kind: 'loaded'; readonly map: LinkMap; readonly how: 'new' | 'already-loaded' | 'same-file'; readonly passedOver: readonly PassedOver[] }
-  | { readonly kind: 'missing'; readonly wrongClass: boolean; readonly passedOver: readonly PassedOver[] }
+  /** `searched`: the lists the loader went through, in order (none for a name with a slash). */
+  | { readonly kind: 'missing'; readonly wrongClass: boolean; readonly passedOver: readonly PassedOver[]; readonly searched: readonly SearchedList[] }
   /** The loader stops here: the program does not start, the dlopen fails. */
   | { readonly kind: 'fatal'; readonly path: string; readonly message: string };
 
@@ -97,6 +106,7 @@ type Search =
 /** What one search for a name has seen so far. */
 interface SearchLog {
   readonly passedOver: PassedOver[];
+  readonly searched: SearchedList[];
   wrongClass: boolean;
 }
 
@@ -253,11 +263,11 @@ export class LinkNamespace {
     const dlopen = mode === 'dlopen';
     const known = this.alreadyLoaded(name);
     if (known !== null) return { kind: 'loaded', map: known, how: 'already-loaded', passedOver: [] };
-    const log: SearchLog = { passedOver: [], wrongClass: false };
+    const log: SearchLog = { passedOver: [], searched: [], wrongClass: false };
     const outcome = name.includes('/') ? await this.openPath(requester, name, log) : await this.search(requester, name, log);
     const result = outcome.search;
     if (result.kind === 'fatal') return result;
-    if (result.kind === 'none') return { kind: 'missing', wrongClass: log.wrongClass, passedOver: log.passedOver };
+    if (result.kind === 'none') return { kind: 'missing', wrongClass: log.wrongClass, passedOver: log.passedOver, searched: log.searched };
     const sameFile = this.maps.find((map) => map.matchesFileId && map.facts.fileId === result.facts.fileId);
     if (sameFile !== undefined) {
       this.names.get(sameFile)?.add(name);
@@ -295,29 +305,30 @@ export class LinkNamespace {
   private async search(requester: LinkMap | null, name: string, log: SearchLog): Promise<{ search: Search; rule: Rule; owner: LinkMap | null }> {
     const { platform, lib } = this.tokens();
     const main = this.main;
-    const inDirectories = (dirs: readonly string[]) => () => this.searchDirectories(name, dirs, log);
-    const steps: { rule: Rule; owner: LinkMap | null; run: () => Promise<Search> }[] = [];
+    const inDirectories = (rule: SearchedList['rule'], owner: LinkMap | null, directories: readonly string[]) => ({ rule, owner, directories, run: () => this.searchDirectories(name, directories, log) });
+    const steps: (SearchedList & { run: () => Promise<Search> })[] = [];
     if (requester === null || requester.facts.runpath === null) {
       let mainInChain = false;
       for (let map: LinkMap | null = requester; map !== null; map = map.loader) {
         const dirs = map.facts.rpath === null ? [] : map.searchList('rpath', map.facts.rpath, platform, lib);
         if (dirs.length === 0) continue;
-        steps.push({ rule: 'rpath', owner: map, run: inDirectories(dirs) });
+        steps.push(inDirectories('rpath', map, dirs));
         mainInChain ||= map === main;
       }
       const mainDirs = main.facts.rpath === null ? [] : main.searchList('rpath', main.facts.rpath, platform, lib);
-      if (!mainInChain && mainDirs.length > 0) steps.push({ rule: 'rpath', owner: main, run: inDirectories(mainDirs) });
+      if (!mainInChain && mainDirs.length > 0) steps.push(inDirectories('rpath', main, mainDirs));
     }
     if (this.settings.ldLibraryPath !== null) {
-      steps.push({ rule: 'ld-library-path', owner: null, run: inDirectories(main.searchList('ld-library-path', this.settings.ldLibraryPath, platform, lib)) });
+      steps.push(inDirectories('ld-library-path', null, main.searchList('ld-library-path', this.settings.ldLibraryPath, platform, lib)));
     }
     if (requester !== null && requester.facts.runpath !== null) {
-      steps.push({ rule: 'runpath', owner: requester, run: inDirectories(requester.searchList('runpath', requester.facts.runpath, platform, lib)) });
+      steps.push(inDirectories('runpath', requester, requester.searchList('runpath', requester.facts.runpath, platform, lib)));
     }
     const flagsFrom = requester ?? main;
-    steps.push({ rule: 'cache', owner: null, run: () => this.searchCache(name, flagsFrom.facts.nodeflib, log) });
-    if (!flagsFrom.facts.nodeflib) steps.push({ rule: 'default', owner: null, run: inDirectories(this.loader.facts.systemDirs) });
+    steps.push({ rule: 'cache', owner: null, directories: [], run: () => this.searchCache(name, flagsFrom.facts.nodeflib, log) });
+    if (!flagsFrom.facts.nodeflib) steps.push(inDirectories('default', null, this.loader.facts.systemDirs));
     for (const step of steps) {
+      log.searched.push({ rule: step.rule, owner: step.owner, directories: step.directories });
       const search = await step.run();
       if (search.kind !== 'none') return { search, rule: step.rule, owner: step.owner };
     }

@@ -65,7 +65,7 @@ export function fileIdOf(stats: Stats): string {
 export async function readObjectFacts(hostPath: string, stats: Stats): Promise<ObjectFacts> {
   const source = FileByteSource.open(hostPath);
   try {
-    const image = await readElfImage(source);
+    const image = await readElfImage(source, { emptyDynamic: 'absent' });
     const runpath = await lastDynamicString(image, DT.DT_RUNPATH);
     const flags1 = image.dynamic?.entries.filter((entry) => entry.d_tag === DT.DT_FLAGS_1).at(-1)?.d_val ?? 0;
     return {

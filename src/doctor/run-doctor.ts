@@ -7,8 +7,7 @@ import { resolve } from 'node:path';
 import { FileByteSource } from '../elf/byte-source.js';
 import { textToByteString } from '../elf/byte-string.js';
 import { ELF_MAGIC } from '../elf/constants.js';
-import { skipReason } from '../elf/elf-image.js';
-import { withElfImage } from '../elf/open-elf.js';
+import { readElfImage, skipReason, type SkipReason } from '../elf/elf-image.js';
 import { walkTrees } from '../batch/walk-trees.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { readCpuInfo } from './cpu-model.js';
@@ -16,6 +15,7 @@ import { diagnoseFile, doctorContext } from './diagnose.js';
 import { fileReport, type FileReport } from './doctor-report.js';
 import type { DriverVersion } from './driver-version.js';
 import { LoaderRegistry } from './emulated-loader.js';
+import { fileNature, followNamedFile, type NamedFile } from './named-file.js';
 import { describeLibcuda } from './libcuda-facts.js';
 import { hostAbi } from './machine-abi.js';
 import { ObjectFactsCache } from './object-facts.js';
@@ -42,6 +42,8 @@ export interface FileFailure {
 
 export interface TreeResult {
   readonly path: string;
+  /** The path itself, when it names a file that is not a dynamic ELF file: what it is (a wrapper is followed to the program in `files`). */
+  readonly named: NamedFile | null;
   readonly files: readonly FileReport[];
   /** Files that are not dynamic ELF files (text, archives, static programs, debug info…). */
   readonly skipped: number;
@@ -55,6 +57,21 @@ async function hasElfMagic(path: string): Promise<boolean> {
     if (source.size < ELF_MAGIC.length) return false;
     const magic = await source.read(0, ELF_MAGIC.length, 'ELF magic');
     return ELF_MAGIC.every((byte, i) => magic[i] === byte);
+  } finally {
+    source.close();
+  }
+}
+
+/**
+ * Why a file with the ELF magic is not a program or library to diagnose (skipReason), read as the
+ * loader reads it: a library whose PT_DYNAMIC has no bytes is one the loader refuses, not a damaged file.
+ */
+async function notDynamicReason(path: string): Promise<SkipReason | null> {
+  const source = FileByteSource.open(path);
+  try {
+    return skipReason(await readElfImage(source, { emptyDynamic: 'absent' }));
+  } catch (error) {
+    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
   } finally {
     source.close();
   }
@@ -82,14 +99,13 @@ export async function driverVersionOfLibrary(path: string, cwd: string): Promise
 
 export async function* runDoctor(request: DoctorRequest): AsyncGenerator<TreeResult> {
   const root = emulationRoot(request);
-  const registry = new LoaderRegistry(
-    { root, ldLibraryPath: request.ldLibraryPath === null ? null : textToByteString(request.ldLibraryPath), hostAbi: hostAbi(request.arch), cpuInfo: readCpuInfo() },
-    new ObjectFactsCache(),
-  );
+  const ldLibraryPath = request.ldLibraryPath === null ? null : textToByteString(request.ldLibraryPath);
+  const registry = new LoaderRegistry({ root, ldLibraryPath, hostAbi: hostAbi(request.arch), cpuInfo: readCpuInfo() }, new ObjectFactsCache());
   const context = doctorContext(registry, request.driver);
   for (const path of request.paths) {
     const files: FileReport[] = [];
     const failures: FileFailure[] = [];
+    let named: NamedFile | null = null;
     let skipped = 0;
     for await (const item of walkTrees([path])) {
       if (item.kind === 'error') {
@@ -101,15 +117,26 @@ export async function* runDoctor(request: DoctorRequest): AsyncGenerator<TreeRes
         continue;
       }
       try {
-        if (!(await hasElfMagic(item.path)) || (await withElfImage(item.path, async (image) => skipReason(image))) !== null) {
+        if (item.path === resolve(path)) {
+          // The path names this file: one that is not a dynamic ELF file is said what it is (in a tree it is only counted).
+          const nature = await fileNature(item.path);
+          if (nature.kind !== 'dynamic') {
+            skipped++;
+            const followed = await followNamedFile(item.path, nature, root, ldLibraryPath);
+            named = followed.named;
+            const { program } = followed;
+            if (program !== null) files.push(await fileReport(await diagnoseFile(program.hostPath, context, program.ldLibraryPath), { file: item.path, ldLibraryPath: named.runs?.ldLibraryPath ?? null }));
+            continue;
+          }
+        } else if (!(await hasElfMagic(item.path)) || (await notDynamicReason(item.path)) !== null) {
           skipped++;
           continue;
         }
-        files.push(await fileReport(await diagnoseFile(item.path, context)));
+        files.push(await fileReport(await diagnoseFile(item.path, context, ldLibraryPath), null));
       } catch (error) {
         failures.push({ file: item.path, error });
       }
     }
-    yield { path, files, skipped, failures };
+    yield { path, named, files, skipped, failures };
   }
 }

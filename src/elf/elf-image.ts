@@ -56,8 +56,18 @@ export interface ElfImage {
 
 const ELF_HEADER_READ = 64; // e_ident + the ELF64 header; ELF32 headers are 52 bytes.
 
+export interface ReadOptions {
+  /**
+   * A PT_DYNAMIC without file bytes that is not a debug-info file's: 'error' (the default) refuses the
+   * file as damaged, as an editor must (there is no array to edit); 'absent' reads it as glibc's loader
+   * does — _dl_map_object_from_fd skips such a segment, so the object has no dynamic section
+   * (`dynamic` is null) and the loader refuses it as a library.
+   */
+  readonly emptyDynamic?: 'error' | 'absent';
+}
+
 /** Reads the header and the dynamic structures of an ELF file, with a few small positional reads. */
-export async function readElfImage(source: ByteSource): Promise<ElfImage> {
+export async function readElfImage(source: ByteSource, options: ReadOptions = {}): Promise<ElfImage> {
   if (source.size === 0) throw formatError('empty file, not an ELF file');
   const ident = await source.read(0, Math.min(ELF_HEADER_READ, source.size), 'ELF header');
   if (!ELF_MAGIC.subarray(0, Math.min(ident.length, ELF_MAGIC.length)).every((byte, i) => ident[i] === byte)) {
@@ -75,6 +85,9 @@ export async function readElfImage(source: ByteSource): Promise<ElfImage> {
   const dynamicHeader = onlyHeaderOfType(programHeaders, table, PT.PT_DYNAMIC, 'PT_DYNAMIC');
   const debugInfoImage: ElfImage = { source, codec, header, programHeaders, dynamic: null, interpreter: null, dynamicStrings: null, debugInfo: true };
   if (dynamicHeader !== null && dynamicLeftOut(programHeaders, dynamicHeader)) return debugInfoImage;
+  if (dynamicHeader !== null && dynamicHeader.p_filesz === 0 && options.emptyDynamic === 'absent') {
+    return { source, codec, header, programHeaders, dynamic: null, interpreter: await readInterpreter(source, programHeaders, table), dynamicStrings: null, debugInfo: false };
+  }
   let dynamic: DynamicArray | null;
   try {
     dynamic = dynamicHeader === null ? null : await readDynamicArray(source, codec, dynamicHeader);

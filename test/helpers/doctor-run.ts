@@ -1,12 +1,15 @@
 // Runs `cuda-patchelf doctor --json` as a user would (the built CLI) and hands back the report.
 
 import type { FileReport } from '../../src/doctor/doctor-report.js';
+import type { NamedFile } from '../../src/doctor/named-file.js';
 import { runCli, type CliResult } from './run-cli.js';
 
 export interface DoctorJson {
   readonly version: number;
   readonly settings: { readonly root: string | null; readonly ldLibraryPath: string | null; readonly driver: { version: string; source: string } | null };
   readonly files: readonly FileReport[];
+  /** The files named on the command line that are not dynamic ELF files. */
+  readonly notDynamic: readonly NamedFile[];
   readonly errors: readonly { readonly file: string; readonly error: { kind: string; message: string } }[];
   readonly summary: readonly { readonly path: string; readonly files: number; readonly skipped: number; readonly errors: number; readonly warnings: number; readonly problems: number; readonly unreadable: number }[];
 }

@@ -1,0 +1,39 @@
+// The reading of a shell wrapper without running it: which program its last exec runs, and what it
+// does not follow. (test/doctor-named-files.test.ts checks each makeWrapper form against bash.)
+
+import { describe, expect, it } from 'vitest';
+import { readShellWrapper } from '../../src/doctor/shell-wrapper.js';
+
+const wrapper = (...lines: string[]): string => ['#! /bin/bash -e', ...lines, ''].join('\n');
+
+describe('readShellWrapper', () => {
+  it('the program of the last exec, in the forms makeWrapper has written over the years', () => {
+    expect(readShellWrapper(wrapper('exec -a "$0" "/nix/store/x-foo/bin/.foo-wrapped"  "$@" '), null)?.program).toBe('/nix/store/x-foo/bin/.foo-wrapped');
+    expect(readShellWrapper(wrapper("exec '/nix/store/x-foo/bin/.foo-wrapped' \"${extraFlagsArray[@]}\" \"$@\""), null)?.program).toBe('/nix/store/x-foo/bin/.foo-wrapped');
+    expect(readShellWrapper(wrapper('exec /usr/bin/python3 "$@"'), null)?.program).toBe('/usr/bin/python3');
+  });
+
+  it('no program to follow: a relative or computed one, or no exec at all', () => {
+    expect(readShellWrapper(wrapper('exec "$dir/.foo-wrapped" "$@"'), null)?.program).toBeNull();
+    expect(readShellWrapper(wrapper('exec python3 "$@"'), null)?.program).toBeNull();
+    expect(readShellWrapper(wrapper('echo hello'), null)?.program).toBeNull();
+    expect(readShellWrapper('echo hello\n', null)).toBeNull();
+  });
+
+  it('the lines on LD_LIBRARY_PATH it does not follow are named, and leave the value as it was', () => {
+    const reading = readShellWrapper(wrapper("export LD_LIBRARY_PATH='/a'", 'export LD_LIBRARY_PATH=$(cat /etc/libs)', 'LD_LIBRARY_PATH=$HOME/lib', 'exec /x'), null);
+    expect(reading?.ldLibraryPath).toBe('/a');
+    expect(reading?.unfollowed).toEqual(['export LD_LIBRARY_PATH=$(cat /etc/libs)', 'LD_LIBRARY_PATH=$HOME/lib']);
+  });
+
+  it('an assignment inside a condition it cannot evaluate, or after else, is not followed', () => {
+    const reading = readShellWrapper(wrapper('if [ -d /opt ]; then', "  export LD_LIBRARY_PATH='/opt/lib'", 'fi', 'if [[ $LD_LIBRARY_PATH != *\':/b:\'* ]]; then', "  LD_LIBRARY_PATH=$LD_LIBRARY_PATH'/b'", 'else', "  LD_LIBRARY_PATH='/c'", 'fi', 'export LD_LIBRARY_PATH', 'exec /x'), null);
+    expect(reading?.ldLibraryPath).toBe('/b');
+    expect(reading?.unfollowed).toEqual(["export LD_LIBRARY_PATH='/opt/lib'", "LD_LIBRARY_PATH='/c'"]);
+  });
+
+  it('a value set without export reaches the program only when the variable came exported', () => {
+    expect(readShellWrapper(wrapper("LD_LIBRARY_PATH='/a'", 'exec /x'), null)?.ldLibraryPath).toBeNull();
+    expect(readShellWrapper(wrapper("LD_LIBRARY_PATH='/a'", 'exec /x'), '/start')?.ldLibraryPath).toBe('/a');
+  });
+});
