@@ -7,8 +7,11 @@ import { NIXPKGS_STUBS_PATTERNS } from './stubs-pattern.js';
 
 export const DEFAULT_DRIVER_LINK = '/run/opengl-driver';
 
-/** The built-in hooks' names: constraints may name them whether or not they are turned on. */
-export const BUILTIN_HOOK_NAMES: ReadonlySet<string> = new Set(['driver', 'cuda-compat', 'remove-stubs']);
+/** The built-in hooks that add entries: constraints may name them whether or not they are turned on. */
+export const BUILTIN_HOOK_NAMES: ReadonlySet<string> = new Set(['driver', 'cuda-compat']);
+
+/** The built-in hooks that remove or replace entries: no constraint can name them (they add none to place). */
+export const BUILTIN_REMOVAL_HOOK_NAMES: ReadonlySet<string> = new Set(['remove-stubs']);
 
 /**
  * `driver`: prepends `<driverLink>/lib`. Nixpkgs uses `/run/opengl-driver-32` on i686; here the choice
@@ -20,22 +23,22 @@ export function driverHook(driverLink: string = DEFAULT_DRIVER_LINK): Hook {
     transform: { kind: 'prepend', dirs: [`${driverLink}/lib`] },
     machineDirs: driverMachineDirs(driverLink),
     files: {},
-    before: [],
-    after: [],
+    precedes: [],
+    follows: [],
   };
 }
 
 /**
- * `cuda-compat`: prepends `<cudaCompat>/compat`. It runs after `driver`, so its entry ends up first:
- * the compat libcuda must be found before the system driver's. Never applied to cuda_compat itself.
+ * `cuda-compat`: prepends `<cudaCompat>/compat`, before the driver's entry: the compat libcuda must be
+ * found before the system driver's. Never applied to cuda_compat itself.
  */
 export function cudaCompatHook(cudaCompat: string): Hook {
   return {
     name: 'cuda-compat',
     transform: { kind: 'prepend', dirs: [`${cudaCompat}/compat`] },
     files: { excludeUnder: [cudaCompat] },
-    before: [],
-    after: ['driver'],
+    precedes: ['driver'],
+    follows: [],
   };
 }
 
@@ -47,7 +50,8 @@ function driverMachineDirs(driverLink: string): ReadonlyMap<number, readonly str
  * `remove-stubs`, as Nixpkgs' removeStubsFromRunpathHook: link-time stub libraries (libcuda.so from
  * `lib/stubs`) must never be found at run time, where the driver's library belongs. The first stubs
  * entry becomes the driver's directory unless that came earlier; the other stubs entries are dropped.
- * The driver link is needed even when the driver hook is off, as in Nixpkgs.
+ * The driver link is needed even when the driver hook is off, as in Nixpkgs. A replacement runs after
+ * every other hook (orderHooks), as Nixpkgs' stubs hook does.
  */
 export function removeStubsHook(options: { patterns?: readonly string[]; driverLink?: string } = {}): Hook {
   const driverLink = options.driverLink ?? DEFAULT_DRIVER_LINK;
@@ -56,7 +60,7 @@ export function removeStubsHook(options: { patterns?: readonly string[]; driverL
     transform: { kind: 'replace-matching', patterns: options.patterns ?? NIXPKGS_STUBS_PATTERNS, dirs: [`${driverLink}/lib`] },
     machineDirs: driverMachineDirs(driverLink),
     files: {},
-    before: [],
-    after: ['*'],
+    precedes: [],
+    follows: [],
   };
 }
