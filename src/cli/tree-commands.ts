@@ -7,7 +7,7 @@ import { byteStringToText, textToByteString } from '../elf/byte-string.js';
 import type { BatchResult } from '../batch/patch-tree.js';
 import { patchedCount, type BatchSummary, type FileOutcome } from '../batch/file-outcome.js';
 import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
-import { BUILTIN_HOOK_NAMES, cudaCompatHook, DEFAULT_DRIVER_LINK, driverHook, removeStubsHook } from '../hooks/builtin-hooks.js';
+import { BUILTIN_HOOK_NAMES, CUDA_COMPAT_PATTERNS, cudaCompatHook, DEFAULT_DRIVER_LINK, driverHook, dropCudaCompatHook, removeStubsHook } from '../hooks/builtin-hooks.js';
 import type { Semantics } from '../hooks/compose-hooks.js';
 import { parseHookConfig } from '../hooks/hook-config.js';
 import type { Hook } from '../hooks/hook.js';
@@ -23,6 +23,7 @@ interface TreeOptions {
   driver: boolean;
   driverLink: string;
   cudaCompat?: string;
+  dropCudaCompat?: boolean;
   removeStubs?: boolean;
   stubsPattern?: string[];
   config?: string;
@@ -55,6 +56,7 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--no-driver', 'leave out the driver hook (Nixpkgs: dontUseAutoAddDriverRunpath)')
     .option('--driver-link <dir>', 'the driver link, absolute; the hook adds DIR/lib (DIR-32/lib for i386 files)', DEFAULT_DRIVER_LINK)
     .option('--cuda-compat <dir>', 'add the cuda_compat hook (absolute DIR): DIR/compat goes before the driver directory')
+    .option('--drop-cuda-compat', `remove cuda_compat's directories (entries matching ${CUDA_COMPAT_PATTERNS.join(' ')}), for a compat libcuda older than the kernel driver (CUDA error 803); not with --cuda-compat`)
     .option('--remove-stubs', 'add the stubs hook: the first CUDA stubs entry becomes DRIVER-LINK/lib (unless that came first), the others go')
     .option('--stubs-pattern <glob>', `what marks a stubs entry, a shell pattern on the whole entry; repeatable (default: ${NIXPKGS_STUBS_PATTERNS.join(' ')})`, collect)
     .option('--config <file>', 'more hooks from a JSON file, placing their entries with "precedes"/"follows" (see docs/hooks.md)')
@@ -75,6 +77,7 @@ function checkArguments(dirs: readonly string[], options: TreeOptions, command: 
     throw new CudaPatchelfError('usage', '--driver-link has no effect with --no-driver (only --remove-stubs uses it then)');
   }
   if (options.stubsPattern !== undefined && !options.removeStubs) throw new CudaPatchelfError('usage', '--stubs-pattern needs --remove-stubs');
+  if (options.dropCudaCompat && options.cudaCompat !== undefined) throw new CudaPatchelfError('usage', '--drop-cuda-compat removes the directory --cuda-compat adds: give one of them');
   if (options.quiet && options.verbose) throw new CudaPatchelfError('usage', '--quiet and --verbose contradict each other');
   if (options.json && (options.quiet || options.verbose)) throw new CudaPatchelfError('usage', `--json reports every file; --${options.quiet ? 'quiet' : 'verbose'} is for the text output`);
 }
@@ -115,6 +118,7 @@ async function hooksFrom(options: TreeOptions): Promise<Hook[]> {
     if (patterns !== undefined) stubsMatcher(patterns);
     hooks.push(removeStubsHook({ driverLink, ...(patterns === undefined ? {} : { patterns }) }));
   }
+  if (options.dropCudaCompat) hooks.push(dropCudaCompatHook());
   if (options.config !== undefined) {
     let text: string;
     try {
@@ -124,7 +128,7 @@ async function hooksFrom(options: TreeOptions): Promise<Hook[]> {
     }
     hooks.push(...parseHookConfig(options.config, text));
   }
-  if (hooks.length === 0) throw new CudaPatchelfError('usage', 'no hooks: --no-driver without --cuda-compat, --remove-stubs or --config leaves nothing to do');
+  if (hooks.length === 0) throw new CudaPatchelfError('usage', 'no hooks: --no-driver without --cuda-compat, --drop-cuda-compat, --remove-stubs or --config leaves nothing to do');
   return orderHooks(hooks, BUILTIN_HOOK_NAMES);
 }
 

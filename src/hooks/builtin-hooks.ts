@@ -11,7 +11,14 @@ export const DEFAULT_DRIVER_LINK = '/run/opengl-driver';
 export const BUILTIN_HOOK_NAMES: ReadonlySet<string> = new Set(['driver', 'cuda-compat']);
 
 /** The built-in hooks that remove or replace entries: no constraint can name them (they add none to place). */
-export const BUILTIN_REMOVAL_HOOK_NAMES: ReadonlySet<string> = new Set(['remove-stubs']);
+export const BUILTIN_REMOVAL_HOOK_NAMES: ReadonlySet<string> = new Set(['remove-stubs', 'drop-cuda-compat']);
+
+/**
+ * cuda_compat's directories, as shell patterns on whole entries (`*` matches `/` too): the `compat`
+ * directory of Nixpkgs' cuda_compat package (`/nix/store/…-cuda12.8-cuda_compat-…/compat`, what the
+ * cuda-compat hook adds), and of NVIDIA's cuda-compat packages (`/usr/local/cuda-12.8/compat`).
+ */
+export const CUDA_COMPAT_PATTERNS: readonly string[] = ['*cuda_compat*/compat', '*cuda-compat*/compat', '*/cuda*/compat'];
 
 /**
  * `driver`: prepends `<driverLink>/lib`. Nixpkgs uses `/run/opengl-driver-32` on i686; here the choice
@@ -38,6 +45,22 @@ export function cudaCompatHook(cudaCompat: string): Hook {
     transform: { kind: 'prepend', dirs: [`${cudaCompat}/compat`] },
     files: { excludeUnder: [cudaCompat] },
     precedes: ['driver'],
+    follows: [],
+  };
+}
+
+/**
+ * `drop-cuda-compat`: removes cuda_compat's directories (CUDA_COMPAT_PATTERNS). A compat libcuda older
+ * than the kernel driver stops CUDA with error 803, and a runpath is fixed at build time: this takes it
+ * out of a built tree, in the same write as the other hooks. A removal, so it runs after every hook that
+ * adds entries.
+ */
+export function dropCudaCompatHook(): Hook {
+  return {
+    name: 'drop-cuda-compat',
+    transform: { kind: 'remove-pattern', patterns: CUDA_COMPAT_PATTERNS },
+    files: {},
+    precedes: [],
     follows: [],
   };
 }

@@ -14,6 +14,8 @@ export type RunpathTransform =
   | { readonly kind: 'append'; readonly dirs: readonly string[] }
   /** Drop entries whose directory contains this path fragment (e.g. `/build/`). */
   | { readonly kind: 'remove-matching'; readonly fragment: string }
+  /** Drop entries that, in one spelling (normalizeRunpathEntry), match one of `patterns` (shell-style, see stubs-pattern.ts). */
+  | { readonly kind: 'remove-pattern'; readonly patterns: readonly string[] }
   /**
    * Nixpkgs' stubs rule: the first entry matching one of `patterns` (shell-style, see stubs-pattern.ts)
    * becomes `dirs`, unless one of `dirs` came earlier; later matches are dropped.

@@ -15,6 +15,7 @@ function stageOf(hook: Hook): Stage {
     case 'append':
       return 'add';
     case 'remove-matching':
+    case 'remove-pattern':
       return 'remove';
     case 'replace-matching':
       return 'replace';
