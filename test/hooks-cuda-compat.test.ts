@@ -1,7 +1,8 @@
 // cuda_compat in a built tree, through the CLI on real files: the demo of fixtures/nix built with the
-// setup hooks (cuda_compat's directory first; bin/greet loads its libcuda.so.1), then --drop-cuda-compat,
-// which takes it out in one write (check gates it, and the bytes of the dropped entry are zeroed, so Nix
-// no longer sees a reference to cuda_compat).
+// setup hooks (cuda_compat's directory first; bin/greet loads its libcuda.so.1), then a driver-only
+// apply that puts the driver's directory ahead of it (a warning, once per run; the real loader then
+// finds the driver's libcuda), and --drop-cuda-compat, which takes it out in one write (check gates it,
+// and the bytes of the dropped entry are zeroed, so Nix no longer sees a reference to cuda_compat).
 
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
@@ -23,6 +24,40 @@ async function compatTree(): Promise<Build> {
 }
 
 const driverOnly = (build: Build, command: string, ...flags: string[]): string[] => [command, build.out, build.lib, '--driver-link', packages().driverLink, ...flags];
+
+describe('a driver-only run over a tree patched with --cuda-compat', () => {
+  it("warns once, with the count and one file, and the loader then finds the driver's libcuda first", async () => {
+    const { compatEntry, driverEntry, cudaCompat } = packages();
+    const build = await compatTree();
+    const warning = (command: string, verb: string): string =>
+      `cuda-patchelf ${command}: warning: 2 file(s) ${verb} the driver's directory ahead of a directory that came first and holds a libcuda.so.1 of its own, as cuda_compat's does, ` +
+      `e.g. ${build.libgreet}: ${driverEntry} before ${compatEntry}; give --cuda-compat ${cudaCompat} to keep it first, or --drop-cuda-compat to take it out`;
+    for (const command of ['plan', 'check']) {
+      const dry = await runCli(driverOnly(build, command));
+      expect(stderrLines(dry), command).toEqual([warning(command, 'would get')]);
+    }
+    const applied = await runCli(driverOnly(build, 'apply'));
+    expect(applied.code).toBe(0);
+    expect(stderrLines(applied)).toEqual([warning('apply', 'got')]);
+    expect(await runpathOf(build.libgreet)).toBe(`${driverEntry}:${compatEntry}`);
+    expect((await runGreet(build)).stdout).toBe(greetReport(VERSION.driver));
+    // Done once, nothing moves again: no warning.
+    const again = await runCli(driverOnly(build, 'apply'));
+    expect(again.stdout).toContain('0 patched');
+    expect(again.stderr).toBe('');
+  });
+
+  it('says nothing where cuda_compat stays first, or under --quiet', async () => {
+    const build = await compatTree();
+    const kept = await runCli(driverOnly(build, 'apply', '--cuda-compat', packages().cudaCompat, '--remove-stubs'));
+    expect(kept.code).toBe(0);
+    expect(kept.stderr).toBe('');
+    const quiet = await runCli(driverOnly(build, 'apply', '--quiet'));
+    expect(quiet.code).toBe(0);
+    expect(quiet.stdout + quiet.stderr).toBe('');
+    expect((await runGreet(build)).stdout).toBe(greetReport(VERSION.driver));
+  });
+});
 
 describe('apply --drop-cuda-compat', () => {
   it("takes cuda_compat's directory out in one write, its bytes zeroed; check --drop-cuda-compat gates it", async () => {

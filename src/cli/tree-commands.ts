@@ -15,6 +15,7 @@ import { orderHooks } from '../hooks/order-hooks.js';
 import { hookDirectory } from '../hooks/runpath-entry.js';
 import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../hooks/stubs-pattern.js';
 import type { CliIo } from './cli-io.js';
+import { driverAheadWarning } from './driver-ahead-warning.js';
 import { EXIT } from './exit-codes.js';
 import { errorJson, errorLine, rejectEmptyPaths } from './report.js';
 import { ProgressLine } from './progress-line.js';
@@ -176,6 +177,8 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
     },
   });
   progress?.clear();
+  const warning = options.quiet ? null : driverAheadWarning(name, result.outcomes, hooks, dryRun);
+  if (warning !== null) io.err(warning);
   return { ...result, hooks, dryRun };
 }
 

@@ -10,6 +10,9 @@ export const DEFAULT_DRIVER_LINK = '/run/opengl-driver';
 /** The built-in hooks that add entries: constraints may name them whether or not they are turned on. */
 export const BUILTIN_HOOK_NAMES: ReadonlySet<string> = new Set(['driver', 'cuda-compat']);
 
+/** The built-in hooks whose entries are the driver's directory: the driver hook, and the stubs replacement. */
+export const BUILTIN_DRIVER_HOOK_NAMES: ReadonlySet<string> = new Set(['driver', 'remove-stubs']);
+
 /** The built-in hooks that remove or replace entries: no constraint can name them (they add none to place). */
 export const BUILTIN_REMOVAL_HOOK_NAMES: ReadonlySet<string> = new Set(['remove-stubs', 'drop-cuda-compat']);
 

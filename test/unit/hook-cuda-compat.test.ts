@@ -1,10 +1,13 @@
 // cuda_compat in a built tree, without a disk: the drop-cuda-compat hook (which entries are
-// cuda_compat's, and where it runs among the hooks).
+// cuda_compat's, and where it runs among the hooks), and which entries a run puts behind the driver's
+// directory (entriesPutBehindDriver: the pure half of the warning apply gives when that demotes
+// cuda_compat).
 
 import { describe, expect, it } from 'vitest';
 import { EM } from '../../src/elf/constants.js';
-import { CUDA_COMPAT_PATTERNS, driverHook, dropCudaCompatHook, removeStubsHook } from '../../src/hooks/builtin-hooks.js';
+import { CUDA_COMPAT_PATTERNS, cudaCompatHook, driverHook, dropCudaCompatHook, removeStubsHook } from '../../src/hooks/builtin-hooks.js';
 import { composeRunpath, isOneHookRun, type Semantics } from '../../src/hooks/compose-hooks.js';
+import { driverDirectories, entriesPutBehindDriver } from '../../src/hooks/driver-precedence.js';
 import type { FileFacts, Hook } from '../../src/hooks/hook.js';
 import { orderHooks } from '../../src/hooks/order-hooks.js';
 import { permutations } from './helpers/permutations.js';
@@ -52,5 +55,36 @@ describe('drop-cuda-compat', () => {
 
   it('is a removal: a constraint cannot name it', () => {
     expect(() => orderHooks([dropCudaCompatHook(), { ...driverHook(), precedes: ['drop-cuda-compat'] }])).toThrow(/adds no entries of its own/);
+  });
+});
+
+describe('entriesPutBehindDriver', () => {
+  const driverOnly = orderHooks([driverHook()]);
+  const dirs = driverDirectories(driverOnly);
+  const behind = (old: string | null, hooks: readonly Hook[] = driverOnly, semantics: Semantics = 'default'): ReturnType<typeof entriesPutBehindDriver> =>
+    entriesPutBehindDriver(old, composeRunpath(orderHooks(hooks), FILE, old, semantics)?.entries ?? [], driverDirectories(hooks));
+
+  it("knows every spelling of the driver's directory the hooks add: per machine, and the stubs replacement's", () => {
+    expect([...dirs]).toEqual([DRIVER, '/run/opengl-driver-32/lib']);
+    expect([...driverDirectories([removeStubsHook({ driverLink: '/opt/gl' })])]).toEqual(['/opt/gl/lib', '/opt/gl-32/lib']);
+    expect([...driverDirectories([cudaCompatHook('/c'), dropCudaCompatHook()])]).toEqual([]);
+  });
+
+  it('finds cuda_compat put behind the driver by a driver-only run over a tree patched with it, in both semantics', () => {
+    expect(behind(`${COMPAT}:${DRIVER}:$ORIGIN`)).toEqual({ driver: DRIVER, behind: [COMPAT] });
+    expect(behind(`${COMPAT}:${DRIVER}:`, driverOnly, 'nixpkgs-compat')).toEqual({ driver: DRIVER, behind: [COMPAT] });
+    // A file that had no driver entry at all: every absolute entry it had now comes after the driver's.
+    expect(behind(`/opt/a:$ORIGIN:${COMPAT}/`)).toEqual({ driver: DRIVER, behind: ['/opt/a', COMPAT] });
+  });
+
+  it('finds nothing where the order of the file stays: compat kept first, the driver already ahead, or no driver entry', () => {
+    expect(behind(`${COMPAT}:${DRIVER}`, [driverHook(), cudaCompatHook(COMPAT.slice(0, -'/compat'.length))])).toBeNull();
+    expect(behind(`${DRIVER}:${COMPAT}`)).toBeNull();
+    expect(behind(`${COMPAT}:${DRIVER}`, [dropCudaCompatHook(), driverHook()])).toBeNull();
+    expect(behind(`${COMPAT}:${STUBS}`, [removeStubsHook()])).toBeNull();
+    expect(behind('$ORIGIN:lib')).toBeNull();
+    // Stubs belong behind the driver (some stub directories hold a libcuda.so.1 too).
+    expect(behind(`${STUBS}:/opt/stubs:/nix/store/33333333333333333333333333333333-cuda12.8-libcublas-12.8.4.1-stubs/lib:${COMPAT}`)).toEqual({ driver: DRIVER, behind: [COMPAT] });
+    expect(entriesPutBehindDriver(COMPAT, [{ dir: COMPAT, hook: null }], dirs)).toBeNull();
   });
 });
