@@ -3,10 +3,11 @@
 # autoAddCudaCompatRunpath that run one `cuda-patchelf apply` per build. From a checkout:
 #
 #   cuda-patchelf = pkgs.callPackage ./nix/package.nix { };
-#   # in a CUDA derivation, instead of Nixpkgs' hooks:
+#   # in a CUDA derivation, instead of Nixpkgs' hooks (the stubs hook in depsBuildBuild: under strictDeps
+#   # it works from there only, as Nixpkgs' own does):
+#   depsBuildBuild = [ cuda-patchelf.removeStubsFromRunpathHook ];
 #   nativeBuildInputs = [
 #     cuda-patchelf.autoAddDriverRunpathHook
-#     cuda-patchelf.removeStubsFromRunpathHook
 #   ] ++ lib.optionals cudaPackages.flags.isJetsonBuild [ cuda-patchelf.autoAddCudaCompatRunpathHook ];
 #
 # docs/nix.md says what each hook does, its switches, and what of this file is tested without Nixpkgs.
@@ -82,8 +83,8 @@ buildNpmPackage (finalAttrs: {
         }:
         makeSetupHook {
           inherit name;
-          # A hook sits in nativeBuildInputs, so what it propagates lands there too: cuda-patchelf is on
-          # the build's PATH, for phases that call it themselves.
+          # A hook sits in nativeBuildInputs or depsBuildBuild, so what it propagates lands in
+          # nativeBuildInputs: cuda-patchelf is on the build's PATH, for phases that call it themselves.
           propagatedBuildInputs = [ cudaPatchelf ];
           substitutions = substitutions // extraSubstitutions;
           meta = {

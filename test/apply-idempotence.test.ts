@@ -105,8 +105,8 @@ describe('declaration order', () => {
 
   it('the same three as --config hooks, declared in six orders, give byte-identical trees through the CLI', async () => {
     const configHooks = [
-      { name: 'stubs', removeMatching: '/lib/stubs', after: ['*'] },
-      { name: 'compat', prepend: [`${compat}/compat`], after: ['drv'] },
+      { name: 'stubs', removeMatching: '/lib/stubs' },
+      { name: 'compat', prepend: [`${compat}/compat`], precedes: ['drv'] },
       { name: 'drv', prepend: [DRIVER] },
     ];
     for (const order of permutations([0, 1, 2])) {

@@ -3,23 +3,29 @@
 // depsBuildBuild with hostOffset -1 and targetOffset -1, from nativeBuildInputs with -1 and 0, from
 // buildInputs with 0 and 1. Nixpkgs' driver and cuda_compat hooks work from every list; its stubs hook,
 // under strictDeps, from depsBuildBuild only. And under strictDeps stdenv keeps the programs of host inputs
-// (buildInputs) off PATH: a hook installed with its cuda-patchelf filled in finds it all the same.
+// (buildInputs) off PATH: a hook installed with its cuda-patchelf filled in finds it all the same. The
+// derivation docs/nix.md shows is built as it lists the hooks, with strictDeps and without.
 
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from './helpers/fixtures.js';
 import { cliPath } from './helpers/run-cli.js';
 import {
   HOOK_FILES,
   HOOKS_DIR,
+  VERSION,
   buildWithHooks,
   elfSearchPaths,
   expectBuilt,
+  greetReport,
   installHook,
+  runGreet,
   runpathOf,
   shellQuote,
   usePackages,
   type BuildOptions,
+  type HookName,
 } from './helpers/shim-stdenv.js';
 
 const packages = usePackages();
@@ -70,6 +76,46 @@ describe('input lists and strictDeps', () => {
     const split = await buildWithHooks(packages(), { depsBuildBuild: ['stubs'], hooks: ['compat', 'driver'], attrs: strict, flavour: 'nixpkgs' });
     expectBuilt(split);
     expect(await runpathOf(split.libgreet)).toBe(`${driverEntry}:${compatEntry}:${driverEntry}`);
+  });
+});
+
+/** The package attribute of each hook (nix/package.nix), as a derivation names it. */
+const HOOK_ATTRIBUTES: Readonly<Record<string, HookName>> = {
+  autoAddDriverRunpathHook: 'driver',
+  autoAddCudaCompatRunpathHook: 'compat',
+  removeStubsFromRunpathHook: 'stubs',
+};
+
+/**
+ * The hooks in each input list of the derivation under "## In a derivation" in docs/nix.md: every
+ * `cuda-patchelf.<hook>` between `<list> =` and the `;` that ends it (lib.optionals included: a Jetson build).
+ */
+function hookListsOfNixDoc(text: string): Record<List, HookName[]> {
+  const section = text.split(/^## In a derivation$/m)[1] ?? '';
+  const example = /```nix\n([^]*?)```/.exec(section)?.[1] ?? '';
+  const lists: Record<List, HookName[]> = { depsBuildBuild: [], nativeBuildInputs: [], buildInputs: [] };
+  for (const [, list, value] of example.matchAll(/\b(depsBuildBuild|nativeBuildInputs|buildInputs)\s*=([^;]*);/g)) {
+    for (const [, attribute] of (value ?? '').matchAll(/cuda-patchelf\.(\w+)/g)) {
+      const hook = HOOK_ATTRIBUTES[attribute ?? ''];
+      if (hook === undefined) throw new Error(`docs/nix.md names cuda-patchelf.${attribute}, which is no hook`);
+      lists[list as List].push(hook);
+    }
+  }
+  return lists;
+}
+
+describe("the derivation of docs/nix.md", () => {
+  it('lists each hook where it works, with strictDeps and without: the stubs entry gone, cuda_compat first', async () => {
+    const { compatEntry, driverEntry } = packages();
+    const lists = hookListsOfNixDoc(await readFile(join(REPO_ROOT, 'docs', 'nix.md'), 'utf8'));
+    expect(Object.values(lists).flat().sort()).toEqual(['compat', 'driver', 'stubs']);
+    for (const attrs of [{}, { strictDeps: '1' }] as Record<string, string>[]) {
+      const build = await buildWithHooks(packages(), { hooks: lists.nativeBuildInputs, buildInputs: lists.buildInputs, depsBuildBuild: lists.depsBuildBuild, attrs });
+      expectBuilt(build);
+      expect(build.result.stderr, JSON.stringify(attrs)).not.toContain('stays out');
+      expect(await runpathOf(build.libgreet), JSON.stringify(attrs)).toBe(`${compatEntry}:${driverEntry}`);
+      expect((await runGreet(build)).stdout).toBe(greetReport(VERSION.compat));
+    }
   });
 });
 

@@ -1,13 +1,15 @@
 // Hooks from a JSON file (--config): parseHookConfig turns a valid file into hooks and every kind of
 // mistake into one clear usage error naming the file; through the CLI, a hook limited to lib/** changes
-// exactly the files under lib/, and a missing or wrong config stops the run before anything is read.
+// exactly the files under lib/, a missing or wrong config stops the run before anything is read, and
+// every example of docs/hooks.md gives the runpath it shows.
 
-import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
 import { parseHookConfig } from '../src/hooks/hook-config.js';
-import { fixture, ldList, requireTool, runProgram } from './helpers/fixtures.js';
+import { mustExec } from './helpers/exec.js';
+import { REPO_ROOT, fixture, ldList, requireTool, runProgram } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { parseReport } from './helpers/tree-report.js';
 import { copyTree, dedupeRunpath, makeTempDir, snapshotTree } from './helpers/tree-tools.js';
@@ -32,8 +34,8 @@ describe('parseHookConfig', () => {
       CONFIG,
       JSON.stringify({
         hooks: [
-          { name: 'origin-lib', prepend: ['$ORIGIN/../lib'], include: ['lib/**'], after: ['driver'] },
-          { name: 'tail', append: ['/opt/a', '/opt/ünï'], exclude: ['bin/**'], sharedObjectsOnly: true, before: ['remove-stubs'] },
+          { name: 'origin-lib', prepend: ['$ORIGIN/../lib'], include: ['lib/**'], precedes: ['driver'] },
+          { name: 'tail', append: ['/opt/a', '/opt/ünï'], exclude: ['bin/**'], sharedObjectsOnly: true, follows: ['*'] },
           { name: 'drop.build_dir-1', removeMatching: '/build/' },
         ],
       }),
@@ -43,23 +45,23 @@ describe('parseHookConfig', () => {
         name: 'origin-lib',
         transform: { kind: 'prepend', dirs: ['$ORIGIN/../lib'] },
         files: { include: ['lib/**'], exclude: [], sharedObjectsOnly: false },
-        before: [],
-        after: ['driver'],
+        precedes: ['driver'],
+        follows: [],
       },
       {
         name: 'tail',
         // Directories are byte strings: the UTF-8 bytes of the text, one char per byte.
         transform: { kind: 'append', dirs: ['/opt/a', Buffer.from('/opt/ünï', 'utf8').toString('latin1')] },
         files: { include: [], exclude: ['bin/**'], sharedObjectsOnly: true },
-        before: ['remove-stubs'],
-        after: [],
+        precedes: [],
+        follows: ['*'],
       },
       {
         name: 'drop.build_dir-1',
         transform: { kind: 'remove-matching', fragment: '/build/' },
         files: { include: [], exclude: [], sharedObjectsOnly: false },
-        before: [],
-        after: [],
+        precedes: [],
+        follows: [],
       },
     ]);
     expect(parseHookConfig(CONFIG, '{ "hooks": [] }')).toEqual([]);
@@ -101,8 +103,9 @@ describe('parseHookConfig', () => {
     ['an empty removeMatching', '{ "hooks": [{ "name": "a", "removeMatching": "" }] }', /"a": removeMatching must be a non-empty string/],
     ['include as a string', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "include": "lib/**" }] }', /"a": include must be an array of strings/],
     ['a non-string exclude', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "exclude": [1] }] }', /"a": exclude must be an array of strings/],
-    ['before as a string', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "before": "driver" }] }', /"a": before must be an array of strings/],
-    ['a non-string after', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "after": [true] }] }', /"a": after must be an array of strings/],
+    ['precedes as a string', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "precedes": "driver" }] }', /"a": precedes must be an array of strings/],
+    ['a non-string follows', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "follows": [true] }] }', /"a": follows must be an array of strings/],
+    ['the run-order "after" of older configs', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "after": ["driver"] }] }', /"a": "after" is no longer read .*; write "precedes": \["driver"\]/],
     ['sharedObjectsOnly as a string', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "sharedObjectsOnly": "yes" }] }', /"a": sharedObjectsOnly must be true or false/],
   ];
 
@@ -124,7 +127,7 @@ describe('apply --config', () => {
   /** Dynamic ELF files of the small tree; under lib/ the config hook applies, elsewhere it must not. */
   const files: Array<{ rel: string; from: string }> = [];
   const config = {
-    hooks: [{ name: 'origin-lib', prepend: ['$ORIGIN/../lib'], include: ['lib/**'], after: ['driver'] }],
+    hooks: [{ name: 'origin-lib', prepend: ['$ORIGIN/../lib'], include: ['lib/**'], precedes: ['driver'] }],
   };
   const underLib = (rel: string): boolean => rel.startsWith('lib/');
 
@@ -153,8 +156,8 @@ describe('apply --config', () => {
     await mkdir(join(pristine, 'share/doc'), { recursive: true });
     await writeFile(join(pristine, 'share/doc/README'), 'docs\n');
     await writeFile(join(work, 'hooks.json'), JSON.stringify(config));
-    // Naming an absent hook is a usage error (README), so the config used without the driver has no `after`.
-    await writeFile(join(work, 'hooks-alone.json'), JSON.stringify({ hooks: [{ ...config.hooks[0], after: [] }] }));
+    // Naming an absent hook is a usage error (README), so the config used without the driver has no `precedes`.
+    await writeFile(join(work, 'hooks-alone.json'), JSON.stringify({ hooks: [{ ...config.hooks[0], precedes: [] }] }));
   }, 300_000);
 
   afterAll(async () => {
@@ -167,7 +170,7 @@ describe('apply --config', () => {
     return facts;
   };
 
-  it('prepends $ORIGIN/../lib to exactly the files under lib/, after the driver hook', async () => {
+  it('prepends $ORIGIN/../lib to exactly the files under lib/, before the driver\'s entry', async () => {
     const tree = join(work, 'with-driver');
     await copyTree(pristine, tree);
     const result = await runCli(['apply', tree, '--config', join(work, 'hooks.json'), '--json'], { timeoutMs: 60_000 });
@@ -238,15 +241,18 @@ describe('apply --config', () => {
   const wrongConfigs: Array<[string, unknown, RegExp]> = [
     ['an invalid config', { hooks: [{ name: 'a', prepend: ['/x:/y'] }] }, /hook config: hook "a": prepend entry "\/x:\/y" contains ':', the runpath separator/],
     ['a hook named like a built-in', { hooks: [{ name: 'driver', prepend: ['/x'] }] }, /"driver" is declared twice/],
-    ['a hook after an unknown hook', { hooks: [{ name: 'a', prepend: ['/x'], after: ['cuda-compatt'] }] }, /hook "a" refers to unknown hook "cuda-compatt"/],
-    ['a cycle with a built-in', { hooks: [{ name: 'a', prepend: ['/x'], after: ['remove-stubs'], before: ['driver'] }] }, /cycle/],
+    ['a hook placed against an unknown hook', { hooks: [{ name: 'a', prepend: ['/x'], precedes: ['cuda-compatt'] }] }, /hook "a" refers to unknown hook "cuda-compatt"/],
+    ['a cycle with a built-in', { hooks: [{ name: 'a', prepend: ['/x'], precedes: ['driver'], follows: ['driver'] }] }, /cycle/],
+    ['an appended entry before a prepended one', { hooks: [{ name: 'a', append: ['/x'], precedes: ['driver'] }] }, /hook "a" puts the entries of "a" before those of "driver", but "a" appends and "driver" prepends: appended entries always come after prepended ones/],
+    ['a hook placed against remove-stubs', { hooks: [{ name: 'a', prepend: ['/x'], follows: ['remove-stubs'] }] }, /hook "a": follows names "remove-stubs", which adds no entries of its own/],
+    ['the run-order "after" of older configs', { hooks: [{ name: 'a', prepend: ['/x'], after: ['driver'] }] }, /hook config: hook "a": "after" is no longer read .*; write "precedes": \["driver"\]/],
   ];
 
-  it('a hook after a built-in that is turned off: the constraint has nothing to order, and the hook applies', async () => {
+  it('a hook placed against a built-in that is turned off: the constraint has nothing to order, and the hook applies', async () => {
     const tree = join(work, 'after-absent-builtin');
     await copyTree(pristine, tree);
     const file = join(work, 'after-absent-builtin.json');
-    await writeFile(file, JSON.stringify({ hooks: [{ name: 'a', prepend: ['/opt/a'], after: ['cuda-compat'] }] }));
+    await writeFile(file, JSON.stringify({ hooks: [{ name: 'a', prepend: ['/opt/a'], precedes: ['cuda-compat'] }] }));
     const result = await runCli(['apply', tree, '--config', file, '--json'], { timeoutMs: 60_000 });
     expect(result.code, result.stderr).toBe(0);
     const report = JSON.parse(result.stdout) as { hooks: string[]; summary: { patched: Record<string, number> } };
@@ -268,5 +274,41 @@ describe('apply --config', () => {
     expect(lines[0]).toMatch(/^cuda-patchelf: /);
     expect(lines[0]).toMatch(message);
     expect([...(await snapshotTree(tree)).entries()]).toEqual([...snapshot.entries()]);
+  });
+});
+
+describe('the examples of docs/hooks.md', () => {
+  /** Each ```json block followed by "Resulting runpath[, with `FLAGS`][, of `START`]: `RESULT`". */
+  const EXAMPLE = /```json\n([^]*?)```\n\nResulting runpath(?:, with `([^`]*)`)?(?:, of `([^`]*)`)?: `([^`]*)`/g;
+  let work = '';
+
+  beforeAll(async () => {
+    assertCliBuilt();
+    work = await makeTempDir('hooks-doc');
+  });
+
+  afterAll(async () => {
+    if (work !== '') await rm(work, { recursive: true, force: true });
+  });
+
+  it('give the runpaths they show, on a real library, as patchelf reads them back', async () => {
+    const patchelf = requireTool('patchelf');
+    const text = await readFile(join(REPO_ROOT, 'docs', 'hooks.md'), 'utf8');
+    const examples = [...text.matchAll(EXAMPLE)];
+    expect(examples.length).toBe(3);
+    // Every config block of the page has its runpath.
+    expect(examples.length).toBe(text.match(/```json\n/g)?.length);
+    for (const [index, [, config = '', flags, start, result]] of examples.entries()) {
+      const tree = join(work, `example-${index}`);
+      const library = join(tree, 'lib', 'libfoo.so');
+      await mkdir(join(tree, 'lib'), { recursive: true });
+      await copyFile(fixture('compiled/x86_64/libgreet').path, library);
+      await mustExec(patchelf, ['--set-rpath', start ?? '/opt/old', library]);
+      const configFile = join(work, `example-${index}.json`);
+      await writeFile(configFile, config);
+      const applied = await runCli(['apply', tree, '--config', configFile, ...(flags === undefined ? [] : flags.split(' '))], { timeoutMs: 60_000 });
+      expect(applied.code, applied.stderr).toBe(0);
+      expect((await mustExec(patchelf, ['--print-rpath', library])).stdout.trim(), config).toBe(result);
+    }
   });
 });

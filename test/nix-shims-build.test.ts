@@ -28,7 +28,7 @@ beforeAll(async () => {
   await run.build(['driver']);
   await mkdir(dirname(driverLink), { recursive: true });
   await symlink(run.output('driver'), driverLink);
-  built = await run.build(['greet', 'greetStubsKept', 'greetDriver']);
+  built = await run.build(['greet', 'greetStubsKept', 'greetDriver', 'greetStrictDeps', 'greetStrictDepsNative']);
 });
 
 afterAll(async () => {
@@ -84,8 +84,18 @@ describe('a real Nix build with the hooks (x86_64-linux)', () => {
     expect(bytes.includes(Buffer.from(stubs.slice('/nix/store/'.length, '/nix/store/'.length + 32)))).toBe(false);
   });
 
+  it('under strictDeps, removes the stubs with the stubs hook in depsBuildBuild (docs/nix.md), and not from nativeBuildInputs', async () => {
+    const compat = run.output('cudaCompat', 'out');
+    const driver = `${driverLink}/lib`;
+    expect(await runpathOf(join(run.output('greetStrictDeps', 'lib'), 'lib', 'libgreet.so'))).toBe(`${compat}/compat:${driver}`);
+    expect(await run.references(run.output('greetStrictDeps', 'lib'))).toEqual([compat]);
+    expect(await runpathOf(join(run.output('greetStrictDepsNative', 'lib'), 'lib', 'libgreet.so'))).toBe(`${compat}/compat:${driver}:${run.output('stubs', 'out')}/lib/stubs`);
+    expect(await run.references(run.output('greetStrictDepsNative', 'lib'))).toEqual([compat, run.output('stubs', 'out')].sort());
+    expect(built.stderr).toContain('cuda-patchelf hook: the remove-stubs hook stays out: under strictDeps it works from depsBuildBuild only (sourced with hostOffset=-1 targetOffset=0)');
+  });
+
   it('ran cuda-patchelf once per build, and its command line shows in the log under NIX_DEBUG', () => {
-    expect(built.stderr.match(/cuda-patchelf apply: /g)).toHaveLength(3);
+    expect(built.stderr.match(/cuda-patchelf apply: /g)).toHaveLength(5);
     expect(built.stderr).toContain(
       `cuda-patchelf hook: command: '${cliPath}' 'apply' '--make-writable' '--driver-link' '${driverLink}' '--cuda-compat' '${run.output('cudaCompat', 'out')}' '--remove-stubs'`,
     );

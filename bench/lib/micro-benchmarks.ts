@@ -119,7 +119,7 @@ export async function plannerBenchmarks(libraries: readonly string[], cudaCompat
 export async function hookBenchmarks(cudaCompat: string): Promise<MicroRow[]> {
   const file = { relativePath: 'lib/libcublas.so.11', path: '/out/lib/libcublas.so.11', isSharedObject: true, machine: 62 };
   const two = [driverHook(), cudaCompatHook(cudaCompat)];
-  const config = parseHookConfig('bench.json', JSON.stringify({ hooks: [{ name: 'origin-lib', prepend: ['$ORIGIN/../lib'], include: ['lib/**'], after: ['driver'] }] }));
+  const config = parseHookConfig('bench.json', JSON.stringify({ hooks: [{ name: 'origin-lib', prepend: ['$ORIGIN/../lib'], include: ['lib/**'], precedes: ['driver'] }] }));
   const four = [...two, removeStubsHook(), ...config];
   const orderedTwo = orderHooks(two, BUILTIN_HOOK_NAMES);
   const orderedFour = orderHooks(four, BUILTIN_HOOK_NAMES);

@@ -7,7 +7,7 @@ import { byteStringToText, textToByteString } from '../elf/byte-string.js';
 import type { BatchResult } from '../batch/patch-tree.js';
 import { patchedCount, type BatchSummary, type FileOutcome } from '../batch/file-outcome.js';
 import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
-import { BUILTIN_HOOK_NAMES, cudaCompatHook, DEFAULT_DRIVER_LINK, driverHook, removeStubsHook } from '../hooks/builtin-hooks.js';
+import { BUILTIN_HOOK_NAMES, CUDA_COMPAT_PATTERNS, cudaCompatHook, DEFAULT_DRIVER_LINK, driverHook, dropCudaCompatHook, removeStubsHook } from '../hooks/builtin-hooks.js';
 import type { Semantics } from '../hooks/compose-hooks.js';
 import { parseHookConfig } from '../hooks/hook-config.js';
 import type { Hook } from '../hooks/hook.js';
@@ -15,6 +15,7 @@ import { orderHooks } from '../hooks/order-hooks.js';
 import { hookDirectory } from '../hooks/runpath-entry.js';
 import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../hooks/stubs-pattern.js';
 import type { CliIo } from './cli-io.js';
+import { driverAheadWarning } from './driver-ahead-warning.js';
 import { EXIT } from './exit-codes.js';
 import { errorJson, errorLine, rejectEmptyPaths } from './report.js';
 import { ProgressLine } from './progress-line.js';
@@ -23,6 +24,7 @@ interface TreeOptions {
   driver: boolean;
   driverLink: string;
   cudaCompat?: string;
+  dropCudaCompat?: boolean;
   removeStubs?: boolean;
   stubsPattern?: string[];
   config?: string;
@@ -63,9 +65,10 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--no-driver', 'leave out the driver hook (Nixpkgs: dontUseAutoAddDriverRunpath)')
     .option('--driver-link <dir>', 'the driver link, absolute; the hook adds DIR/lib (DIR-32/lib for i386 files)', DEFAULT_DRIVER_LINK)
     .option('--cuda-compat <dir>', 'add the cuda_compat hook (absolute DIR): DIR/compat goes before the driver directory')
+    .option('--drop-cuda-compat', `remove cuda_compat's directories (entries matching ${CUDA_COMPAT_PATTERNS.join(' ')}), for a compat libcuda older than the kernel driver (CUDA error 803); not with --cuda-compat`)
     .option('--remove-stubs', 'add the stubs hook: the first CUDA stubs entry becomes DRIVER-LINK/lib (unless that came first), the others go')
     .option('--stubs-pattern <glob>', `what marks a stubs entry, a shell pattern on the whole entry; repeatable (default: ${NIXPKGS_STUBS_PATTERNS.join(' ')})`, collect)
-    .option('--config <file>', 'more hooks from a JSON file (see docs/hooks.md)')
+    .option('--config <file>', 'more hooks from a JSON file, placing their entries with "precedes"/"follows" (see docs/hooks.md)')
     .option('--nixpkgs-compat', "byte-identical to Nixpkgs' hooks: no dedupe, trailing ':' for an empty runpath, DT_RPATH becomes DT_RUNPATH")
     .option('--make-writable', 'patch read-only files too (their mode is restored afterwards); plan and check take it to agree with apply')
     .option('-j, --jobs <n>', `at most N threads patching files at once; never more than the CPUs (${cpuCount}) or the ELF files waiting (default: ${defaultJobs(cpuCount)}, half the CPUs; 1: no worker threads; at most ${MAX_JOBS})`)
@@ -83,6 +86,7 @@ function checkArguments(dirs: readonly string[], options: TreeOptions, command: 
     throw new CudaPatchelfError('usage', '--driver-link has no effect with --no-driver (only --remove-stubs uses it then)');
   }
   if (options.stubsPattern !== undefined && !options.removeStubs) throw new CudaPatchelfError('usage', '--stubs-pattern needs --remove-stubs');
+  if (options.dropCudaCompat && options.cudaCompat !== undefined) throw new CudaPatchelfError('usage', '--drop-cuda-compat removes the directory --cuda-compat adds: give one of them');
   if (options.quiet && options.verbose) throw new CudaPatchelfError('usage', '--quiet and --verbose contradict each other');
   if (options.json && (options.quiet || options.verbose)) throw new CudaPatchelfError('usage', `--json reports every file; --${options.quiet ? 'quiet' : 'verbose'} is for the text output`);
 }
@@ -123,6 +127,7 @@ async function hooksFrom(options: TreeOptions): Promise<Hook[]> {
     if (patterns !== undefined) stubsMatcher(patterns);
     hooks.push(removeStubsHook({ driverLink, ...(patterns === undefined ? {} : { patterns }) }));
   }
+  if (options.dropCudaCompat) hooks.push(dropCudaCompatHook());
   if (options.config !== undefined) {
     let text: string;
     try {
@@ -132,7 +137,7 @@ async function hooksFrom(options: TreeOptions): Promise<Hook[]> {
     }
     hooks.push(...parseHookConfig(options.config, text));
   }
-  if (hooks.length === 0) throw new CudaPatchelfError('usage', 'no hooks: --no-driver without --cuda-compat, --remove-stubs or --config leaves nothing to do');
+  if (hooks.length === 0) throw new CudaPatchelfError('usage', 'no hooks: --no-driver without --cuda-compat, --drop-cuda-compat, --remove-stubs or --config leaves nothing to do');
   return orderHooks(hooks, BUILTIN_HOOK_NAMES);
 }
 
@@ -183,6 +188,8 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
     },
   });
   progress?.clear();
+  const warning = options.quiet ? null : driverAheadWarning(name, result.outcomes, hooks, dryRun);
+  if (warning !== null) io.err(warning);
   return { ...result, jobs, hooks, dryRun };
 }
 

@@ -7,8 +7,21 @@ import { NIXPKGS_STUBS_PATTERNS } from './stubs-pattern.js';
 
 export const DEFAULT_DRIVER_LINK = '/run/opengl-driver';
 
-/** The built-in hooks' names: constraints may name them whether or not they are turned on. */
-export const BUILTIN_HOOK_NAMES: ReadonlySet<string> = new Set(['driver', 'cuda-compat', 'remove-stubs']);
+/** The built-in hooks that add entries: constraints may name them whether or not they are turned on. */
+export const BUILTIN_HOOK_NAMES: ReadonlySet<string> = new Set(['driver', 'cuda-compat']);
+
+/** The built-in hooks whose entries are the driver's directory: the driver hook, and the stubs replacement. */
+export const BUILTIN_DRIVER_HOOK_NAMES: ReadonlySet<string> = new Set(['driver', 'remove-stubs']);
+
+/** The built-in hooks that remove or replace entries: no constraint can name them (they add none to place). */
+export const BUILTIN_REMOVAL_HOOK_NAMES: ReadonlySet<string> = new Set(['remove-stubs', 'drop-cuda-compat']);
+
+/**
+ * cuda_compat's directories, as shell patterns on whole entries (`*` matches `/` too): the `compat`
+ * directory of Nixpkgs' cuda_compat package (`/nix/store/…-cuda12.8-cuda_compat-…/compat`, what the
+ * cuda-compat hook adds), and of NVIDIA's cuda-compat packages (`/usr/local/cuda-12.8/compat`).
+ */
+export const CUDA_COMPAT_PATTERNS: readonly string[] = ['*cuda_compat*/compat', '*cuda-compat*/compat', '*/cuda*/compat'];
 
 /**
  * `driver`: prepends `<driverLink>/lib`. Nixpkgs uses `/run/opengl-driver-32` on i686; here the choice
@@ -20,22 +33,38 @@ export function driverHook(driverLink: string = DEFAULT_DRIVER_LINK): Hook {
     transform: { kind: 'prepend', dirs: [`${driverLink}/lib`] },
     machineDirs: driverMachineDirs(driverLink),
     files: {},
-    before: [],
-    after: [],
+    precedes: [],
+    follows: [],
   };
 }
 
 /**
- * `cuda-compat`: prepends `<cudaCompat>/compat`. It runs after `driver`, so its entry ends up first:
- * the compat libcuda must be found before the system driver's. Never applied to cuda_compat itself.
+ * `cuda-compat`: prepends `<cudaCompat>/compat`, before the driver's entry: the compat libcuda must be
+ * found before the system driver's. Never applied to cuda_compat itself.
  */
 export function cudaCompatHook(cudaCompat: string): Hook {
   return {
     name: 'cuda-compat',
     transform: { kind: 'prepend', dirs: [`${cudaCompat}/compat`] },
     files: { excludeUnder: [cudaCompat] },
-    before: [],
-    after: ['driver'],
+    precedes: ['driver'],
+    follows: [],
+  };
+}
+
+/**
+ * `drop-cuda-compat`: removes cuda_compat's directories (CUDA_COMPAT_PATTERNS). A compat libcuda older
+ * than the kernel driver stops CUDA with error 803, and a runpath is fixed at build time: this takes it
+ * out of a built tree, in the same write as the other hooks. A removal, so it runs after every hook that
+ * adds entries.
+ */
+export function dropCudaCompatHook(): Hook {
+  return {
+    name: 'drop-cuda-compat',
+    transform: { kind: 'remove-pattern', patterns: CUDA_COMPAT_PATTERNS },
+    files: {},
+    precedes: [],
+    follows: [],
   };
 }
 
@@ -47,7 +76,8 @@ function driverMachineDirs(driverLink: string): ReadonlyMap<number, readonly str
  * `remove-stubs`, as Nixpkgs' removeStubsFromRunpathHook: link-time stub libraries (libcuda.so from
  * `lib/stubs`) must never be found at run time, where the driver's library belongs. The first stubs
  * entry becomes the driver's directory unless that came earlier; the other stubs entries are dropped.
- * The driver link is needed even when the driver hook is off, as in Nixpkgs.
+ * The driver link is needed even when the driver hook is off, as in Nixpkgs. A replacement runs after
+ * every other hook (orderHooks), as Nixpkgs' stubs hook does.
  */
 export function removeStubsHook(options: { patterns?: readonly string[]; driverLink?: string } = {}): Hook {
   const driverLink = options.driverLink ?? DEFAULT_DRIVER_LINK;
@@ -56,7 +86,7 @@ export function removeStubsHook(options: { patterns?: readonly string[]; driverL
     transform: { kind: 'replace-matching', patterns: options.patterns ?? NIXPKGS_STUBS_PATTERNS, dirs: [`${driverLink}/lib`] },
     machineDirs: driverMachineDirs(driverLink),
     files: {},
-    before: [],
-    after: ['*'],
+    precedes: [],
+    follows: [],
   };
 }

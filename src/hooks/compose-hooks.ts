@@ -54,16 +54,18 @@ function selects(selector: FileSelector, file: FileFacts): boolean {
 
 /** Nixpkgs substitutes one driver link per derivation; only the default picks one per file's machine. */
 function dirsFor(hook: Hook, file: FileFacts, semantics: Semantics): readonly string[] {
-  if (hook.transform.kind === 'remove-matching') return [];
+  if (hook.transform.kind === 'remove-matching' || hook.transform.kind === 'remove-pattern') return [];
   return (semantics === 'default' ? hook.machineDirs?.get(file.machine) : undefined) ?? hook.transform.dirs;
 }
 
 type ReplaceMatching = Extract<RunpathTransform, { kind: 'replace-matching' }>;
+type PatternTransform = Extract<RunpathTransform, { patterns: readonly string[] }>;
 
 /** Compiled once per transform (hooks travel to worker threads as plain data). */
-const matchers = new WeakMap<ReplaceMatching, (entry: string) => boolean>();
+const matchers = new WeakMap<PatternTransform, (entry: string) => boolean>();
 
-function matcherOf(transform: ReplaceMatching): (entry: string) => boolean {
+/** The stubs patterns' rules (stubsMatcher) are those of every transform with shell-style patterns. */
+function matcherOf(transform: PatternTransform): (entry: string) => boolean {
   let matcher = matchers.get(transform);
   if (matcher === undefined) matchers.set(transform, (matcher = stubsMatcher(transform.patterns)));
   return matcher;
@@ -116,6 +118,10 @@ function applyHookRuns(entries: TracedEntry[], hook: Hook, file: FileFacts, sema
     case 'remove-matching': {
       const fragment = hook.transform.fragment;
       return entries.filter((entry) => !entry.dir.includes(fragment));
+    }
+    case 'remove-pattern': {
+      const matches = matcherOf(hook.transform);
+      return entries.filter((entry) => !matches(normalizeRunpathEntry(entry.dir)));
     }
     case 'replace-matching': {
       let result = entries;

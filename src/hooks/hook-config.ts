@@ -1,14 +1,18 @@
 // Hooks from a JSON config file (`--config`), for jobs beyond the built-ins, e.g.
-//   { "hooks": [ { "name": "origin", "prepend": ["$ORIGIN/../lib"], "include": ["lib/**"], "after": ["driver"] } ] }
+//   { "hooks": [ { "name": "origin", "prepend": ["$ORIGIN/../lib"], "include": ["lib/**"], "precedes": ["driver"] } ] }
 // Fields: name; exactly one of prepend (array), append (array), removeMatching (string); optional
-// include/exclude (globs on paths relative to the tree), sharedObjectsOnly, before, after.
+// include/exclude (globs on paths relative to the tree), sharedObjectsOnly, precedes, follows (where the
+// hook's entries go in the runpath, relative to other hooks' entries).
 
 import { textToByteString } from '../elf/byte-string.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { BUILTIN_REMOVAL_HOOK_NAMES } from './builtin-hooks.js';
 import type { Hook, RunpathTransform } from './hook.js';
 import { hookDirectory } from './runpath-entry.js';
 
-const KNOWN_FIELDS = new Set(['name', 'prepend', 'append', 'removeMatching', 'include', 'exclude', 'sharedObjectsOnly', 'before', 'after']);
+const KNOWN_FIELDS = new Set(['name', 'prepend', 'append', 'removeMatching', 'include', 'exclude', 'sharedObjectsOnly', 'precedes', 'follows']);
+/** Fields of older configs, refused with what to write instead (refuseRunOrder). */
+const RUN_ORDER_FIELDS = ['before', 'after'] as const;
 
 function configError(file: string, message: string): CudaPatchelfError {
   return new CudaPatchelfError('usage', `hook config: ${message}`, { file });
@@ -40,6 +44,35 @@ function transformOf(file: string, name: string, raw: Record<string, unknown>): 
   return { kind, dirs };
 }
 
+/**
+ * `before` and `after` named the order hooks run in, which puts a prepended entry before the entries of
+ * the hooks it runs after: read as positions they would flip an old config's result, so they are refused,
+ * saying what to write instead (for a hook ordered against one adding at the same end of the runpath).
+ */
+function refuseRunOrder(file: string, name: string, raw: Record<string, unknown>, transform: RunpathTransform): void {
+  for (const field of RUN_ORDER_FIELDS) {
+    if (raw[field] === undefined) continue;
+    const names = JSON.stringify(raw[field]);
+    const ranAfter = field === 'after';
+    const instead =
+      transform.kind === 'remove-matching'
+        ? 'leave it out: a removeMatching hook runs after every hook that adds entries'
+        : `write "${ranAfter === (transform.kind === 'prepend') ? 'precedes' : 'follows'}": ${names} (where its entries go in the runpath)`;
+    throw configError(file, `hook "${name}": "${field}" is no longer read (it named the order hooks run in, not where their entries go); ${instead}`);
+  }
+}
+
+/** A constraint's hook names: a removal hook adds no entries that another hook's could come before or after. */
+function placementList(file: string, name: string, field: 'precedes' | 'follows', raw: Record<string, unknown>, transform: RunpathTransform): string[] {
+  const names = stringList(file, `hook "${name}": ${field}`, raw[field]);
+  if (names.length > 0 && transform.kind === 'remove-matching') {
+    throw configError(file, `hook "${name}": a removeMatching hook adds no entries to place; leave "${field}" out (it runs after every hook that adds entries)`);
+  }
+  const removal = names.find((named) => BUILTIN_REMOVAL_HOOK_NAMES.has(named));
+  if (removal !== undefined) throw configError(file, `hook "${name}": ${field} names "${removal}", which adds no entries of its own to come before or after`);
+  return names;
+}
+
 /** Parses the text of a config file into hooks (`file` names it in errors). */
 export function parseHookConfig(file: string, text: string): Hook[] {
   let config: unknown;
@@ -53,21 +86,23 @@ export function parseHookConfig(file: string, text: string): Hook[] {
   return hooks.map((entry, i): Hook => {
     if (typeof entry !== 'object' || entry === null) throw configError(file, `hooks[${i}] is not an object`);
     const raw = entry as Record<string, unknown>;
-    const unknown = Object.keys(raw).filter((key) => !KNOWN_FIELDS.has(key));
+    const unknown = Object.keys(raw).filter((key) => !KNOWN_FIELDS.has(key) && !(RUN_ORDER_FIELDS as readonly string[]).includes(key));
     if (unknown.length > 0) throw configError(file, `hooks[${i}] has unknown field(s): ${unknown.join(', ')}`);
     if (typeof raw.name !== 'string' || !/^[A-Za-z0-9._-]+$/.test(raw.name)) throw configError(file, `hooks[${i}].name must be a word of letters, digits, . _ -`);
     const name = raw.name;
     if (raw.sharedObjectsOnly !== undefined && typeof raw.sharedObjectsOnly !== 'boolean') throw configError(file, `hook "${name}": sharedObjectsOnly must be true or false`);
+    const transform = transformOf(file, name, raw);
+    refuseRunOrder(file, name, raw, transform);
     return {
       name,
-      transform: transformOf(file, name, raw),
+      transform,
       files: {
         include: stringList(file, `hook "${name}": include`, raw.include),
         exclude: stringList(file, `hook "${name}": exclude`, raw.exclude),
         sharedObjectsOnly: raw.sharedObjectsOnly === true,
       },
-      before: stringList(file, `hook "${name}": before`, raw.before),
-      after: stringList(file, `hook "${name}": after`, raw.after),
+      precedes: placementList(file, name, 'precedes', raw, transform),
+      follows: placementList(file, name, 'follows', raw, transform),
     };
   });
 }

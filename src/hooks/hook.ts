@@ -1,6 +1,6 @@
-// A hook is data: a name, what it does to a runpath, which files it applies to, and where it stands
-// relative to other hooks. The engine (compose-hooks.ts) orders hooks and folds them into one runpath
-// per file; nothing here touches a file.
+// A hook is data: a name, what it does to a runpath, which files it applies to, and where its entries
+// stand relative to other hooks' entries in the runpath. The engine (order-hooks.ts, compose-hooks.ts)
+// orders hooks and folds them into one runpath per file; nothing here touches a file.
 
 /** One runpath entry and the hook that put it there (null: it was in the file already). */
 export interface TracedEntry {
@@ -14,6 +14,8 @@ export type RunpathTransform =
   | { readonly kind: 'append'; readonly dirs: readonly string[] }
   /** Drop entries whose directory contains this path fragment (e.g. `/build/`). */
   | { readonly kind: 'remove-matching'; readonly fragment: string }
+  /** Drop entries that, in one spelling (normalizeRunpathEntry), match one of `patterns` (shell-style, see stubs-pattern.ts). */
+  | { readonly kind: 'remove-pattern'; readonly patterns: readonly string[] }
   /**
    * Nixpkgs' stubs rule: the first entry matching one of `patterns` (shell-style, see stubs-pattern.ts)
    * becomes `dirs`, unless one of `dirs` came earlier; later matches are dropped.
@@ -49,7 +51,11 @@ export interface Hook {
   /** Per-machine replacement of `transform`'s dirs (e_machine → dirs). */
   readonly machineDirs?: ReadonlyMap<number, readonly string[]>;
   readonly files: FileSelector;
-  /** Hooks this one runs before / after (by name); `*` in `after` means after every other hook. */
-  readonly before: readonly string[];
-  readonly after: readonly string[];
+  /**
+   * Hooks (by name) whose entries this hook's entries come before / after in the resulting runpath: its
+   * position, not the order hooks run in (orderHooks derives that). `*`: every other hook that adds
+   * entries at the same end (prepending or appending). Only for hooks that add entries.
+   */
+  readonly precedes: readonly string[];
+  readonly follows: readonly string[];
 }

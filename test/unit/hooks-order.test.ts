@@ -26,7 +26,7 @@ function file(overrides: Partial<FileFacts> = {}): FileFacts {
 }
 
 function hook(name: string, fields: Partial<Omit<Hook, 'name'>> = {}): Hook {
-  return { name, transform: { kind: 'prepend', dirs: [`/${name}`] }, files: {}, before: [], after: [], ...fields };
+  return { name, transform: { kind: 'prepend', dirs: [`/${name}`] }, files: {}, precedes: [], follows: [], ...fields };
 }
 
 const names = (hooks: readonly Hook[]): string[] => hooks.map((h) => h.name);
@@ -59,49 +59,79 @@ describe('orderHooks', () => {
     expect(composed?.applied).toEqual(['driver', 'cuda-compat', 'remove-stubs']);
   });
 
-  it('keeps declaration order among hooks the constraints leave free', () => {
+  it('keeps declaration order among hooks the constraints leave free: each later hook prepends to what the earlier ones made', () => {
     expect(names(orderHooks([hook('a'), hook('b'), hook('c')]))).toEqual(['a', 'b', 'c']);
+    expect(compose([hook('a'), hook('b'), hook('c')], '/old')).toBe('/c:/b:/a:/old');
     expect(names(orderHooks([hook('c'), hook('b'), hook('a')]))).toEqual(['c', 'b', 'a']);
-    // x must follow y; z is free and declared before y, so it goes first; then y, then x.
-    expect(names(orderHooks([hook('x', { after: ['y'] }), hook('z'), hook('y')]))).toEqual(['z', 'y', 'x']);
+    // x's entries must come before y's, so x runs after y; z is free and declared before y, so it goes first.
+    expect(names(orderHooks([hook('x', { precedes: ['y'] }), hook('z'), hook('y')]))).toEqual(['z', 'y', 'x']);
+    expect(compose([hook('x', { precedes: ['y'] }), hook('z'), hook('y')], null)).toBe('/x:/y:/z');
     // Among hooks free to go next, the one declared first goes: b (free) before c (free), then a.
-    expect(names(orderHooks([hook('a'), hook('b'), hook('c', { before: ['a'] })]))).toEqual(['b', 'c', 'a']);
+    expect(names(orderHooks([hook('a'), hook('b'), hook('c', { follows: ['a'] })]))).toEqual(['b', 'c', 'a']);
     // q waits for s; r, free and declared before s, does not.
-    expect(names(orderHooks([hook('p'), hook('q'), hook('r'), hook('s', { before: ['q'] })]))).toEqual(['p', 'r', 's', 'q']);
+    expect(names(orderHooks([hook('p'), hook('q'), hook('r'), hook('s', { follows: ['q'] })]))).toEqual(['p', 'r', 's', 'q']);
   });
 
-  it('orders by before and after alike', () => {
-    expect(names(orderHooks([hook('late', { after: ['early'] }), hook('early')]))).toEqual(['early', 'late']);
-    expect(names(orderHooks([hook('late'), hook('early', { before: ['late'] })]))).toEqual(['early', 'late']);
-    const chain = [hook('c', { after: ['b'] }), hook('b', { after: ['a'] }), hook('a')];
-    for (const declared of permutations(chain)) expect(names(orderHooks(declared))).toEqual(['a', 'b', 'c']);
+  it('places prepended entries as precedes and follows say, whatever the declaration order', () => {
+    for (const declared of permutations([driverHook(), hook('mine', { precedes: ['driver'] })])) expect(compose(declared, '$ORIGIN')).toBe(`/mine:${DRIVER}:$ORIGIN`);
+    for (const declared of permutations([driverHook(), hook('mine', { follows: ['driver'] })])) expect(compose(declared, '$ORIGIN')).toBe(`${DRIVER}:/mine:$ORIGIN`);
+    // Said from either side, the same constraint.
+    expect(names(orderHooks([hook('late', { precedes: ['early'] }), hook('early')]))).toEqual(['early', 'late']);
+    expect(names(orderHooks([hook('late'), hook('early', { follows: ['late'] })]))).toEqual(['early', 'late']);
+    const chain = [hook('c', { precedes: ['b'] }), hook('b', { precedes: ['a'] }), hook('a')];
+    for (const declared of permutations(chain)) {
+      expect(names(orderHooks(declared))).toEqual(['a', 'b', 'c']);
+      expect(compose(declared, null)).toBe('/c:/b:/a');
+    }
+    // Between cuda-compat and the driver: the compat entry stays first.
+    expect(compose([driverHook(), cudaCompatHook(COMPAT), hook('mine', { follows: ['cuda-compat'], precedes: ['driver'] })], null)).toBe(`${COMPAT}/compat:/mine:${DRIVER}`);
+  });
+
+  it('places appended entries as precedes and follows say: an appending hook that precedes another runs first', () => {
+    const tail = (name: string, fields: Partial<Omit<Hook, 'name'>> = {}): Hook => hook(name, { transform: { kind: 'append', dirs: [`/${name}`] }, ...fields });
+    for (const declared of permutations([tail('a', { follows: ['b'] }), tail('b'), tail('c', { precedes: ['b'] })])) {
+      expect(compose(declared, '/old')).toBe('/old:/c:/b:/a');
+    }
+    // A prepended entry comes before an appended one whatever the constraints say, or need not say.
+    expect(compose([tail('t', { follows: ['driver'] }), driverHook()], '/old')).toBe(`${DRIVER}:/old:/t`);
+    expect(compose([hook('p', { precedes: ['t'] }), tail('t')], '/old')).toBe('/p:/old:/t');
+    const impossible = usageError(() => orderHooks([tail('t', { precedes: ['driver'] }), driverHook()]));
+    expect(impossible.message).toBe('hook "t" puts the entries of "t" before those of "driver", but "t" appends and "driver" prepends: appended entries always come after prepended ones');
+    expect(usageError(() => orderHooks([hook('p', { follows: ['t'] }), tail('t')])).message).toBe('hook "p" puts the entries of "t" before those of "p", but "t" appends and "p" prepends: appended entries always come after prepended ones');
   });
 
   it('rejects an unknown hook name as a usage error naming both hooks', () => {
-    const inAfter = usageError(() => orderHooks([driverHook(), hook('mine', { after: ['drvier'] })]));
-    expect(inAfter.message).toContain('"drvier"');
-    expect(inAfter.message).toContain('"mine"');
-    const inBefore = usageError(() => orderHooks([hook('mine', { before: ['nope'] })]));
-    expect(inBefore.message).toContain('"nope"');
-    expect(inBefore.message).toContain('"mine"');
-    const sameName = usageError(() => orderHooks([hook('a', { after: ['*'] }), hook('y', { before: ['Driver'] }), driverHook()]));
+    const inPrecedes = usageError(() => orderHooks([driverHook(), hook('mine', { precedes: ['drvier'] })]));
+    expect(inPrecedes.message).toContain('"drvier"');
+    expect(inPrecedes.message).toContain('"mine"');
+    const inFollows = usageError(() => orderHooks([hook('mine', { follows: ['nope'] })]));
+    expect(inFollows.message).toContain('"nope"');
+    expect(inFollows.message).toContain('"mine"');
+    const sameName = usageError(() => orderHooks([hook('a', { precedes: ['*'] }), hook('y', { follows: ['Driver'] }), driverHook()]));
     expect(sameName.message).toContain('"Driver"');
+    // A built-in hook that is off (allowed absent): nothing to place against.
+    expect(names(orderHooks([hook('mine', { precedes: ['driver'] })], new Set(['driver'])))).toEqual(['mine']);
   });
 
   it('rejects a cycle as a usage error naming the hooks in it', () => {
-    const two = usageError(() => orderHooks([hook('free'), hook('a', { after: ['b'] }), hook('b', { after: ['a'] })]));
+    const two = usageError(() => orderHooks([hook('free'), hook('a', { precedes: ['b'] }), hook('b', { precedes: ['a'] })]));
     expect(two.message).toMatch(/cycle/);
     expect(two.message).toContain('a');
     expect(two.message).toContain('b');
     expect(two.message).not.toContain('free');
-    const self = usageError(() => orderHooks([hook('loop', { before: ['loop'] })]));
+    const self = usageError(() => orderHooks([hook('loop', { follows: ['loop'] })]));
     expect(self.message).toContain('loop');
-    const three = usageError(() => orderHooks([hook('x', { before: ['y'] }), hook('y', { before: ['z'] }), hook('z', { before: ['x'] })]));
+    const three = usageError(() => orderHooks([hook('x', { follows: ['y'] }), hook('y', { follows: ['z'] }), hook('z', { follows: ['x'] })]));
     for (const name of ['x', 'y', 'z']) expect(three.message).toContain(name);
-    // remove-stubs runs after all: asking it to run before driver cannot be satisfied.
-    const last = usageError(() => orderHooks([driverHook(), { ...removeStubsHook(), before: ['driver'] }]));
-    expect(last.message).toContain('remove-stubs');
-    expect(last.message).toContain('driver');
+  });
+
+  it('rejects a constraint on, or naming, a hook that adds no entries of its own', () => {
+    const on = usageError(() => orderHooks([driverHook(), { ...removeStubsHook(), follows: ['driver'] }]));
+    expect(on.message).toContain('remove-stubs');
+    expect(on.message).toContain('driver');
+    const drop = hook('drop', { transform: { kind: 'remove-matching', fragment: '/build/' } });
+    const naming = usageError(() => orderHooks([drop, hook('mine', { precedes: ['drop'] })]));
+    expect(naming.message).toBe('hook "mine" precedes hook "drop", which adds no entries of its own to come before or after (hooks that remove entries run after every hook that adds them)');
   });
 
   it('rejects two hooks with one name', () => {
@@ -109,17 +139,28 @@ describe('orderHooks', () => {
     expect(twice.message).toContain('"driver"');
   });
 
-  it("puts a hook with after: ['*'] after every other, whatever the declaration order", () => {
-    const last = hook('last', { after: ['*'] });
-    for (const declared of permutations([last, hook('a'), hook('b', { after: ['a'] }), hook('c')])) {
+  it("puts a prepending hook with precedes: ['*'] first in the runpath, an appending one with follows: ['*'] last", () => {
+    const first = hook('first', { precedes: ['*'] });
+    for (const declared of permutations([first, hook('a'), hook('b', { precedes: ['a'] }), hook('c')])) {
       const ordered = names(orderHooks(declared));
-      expect(ordered[ordered.length - 1]).toBe('last');
+      expect(ordered[ordered.length - 1]).toBe('first');
+      expect(compose(declared, null)?.startsWith('/first:')).toBe(true);
     }
     // Two of them keep their declaration order, after everything else.
-    expect(names(orderHooks([hook('z', { after: ['*'] }), hook('y', { after: ['*'] }), hook('m')]))).toEqual(['m', 'z', 'y']);
-    // remove-stubs is one: it drops a stubs entry that a hook declared after it adds.
+    expect(names(orderHooks([hook('z', { precedes: ['*'] }), hook('y', { precedes: ['*'] }), hook('m')]))).toEqual(['m', 'z', 'y']);
+    const last = hook('last', { transform: { kind: 'append', dirs: ['/last'] }, follows: ['*'] });
+    const other = hook('other', { transform: { kind: 'append', dirs: ['/other'] } });
+    for (const declared of permutations([last, other, driverHook()])) expect(compose(declared, '/old')).toBe(`${DRIVER}:/old:/other:/last`);
+  });
+
+  it('runs the hooks that remove entries after every hook that adds them, and the stubs replacement last', () => {
+    // remove-stubs drops a stubs entry that a hook declared after it adds.
     const late = hook('late-stubs', { transform: { kind: 'prepend', dirs: [STUBS] } });
     expect(compose([removeStubsHook(), driverHook(), late], '/opt/lib')).toBe(`${DRIVER}:/opt/lib`);
+    const drop = hook('drop', { transform: { kind: 'remove-matching', fragment: '/late' } });
+    const lateDir = hook('late', { transform: { kind: 'append', dirs: ['/late/lib'] } });
+    expect(names(orderHooks([removeStubsHook(), drop, lateDir, driverHook()]))).toEqual(['late', 'driver', 'drop', 'remove-stubs']);
+    expect(compose([drop, lateDir, driverHook()], '/late/x:/opt')).toBe(`${DRIVER}:/opt`);
   });
 });
 

@@ -141,15 +141,15 @@ describe('a file with many names, against running each hook once per name', () =
   // step, as in Nixpkgs; and every split of the runpath tried. Seeded: a failure replays from its case.
   // 1,000 cases keep the unit tier fast; with this pool of hooks the test has passed at 20,000.
   const extraHooks: Hook[] = [
-    { name: 'append', transform: { kind: 'append', dirs: ['/z'] }, files: {}, before: [], after: [] },
-    { name: 'append-stubs', transform: { kind: 'append', dirs: [STUBS] }, files: {}, before: [], after: [] },
-    { name: 'drop-build', transform: { kind: 'remove-matching', fragment: '/build/' }, files: {}, before: [], after: [] },
-    { name: 'two-for-stubs', transform: { kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: ['/r1', '/r2'] }, files: {}, before: [], after: [] },
-    { name: 'two-first', transform: { kind: 'prepend', dirs: ['/p1', '/p2'] }, files: {}, before: [], after: [] },
-    { name: 'two-last', transform: { kind: 'append', dirs: ['/z', '/y'] }, files: {}, before: [], after: [] },
+    { name: 'append', transform: { kind: 'append', dirs: ['/z'] }, files: {}, precedes: [], follows: [] },
+    { name: 'append-stubs', transform: { kind: 'append', dirs: [STUBS] }, files: {}, precedes: [], follows: [] },
+    { name: 'drop-build', transform: { kind: 'remove-matching', fragment: '/build/' }, files: {}, precedes: [], follows: [] },
+    { name: 'two-for-stubs', transform: { kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: ['/r1', '/r2'] }, files: {}, precedes: [], follows: [] },
+    { name: 'two-first', transform: { kind: 'prepend', dirs: ['/p1', '/p2'] }, files: {}, precedes: [], follows: [] },
+    { name: 'two-last', transform: { kind: 'append', dirs: ['/z', '/y'] }, files: {}, precedes: [], follows: [] },
     // Replacements that match the pattern themselves, and a filter that drops what other hooks add.
-    { name: 'stubs-for-stubs', transform: { kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: [STUBS_OUTPUT, '/r1'] }, files: {}, before: [], after: [] },
-    { name: 'drop-compat', transform: { kind: 'remove-matching', fragment: 'cuda_compat' }, files: {}, before: [], after: [] },
+    { name: 'stubs-for-stubs', transform: { kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: [STUBS_OUTPUT, '/r1'] }, files: {}, precedes: [], follows: [] },
+    { name: 'drop-compat', transform: { kind: 'remove-matching', fragment: 'cuda_compat' }, files: {}, precedes: [], follows: [] },
   ];
   const hookPool = [driverHook(), cudaCompatHook(COMPAT), removeStubsHook(), ...extraHooks];
   const entryPool = [`${COMPAT}/compat`, DRIVER, STUBS, STUBS_OUTPUT, '$ORIGIN', '', '/a', '/build/x', '/z', '/r1', '/p2'];
