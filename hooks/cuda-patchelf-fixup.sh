@@ -16,7 +16,8 @@
 #     __structuredAttrs), e.g. "--nixpkgs-compat" or "--config hooks.json"; they come last, so they win;
 #   CUDA_PATCHELF: the cuda-patchelf command to run (default: the one filled in at install time, else the
 #     one on PATH);
-#   NIX_BUILD_CORES: how many files cuda-patchelf patches at once (0, or unset: its own default);
+#   NIX_BUILD_CORES: the build's cores; cuda-patchelf patches with half as many threads, at least 1 (0, or
+#     unset: its own default, half the CPUs);
 #   NIX_DEBUG >= 1: say what is sourced, skipped and run, and one line per file patched.
 #
 # Messages go through stdenv's nixLog and nixErrorLog when it has them (and a log to write to), as the
@@ -180,10 +181,12 @@ cudaPatchelfFixup() {
   # The driver hook is on in cuda-patchelf unless turned off.
   [[ " ${active[*]} " == *" driver "* ]] || args+=(--no-driver)
 
-  # stdenv's parallelism; 0 means every core (setup.sh normally turns it into a count already), which is
-  # cuda-patchelf's own default as far as it goes.
+  # stdenv's parallelism, the cores this build may use; 0 means every core (setup.sh normally turns it
+  # into a count already), which cuda-patchelf's own default covers. A patching thread keeps about 1.5
+  # cores busy, so cuda-patchelf's default is half the CPUs (docs/benchmarks.md, Threads): the same rule
+  # applied to the build's cores, half of them, at least 1.
   if [[ ${NIX_BUILD_CORES-} =~ ^[0-9]+$ ]] && (( NIX_BUILD_CORES > 0 )); then
-    args+=(--jobs "$NIX_BUILD_CORES")
+    args+=(--jobs "$(( NIX_BUILD_CORES > 1 ? NIX_BUILD_CORES / 2 : 1 ))")
   fi
   if (( ${NIX_DEBUG:-0} >= 1 )); then
     args+=(--verbose)

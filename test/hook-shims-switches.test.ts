@@ -198,7 +198,7 @@ describe('switches', () => {
     }
   });
 
-  it('patches NIX_BUILD_CORES files at once, and leaves the number to cuda-patchelf when it is 0 (every core)', async () => {
+  it('patches with half of NIX_BUILD_CORES threads (at least 1), and leaves the number to cuda-patchelf when it is 0 (every core)', async () => {
     const jobs = async (attrs: Record<string, string>): Promise<string | undefined> => {
       const build = await buildWithHooks(packages(), { hooks: ['driver'], attrs });
       expectBuilt(build);
@@ -206,14 +206,15 @@ describe('switches', () => {
       const at = args.indexOf('--jobs');
       return at < 0 ? undefined : args[at + 1];
     };
-    expect(await jobs({ NIX_BUILD_CORES: '2' })).toBe('2');
+    expect(await jobs({ NIX_BUILD_CORES: '4' })).toBe('2');
+    expect(await jobs({ NIX_BUILD_CORES: '3' })).toBe('1');
     // stdenv's setup.sh makes an unset NIX_BUILD_CORES 1, and 0 the number of cores, before any phase.
     expect(await jobs({})).toBe('1');
-    expect(await jobs({ NIX_BUILD_CORES: '0' })).toBe(String(availableParallelism()));
+    expect(await jobs({ NIX_BUILD_CORES: '0' })).toBe(String(Math.max(1, Math.floor(availableParallelism() / 2))));
     // A 0 that reaches the hook (a builder that does not normalise it) passes no --jobs at all.
     expect(await jobs({ preFixup: 'NIX_BUILD_CORES=0' })).toBeUndefined();
     // cudaPatchelfFlags come after, so that a derivation's own --jobs wins.
-    const own = await buildWithHooks(packages(), { hooks: ['driver'], attrs: { NIX_BUILD_CORES: '2', cudaPatchelfFlags: '--jobs 1' } });
+    const own = await buildWithHooks(packages(), { hooks: ['driver'], attrs: { NIX_BUILD_CORES: '4', cudaPatchelfFlags: '--jobs 1' } });
     expectBuilt(own);
     expect(own.calls[0]?.join(' ')).toContain('--jobs 2 --jobs 1 --');
   });
