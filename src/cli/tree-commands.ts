@@ -59,7 +59,7 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--stubs-pattern <glob>', `what marks a stubs entry, a shell pattern on the whole entry; repeatable (default: ${NIXPKGS_STUBS_PATTERNS.join(' ')})`, collect)
     .option('--config <file>', 'more hooks from a JSON file (see docs/hooks.md)')
     .option('--nixpkgs-compat', "byte-identical to Nixpkgs' hooks: no dedupe, trailing ':' for an empty runpath, DT_RPATH becomes DT_RUNPATH")
-    .option('--make-writable', 'patch read-only files too (their mode is restored afterwards); plan and check take it to agree with apply')
+    .option('--make-writable', 'apply: patch read-only files too (their mode is restored afterwards); plan, check, --dry-run: say what apply would do with it')
     .option('-j, --jobs <n>', `threads patching files at once, at most (default: ${defaultJobs(cpuCount)}, half the CPUs; 1: no worker threads)`)
     .option('--threads-from-start', 'start the worker threads with the batch and send them every ELF file (by default the first ELF file starts them, and ELF files met before one has loaded wait for it, patched in this thread only if the walk ends first)')
     .option('--json', 'write a JSON report to stdout instead of the text summary')
@@ -164,10 +164,13 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
     durable: options.durable === true,
     makeWritable: options.makeWritable === true,
     onOutcome: (outcome) => {
-      const line = outcome.status === 'failed' ? null : options.verbose ? verboseLine(outcome, verb) : null;
-      if (outcome.status === 'failed' || line !== null) progress?.clear();
+      // A file apply would refuse is shown by a dry run of apply even without --verbose, as the failure
+      // it would be; plan and check show it in their own listing.
+      const shown = options.verbose === true || (name === 'apply' && outcome.status === 'would-refuse' && !options.quiet && !options.json);
+      const lines = outcome.status === 'failed' || !shown ? [] : verboseLines(outcome, verb);
+      if (outcome.status === 'failed' || lines.length > 0) progress?.clear();
       if (outcome.status === 'failed') io.err(errorLine(outcome.error, outcome.path));
-      if (line !== null) io.out(line);
+      for (const line of lines) io.out(line);
       progress?.update();
     },
   });
@@ -175,20 +178,27 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
   return { ...result, hooks, dryRun };
 }
 
-/** --verbose: a line per file patched, and per ELF file left alone (not for files that are not ELF). */
-function verboseLine(outcome: FileOutcome, verb: string): string | null {
+/**
+ * --verbose: a line per file patched, and per ELF file left alone (not for files that are not ELF); a
+ * file apply would refuse gets a second line that says so.
+ */
+function verboseLines(outcome: FileOutcome, verb: string): string[] {
   const path = oneLine(outcome.path);
   switch (outcome.status) {
     case 'patched':
-      return `${verb} ${path}: ${text(outcome.oldRunpath)} -> ${text(outcome.newRunpath)}`;
+    case 'would-refuse':
+      return [`${verb} ${path}: ${text(outcome.oldRunpath)} -> ${text(outcome.newRunpath)}`, ...refusalLines(outcome)];
     case 'unchanged':
-      return `unchanged ${path}: ${text(outcome.runpath)}`;
+      return [`unchanged ${path}: ${text(outcome.runpath)}`];
     case 'skipped':
-      return outcome.reason === 'not-elf' ? null : `skipped ${path}: ${outcome.reason}`;
+      return outcome.reason === 'not-elf' ? [] : [`skipped ${path}: ${outcome.reason}`];
     default:
-      return null;
+      return [];
   }
 }
+
+/** Under a file to patch that apply would refuse to write: what apply would say, worded as no failure. */
+const refusalLines = (outcome: PendingOutcome): string[] => (outcome.status === 'would-refuse' ? [`  apply would refuse it: ${oneLine(outcome.refusal)}`] : []);
 
 const text = (value: string | null): string => (value === null ? '(none)' : `"${oneLine(byteStringToText(value))}"`);
 
@@ -200,6 +210,8 @@ function summaryLine(verb: string, s: BatchSummary): string {
   return [
     `${s.visited} visited`,
     `${patchedCount(s)} ${verb}${tiers.length > 0 ? ` (${tiers.join(', ')})` : ''}`,
+    // Only dry runs have these, and the line keeps its usual shape without them.
+    ...(s.wouldRefuse > 0 ? [`${s.wouldRefuse} apply would refuse`] : []),
     `${s.unchanged} unchanged`,
     `skipped: ${skipped.length > 0 ? skipped.join(', ') : 'none'}`,
     `${s.failed} failed`,
@@ -213,13 +225,17 @@ function outcomeJson(outcome: FileOutcome, dryRun: boolean): object {
     case 'failed':
       return { path: outcome.path, status: outcome.status, error: errorJson(outcome.error) };
     case 'patched':
+    case 'would-refuse': {
+      const { path, status, ...change } = outcome;
       return {
-        ...outcome,
-        status: dryRun ? 'would-patch' : 'patched',
+        path,
+        status: status === 'would-refuse' ? status : dryRun ? 'would-patch' : 'patched',
+        ...change,
         oldRunpath: outcome.oldRunpath === null ? null : byteStringToText(outcome.oldRunpath),
         newRunpath: byteStringToText(outcome.newRunpath),
         entries: outcome.entries.map((e) => ({ dir: byteStringToText(e.dir), hook: e.hook })),
       };
+    }
     case 'unchanged':
       return { ...outcome, runpath: outcome.runpath === null ? null : byteStringToText(outcome.runpath) };
     default:
@@ -227,19 +243,24 @@ function outcomeJson(outcome: FileOutcome, dryRun: boolean): object {
   }
 }
 
-/** Version 2: a dry run's files say "would-patch", and its summary counts them under `wouldPatch`. */
+/**
+ * Version 3: a dry run's files say "would-patch" or "would-refuse" (with `refusal`, apply's words), and
+ * its summary counts them under `wouldPatch` and `wouldRefuse`; a real run has neither. (Version 2
+ * reported apply's refusals in a dry run as failures.)
+ */
 function reportJson(io: CliIo, command: TreeCommandName, run: TreeRun, options: TreeOptions): void {
-  const { visited, patched, ...counts } = run.summary;
+  const { visited, patched, wouldRefuse, ...counts } = run.summary;
+  const planned = run.dryRun ? { wouldPatch: patched, wouldRefuse } : { patched };
   io.out(
     JSON.stringify(
       {
-        version: 2,
+        version: 3,
         command,
         dryRun: run.dryRun,
         semantics: options.nixpkgsCompat ? 'nixpkgs-compat' : 'default',
         hooks: run.hooks.map((h) => h.name),
         workerThreads: run.workerThreads,
-        summary: { visited, [run.dryRun ? 'wouldPatch' : 'patched']: patched, ...counts },
+        summary: { visited, ...planned, ...counts },
         files: run.outcomes.map((outcome) => outcomeJson(outcome, run.dryRun)),
       },
       null,
@@ -248,8 +269,18 @@ function reportJson(io: CliIo, command: TreeCommandName, run: TreeRun, options: 
   );
 }
 
-const pendingOf = (run: TreeRun): Extract<FileOutcome, { status: 'patched' }>[] =>
-  run.outcomes.filter((o): o is Extract<FileOutcome, { status: 'patched' }> => o.status === 'patched');
+type PendingOutcome = Extract<FileOutcome, { status: 'patched' | 'would-refuse' }>;
+
+/** The files a run patched, or in a dry run would patch or would have apply refuse: the files that need patching. */
+const pendingOf = (run: TreeRun): PendingOutcome[] => run.outcomes.filter((o): o is PendingOutcome => o.status === 'patched' || o.status === 'would-refuse');
+
+/** `check`'s last line: "nothing to do" only when no file needs patching and none failed. */
+function checkSummary(pending: number, s: BatchSummary): string {
+  if (pending === 0 && s.failed === 0) return 'nothing to do';
+  const refused = s.wouldRefuse > 0 ? ` (apply would refuse ${s.wouldRefuse} of them as they are)` : '';
+  const needing = pending === 0 ? 'no other file needs patching' : `${pending} file(s) need patching${refused}`;
+  return s.failed === 0 ? needing : `${s.failed} failed, ${needing}`;
+}
 
 export function registerTreeCommands(program: Command, io: CliIo): void {
   withTreeOptions(program.command('apply'), io.cpuCount)
@@ -276,8 +307,13 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
       if (options.json) reportJson(io, 'check', run, options);
       else if (!options.quiet) {
         // --verbose has listed them already, one line per file.
-        if (!options.verbose) for (const o of pending) io.out(`${oneLine(o.path)}: ${text(o.oldRunpath)} -> ${text(o.newRunpath)}`);
-        io.out(`cuda-patchelf check: ${pending.length === 0 ? 'nothing to do' : `${pending.length} file(s) need patching`}`);
+        if (!options.verbose) {
+          for (const o of pending) {
+            io.out(`${oneLine(o.path)}: ${text(o.oldRunpath)} -> ${text(o.newRunpath)}`);
+            for (const line of refusalLines(o)) io.out(line);
+          }
+        }
+        io.out(`cuda-patchelf check: ${checkSummary(pending.length, run.summary)}`);
       }
       io.setExitCode(run.summary.failed > 0 ? EXIT.someFilesFailed : pending.length > 0 ? EXIT.checkFoundWork : EXIT.ok);
     });
@@ -293,6 +329,7 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
           io.out(`  old: ${text(o.oldRunpath)}`);
           io.out(`  new: ${text(o.newRunpath)}`);
           for (const entry of o.entries) io.out(`    ${byteStringToText(entry.dir) || '(empty)'}  <- ${entry.hook ?? 'file'}`);
+          for (const line of refusalLines(o)) io.out(line);
         }
         io.out(`cuda-patchelf plan: ${summaryLine('to patch', run.summary)}`);
       }
