@@ -1,6 +1,5 @@
 // `apply`, `check` and `plan`: the hooks over whole output trees.
 
-import { realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { byteStringToText, textToByteString } from '../elf/byte-string.js';
@@ -16,7 +15,7 @@ import { hookDirectory } from '../hooks/runpath-entry.js';
 import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../hooks/stubs-pattern.js';
 import type { CliIo } from './cli-io.js';
 import { EXIT } from './exit-codes.js';
-import { errorJson, errorLine, rejectEmptyPaths } from './report.js';
+import { errorJson, errorLine, existingTrees, rejectEmptyPaths } from './report.js';
 import { ProgressLine } from './progress-line.js';
 
 interface TreeOptions {
@@ -80,18 +79,12 @@ function checkArguments(dirs: readonly string[], options: TreeOptions, command: 
 }
 
 /**
- * A tree named twice, or inside another one named, would have its files walked twice: patched twice
- * under --nixpkgs-compat (each walk prepends again) and counted as two names of one file. Trees are
- * compared by their real paths; one that cannot be resolved is left to the walk, which reports it.
+ * Every tree must exist (existingTrees), and none be named twice or inside another one named: its
+ * files would be walked twice, patched twice under --nixpkgs-compat (each walk prepends again) and
+ * counted as two names of one file. Trees are compared by their real paths.
  */
 function rejectOverlappingTrees(dirs: readonly string[]): void {
-  const real = dirs.flatMap((dir) => {
-    try {
-      return [{ dir, real: realpathSync(dir) }];
-    } catch {
-      return [];
-    }
-  });
+  const real = existingTrees(dirs);
   const inside = (outer: string, inner: string): boolean => inner === outer || inner.startsWith(outer.endsWith('/') ? outer : `${outer}/`);
   for (const [i, a] of real.entries()) {
     for (const b of real.slice(i + 1)) {
