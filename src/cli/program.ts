@@ -1,7 +1,6 @@
 // The command tree. Usage errors exit 2 with one `cuda-patchelf:` line (1 in the patchelf-compatible
 // mode, as patchelf); each command sets its own code.
 
-import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { EXIT } from './exit-codes.js';
 import { registerEditCommands } from './edit-commands.js';
@@ -12,8 +11,8 @@ import { isPatchelfInvocation, patchelfHelp } from './patchelf-arguments.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { errorLine } from './report.js';
 import type { CliIo } from './cli-io.js';
+import { DOCS_DIR, README_PATH, VERSION } from './package-files.js';
 
-const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   let exitCode: number = EXIT.ok;
@@ -28,7 +27,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       // Every error line in one style, commander's and the commands' own: `cuda-patchelf: …`.
       outputError: (s, write) => write(s.trimEnd().split('\n').map((line) => `cuda-patchelf: ${line.replace(/^error: /, '')}`).join('\n')),
     })
-    .addHelpText('after', `\n${patchelfHelp()}`);
+    .addHelpText('after', `\n${patchelfHelp()}\n\nDocumentation: ${README_PATH} and ${DOCS_DIR}/`);
   registerPrint(program, recordingIo);
   registerDoctor(program, recordingIo);
   registerEditCommands(program, recordingIo);

@@ -17,6 +17,7 @@ import type { CliIo } from './cli-io.js';
 import { EXIT } from './exit-codes.js';
 import { errorJson, errorLine, existingTrees, rejectEmptyPaths } from './report.js';
 import { ProgressLine } from './progress-line.js';
+import { docPath } from './package-files.js';
 
 interface TreeOptions {
   driver: boolean;
@@ -56,7 +57,7 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--cuda-compat <dir>', 'add the cuda_compat hook (absolute DIR): DIR/compat goes before the driver directory')
     .option('--remove-stubs', 'add the stubs hook: the first CUDA stubs entry becomes DRIVER-LINK/lib (unless that came first), the others go')
     .option('--stubs-pattern <glob>', `what marks a stubs entry, a shell pattern on the whole entry; repeatable (default: ${NIXPKGS_STUBS_PATTERNS.join(' ')})`, collect)
-    .option('--config <file>', 'more hooks from a JSON file (see docs/hooks.md)')
+    .option('--config <file>', `more hooks from a JSON file (see ${docPath('hooks.md')})`)
     .option('--nixpkgs-compat', "byte-identical to Nixpkgs' hooks: no dedupe, trailing ':' for an empty runpath, DT_RPATH becomes DT_RUNPATH")
     .option('--make-writable', 'apply: patch read-only files too (their mode is restored afterwards); plan, check, --dry-run: say what apply would do with it')
     .option('-j, --jobs <n>', `threads patching files at once, at most (default: ${defaultJobs(cpuCount)}, half the CPUs; 1: no worker threads)`)
