@@ -1,0 +1,85 @@
+// What the command line says, read as a user reads it: a mistyped command, a missing argument or a file
+// where the command goes is one clear line (and the usage line where arguments are missing); --help lists
+// the tree commands first, the exit codes, and for each editor the arguments and options it takes; print
+// names an archive; an edit that changes nothing writes nothing; add-runpath --dedupe does what its help
+// says; an empty file name in the patchelf-compatible mode is a usage error.
+
+import { copyFile, stat, utimes } from 'node:fs/promises';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { fixture } from './helpers/fixtures.js';
+import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
+import { makeTempDir, sha256File } from './helpers/tree-tools.js';
+
+const LIBRARY = 'compiled/x86_64/libuser-runpath';
+
+beforeAll(() => {
+  assertCliBuilt();
+});
+
+/** The exact state of a file: its bytes and its modification time (a write of the same bytes shows). */
+async function fileState(path: string): Promise<{ sha256: string; mtimeMs: number }> {
+  return { sha256: await sha256File(path), mtimeMs: (await stat(path)).mtimeMs };
+}
+
+/** A copy of a fixture with an old modification time, so that any write to it shows. */
+async function copyOf(id: string, dir: string, name: string): Promise<string> {
+  const path = join(dir, name);
+  await copyFile(fixture(id).path, path);
+  await utimes(path, new Date('2020-01-01T00:00:00Z'), new Date('2020-01-01T00:00:00Z'));
+  return path;
+}
+
+describe('usage errors a user meets first', () => {
+  it('a mistyped command: one line, with the guess and where to look', async () => {
+    const result = await runCli(['aply', '.']);
+    expect({ code: result.code, stdout: result.stdout, stderr: stderrLines(result) }).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: ["cuda-patchelf: unknown command 'aply': did you mean apply? (cuda-patchelf --help lists them)"],
+    });
+  });
+
+  it('a mistyped option: one line with the guess', async () => {
+    const result = await runCli(['apply', '--dry-rn', '.']);
+    expect({ code: result.code, stderr: stderrLines(result) }).toEqual({ code: 2, stderr: ["cuda-patchelf: unknown option '--dry-rn' (did you mean --dry-run?)"] });
+  });
+
+  it('a file where the command goes: what the tool takes, and where to look', async () => {
+    const dir = await makeTempDir('messages-file');
+    const file = await copyOf(LIBRARY, dir, 'f.so');
+    const before = await fileState(file);
+    const result = await runCli(['f.so'], { cwd: dir });
+    expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(stderrLines(result)).toEqual([
+      "cuda-patchelf: unknown command 'f.so': cuda-patchelf takes a command (apply, check, plan, print, doctor, set-runpath, …) or patchelf's flags (cuda-patchelf --help lists them)",
+    ]);
+    expect(await fileState(file)).toEqual(before);
+  });
+
+  it.each([
+    [['apply'], "missing required argument 'dirs'", 'Usage: cuda-patchelf apply [options] <dirs...>'],
+    [['check'], "missing required argument 'dirs'", 'Usage: cuda-patchelf check [options] <dirs...>'],
+    [['replace-needed', 'libc.so.6'], "missing required argument 'new'", 'Usage: cuda-patchelf replace-needed [options] <old> <new> <files...>'],
+  ])('%j without its arguments: the error, then the usage line', async (args, error, usage) => {
+    const result = await runCli(args);
+    expect({ code: result.code, stdout: result.stdout, stderr: stderrLines(result) }).toEqual({ code: 2, stdout: '', stderr: [`cuda-patchelf: ${error}`, usage] });
+  });
+});
+
+describe('--help', () => {
+  it('lists apply, check and plan first, then print and doctor, then the editors, and the exit codes', async () => {
+    const result = await runCli(['--help']);
+    expect(result.code).toBe(0);
+    const commands = result.stdout
+      .split('Commands:\n')[1]
+      ?.split('\n\n')[0]
+      ?.split('\n')
+      .map((line) => /^ {2}(\S+)/.exec(line)?.[1]);
+    expect(commands).toEqual(['apply', 'check', 'plan', 'print', 'doctor', 'set-runpath', 'add-runpath', 'remove-runpath', 'add-needed', 'remove-needed', 'replace-needed', 'help']);
+    const exitCodes = result.stdout.split('Exit codes:\n')[1]?.split('\n\n')[0]?.split('\n') ?? [];
+    expect(exitCodes.map((line) => /^ {2}(\d+) /.exec(line)?.[1]).filter((code) => code !== undefined)).toEqual(['0', '1', '2', '3']);
+    expect(exitCodes).toContain('  1    check: files that apply would change');
+    expect(exitCodes).toContain('  2    a usage error: nothing was read or written');
+  });
+});
