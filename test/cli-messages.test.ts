@@ -8,7 +8,7 @@ import { copyFile, stat, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
-import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
+import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import { makeTempDir, sha256File } from './helpers/tree-tools.js';
 
 const LIBRARY = 'compiled/x86_64/libuser-runpath';
@@ -16,6 +16,9 @@ const LIBRARY = 'compiled/x86_64/libuser-runpath';
 beforeAll(() => {
   assertCliBuilt();
 });
+
+/** Help text with its wrapping undone: commander breaks long descriptions at spaces. */
+const unwrapped = (result: CliResult): string => result.stdout.replace(/\s+/g, ' ');
 
 /** The exact state of a file: its bytes and its modification time (a write of the same bytes shows). */
 async function fileState(path: string): Promise<{ sha256: string; mtimeMs: number }> {
@@ -81,5 +84,11 @@ describe('--help', () => {
     expect(exitCodes.map((line) => /^ {2}(\d+) /.exec(line)?.[1]).filter((code) => code !== undefined)).toEqual(['0', '1', '2', '3']);
     expect(exitCodes).toContain('  1    check: files that apply would change');
     expect(exitCodes).toContain('  2    a usage error: nothing was read or written');
+  });
+
+  it('--jobs says its default as a rule and as this machine\'s number, not as two numbers', async () => {
+    const help = unwrapped(await runCli(['apply', '--help']));
+    expect(help).toMatch(/--jobs <n> threads patching files at once, at most \(default: half the CPUs, at least 1: \d+ here; 1: no worker threads\)/);
+    expect(help).not.toMatch(/default: \d+, half the CPUs/);
   });
 });

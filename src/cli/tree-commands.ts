@@ -60,7 +60,7 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--config <file>', `more hooks from a JSON file (see ${docPath('hooks.md')})`)
     .option('--nixpkgs-compat', "byte-identical to Nixpkgs' hooks: no dedupe, trailing ':' for an empty runpath, DT_RPATH becomes DT_RUNPATH")
     .option('--make-writable', 'apply: patch read-only files too (their mode is restored afterwards); plan, check, --dry-run: say what apply would do with it')
-    .option('-j, --jobs <n>', `threads patching files at once, at most (default: ${defaultJobs(cpuCount)}, half the CPUs; 1: no worker threads)`)
+    .option('-j, --jobs <n>', `threads patching files at once, at most (default: half the CPUs, at least 1: ${defaultJobs(cpuCount)} here; 1: no worker threads)`)
     .option('--threads-from-start', 'start the worker threads with the batch and send them every ELF file (by default the first ELF file starts them, and ELF files met before one has loaded wait for it, patched in this thread only if the walk ends first)')
     .option('--json', 'write a JSON report to stdout instead of the text summary')
     .option('-q, --quiet', 'print nothing but errors (the exit code says the rest)')
