@@ -8,6 +8,7 @@ import { copyFile, stat, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
+import { readDynamic } from './helpers/readelf-dynamic.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import { makeTempDir, sha256File } from './helpers/tree-tools.js';
 
@@ -90,5 +91,44 @@ describe('--help', () => {
     const help = unwrapped(await runCli(['apply', '--help']));
     expect(help).toMatch(/--jobs <n> threads patching files at once, at most \(default: half the CPUs, at least 1: \d+ here; 1: no worker threads\)/);
     expect(help).not.toMatch(/default: \d+, half the CPUs/);
+  });
+
+  it('the DT_NEEDED editors take no --force-rpath, the runpath editors do, and every editor describes its arguments', async () => {
+    const takes = async (command: string): Promise<{ forceRpath: boolean; arguments: string[] }> => {
+      const result = await runCli([command, '--help']);
+      expect(result.code, command).toBe(0);
+      const section = result.stdout.split('Arguments:\n')[1]?.split('\n\n')[0] ?? '';
+      return { forceRpath: result.stdout.includes('--force-rpath'), arguments: section.split('\n').filter((line) => /^ {2}\S/.test(line)).map((line) => line.trim().replace(/\s{2,}/, ': ')) };
+    };
+    expect(await takes('add-needed')).toEqual({ forceRpath: false, arguments: ['library: the library to add, as DT_NEEDED names it (libfoo.so.1)', 'files: ELF files to edit (a symbolic link is followed)'] });
+    expect(await takes('remove-needed')).toEqual({ forceRpath: false, arguments: ['library: the DT_NEEDED name to remove (libfoo.so.1)', 'files: ELF files to edit (a symbolic link is followed)'] });
+    expect(await takes('replace-needed')).toEqual({
+      forceRpath: false,
+      arguments: ['old: the DT_NEEDED name to rename (libfoo.so.1)', 'new: the name it becomes', 'files: ELF files to edit (a symbolic link is followed)'],
+    });
+    for (const command of ['set-runpath', 'add-runpath', 'remove-runpath']) {
+      const help = await takes(command);
+      expect(help.forceRpath, command).toBe(true);
+      expect(help.arguments.every((line) => /^\S+: \S/.test(line)), `${command}: ${help.arguments.join(' | ')}`).toBe(true);
+    }
+    const refused = await runCli(['add-needed', '--force-rpath', 'libx.so', 'f.so']);
+    expect({ code: refused.code, stderr: stderrLines(refused) }).toEqual({ code: 2, stderr: ["cuda-patchelf: unknown option '--force-rpath'"] });
+  });
+});
+
+describe('add-runpath --dedupe', () => {
+  it('keeps the first of each directory, as its help says: a directory prepended that the runpath had moves to the front, one appended stays', async () => {
+    const help = unwrapped(await runCli(['add-runpath', '--help']));
+    expect(help).toContain('--dedupe keep the first of each directory and no empty entry in the result, as apply does: a directory prepended that the runpath had moves to the front, one appended stays where it was');
+    const dir = await makeTempDir('messages-dedupe');
+    const library = await copyOf(LIBRARY, dir, 'libuser.so');
+    expect((await runCli(['set-runpath', '/a:/b::/c', library])).code).toBe(0);
+    const prepended = await runCli(['add-runpath', '--dedupe', '/c', library]);
+    expect(prepended.code, prepended.stderr).toBe(0);
+    expect((await readDynamic(library))?.runpath).toBe('/c:/a:/b');
+    const before = await fileState(library);
+    const appended = await runCli(['add-runpath', '--dedupe', '--append', '/a', library]);
+    expect(appended.stdout).toBe(`${library}: already as asked, nothing written\n`);
+    expect(await fileState(library)).toEqual(before);
   });
 });
