@@ -4,10 +4,11 @@
 // names an archive; an edit that changes nothing writes nothing; add-runpath --dedupe does what its help
 // says; an empty file name in the patchelf-compatible mode is a usage error.
 
-import { copyFile, stat, utimes } from 'node:fs/promises';
+import { copyFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fixture } from './helpers/fixtures.js';
+import { fixture, requireTool } from './helpers/fixtures.js';
+import { mustExec } from './helpers/exec.js';
 import { readDynamic } from './helpers/readelf-dynamic.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import { makeTempDir, sha256File } from './helpers/tree-tools.js';
@@ -113,6 +114,23 @@ describe('--help', () => {
     }
     const refused = await runCli(['add-needed', '--force-rpath', 'libx.so', 'f.so']);
     expect({ code: refused.code, stderr: stderrLines(refused) }).toEqual({ code: 2, stderr: ["cuda-patchelf: unknown option '--force-rpath'"] });
+  });
+});
+
+describe('print and the editors on an archive', () => {
+  it('name it as an archive (a static library), and leave it alone', async () => {
+    const dir = await makeTempDir('messages-archive');
+    await writeFile(join(dir, 'x.c'), 'int x(void) { return 1; }\n');
+    await mustExec(requireTool('gcc'), ['-c', '-o', join(dir, 'x.o'), join(dir, 'x.c')]);
+    const archive = join(dir, 'libx.a');
+    await mustExec(requireTool('ar'), ['rcs', archive, join(dir, 'x.o')]);
+    const before = await fileState(archive);
+    for (const args of [['print', archive], ['set-runpath', '/opt/x', archive], ['--set-rpath', '/opt/x', archive]]) {
+      const result = await runCli(args);
+      expect(result.code, args.join(' ')).toBe(args[0] === '--set-rpath' ? 1 : 3);
+      expect(stderrLines(result), args.join(' ')).toEqual([`cuda-patchelf: ${archive}: an ar archive (static library), not an ELF file (at offset 0x0)`]);
+    }
+    expect(await fileState(archive)).toEqual(before);
   });
 });
 
