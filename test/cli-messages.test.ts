@@ -13,6 +13,8 @@ import { readDynamic } from './helpers/readelf-dynamic.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import { makeTempDir, sha256File } from './helpers/tree-tools.js';
 
+const PROGRAM = 'compiled/x86_64/pie-runpath';
+
 const LIBRARY = 'compiled/x86_64/libuser-runpath';
 
 beforeAll(() => {
@@ -131,6 +133,26 @@ describe('print and the editors on an archive', () => {
       expect(stderrLines(result), args.join(' ')).toEqual([`cuda-patchelf: ${archive}: an ar archive (static library), not an ELF file (at offset 0x0)`]);
     }
     expect(await fileState(archive)).toEqual(before);
+  });
+});
+
+describe('an edit that changes nothing', () => {
+  it('replace-needed A A: says nothing changed and writes nothing, the patchelf-compatible mode neither', async () => {
+    const dir = await makeTempDir('messages-replace-same');
+    const program = await copyOf(PROGRAM, dir, 'prog');
+    const before = await fileState(program);
+    const text = await runCli(['replace-needed', 'libc.so.6', 'libc.so.6', program]);
+    expect({ code: text.code, stdout: text.stdout, stderr: text.stderr }).toEqual({ code: 0, stdout: `${program}: already as asked, nothing written\n`, stderr: '' });
+    const json = await runCli(['replace-needed', 'libc.so.6', 'libc.so.6', program, '--json']);
+    expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ tier: 'noop', changes: [], bytesWritten: 0, plannedBytes: 0 })]);
+    const patchelf = await runCli(['--replace-needed', 'libc.so.6', 'libc.so.6', program]);
+    expect({ code: patchelf.code, stderr: patchelf.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(await fileState(program)).toEqual(before);
+    // A real rename still renames, version needs included.
+    const renamed = await runCli(['replace-needed', 'libc.so.6', 'libc.so.7', program]);
+    expect(renamed.stdout).toContain("'libc.so.6' replaced by 'libc.so.7' in the needed libraries");
+    const versions = await mustExec(requireTool('readelf'), ['-V', program]);
+    expect(versions.stdout).toMatch(/File: libc\.so\.7/);
   });
 });
 
