@@ -4,7 +4,7 @@
 // names an archive; an edit that changes nothing writes nothing; add-runpath --dedupe does what its help
 // says; an empty file name in the patchelf-compatible mode is a usage error.
 
-import { copyFile, stat, utimes, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture, requireTool } from './helpers/fixtures.js';
@@ -14,7 +14,6 @@ import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/r
 import { makeTempDir, sha256File } from './helpers/tree-tools.js';
 
 const PROGRAM = 'compiled/x86_64/pie-runpath';
-
 const LIBRARY = 'compiled/x86_64/libuser-runpath';
 
 beforeAll(() => {
@@ -169,6 +168,24 @@ describe('add-runpath --dedupe', () => {
     const before = await fileState(library);
     const appended = await runCli(['add-runpath', '--dedupe', '--append', '/a', library]);
     expect(appended.stdout).toBe(`${library}: already as asked, nothing written\n`);
+    expect(await fileState(library)).toEqual(before);
+  });
+});
+
+describe('the patchelf-compatible mode', () => {
+  it("an empty file name (an unset variable) is a usage error naming what is missing, and no file is edited", async () => {
+    const dir = await makeTempDir('messages-empty-name');
+    await mkdir(join(dir, 'lib'));
+    const library = await copyOf(LIBRARY, join(dir, 'lib'), 'libuser.so');
+    const before = await fileState(library);
+    for (const args of [['--set-rpath', '/x', ''], ['--set-rpath', '/x', 'lib/libuser.so', '']]) {
+      const result = await runCli(args, { cwd: dir });
+      expect({ args, code: result.code, stderr: stderrLines(result) }).toEqual({
+        args,
+        code: 1,
+        stderr: ['cuda-patchelf: an empty path was given (an unset variable?); name the files to edit'],
+      });
+    }
     expect(await fileState(library)).toEqual(before);
   });
 });
