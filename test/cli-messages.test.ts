@@ -84,7 +84,7 @@ describe('--help', () => {
       .map((line) => /^ {2}(\S+)/.exec(line)?.[1]);
     expect(commands).toEqual(['apply', 'check', 'plan', 'print', 'doctor', 'set-runpath', 'add-runpath', 'remove-runpath', 'add-needed', 'remove-needed', 'replace-needed', 'help']);
     const exitCodes = result.stdout.split('Exit codes:\n')[1]?.split('\n\n')[0]?.split('\n') ?? [];
-    expect(exitCodes.map((line) => /^ {2}(\d+) /.exec(line)?.[1]).filter((code) => code !== undefined)).toEqual(['0', '1', '2', '3']);
+    expect(exitCodes.map((line) => /^ {2}(\d+) /.exec(line)?.[1]).filter((code) => code !== undefined)).toEqual(['0', '1', '2', '3', '130']);
     expect(exitCodes).toContain('  1    check: files that apply would change');
     expect(exitCodes).toContain('  2    a usage error: nothing was read or written');
   });

@@ -26,7 +26,9 @@ export type FileOutcome =
    * is wrong with the file, so the run does not fail; `refusal` is what apply would say.
    */
   | (RunpathChange & { readonly status: 'would-refuse'; readonly refusal: string })
-  | { readonly path: string; readonly status: 'failed'; readonly error: unknown };
+  | { readonly path: string; readonly status: 'failed'; readonly error: unknown }
+  /** Not started: the run was interrupted (Ctrl-C) before this file, which was not written. */
+  | { readonly path: string; readonly status: 'interrupted' };
 
 export interface BatchSummary {
   visited: number;
@@ -63,6 +65,10 @@ export function countOutcome(summary: BatchSummary, outcome: FileOutcome): void 
       return;
     case 'failed':
       summary.failed++;
+      return;
+    case 'interrupted':
+      // Files not started are no part of what the run did (patchTrees leaves them out).
+      return;
   }
 }
 

@@ -9,6 +9,7 @@ import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } fr
 import type { Hook } from '../hooks/hook.js';
 import { writeRefusal } from '../write/write-refusal.js';
 import type { FileOutcome, RunpathChange } from './file-outcome.js';
+import { isInterrupted, type InterruptFlag } from './interrupt.js';
 import type { WalkItem } from './walk-trees.js';
 
 export type FileItem = Extract<WalkItem, { kind: 'file' }>;
@@ -28,6 +29,8 @@ export interface FileOptions {
   readonly durable?: boolean;
   /** Write read-only files too; a dry run then does not count them as files apply would refuse. */
   readonly makeWritable?: boolean;
+  /** Raised at Ctrl-C (interrupt.ts): a file not started yet, or planned and not yet written, is left alone. */
+  readonly interrupt?: InterruptFlag;
 }
 
 /** What the hook operations found on a file: its runpath, and the one the hooks make of it (null: no hook applies). */
@@ -71,6 +74,10 @@ export function skippedOutcome(path: string, skipped: SkippedFile): FileOutcome 
  */
 export async function processFile(item: FileItem, options: FileOptions, context?: ListedFileContext): Promise<FileOutcome> {
   const path = item.path;
+  if (isInterrupted(options.interrupt)) {
+    context?.opened?.source.close();
+    return { path, status: 'interrupted' };
+  }
   let planned: PlannedFile<HookAnswer> | SkippedFile;
   try {
     planned = await planListedFile(path, hookOperations(item, options), context);
@@ -94,6 +101,8 @@ export async function processFile(item: FileItem, options: FileOptions, context?
   // A dry run writes nothing, so what apply would refuse is no failure of the run: it says so instead.
   if (refusal !== null) return options.dryRun ? { ...change, status: 'would-refuse', refusal: refusal.message } : { path, status: 'failed', error: refusal };
   if (options.dryRun) return { ...change, status: 'patched', bytesWritten: 0 };
+  // The last moment to stop before a write; once started, the write runs to its end.
+  if (isInterrupted(options.interrupt)) return { path, status: 'interrupted' };
   try {
     return { ...change, status: 'patched', bytesWritten: await commitPlan(path, plan, stats, options) };
   } catch (error) {

@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { byteStringToText, textToByteString } from '../elf/byte-string.js';
 import type { BatchResult } from '../batch/patch-tree.js';
 import { patchedCount, type BatchSummary, type FileOutcome } from '../batch/file-outcome.js';
+import { isInterrupted, newInterruptFlag, raiseInterrupt } from '../batch/interrupt.js';
 import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
 import { BUILTIN_HOOK_NAMES, cudaCompatHook, DEFAULT_DRIVER_LINK, driverHook, removeStubsHook } from '../hooks/builtin-hooks.js';
 import type { Semantics } from '../hooks/compose-hooks.js';
@@ -134,6 +135,8 @@ type TreeCommandName = 'apply' | 'check' | 'plan';
 interface TreeRun extends BatchResult {
   readonly hooks: Hook[];
   readonly dryRun: boolean;
+  /** Ctrl-C stopped apply: the outcomes are the files done, the others were not touched. */
+  readonly interrupted: boolean;
 }
 
 async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptions, command: Command, io: CliIo): Promise<TreeRun> {
@@ -148,6 +151,9 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
   // Loaded here, not at start-up: the batch modules (the walk, picomatch, p-limit) cost the
   // single-file commands time they do not need.
   const { patchTrees } = await import('../batch/patch-tree.js');
+  // Only a run that writes has anything to stop cleanly; a dry run ends at Ctrl-C as any process does.
+  const interrupt = dryRun ? undefined : newInterruptFlag();
+  const release = interrupt === undefined ? undefined : io.catchInterrupt?.(() => raiseInterrupt(interrupt));
   const result = await patchTrees(dirs, {
     hooks,
     semantics,
@@ -157,6 +163,7 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
     gate: name === 'check',
     durable: options.durable === true,
     makeWritable: options.makeWritable === true,
+    ...(interrupt === undefined ? {} : { interrupt }),
     onOutcome: (outcome) => {
       // A file apply would refuse is shown by a dry run of apply even without --verbose, as the failure
       // it would be; plan and check show it in their own listing.
@@ -167,9 +174,9 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
       for (const line of lines) io.out(line);
       progress?.update();
     },
-  });
+  }).finally(() => release?.());
   progress?.clear();
-  return { ...result, hooks, dryRun };
+  return { ...result, hooks, dryRun, interrupted: isInterrupted(interrupt) };
 }
 
 /**
@@ -240,7 +247,8 @@ function outcomeJson(outcome: FileOutcome, dryRun: boolean): object {
 /**
  * Version 3: a dry run's files say "would-patch" or "would-refuse" (with `refusal`, apply's words), and
  * its summary counts them under `wouldPatch` and `wouldRefuse`; a real run has neither. (Version 2
- * reported apply's refusals in a dry run as failures.)
+ * reported apply's refusals in a dry run as failures.) `interrupted`: Ctrl-C stopped apply, and
+ * `files` are the files done.
  */
 function reportJson(io: CliIo, command: TreeCommandName, run: TreeRun, options: TreeOptions): void {
   const { visited, patched, wouldRefuse, ...counts } = run.summary;
@@ -251,6 +259,7 @@ function reportJson(io: CliIo, command: TreeCommandName, run: TreeRun, options: 
         version: 3,
         command,
         dryRun: run.dryRun,
+        interrupted: run.interrupted,
         semantics: options.nixpkgsCompat ? 'nixpkgs-compat' : 'default',
         hooks: run.hooks.map((h) => h.name),
         workerThreads: run.workerThreads,
@@ -283,6 +292,9 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
     .option('--durable', 'fsync between the data and the header writes')
     .action(async (dirs: string[], options: TreeOptions, command: Command) => {
       const run = await runTree('apply', dirs, options, command, io);
+      if (run.interrupted) {
+        io.err(`cuda-patchelf apply: interrupted: ${run.summary.visited} file(s) done (${patchedCount(run.summary)} patched), the others left untouched; apply again does the rest`);
+      }
       if (options.json) reportJson(io, 'apply', run, options);
       else if (!options.quiet) {
         io.out(`cuda-patchelf apply: ${summaryLine(run.dryRun ? 'would patch' : 'patched', run.summary)}`);
@@ -290,7 +302,7 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
           io.out(`note: ${run.summary.patchedWithOtherLinks} ${run.dryRun ? 'file(s) to patch' : 'patched file(s)'} have other hard links; the change shows through every link`);
         }
       }
-      io.setExitCode(run.summary.failed > 0 ? EXIT.someFilesFailed : EXIT.ok);
+      io.setExitCode(run.interrupted ? EXIT.interrupted : run.summary.failed > 0 ? EXIT.someFilesFailed : EXIT.ok);
     });
 
   withTreeOptions(program.command('check'), io.cpuCount)

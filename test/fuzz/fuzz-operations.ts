@@ -277,8 +277,9 @@ export function hooksOperation(semantics: Semantics, removeStubs: boolean): Oper
           return { outcome: 'written', tier, problems };
         }
         case 'would-refuse':
-          // Only a dry run says what apply would refuse; this run writes.
-          return { outcome: 'refused', refusal: 'crash', problems: [`a run that writes returned would-refuse: ${outcome.refusal}`] };
+        case 'interrupted':
+          // Only a dry run says what apply would refuse, and only an interrupted run leaves a file out: this run writes, uninterrupted.
+          return { outcome: 'refused', refusal: 'crash', problems: [`a run that writes, uninterrupted, returned ${outcome.status}`] };
       }
     },
   };

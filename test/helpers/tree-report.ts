@@ -44,6 +44,8 @@ export interface TreeReport {
   readonly version: number;
   readonly command: string;
   readonly dryRun: boolean;
+  /** Ctrl-C stopped apply: `files` are the files done. */
+  readonly interrupted: boolean;
   readonly semantics: string;
   readonly hooks: readonly string[];
   /** Worker threads the run started. */
