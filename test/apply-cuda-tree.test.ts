@@ -237,6 +237,7 @@ describe('apply over a CUDA package output', () => {
       visited: summary.visited,
       patched: expectedPatched(tree),
       tiers,
+      wouldRefuse: 0,
       unchanged: 0,
       skipped: expectedSkips(tree),
       failed: 0,
@@ -367,11 +368,12 @@ describe('apply over a CUDA package output', () => {
     // Every other file ends exactly as in the run without the corrupt file.
     const others = new Map([...t3After].filter(([rel]) => rel !== CORRUPT));
     expect(contentDifferences(others, t1After)).toEqual([]);
-    // check still fails on it (exit 3 outranks "nothing to do") and says so in one line.
+    // check still fails on it (exit 3 outranks "nothing to do") and says so in one line, and its
+    // summary counts it: a tree with a failure never reads "nothing to do".
     const check = await runCli(['check', t3, ...hooks()], { timeoutMs: CLI_TIMEOUT });
     expect(check.code).toBe(3);
     expect(stderrLines(check)).toEqual([lines[0]]);
-    expect(check.stdout).toBe('cuda-patchelf check: nothing to do\n');
+    expect(check.stdout).toBe('cuda-patchelf check: 1 failed, no other file needs patching\n');
   });
 
   it('--jobs 1 and --jobs 4 give byte-identical trees', () => {

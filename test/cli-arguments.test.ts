@@ -1,14 +1,15 @@
-// The tree commands' arguments: an empty path, relative or empty directories, stubs patterns that would
-// wipe runpaths, and flags that contradict each other are usage errors (exit 2, one line, nothing
-// read or written); directories are taken in one spelling, so a trailing slash adds no second entry.
+// The tree commands' arguments: an empty path, a tree that does not exist or is no directory or file,
+// relative or empty directories, stubs patterns that would wipe runpaths, and flags that contradict
+// each other are usage errors (exit 2, one line, nothing read or written); directories are taken in one spelling, so a trailing slash adds no second entry.
 
-import { chmod, copyFile, mkdir } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { contentDifferences, makeTempDir, snapshotTree } from './helpers/tree-tools.js';
 import { readDynamic } from './helpers/readelf-dynamic.js';
+import { mustExec } from './helpers/exec.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
 let tree: string;
@@ -19,6 +20,8 @@ beforeAll(async () => {
   await mkdir(join(tree, 'lib'));
   await copyFile(fixture('compiled/x86_64/libuser-runpath').path, join(tree, 'lib', 'libuser.so'));
   await chmod(join(tree, 'lib', 'libuser.so'), 0o755);
+  await symlink(join(tree, 'collected-build'), join(tree, 'dangling-result'));
+  await mustExec('mkfifo', [join(tree, 'fifo')]);
 });
 
 const usage: Array<[string, string[], RegExp]> = [
@@ -46,6 +49,13 @@ const usage: Array<[string, string[], RegExp]> = [
   ['a tree named twice, spelled two ways', ['check', '.', 'lib/..'], /lib\/\.\. is the same tree as \./],
   ['a tree inside another', ['apply', 'lib', '.', '--nixpkgs-compat'], /lib lies inside \.: name each tree once/],
   ['a file inside a tree', ['plan', '.', 'lib/libuser.so'], /lib\/libuser\.so lies inside \./],
+  // A mistyped tree beside a good one: the good one must not be patched before the run fails.
+  ['a tree that does not exist, before a real one', ['apply', 'no-such-tree', '.'], /^cuda-patchelf: no-such-tree: cannot walk: no such file$/],
+  ['a tree that does not exist, after a real one', ['apply', '.', '/nonexistent'], /^cuda-patchelf: \/nonexistent: cannot walk: no such file$/],
+  ['a tree that does not exist, for check', ['check', 'lib', 'no-such-tree'], /no-such-tree: cannot walk: no such file/],
+  ['a tree that does not exist, for plan', ['plan', 'no-such-tree'], /no-such-tree: cannot walk: no such file/],
+  ['a dangling link as a tree (./result of a collected build)', ['apply', 'dangling-result', '.'], /dangling-result: cannot walk: no such file/],
+  ['a FIFO as a tree', ['apply', 'fifo', 'lib'], /^cuda-patchelf: fifo: cannot walk a FIFO: name a directory or a file$/],
 ];
 
 describe('usage errors', () => {

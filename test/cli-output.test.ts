@@ -1,13 +1,14 @@
 // What the tree commands say, and when: a reader that goes away (`plan | head -1`) ends the output
-// quietly with the exit code the work deserves; `check` is a gate in both semantics; plan, check and
-// apply agree on what fails and why; dry runs say "would patch"; --quiet and --verbose.
+// quietly with the exit code the work deserves; `check` is a gate in both semantics, on a read-only
+// tree too; what apply refuses, plan, check and dry runs say it would refuse, without failing; dry runs
+// say "would patch"; --quiet and --verbose.
 
-import { chmod, copyFile, mkdir } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { assertCliBuilt, cliPath, runCli, stderrLines } from './helpers/run-cli.js';
-import { parseReport } from './helpers/tree-report.js';
+import { parseCheck, parsePlan, parseReport, parseSummaryLine } from './helpers/tree-report.js';
 import { contentDifferences, makeTempDir, snapshotTree } from './helpers/tree-tools.js';
 import { readDynamic } from './helpers/readelf-dynamic.js';
 import { mustExec } from './helpers/exec.js';
@@ -110,31 +111,97 @@ describe('check as a gate', () => {
   });
 });
 
-describe('plan, check and apply agree on what fails', () => {
-  it('a read-only file fails the same way in all four, and is patched by all with --make-writable', async () => {
+/** Every entry of the tree without write permission, as a Nix store path is (`chmod -R a-w`). */
+async function makeReadOnly(root: string): Promise<void> {
+  await mustExec('chmod', ['-R', 'a-w', root]);
+}
+
+describe('apply refuses a file; plan, check and dry runs say it would, and do not fail', () => {
+  it('check on a read-only tree (a Nix store path): a file apply would change is a file to patch, exit 1, and nothing on stderr', async () => {
+    const root = await smallTree('store-path');
+    const patched = await runCli(['apply', root, '--cuda-compat', COMPAT]);
+    expect(patched.code, patched.stderr).toBe(0);
+    // One file that the build did not patch, among patched ones; then the whole tree read-only.
+    const unpatched = join(root, 'lib', 'libnew.so');
+    await copyFile(fixture('compiled/x86_64/libuser-runpath').path, unpatched);
+    await makeReadOnly(root);
+    const before = await snapshotTree(root);
+
+    const check = await runCli(['check', root, '--cuda-compat', COMPAT]);
+    expect({ code: check.code, stderr: check.stderr }).toEqual({ code: 1, stderr: '' });
+    const { files, last } = parseCheck(check.stdout);
+    expect(files.map((f) => [f.path, f.refusal])).toEqual([[unpatched, 'read-only file (mode 555); pass --make-writable to edit it anyway']]);
+    expect(files[0]?.new).toBe(`${COMPAT}/compat:/run/opengl-driver/lib:${files[0]?.old ?? ''}`);
+    expect(last).toBe('cuda-patchelf check: 1 file(s) need patching (apply would refuse 1 of them as they are)');
+    const json = parseReport((await runCli(['check', root, '--cuda-compat', COMPAT, '--json'])).stdout);
+    expect(json.files.find((f) => f.path === unpatched)).toMatchObject({ status: 'would-refuse', tier: 'append', refusal: expect.stringMatching(/^read-only file \(mode 555\)/) });
+    expect({ wouldRefuse: json.summary.wouldRefuse, failed: json.summary.failed, unchanged: json.summary.unchanged }).toEqual({ wouldRefuse: 1, failed: 0, unchanged: 4 });
+    expect(contentDifferences(before, await snapshotTree(root))).toEqual([]);
+
+    // The gate passes on a read-only tree that needs nothing.
+    const done = await runCli(['check', root, '--cuda-compat', COMPAT, '--make-writable']);
+    expect(done.code).toBe(1);
+    await mustExec('chmod', ['u+w', join(root, 'lib')]);
+    await rm(unpatched);
+    const passes = await runCli(['check', root, '--cuda-compat', COMPAT]);
+    expect({ code: passes.code, stdout: passes.stdout, stderr: passes.stderr }).toEqual({ code: 0, stdout: 'cuda-patchelf check: nothing to do\n', stderr: '' });
+  });
+
+  it('a read-only file: plan and apply --dry-run say "apply would refuse it" and exit 0, apply fails it (exit 3), and --make-writable patches it', async () => {
     const root = await smallTree('agree');
     const readOnly = join(root, 'lib', 'libuser-runpath.so');
     await chmod(readOnly, 0o444);
     const before = await snapshotTree(root);
-    const message = `cuda-patchelf: ${readOnly}: read-only file (mode 444); pass --make-writable to edit it anyway`;
-    for (const args of [['plan', root], ['check', root], ['apply', root, '--dry-run'], ['apply', root]]) {
-      const result = await runCli(args);
-      expect({ args, code: result.code, errors: stderrLines(result) }).toEqual({ args, code: 3, errors: [message] });
+    const refusal = 'read-only file (mode 444); pass --make-writable to edit it anyway';
+
+    const plan = await runCli(['plan', root]);
+    expect({ code: plan.code, stderr: plan.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(parsePlan(plan.stdout).map((block) => [block.path, block.refusal])).toContainEqual([readOnly, refusal]);
+    expect(parsePlan(plan.stdout).filter((block) => block.refusal !== null)).toHaveLength(1);
+    expect(parseSummaryLine(plan.stdout)).toMatchObject({ patched: 3, wouldRefuse: 1, failed: 0 });
+
+    // A dry run of apply shows the file apply would refuse without --verbose, as apply shows its failure.
+    const dry = await runCli(['apply', root, '--dry-run']);
+    expect({ code: dry.code, stderr: dry.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(dry.stdout.split('\n').slice(0, 2)).toEqual([expect.stringMatching(new RegExp(`^would patch ${readOnly}: "\\$ORIGIN:`)), `  apply would refuse it: ${refusal}`]);
+    expect(parseSummaryLine(dry.stdout)).toMatchObject({ visited: 4, patched: 3, wouldRefuse: 1, failed: 0 });
+
+    for (const name of ['plan', 'check', 'apply --dry-run']) {
+      const report = parseReport((await runCli([...name.split(' '), root, '--json'])).stdout);
+      expect(report.files.find((f) => f.path === readOnly), name).toMatchObject({ status: 'would-refuse', refusal });
+      expect({ name, wouldRefuse: report.summary.wouldRefuse, failed: report.summary.failed }).toEqual({ name, wouldRefuse: 1, failed: 0 });
     }
-    const jsons = await Promise.all([['plan'], ['check'], ['apply', '--dry-run'], ['apply']].map(async ([name, ...rest]) => parseReport((await runCli([name as string, root, '--json', ...rest])).stdout)));
-    for (const report of jsons) {
-      expect(report.files.find((f) => f.path === readOnly)).toMatchObject({ status: 'failed', error: { kind: 'io', message: expect.stringContaining('read-only file') } });
-      expect(report.summary.failed).toBe(1);
-    }
-    // Only the real apply wrote, and not to the read-only file.
+    expect(contentDifferences(before, await snapshotTree(root))).toEqual([]);
+
+    // apply itself refuses it: a failure, the others patched.
+    const apply = await runCli(['apply', root, '--json']);
+    expect({ code: apply.code, errors: stderrLines(apply) }).toEqual({ code: 3, errors: [`cuda-patchelf: ${readOnly}: ${refusal}`] });
+    expect(parseReport(apply.stdout).files.find((f) => f.path === readOnly)).toMatchObject({ status: 'failed', error: { kind: 'io', message: refusal } });
     const changed = contentDifferences(before, await snapshotTree(root));
     expect(changed.some((line) => line.includes('libuser-runpath.so'))).toBe(false);
+
+    // With --make-writable, plan and check say what apply --make-writable does: no refusal.
     const writable = await runCli(['check', root, '--make-writable']);
     expect(writable.code).toBe(1);
-    expect(writable.stdout).toContain(`${readOnly}: "$ORIGIN:`);
+    expect(parseCheck(writable.stdout).files).toEqual([expect.objectContaining({ path: readOnly, refusal: null })]);
     const applied = await runCli(['apply', root, '--make-writable']);
     expect(applied.code, applied.stderr).toBe(0);
     expect((await runCli(['check', root])).code).toBe(0);
+  });
+
+  it('check over files to patch and a file that fails: exit 3, and its last line counts both, never "nothing to do"', async () => {
+    const root = await smallTree('check-failed');
+    const broken = join(root, 'lib', 'libbroken.so');
+    await writeFile(broken, (await readFile(fixture('compiled/x86_64/libuser-runpath').path)).subarray(0, 200));
+    const both = await runCli(['check', root]);
+    expect(both.code).toBe(3);
+    expect(stderrLines(both)).toEqual([expect.stringMatching(new RegExp(`^cuda-patchelf: ${broken}: `))]);
+    const { files, last } = parseCheck(both.stdout);
+    expect(files).toHaveLength(4);
+    expect(last).toBe('cuda-patchelf check: 1 failed, 4 file(s) need patching');
+    expect((await runCli(['apply', root])).code).toBe(3);
+    const failedOnly = await runCli(['check', root]);
+    expect({ code: failedOnly.code, stdout: failedOnly.stdout }).toEqual({ code: 3, stdout: 'cuda-patchelf check: 1 failed, no other file needs patching\n' });
   });
 });
 
@@ -144,7 +211,7 @@ describe('dry runs, --quiet and --verbose', () => {
     for (const args of [['apply', root, '--dry-run', '--json'], ['plan', root, '--json'], ['check', root, '--json']]) {
       const result = await runCli(args);
       const raw = JSON.parse(result.stdout) as { version: number; dryRun: boolean; summary: Record<string, unknown>; files: { status: string }[] };
-      expect(raw.version).toBe(2);
+      expect(raw.version).toBe(3);
       expect(raw.dryRun).toBe(true);
       expect(raw.summary.wouldPatch).toEqual({ append: 4 });
       expect(raw.summary).not.toHaveProperty('patched');
@@ -160,12 +227,15 @@ describe('dry runs, --quiet and --verbose', () => {
   it('--quiet prints nothing but errors', async () => {
     const root = await smallTree('quiet');
     await chmod(join(root, 'bin', 'app'), 0o555);
-    for (const args of [['plan', root, '-q'], ['check', root, '--quiet'], ['apply', root, '--quiet']]) {
+    // A file apply would refuse is no error of a dry run: only the exit code speaks.
+    for (const [args, code] of [[['plan', root, '-q'], 0], [['check', root, '--quiet'], 1], [['apply', root, '--dry-run', '-q'], 0]] as const) {
       const result = await runCli(args);
-      expect(result.stdout, args.join(' ')).toBe('');
-      expect(stderrLines(result), args.join(' ')).toEqual([`cuda-patchelf: ${join(root, 'bin', 'app')}: read-only file (mode 555); pass --make-writable to edit it anyway`]);
-      expect(result.code).toBe(3);
+      expect({ args, stdout: result.stdout, stderr: result.stderr, code: result.code }).toEqual({ args, stdout: '', stderr: '', code });
     }
+    const apply = await runCli(['apply', root, '--quiet']);
+    expect(apply.stdout).toBe('');
+    expect(stderrLines(apply)).toEqual([`cuda-patchelf: ${join(root, 'bin', 'app')}: read-only file (mode 555); pass --make-writable to edit it anyway`]);
+    expect(apply.code).toBe(3);
   });
 
   it('--verbose prints a line per file patched and per ELF file left alone', async () => {

@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { cp, mkdir, readFile, readdir, rm, stat, symlink } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileBundle } from '../src/cli/code-cache.js';
 import { REPO_ROOT, requireTool } from './helpers/fixtures.js';
@@ -127,7 +128,7 @@ function importSpecifiers(code: string): string[] {
 }
 
 describe('npm pack from a clone', () => {
-  it('builds dist/ itself (prepack) and ships the bundles, their code cache, the hooks, README, LICENSE and package.json: no sources, no source maps', () => {
+  it('builds dist/ itself (prepack) and ships the bundles, their code cache, the hooks, the documentation, README, LICENSE and package.json: no sources, no source maps', async () => {
     expect(tarballFiles).toEqual(
       [
         'LICENSE',
@@ -138,16 +139,38 @@ describe('npm pack from a clone', () => {
         'dist/cli/main.cjs.code-cache',
         'dist/cli/patch-worker.cjs',
         ...HOOK_SCRIPTS.map((name) => `hooks/${name}`),
+        ...(await docPages()).map((name) => `docs/${name}`),
       ].sort(),
     );
   });
 
-  it('is small: the bundles without source maps (the code cache is most of it)', async () => {
-    expect((await stat(tarball)).size).toBeLessThan(320 * 1024);
+  it('is small: the bundles without source maps (the code cache is most of it), and the documentation', async () => {
+    // The documentation's share, compressed file by file (a little more than it takes in the tarball's one stream).
+    let docs = 0;
+    for (const name of await docPages()) docs += gzipSync(await readFile(join(REPO_ROOT, 'docs', name))).length;
+    expect((await stat(tarball)).size - docs).toBeLessThan(320 * 1024);
   });
 });
 
 describe('npm install -g of the tarball', () => {
+  it("installs the documentation that --help names, where the installed help says it is, and every docs/ page README links to", async () => {
+    const helps = await Promise.all([[], ['apply'], ['check'], ['plan'], ['print'], ['doctor']].map((command) => runInstalled([...command, '--help'])));
+    const text = helps.map((help) => help.stdout).join('\n');
+    // Help lines wrap at spaces only, so a path is one word.
+    const named = [...new Set(text.match(/\S*(?:README\.md|docs\/[\w.-]*)/g) ?? [])].map((path) => path.replace(/[,.)]+$/, '').replace(/^\(/, ''));
+    expect(named.length).toBeGreaterThanOrEqual(5);
+    for (const path of named) {
+      expect(path.startsWith(`${installed}/`), `${path} is a path of the installed package`).toBe(true);
+      await stat(path);
+    }
+    expect(named).toEqual(expect.arrayContaining([join(installed, 'README.md'), join(installed, 'docs/'), join(installed, 'docs', 'hooks.md'), join(installed, 'docs', 'doctor.md')]));
+    for (const name of await docPages()) expect(await readFile(join(installed, 'docs', name), 'utf8'), name).toBe(await readFile(join(REPO_ROOT, 'docs', name), 'utf8'));
+    const readme = await readFile(join(installed, 'README.md'), 'utf8');
+    const linked = [...readme.matchAll(/\]\((docs\/[\w.-]+\.md)(?:#[\w-]*)?\)/g)].map((match) => match[1] ?? '');
+    expect(linked.length).toBeGreaterThan(5);
+    for (const page of linked) await stat(join(installed, page));
+  });
+
   it('declares no runtime dependency and installs none: esbuild bundled them', async () => {
     const manifest = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8')) as PackageJson;
     expect(manifest.dependencies ?? {}).toEqual({});
@@ -240,6 +263,11 @@ async function expectFixedUp(build: Build): Promise<void> {
   expect(await runpathOf(build.greet)).toMatch(new RegExp(`^${escapeRegExp(`${compatEntry}:${driverEntry}:`)}.*${escapeRegExp(`${build.lib}/lib`)}$`));
   const run = await runGreet(build);
   expect(run.stdout, describeExec('greet', run)).toBe(greetReport(VERSION.compat));
+}
+
+/** The pages of docs/ in the checkout. */
+async function docPages(): Promise<string[]> {
+  return (await readdir(join(REPO_ROOT, 'docs'))).filter((name) => name.endsWith('.md')).sort();
 }
 
 function escapeRegExp(text: string): string {

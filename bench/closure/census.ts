@@ -29,7 +29,7 @@ export interface Census {
 }
 
 interface DryRunReport {
-  /** Report version 2: a dry run counts what it would patch, by tier, as `wouldPatch`. */
+  /** Report version 3: a dry run counts what it would patch, by tier, as `wouldPatch`. */
   summary: { wouldPatch: Record<string, number>; unchanged: number };
   files: { path: string; status: string; reason?: string }[];
 }
@@ -49,8 +49,9 @@ async function countOutputs(tree: string): Promise<number> {
 export async function takeCensus(tree: string, cli: string, applyArgs: readonly string[]): Promise<Census> {
   const { stdout } = await run('node', [cli, 'apply', tree, ...applyArgs, '--dry-run', '--json'], { maxBuffer: 1024 * 2 ** 20 });
   const report = JSON.parse(stdout) as DryRunReport;
-  // A dry run's report (version 2) says `would-patch` where apply says `patched`.
-  const dynamic = report.files.filter((f) => f.status === 'would-patch' || f.status === 'unchanged');
+  // A dry run's report (version 3) says `would-patch` where apply says `patched`, and `would-refuse`
+  // for a file to patch that apply would refuse (read-only): dynamic ELF files all three.
+  const dynamic = report.files.filter((f) => f.status === 'would-patch' || f.status === 'would-refuse' || f.status === 'unchanged');
   const elf = [...dynamic, ...report.files.filter((f) => f.status === 'skipped' && ELF_SKIPS.has(f.reason ?? ''))];
   const amd64 = dynamic.filter((f) => relative(tree, f.path).startsWith('amd64/') && /\.so(\.|$)/.test(f.path));
   const amd64Libraries = (await Promise.all(amd64.map(async (f) => ({ path: f.path, size: (await stat(f.path)).size })))).sort((a, b) => a.size - b.size);

@@ -5,34 +5,45 @@ import type { TracedEntry } from '../hooks/hook.js';
 
 export type SkipReason = 'not-elf' | 'archive' | 'static' | 'static-pie' | 'relocatable' | 'core' | 'debug-info' | 'symlink' | 'special' | 'hard-link' | 'no-hook' | 'rewrite-temporary';
 
+/** What the hooks change in a file, and how it is (or would be) written. */
+export interface RunpathChange {
+  readonly path: string;
+  readonly tier: Exclude<Tier, 'noop'>;
+  readonly oldRunpath: string | null;
+  readonly newRunpath: string;
+  readonly entries: readonly TracedEntry[];
+  /** Other names of the same inode: an in-place edit changes them all. */
+  readonly otherLinks: number;
+}
+
 export type FileOutcome =
   | { readonly path: string; readonly status: 'skipped'; readonly reason: SkipReason; readonly detail?: string }
   | { readonly path: string; readonly status: 'unchanged'; readonly runpath: string | null }
-  | {
-      readonly path: string;
-      readonly status: 'patched';
-      readonly tier: Exclude<Tier, 'noop'>;
-      readonly oldRunpath: string | null;
-      readonly newRunpath: string;
-      readonly entries: readonly TracedEntry[];
-      readonly bytesWritten: number;
-      /** Other names of the same inode: an in-place edit changes them all. */
-      readonly otherLinks: number;
-    }
-  | { readonly path: string; readonly status: 'failed'; readonly error: unknown };
+  | (RunpathChange & { readonly status: 'patched'; readonly bytesWritten: number })
+  /**
+   * Only in a dry run (plan, check, apply --dry-run): a file to patch that apply would refuse to write
+   * as things are (read-only without --make-writable, a rewrite that would split hard links). Nothing
+   * is wrong with the file, so the run does not fail; `refusal` is what apply would say.
+   */
+  | (RunpathChange & { readonly status: 'would-refuse'; readonly refusal: string })
+  | { readonly path: string; readonly status: 'failed'; readonly error: unknown }
+  /** Not started: the run was interrupted (Ctrl-C) before this file, which was not written. */
+  | { readonly path: string; readonly status: 'interrupted' };
 
 export interface BatchSummary {
   visited: number;
   patched: Record<string, number>;
   unchanged: number;
   skipped: Record<string, number>;
+  /** Dry runs only: files to patch that apply would refuse to write (not counted in `patched`). */
+  wouldRefuse: number;
   failed: number;
   bytesWritten: number;
   patchedWithOtherLinks: number;
 }
 
 export function emptySummary(): BatchSummary {
-  return { visited: 0, patched: {}, unchanged: 0, skipped: {}, failed: 0, bytesWritten: 0, patchedWithOtherLinks: 0 };
+  return { visited: 0, patched: {}, unchanged: 0, skipped: {}, wouldRefuse: 0, failed: 0, bytesWritten: 0, patchedWithOtherLinks: 0 };
 }
 
 export function countOutcome(summary: BatchSummary, outcome: FileOutcome): void {
@@ -49,8 +60,15 @@ export function countOutcome(summary: BatchSummary, outcome: FileOutcome): void 
       summary.bytesWritten += outcome.bytesWritten;
       if (outcome.otherLinks > 0) summary.patchedWithOtherLinks++;
       return;
+    case 'would-refuse':
+      summary.wouldRefuse++;
+      return;
     case 'failed':
       summary.failed++;
+      return;
+    case 'interrupted':
+      // Files not started are no part of what the run did (patchTrees leaves them out).
+      return;
   }
 }
 

@@ -8,7 +8,8 @@ import { commitPlan } from '../write/write-plan.js';
 import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
 import type { Hook } from '../hooks/hook.js';
 import { writeRefusal } from '../write/write-refusal.js';
-import type { FileOutcome } from './file-outcome.js';
+import type { FileOutcome, RunpathChange } from './file-outcome.js';
+import { isInterrupted, type InterruptFlag } from './interrupt.js';
 import type { WalkItem } from './walk-trees.js';
 
 export type FileItem = Extract<WalkItem, { kind: 'file' }>;
@@ -26,7 +27,10 @@ export interface FileOptions {
    */
   readonly gate?: boolean;
   readonly durable?: boolean;
+  /** Write read-only files too; a dry run then does not count them as files apply would refuse. */
   readonly makeWritable?: boolean;
+  /** Raised at Ctrl-C (interrupt.ts): a file not started yet, or planned and not yet written, is left alone. */
+  readonly interrupt?: InterruptFlag;
 }
 
 /** What the hook operations found on a file: its runpath, and the one the hooks make of it (null: no hook applies). */
@@ -70,6 +74,10 @@ export function skippedOutcome(path: string, skipped: SkippedFile): FileOutcome 
  */
 export async function processFile(item: FileItem, options: FileOptions, context?: ListedFileContext): Promise<FileOutcome> {
   const path = item.path;
+  if (isInterrupted(options.interrupt)) {
+    context?.opened?.source.close();
+    return { path, status: 'interrupted' };
+  }
   let planned: PlannedFile<HookAnswer> | SkippedFile;
   try {
     planned = await planListedFile(path, hookOperations(item, options), context);
@@ -81,24 +89,23 @@ export async function processFile(item: FileItem, options: FileOptions, context?
   // A file no hook applies to is left as it is, even one an edit cut short: it is not this run's.
   if (answer.composed === null) return { path, status: 'skipped', reason: 'no-hook' };
   if (plan.tier === 'noop') return { path, status: 'unchanged', runpath: answer.oldRunpath };
-  const refusal = writeRefusal(path, stats, plan.tier, options.makeWritable === true);
-  if (refusal !== null) return { path, status: 'failed', error: refusal };
-  let bytesWritten = 0;
-  if (!options.dryRun) {
-    try {
-      bytesWritten = await commitPlan(path, plan, stats, options);
-    } catch (error) {
-      return { path, status: 'failed', error };
-    }
-  }
-  return {
+  const change: RunpathChange = {
     path,
-    status: 'patched',
     tier: plan.tier,
     oldRunpath: answer.oldRunpath,
     newRunpath: answer.composed.value,
     entries: answer.composed.entries,
-    bytesWritten,
     otherLinks: stats.nlink - 1,
   };
+  const refusal = writeRefusal(path, stats, plan.tier, options.makeWritable === true);
+  // A dry run writes nothing, so what apply would refuse is no failure of the run: it says so instead.
+  if (refusal !== null) return options.dryRun ? { ...change, status: 'would-refuse', refusal: refusal.message } : { path, status: 'failed', error: refusal };
+  if (options.dryRun) return { ...change, status: 'patched', bytesWritten: 0 };
+  // The last moment to stop before a write; once started, the write runs to its end.
+  if (isInterrupted(options.interrupt)) return { path, status: 'interrupted' };
+  try {
+    return { ...change, status: 'patched', bytesWritten: await commitPlan(path, plan, stats, options) };
+  } catch (error) {
+    return { path, status: 'failed', error };
+  }
 }

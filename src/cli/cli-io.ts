@@ -9,4 +9,10 @@ export interface CliIo {
   setExitCode(code: number): void;
   readonly stderrIsTty: boolean;
   readonly cpuCount: number;
+  /**
+   * Calls `onInterrupt` at the first Ctrl-C (SIGINT) instead of ending the process, until the function
+   * it returns is called; a second Ctrl-C ends the process at once. Absent where there is no process
+   * signal to catch (a command run in-process by a test).
+   */
+  catchInterrupt?(onInterrupt: () => void): () => void;
 }

@@ -23,13 +23,19 @@ interface CommonOptions {
 
 function withCommonOptions(command: Command): Command {
   return command
-    .option('--force-rpath', 'write DT_RPATH (converting a DT_RUNPATH) instead of keeping the kind the file has')
     .option('--output <file>', 'write the result to FILE and leave the input alone (one input file only)')
     .option('--durable', 'fsync between the data and the header writes')
     .option('--make-writable', 'edit read-only files too (their mode is restored afterwards)')
     .option('--dry-run', 'plan only: say what would change and how it would be written; write nothing')
     .option('--json', 'one JSON array on stdout, an object per file');
 }
+
+/** The runpath editors' options: the common ones, and which tag the runpath goes in. */
+function withRunpathOptions(command: Command): Command {
+  return withCommonOptions(command).option('--force-rpath', 'write DT_RPATH (converting a DT_RUNPATH) instead of keeping the kind the file has');
+}
+
+const FILES = 'ELF files to edit (a symbolic link is followed)';
 
 function resultJson(result: EditResult, changes: readonly string[]): object {
   return {
@@ -68,20 +74,23 @@ const policyOf = (options: CommonOptions): RunpathTagPolicy => (options.forceRpa
 const dirsOf = (value: string): string[] => textToByteString(value).split(':');
 
 export function registerEditCommands(program: Command, io: CliIo): void {
-  withCommonOptions(program.command('set-runpath'))
+  withRunpathOptions(program.command('set-runpath'))
     .description('set the runpath (DT_RUNPATH, or DT_RPATH where the file has that) to VALUE')
     .argument('<value>', 'colon-separated directories')
-    .argument('<files...>')
+    .argument('<files...>', FILES)
     .action((value: string, files: string[], options: CommonOptions) =>
       editFiles(io, files, (editor) => editor.setRunpath(textToByteString(value), policyOf(options)), options),
     );
 
-  withCommonOptions(program.command('add-runpath'))
+  withRunpathOptions(program.command('add-runpath'))
     .description('add directories to the runpath (before the existing ones unless --append)')
     .argument('<dirs>', 'colon-separated directories')
-    .argument('<files...>')
+    .argument('<files...>', FILES)
     .option('--append', 'add after the existing entries')
-    .option('--dedupe', 'skip directories already present and drop empty entries')
+    .option(
+      '--dedupe',
+      'keep the first of each directory and no empty entry in the result, as apply does: a directory prepended that the runpath had moves to the front, one appended stays where it was',
+    )
     .action((dirs: string, files: string[], options: CommonOptions & { append?: boolean; dedupe?: boolean }) =>
       editFiles(
         io,
@@ -91,9 +100,9 @@ export function registerEditCommands(program: Command, io: CliIo): void {
       ),
     );
 
-  withCommonOptions(program.command('remove-runpath'))
+  withRunpathOptions(program.command('remove-runpath'))
     .description('remove directories from the runpath, or the whole runpath with --all')
-    .argument('<dirs-or-files...>', 'colon-separated directories, then files (with --all: files only)')
+    .argument('<dirs-or-files...>', 'colon-separated directories, then ELF files to edit (with --all: files only)')
     .option('--all', 'remove DT_RUNPATH and DT_RPATH entirely')
     .action((args: string[], options: CommonOptions & { all?: boolean }) => {
       if (options.all) return editFiles(io, args, (editor) => editor.setRunpath(null), options);
@@ -104,21 +113,21 @@ export function registerEditCommands(program: Command, io: CliIo): void {
 
   withCommonOptions(program.command('add-needed'))
     .description('add a DT_NEEDED entry (before the existing ones)')
-    .argument('<library>')
-    .argument('<files...>')
+    .argument('<library>', 'the library to add, as DT_NEEDED names it (libfoo.so.1)')
+    .argument('<files...>', FILES)
     .action((library: string, files: string[], options: CommonOptions) => editFiles(io, files, (editor) => editor.addNeeded(textToByteString(library)), options));
 
   withCommonOptions(program.command('remove-needed'))
     .description('remove DT_NEEDED entries naming LIBRARY')
-    .argument('<library>')
-    .argument('<files...>')
+    .argument('<library>', 'the DT_NEEDED name to remove (libfoo.so.1)')
+    .argument('<files...>', FILES)
     .action((library: string, files: string[], options: CommonOptions) => editFiles(io, files, (editor) => editor.removeNeeded(textToByteString(library)), options));
 
   withCommonOptions(program.command('replace-needed'))
     .description('rename a DT_NEEDED entry (and the version needs that name it)')
-    .argument('<old>')
-    .argument('<new>')
-    .argument('<files...>')
+    .argument('<old>', 'the DT_NEEDED name to rename (libfoo.so.1)')
+    .argument('<new>', 'the name it becomes')
+    .argument('<files...>', FILES)
     .action((from: string, to: string, files: string[], options: CommonOptions) =>
       editFiles(io, files, (editor) => editor.replaceNeeded(textToByteString(from), textToByteString(to)), options),
     );

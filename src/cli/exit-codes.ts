@@ -8,4 +8,18 @@ export const EXIT = {
   usage: 2,
   /** Some files failed (each reported on stderr); the others were done, the failed ones left untouched. */
   someFilesFailed: 3,
+  /** apply was interrupted (Ctrl-C): the files done are counted, the others left untouched (128 + SIGINT, as a shell reports it). */
+  interrupted: 130,
 } as const;
+
+/** The exit codes as the top-level --help lists them (README.md says the same). */
+export const EXIT_CODES_HELP = [
+  'Exit codes:',
+  `  ${EXIT.ok}    everything asked for was done`,
+  `  ${EXIT.checkFoundWork}    check: files that apply would change`,
+  `  ${EXIT.usage}    a usage error: nothing was read or written`,
+  `  ${EXIT.someFilesFailed}    some files failed, one line each on stderr; the others were done`,
+  `  ${EXIT.interrupted}  apply was interrupted (Ctrl-C): the files done are counted, the others left untouched`,
+  '  doctor: 0 all well, 1 a problem found, 2 a usage error, 3 files could not be read',
+  "  patchelf-compatible mode: 0, or 1 on any failure, as patchelf's",
+].join('\n');

@@ -32,6 +32,11 @@ void runCli(process.argv.slice(2), {
   },
   stderrIsTty: process.stderr.isTTY === true,
   cpuCount: availableParallelism(),
+  catchInterrupt: (onInterrupt) => {
+    // Once: with no listener left, the next SIGINT ends the process as it would have without this one.
+    process.once('SIGINT', onInterrupt);
+    return () => process.removeListener('SIGINT', onInterrupt);
+  },
 }).then((code) => {
   process.exitCode = code;
 });

@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { ioError } from '../errors/io-error.js';
 import { bytesToByteString, byteStringToText, textToByteString } from '../elf/byte-string.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { rejectEmptyPaths } from './report.js';
 
 interface FlagSpec {
   readonly flag: string;
@@ -183,6 +184,8 @@ export async function parsePatchelfArguments(argv: readonly string[]): Promise<P
     }
   }
   if (request.files.length === 0) throw usageError('no input file');
+  // patchelf would try to open "" and fail; an empty name is an unset variable, said as such.
+  rejectEmptyPaths(request.files, 'files to edit');
   if (request.output === '') throw usageError('--output needs a file name');
   if (request.output !== undefined && request.files.length !== 1) throw usageError('--output takes exactly one input file');
   if (request.setRpath !== undefined && request.addRpath !== undefined) throw usageError('--set-rpath and --add-rpath cannot be used together');

@@ -6,6 +6,7 @@ import { withElfImage } from '../elf/open-elf.js';
 import { summarize, type ElfSummary } from '../elf/summary.js';
 import { forEachFile, rejectEmptyPaths } from './report.js';
 import type { CliIo } from './cli-io.js';
+import { docPath } from './package-files.js';
 
 const hex = (value: number): string => `0x${value.toString(16)}`;
 
@@ -56,7 +57,7 @@ export function registerPrint(program: Command, io: CliIo): void {
     .command('print')
     .description('show class, machine, type, interpreter, soname, needed, rpath, runpath, flags, loads and spare dynamic slots')
     .argument('<files...>', 'ELF files to describe')
-    .option('--json', 'one JSON array on stdout, an object per file (see README)')
+    .option('--json', `one JSON array on stdout, an object per file (see ${docPath('patchelf-compat.md')}, print --json)`)
     .action(async (files: string[], options: { json?: boolean }) => {
       rejectEmptyPaths(files, 'files to describe');
       await forEachFile(io, files, options.json === true, async (file) => {

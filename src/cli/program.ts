@@ -1,9 +1,8 @@
 // The command tree. Usage errors exit 2 with one `cuda-patchelf:` line (1 in the patchelf-compatible
 // mode, as patchelf); each command sets its own code.
 
-import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
-import { EXIT } from './exit-codes.js';
+import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
 import { registerEditCommands } from './edit-commands.js';
 import { registerTreeCommands } from './tree-commands.js';
 import { registerPrint } from './print-command.js';
@@ -12,8 +11,31 @@ import { isPatchelfInvocation, patchelfHelp } from './patchelf-arguments.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { errorLine } from './report.js';
 import type { CliIo } from './cli-io.js';
+import { DOCS_DIR, README_PATH, VERSION } from './package-files.js';
 
-const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+/** commander's codes for help and version output: nothing went wrong, or only help was asked for. */
+const HELP_CODES = new Set(['commander.helpDisplayed', 'commander.help', 'commander.version']);
+
+/** Errors after which the command's usage line says what it takes. */
+const USAGE_CODES = new Set(['commander.missingArgument', 'commander.excessArguments']);
+
+/**
+ * commander's error as one `cuda-patchelf:` line, and the command's usage line where arguments are
+ * missing or too many. commander words it as "error: WHAT", with "(Did you mean X?)" on a second line
+ * when it has a guess; an unknown command also says what the tool takes.
+ */
+function usageErrorLines(error: CommanderError, program: Command, argv: readonly string[]): string[] {
+  const [what = '', ...rest] = error.message.replace(/^error: /, '').split('\n');
+  const guess = /^\(Did you mean (.+)\?\)$/.exec(rest.join(' ').trim())?.[1];
+  if (error.code === 'commander.unknownCommand') {
+    const hint = guess === undefined ? "cuda-patchelf takes a command (apply, check, plan, print, doctor, set-runpath, …) or patchelf's flags" : `did you mean ${guess}?`;
+    return [`cuda-patchelf: ${what}: ${hint} (cuda-patchelf --help lists them)`];
+  }
+  const lines = [`cuda-patchelf: ${what}${guess === undefined ? '' : ` (did you mean ${guess}?)`}`];
+  const command = program.commands.find((candidate) => candidate.name() === argv[0]);
+  if (command !== undefined && USAGE_CODES.has(error.code)) lines.push(`Usage: cuda-patchelf ${command.name()} ${command.usage()}`);
+  return lines;
+}
 
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   let exitCode: number = EXIT.ok;
@@ -25,14 +47,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .configureOutput({
       writeOut: (s) => io.out(s.trimEnd()),
       writeErr: (s) => io.err(s.trimEnd()),
-      // Every error line in one style, commander's and the commands' own: `cuda-patchelf: …`.
-      outputError: (s, write) => write(s.trimEnd().split('\n').map((line) => `cuda-patchelf: ${line.replace(/^error: /, '')}`).join('\n')),
+      // commander's errors are printed where they are caught, below, where their code says which they are.
+      outputError: () => undefined,
     })
-    .addHelpText('after', `\n${patchelfHelp()}`);
+    .addHelpText('after', `\n${EXIT_CODES_HELP}\n\n${patchelfHelp()}\n\nDocumentation: ${README_PATH} and ${DOCS_DIR}/`);
+  // The order of --help: the tree commands first, what most runs need.
+  registerTreeCommands(program, recordingIo);
   registerPrint(program, recordingIo);
   registerDoctor(program, recordingIo);
   registerEditCommands(program, recordingIo);
-  registerTreeCommands(program, recordingIo);
   try {
     // A subcommand's own --output or --force-rpath must not send it to the patchelf-compatible mode.
     const subcommand = program.commands.some((command) => command.name() === argv[0]);
@@ -41,8 +64,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     else await program.parseAsync(argv, { from: 'user' });
   } catch (error) {
     if (error instanceof CommanderError) {
-      // --help and --version end through here too, with exit code 0.
-      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+      // --help and --version end through here too, with exit code 0; `cuda-patchelf` alone prints the help on stderr.
+      if (error.exitCode === 0) return EXIT.ok;
+      if (!HELP_CODES.has(error.code)) for (const line of usageErrorLines(error, program, argv)) io.err(line);
+      return EXIT.usage;
     }
     if (error instanceof CudaPatchelfError && error.kind === 'usage') {
       io.err(errorLine(error));

@@ -4,6 +4,7 @@
 import type { Command } from 'commander';
 import type { CliIo } from './cli-io.js';
 import type { DoctorOptions } from './doctor-command.js';
+import { docPath } from './package-files.js';
 
 export function registerDoctor(program: Command, io: CliIo): void {
   program
@@ -15,7 +16,7 @@ export function registerDoctor(program: Command, io: CliIo): void {
     .option('--driver-version <version>', 'the kernel driver version to check against (default: this machine\'s, from /sys/module/nvidia/version)')
     .option('--driver-lib <file>', 'take the kernel driver version from this libcuda (its name, link target or contents)')
     .option('--problems', 'only the files with findings, each with the lines its findings rest on: what is not found and where the loader looked, and the loads that lead there')
-    .option('--json', 'one JSON document on stdout (see docs/doctor.md)')
+    .option('--json', `one JSON document on stdout (see ${docPath('doctor.md')})`)
     .action(async (paths: string[], options: DoctorOptions) => {
       const { doctor } = await import('./doctor-command.js');
       await doctor(paths, options, io);

@@ -1,6 +1,8 @@
 // How the CLI turns errors and byte strings into lines for people and JSON for machines.
 
+import { realpathSync, statSync, type Stats } from 'node:fs';
 import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
+import { describeFileType, ioError } from '../errors/io-error.js';
 import type { CliIo } from './cli-io.js';
 import { EXIT } from './exit-codes.js';
 
@@ -23,6 +25,27 @@ export function errorJson(error: unknown): { kind: string; message: string; offs
  */
 export function rejectEmptyPaths(paths: readonly string[], what: string): void {
   if (paths.some((path) => path === '')) throw new CudaPatchelfError('usage', `an empty path was given (an unset variable?); name the ${what}`);
+}
+
+/**
+ * The real path of every tree named, or a usage error naming the first that is missing, cannot be
+ * reached, or is neither a directory nor a regular file (a FIFO, a device): a mistyped tree beside
+ * good ones must stop the run before anything is read, not leave the others patched and exit 3.
+ * A symbolic link is followed, as the walk follows a tree named through one (Nix's ./result).
+ */
+export function existingTrees(paths: readonly string[]): { dir: string; real: string }[] {
+  return paths.map((dir) => {
+    let stats: Stats;
+    let real: string;
+    try {
+      stats = statSync(dir);
+      real = realpathSync(dir);
+    } catch (error) {
+      throw new CudaPatchelfError('usage', ioError(dir, 'walk', error).message, { file: dir });
+    }
+    if (!stats.isDirectory() && !stats.isFile()) throw new CudaPatchelfError('usage', `cannot walk ${describeFileType(stats)}: name a directory or a file`, { file: dir });
+    return { dir, real };
+  });
 }
 
 /** What one file contributes to a multi-file command's output. */

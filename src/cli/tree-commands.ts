@@ -1,11 +1,11 @@
 // `apply`, `check` and `plan`: the hooks over whole output trees.
 
-import { realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { byteStringToText, textToByteString } from '../elf/byte-string.js';
 import type { BatchResult } from '../batch/patch-tree.js';
 import { patchedCount, type BatchSummary, type FileOutcome } from '../batch/file-outcome.js';
+import { isInterrupted, newInterruptFlag, raiseInterrupt } from '../batch/interrupt.js';
 import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
 import { BUILTIN_HOOK_NAMES, CUDA_COMPAT_PATTERNS, cudaCompatHook, DEFAULT_DRIVER_LINK, driverHook, dropCudaCompatHook, removeStubsHook } from '../hooks/builtin-hooks.js';
 import type { Semantics } from '../hooks/compose-hooks.js';
@@ -17,8 +17,9 @@ import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../hooks/stubs-pattern.js'
 import type { CliIo } from './cli-io.js';
 import { driverAheadWarning } from './driver-ahead-warning.js';
 import { EXIT } from './exit-codes.js';
-import { errorJson, errorLine, rejectEmptyPaths } from './report.js';
+import { errorJson, errorLine, existingTrees, rejectEmptyPaths } from './report.js';
 import { ProgressLine } from './progress-line.js';
+import { docPath } from './package-files.js';
 
 interface TreeOptions {
   driver: boolean;
@@ -68,10 +69,10 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--drop-cuda-compat', `remove cuda_compat's directories (entries matching ${CUDA_COMPAT_PATTERNS.join(' ')}), for a compat libcuda older than the kernel driver (CUDA error 803); not with --cuda-compat`)
     .option('--remove-stubs', 'add the stubs hook: the first CUDA stubs entry becomes DRIVER-LINK/lib (unless that came first), the others go')
     .option('--stubs-pattern <glob>', `what marks a stubs entry, a shell pattern on the whole entry; repeatable (default: ${NIXPKGS_STUBS_PATTERNS.join(' ')})`, collect)
-    .option('--config <file>', 'more hooks from a JSON file, placing their entries with "precedes"/"follows" (see docs/hooks.md)')
+    .option('--config <file>', `more hooks from a JSON file, placing their entries with "precedes"/"follows" (see ${docPath('hooks.md')})`)
     .option('--nixpkgs-compat', "byte-identical to Nixpkgs' hooks: no dedupe, trailing ':' for an empty runpath, DT_RPATH becomes DT_RUNPATH")
-    .option('--make-writable', 'patch read-only files too (their mode is restored afterwards); plan and check take it to agree with apply')
-    .option('-j, --jobs <n>', `at most N threads patching files at once; never more than the CPUs (${cpuCount}) or the ELF files waiting (default: ${defaultJobs(cpuCount)}, half the CPUs; 1: no worker threads; at most ${MAX_JOBS})`)
+    .option('--make-writable', 'apply: patch read-only files too (their mode is restored afterwards); plan, check, --dry-run: say what apply would do with it')
+    .option('-j, --jobs <n>', `at most N threads patching files at once; never more than the CPUs (${cpuCount}) or the ELF files waiting (default: half the CPUs, at least 1: ${defaultJobs(cpuCount)} here; 1: no worker threads; at most ${MAX_JOBS})`)
     .option('--threads-from-start', 'start the worker threads (--jobs, never more than the CPUs) with the batch and send them every ELF file (by default ELF files start them, one per file waiting, and wait for one to load, patched in this thread only if the walk ends first)')
     .option('--json', 'write a JSON report to stdout instead of the text summary')
     .option('-q, --quiet', 'print nothing but errors (the exit code says the rest)')
@@ -92,18 +93,12 @@ function checkArguments(dirs: readonly string[], options: TreeOptions, command: 
 }
 
 /**
- * A tree named twice, or inside another one named, would have its files walked twice: patched twice
- * under --nixpkgs-compat (each walk prepends again) and counted as two names of one file. Trees are
- * compared by their real paths; one that cannot be resolved is left to the walk, which reports it.
+ * Every tree must exist (existingTrees), and none be named twice or inside another one named: its
+ * files would be walked twice, patched twice under --nixpkgs-compat (each walk prepends again) and
+ * counted as two names of one file. Trees are compared by their real paths.
  */
 function rejectOverlappingTrees(dirs: readonly string[]): void {
-  const real = dirs.flatMap((dir) => {
-    try {
-      return [{ dir, real: realpathSync(dir) }];
-    } catch {
-      return [];
-    }
-  });
+  const real = existingTrees(dirs);
   const inside = (outer: string, inner: string): boolean => inner === outer || inner.startsWith(outer.endsWith('/') ? outer : `${outer}/`);
   for (const [i, a] of real.entries()) {
     for (const b of real.slice(i + 1)) {
@@ -155,6 +150,8 @@ interface TreeRun extends BatchResult {
   readonly jobs: number;
   readonly hooks: Hook[];
   readonly dryRun: boolean;
+  /** Ctrl-C stopped apply: the outcomes are the files done, the others were not touched. */
+  readonly interrupted: boolean;
 }
 
 async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptions, command: Command, io: CliIo): Promise<TreeRun> {
@@ -169,6 +166,9 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
   // Loaded here, not at start-up: the batch modules (the walk, picomatch, p-limit) cost the
   // single-file commands time they do not need.
   const { patchTrees } = await import('../batch/patch-tree.js');
+  // Only a run that writes has anything to stop cleanly; a dry run ends at Ctrl-C as any process does.
+  const interrupt = dryRun ? undefined : newInterruptFlag();
+  const release = interrupt === undefined ? undefined : io.catchInterrupt?.(() => raiseInterrupt(interrupt));
   const result = await patchTrees(dirs, {
     hooks,
     semantics,
@@ -179,34 +179,45 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
     gate: name === 'check',
     durable: options.durable === true,
     makeWritable: options.makeWritable === true,
+    ...(interrupt === undefined ? {} : { interrupt }),
     onOutcome: (outcome) => {
-      const line = outcome.status === 'failed' ? null : options.verbose ? verboseLine(outcome, verb) : null;
-      if (outcome.status === 'failed' || line !== null) progress?.clear();
+      // A file apply would refuse is shown by a dry run of apply even without --verbose, as the failure
+      // it would be; plan and check show it in their own listing.
+      const shown = options.verbose === true || (name === 'apply' && outcome.status === 'would-refuse' && !options.quiet && !options.json);
+      const lines = outcome.status === 'failed' || !shown ? [] : verboseLines(outcome, verb);
+      if (outcome.status === 'failed' || lines.length > 0) progress?.clear();
       if (outcome.status === 'failed') io.err(errorLine(outcome.error, outcome.path));
-      if (line !== null) io.out(line);
+      for (const line of lines) io.out(line);
       progress?.update();
     },
-  });
+  }).finally(() => release?.());
   progress?.clear();
   const warning = options.quiet ? null : driverAheadWarning(name, result.outcomes, hooks, dryRun);
   if (warning !== null) io.err(warning);
-  return { ...result, jobs, hooks, dryRun };
+  return { ...result, jobs, hooks, dryRun, interrupted: isInterrupted(interrupt) };
 }
 
-/** --verbose: a line per file patched, and per ELF file left alone (not for files that are not ELF). */
-function verboseLine(outcome: FileOutcome, verb: string): string | null {
+/**
+ * --verbose: a line per file patched, and per ELF file left alone (not for files that are not ELF); a
+ * file apply would refuse gets a second line that says so.
+ */
+function verboseLines(outcome: FileOutcome, verb: string): string[] {
   const path = oneLine(outcome.path);
   switch (outcome.status) {
     case 'patched':
-      return `${verb} ${path}: ${text(outcome.oldRunpath)} -> ${text(outcome.newRunpath)}`;
+    case 'would-refuse':
+      return [`${verb} ${path}: ${text(outcome.oldRunpath)} -> ${text(outcome.newRunpath)}`, ...refusalLines(outcome)];
     case 'unchanged':
-      return `unchanged ${path}: ${text(outcome.runpath)}`;
+      return [`unchanged ${path}: ${text(outcome.runpath)}`];
     case 'skipped':
-      return outcome.reason === 'not-elf' ? null : `skipped ${path}: ${outcome.reason}`;
+      return outcome.reason === 'not-elf' ? [] : [`skipped ${path}: ${outcome.reason}`];
     default:
-      return null;
+      return [];
   }
 }
+
+/** Under a file to patch that apply would refuse to write: what apply would say, worded as no failure. */
+const refusalLines = (outcome: PendingOutcome): string[] => (outcome.status === 'would-refuse' ? [`  apply would refuse it: ${oneLine(outcome.refusal)}`] : []);
 
 const text = (value: string | null): string => (value === null ? '(none)' : `"${oneLine(byteStringToText(value))}"`);
 
@@ -218,6 +229,8 @@ function summaryLine(verb: string, s: BatchSummary): string {
   return [
     `${s.visited} visited`,
     `${patchedCount(s)} ${verb}${tiers.length > 0 ? ` (${tiers.join(', ')})` : ''}`,
+    // Only dry runs have these, and the line keeps its usual shape without them.
+    ...(s.wouldRefuse > 0 ? [`${s.wouldRefuse} apply would refuse`] : []),
     `${s.unchanged} unchanged`,
     `skipped: ${skipped.length > 0 ? skipped.join(', ') : 'none'}`,
     `${s.failed} failed`,
@@ -231,13 +244,17 @@ function outcomeJson(outcome: FileOutcome, dryRun: boolean): object {
     case 'failed':
       return { path: outcome.path, status: outcome.status, error: errorJson(outcome.error) };
     case 'patched':
+    case 'would-refuse': {
+      const { path, status, ...change } = outcome;
       return {
-        ...outcome,
-        status: dryRun ? 'would-patch' : 'patched',
+        path,
+        status: status === 'would-refuse' ? status : dryRun ? 'would-patch' : 'patched',
+        ...change,
         oldRunpath: outcome.oldRunpath === null ? null : byteStringToText(outcome.oldRunpath),
         newRunpath: byteStringToText(outcome.newRunpath),
         entries: outcome.entries.map((e) => ({ dir: byteStringToText(e.dir), hook: e.hook })),
       };
+    }
     case 'unchanged':
       return { ...outcome, runpath: outcome.runpath === null ? null : byteStringToText(outcome.runpath) };
     default:
@@ -245,20 +262,27 @@ function outcomeJson(outcome: FileOutcome, dryRun: boolean): object {
   }
 }
 
-/** Version 2: a dry run's files say "would-patch", and its summary counts them under `wouldPatch`. */
+/**
+ * Version 3: a dry run's files say "would-patch" or "would-refuse" (with `refusal`, apply's words), and
+ * its summary counts them under `wouldPatch` and `wouldRefuse`; a real run has neither. (Version 2
+ * reported apply's refusals in a dry run as failures.) `interrupted`: Ctrl-C stopped apply, and
+ * `files` are the files done.
+ */
 function reportJson(io: CliIo, command: TreeCommandName, run: TreeRun, options: TreeOptions): void {
-  const { visited, patched, ...counts } = run.summary;
+  const { visited, patched, wouldRefuse, ...counts } = run.summary;
+  const planned = run.dryRun ? { wouldPatch: patched, wouldRefuse } : { patched };
   io.out(
     JSON.stringify(
       {
-        version: 2,
+        version: 3,
         command,
         dryRun: run.dryRun,
+        interrupted: run.interrupted,
         semantics: options.nixpkgsCompat ? 'nixpkgs-compat' : 'default',
         hooks: run.hooks.map((h) => h.name),
         jobs: { asked: run.jobs, limit: run.threadLimit },
         workerThreads: run.workerThreads,
-        summary: { visited, [run.dryRun ? 'wouldPatch' : 'patched']: patched, ...counts },
+        summary: { visited, ...planned, ...counts },
         files: run.outcomes.map((outcome) => outcomeJson(outcome, run.dryRun)),
       },
       null,
@@ -267,8 +291,18 @@ function reportJson(io: CliIo, command: TreeCommandName, run: TreeRun, options: 
   );
 }
 
-const pendingOf = (run: TreeRun): Extract<FileOutcome, { status: 'patched' }>[] =>
-  run.outcomes.filter((o): o is Extract<FileOutcome, { status: 'patched' }> => o.status === 'patched');
+type PendingOutcome = Extract<FileOutcome, { status: 'patched' | 'would-refuse' }>;
+
+/** The files a run patched, or in a dry run would patch or would have apply refuse: the files that need patching. */
+const pendingOf = (run: TreeRun): PendingOutcome[] => run.outcomes.filter((o): o is PendingOutcome => o.status === 'patched' || o.status === 'would-refuse');
+
+/** `check`'s last line: "nothing to do" only when no file needs patching and none failed. */
+function checkSummary(pending: number, s: BatchSummary): string {
+  if (pending === 0 && s.failed === 0) return 'nothing to do';
+  const refused = s.wouldRefuse > 0 ? ` (apply would refuse ${s.wouldRefuse} of them as they are)` : '';
+  const needing = pending === 0 ? 'no other file needs patching' : `${pending} file(s) need patching${refused}`;
+  return s.failed === 0 ? needing : `${s.failed} failed, ${needing}`;
+}
 
 export function registerTreeCommands(program: Command, io: CliIo): void {
   withTreeOptions(program.command('apply'), io.cpuCount)
@@ -277,6 +311,9 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
     .option('--durable', 'fsync between the data and the header writes')
     .action(async (dirs: string[], options: TreeOptions, command: Command) => {
       const run = await runTree('apply', dirs, options, command, io);
+      if (run.interrupted) {
+        io.err(`cuda-patchelf apply: interrupted: ${run.summary.visited} file(s) done (${patchedCount(run.summary)} patched), the others left untouched; apply again does the rest`);
+      }
       if (options.json) reportJson(io, 'apply', run, options);
       else if (!options.quiet) {
         io.out(`cuda-patchelf apply: ${summaryLine(run.dryRun ? 'would patch' : 'patched', run.summary)}`);
@@ -284,7 +321,7 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
           io.out(`note: ${run.summary.patchedWithOtherLinks} ${run.dryRun ? 'file(s) to patch' : 'patched file(s)'} have other hard links; the change shows through every link`);
         }
       }
-      io.setExitCode(run.summary.failed > 0 ? EXIT.someFilesFailed : EXIT.ok);
+      io.setExitCode(run.interrupted ? EXIT.interrupted : run.summary.failed > 0 ? EXIT.someFilesFailed : EXIT.ok);
     });
 
   withTreeOptions(program.command('check'), io.cpuCount)
@@ -295,8 +332,13 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
       if (options.json) reportJson(io, 'check', run, options);
       else if (!options.quiet) {
         // --verbose has listed them already, one line per file.
-        if (!options.verbose) for (const o of pending) io.out(`${oneLine(o.path)}: ${text(o.oldRunpath)} -> ${text(o.newRunpath)}`);
-        io.out(`cuda-patchelf check: ${pending.length === 0 ? 'nothing to do' : `${pending.length} file(s) need patching`}`);
+        if (!options.verbose) {
+          for (const o of pending) {
+            io.out(`${oneLine(o.path)}: ${text(o.oldRunpath)} -> ${text(o.newRunpath)}`);
+            for (const line of refusalLines(o)) io.out(line);
+          }
+        }
+        io.out(`cuda-patchelf check: ${checkSummary(pending.length, run.summary)}`);
       }
       io.setExitCode(run.summary.failed > 0 ? EXIT.someFilesFailed : pending.length > 0 ? EXIT.checkFoundWork : EXIT.ok);
     });
@@ -312,6 +354,7 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
           io.out(`  old: ${text(o.oldRunpath)}`);
           io.out(`  new: ${text(o.newRunpath)}`);
           for (const entry of o.entries) io.out(`    ${byteStringToText(entry.dir) || '(empty)'}  <- ${entry.hook ?? 'file'}`);
+          for (const line of refusalLines(o)) io.out(line);
         }
         io.out(`cuda-patchelf plan: ${summaryLine('to patch', run.summary)}`);
       }

@@ -5,8 +5,8 @@
 
 import type { Stats } from 'node:fs';
 import { FileByteSource, type ByteSource } from '../elf/byte-source.js';
-import { ELF_MAGIC } from '../elf/constants.js';
-import { readElfImage, skipReason, type ElfImage, type SkipReason } from '../elf/elf-image.js';
+import { AR_MAGIC, ELF_MAGIC } from '../elf/constants.js';
+import { readElfImage, skipReason, startsWith, type ElfImage, type SkipReason } from '../elf/elf-image.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { DynamicEditor } from '../plan/dynamic-editor.js';
 import { currentEntries, type CurrentEntry, type EditFacts, type LaterFact } from '../plan/edit-facts.js';
@@ -47,12 +47,6 @@ export interface SkippedFile {
 export interface InodeNames {
   /** The name this inode was first seen under, or null when that is `path` itself. */
   firstName(path: string, stats: Stats): string | null;
-}
-
-const ARCHIVE_MAGIC = Buffer.from('!<arch>\n', 'latin1');
-
-function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
-  return bytes.length >= prefix.length && prefix.every((byte, i) => bytes[i] === byte);
 }
 
 /**
@@ -110,8 +104,8 @@ export async function planListedFile<T>(path: string, operations: EditOperations
  * of a hard-linked ELF file; null for an ELF file this batch patches under this name.
  */
 function sniffOpenFile(source: FileByteSource, inodes: InodeNames | undefined): SkippedFile | null {
-  const head = source.firstBytes(ARCHIVE_MAGIC.length);
-  if (startsWith(head, ARCHIVE_MAGIC)) return { kind: 'skipped', reason: 'archive' };
+  const head = source.firstBytes(AR_MAGIC.length);
+  if (startsWith(head, AR_MAGIC)) return { kind: 'skipped', reason: 'archive' };
   if (!startsWith(head, ELF_MAGIC)) return { kind: 'skipped', reason: 'not-elf' };
   const first = inodes?.firstName(source.path, source.stats) ?? null;
   return first === null ? null : { kind: 'skipped', reason: 'hard-link', detail: first };

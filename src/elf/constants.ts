@@ -35,6 +35,8 @@ export const ELFDATA2LSB = 1;
 export const ELFDATA2MSB = 2;
 export const EV_CURRENT = 1;
 export const ELF_MAGIC = Uint8Array.of(0x7f, 0x45, 0x4c, 0x46);
+/** The first bytes of an ar archive (a static library): its members are object files, not ELF of their own. */
+export const AR_MAGIC = Uint8Array.from('!<arch>\n', (char) => char.charCodeAt(0));
 export const EI_NIDENT = 16;
 /** e_phnum value meaning "the real count is in section header 0's sh_info". */
 export const PN_XNUM = 0xffff;

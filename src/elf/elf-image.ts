@@ -5,7 +5,7 @@
 
 import { checkRange, type ByteSource } from './byte-source.js';
 import { DYN, EHDR, ElfCodec, PHDR, SHDR, type DynamicEntry, type ElfHeaderFields, type ProgramHeader } from './codec.js';
-import { DF_1, DT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELF_MAGIC, EI_NIDENT, ET, PN_XNUM, PT, SHT } from './constants.js';
+import { AR_MAGIC, DF_1, DT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELF_MAGIC, EI_NIDENT, ET, PN_XNUM, PT, SHT } from './constants.js';
 import { bytesToByteString } from './byte-string.js';
 import { readSectionHeaderTable } from './section-headers.js';
 import { StringTable } from './string-table.js';
@@ -66,10 +66,16 @@ export interface ReadOptions {
   readonly emptyDynamic?: 'error' | 'absent';
 }
 
+export function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
+  return bytes.length >= prefix.length && prefix.every((byte, i) => bytes[i] === byte);
+}
+
 /** Reads the header and the dynamic structures of an ELF file, with a few small positional reads. */
 export async function readElfImage(source: ByteSource, options: ReadOptions = {}): Promise<ElfImage> {
   if (source.size === 0) throw formatError('empty file, not an ELF file');
   const ident = await source.read(0, Math.min(ELF_HEADER_READ, source.size), 'ELF header');
+  // A static library is the non-ELF file most often named by mistake: say what it is.
+  if (startsWith(ident, AR_MAGIC)) throw formatError('an ar archive (static library), not an ELF file', 0);
   if (!ELF_MAGIC.subarray(0, Math.min(ident.length, ELF_MAGIC.length)).every((byte, i) => ident[i] === byte)) {
     throw formatError('not an ELF file (no \\x7fELF magic)', 0);
   }

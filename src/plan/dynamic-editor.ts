@@ -101,6 +101,8 @@ export class DynamicEditor {
   /** Renames a DT_NEEDED entry; the version needs that name the library follow. */
   replaceNeeded(from: string, to: string): void {
     checkString(to, 'a needed library name');
+    // A rename to the same name changes nothing; recorded, it would rewrite the version needs' names.
+    if (from === to) return;
     for (const entry of this.entries) {
       if (entry.d_tag === DT.DT_NEEDED && entry.text === from) {
         entry.text = to;

@@ -1,6 +1,6 @@
-// The refusals a write meets before its first byte, in one place: `apply` checks them as it writes,
-// and `plan`, `check` and `apply --dry-run` check them on the file they read, so that all of them
-// report the same files as failing, for the same reason.
+// The refusals a write meets before its first byte, in one place: `apply` checks them as it writes
+// (a refused file fails), and `plan`, `check` and `apply --dry-run` check them on the file they read,
+// to say which files apply would refuse, and why, without failing themselves: they write nothing.
 
 import type { Stats } from 'node:fs';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';

@@ -276,6 +276,10 @@ export function hooksOperation(semantics: Semantics, removeStubs: boolean): Oper
           }
           return { outcome: 'written', tier, problems };
         }
+        case 'would-refuse':
+        case 'interrupted':
+          // Only a dry run says what apply would refuse, and only an interrupted run leaves a file out: this run writes, uninterrupted.
+          return { outcome: 'refused', refusal: 'crash', problems: [`a run that writes, uninterrupted, returned ${outcome.status}`] };
       }
     },
   };

@@ -10,8 +10,11 @@ export interface ReportEntry {
 
 export interface ReportFile {
   readonly path: string;
-  /** A dry run (check, plan, apply --dry-run) says `would-patch` where apply says `patched`. */
-  readonly status: 'patched' | 'would-patch' | 'unchanged' | 'skipped' | 'failed';
+  /**
+   * A dry run (check, plan, apply --dry-run) says `would-patch` where apply says `patched`, and
+   * `would-refuse` for a file to patch that apply would refuse to write (where apply says `failed`).
+   */
+  readonly status: 'patched' | 'would-patch' | 'would-refuse' | 'unchanged' | 'skipped' | 'failed';
   readonly reason?: string;
   readonly detail?: string;
   readonly tier?: string;
@@ -21,6 +24,8 @@ export interface ReportFile {
   readonly bytesWritten?: number;
   readonly otherLinks?: number;
   readonly runpath?: string | null;
+  /** `would-refuse`: what apply would say. */
+  readonly refusal?: string;
   readonly error?: { readonly kind: string; readonly message: string; readonly offset: number | null };
 }
 
@@ -30,6 +35,8 @@ export interface ReportSummary {
   readonly patched: Record<string, number>;
   readonly unchanged: number;
   readonly skipped: Record<string, number>;
+  /** Dry runs only: files to patch that apply would refuse to write. */
+  readonly wouldRefuse?: number;
   readonly failed: number;
   readonly bytesWritten: number;
   readonly patchedWithOtherLinks: number;
@@ -39,6 +46,8 @@ export interface TreeReport {
   readonly version: number;
   readonly command: string;
   readonly dryRun: boolean;
+  /** Ctrl-C stopped apply: `files` are the files done. */
+  readonly interrupted: boolean;
   readonly semantics: string;
   readonly hooks: readonly string[];
   /** --jobs as given (or its default), and the most threads the run could use: that, capped at the CPUs. */
@@ -50,18 +59,22 @@ export interface TreeReport {
 }
 
 /**
- * Reads a version 2 report strictly: a dry run's files say `would-patch` (never `patched`) and its
- * summary counts them under `wouldPatch`; a real run the other way round. The summary comes back with
- * that count under `patched` in both cases, so that tests compare counts whatever the run.
+ * Reads a version 3 report strictly: a dry run's files say `would-patch` (never `patched`) or
+ * `would-refuse`, and its summary counts them under `wouldPatch` and `wouldRefuse`; a real run says
+ * `patched` and has neither. The summary comes back with the patched count under `patched` in both
+ * cases, so that tests compare counts whatever the run.
  */
 export function parseReport(stdout: string): TreeReport {
   const report = JSON.parse(stdout) as TreeReport & { summary: { wouldPatch?: Record<string, number> } };
-  if (report.version !== 2 || !Array.isArray(report.files) || typeof report.summary !== 'object' || typeof report.jobs?.asked !== 'number' || typeof report.jobs.limit !== 'number') {
-    throw new Error(`not a version 2 tree report:\n${stdout.slice(0, 2000)}`);
+  if (report.version !== 3 || !Array.isArray(report.files) || typeof report.summary !== 'object' || typeof report.jobs?.asked !== 'number' || typeof report.jobs.limit !== 'number') {
+    throw new Error(`not a version 3 tree report:\n${stdout.slice(0, 2000)}`);
   }
-  const [present, absent, wrongStatus] = report.dryRun ? (['wouldPatch', 'patched', 'patched'] as const) : (['patched', 'wouldPatch', 'would-patch'] as const);
-  if (!(present in report.summary) || absent in report.summary || report.files.some((file) => file.status === wrongStatus)) {
-    throw new Error(`a ${report.dryRun ? 'dry-run' : 'real'} report must count files under "${present}" and never say "${wrongStatus}":\n${stdout.slice(0, 2000)}`);
+  const [present, absent, wrongStatus] = report.dryRun
+    ? (['wouldPatch', 'patched', ['patched']] as const)
+    : (['patched', 'wouldPatch', ['would-patch', 'would-refuse']] as const);
+  const dryRunKeys = report.dryRun === 'wouldRefuse' in report.summary;
+  if (!(present in report.summary) || absent in report.summary || !dryRunKeys || report.files.some((file) => (wrongStatus as readonly string[]).includes(file.status))) {
+    throw new Error(`a ${report.dryRun ? 'dry-run' : 'real'} report must count files under "${present}" and never say ${wrongStatus.join(' or ')}:\n${stdout.slice(0, 2000)}`);
   }
   const { wouldPatch, ...summary } = report.summary;
   return { ...report, summary: { ...summary, patched: wouldPatch ?? summary.patched } };
@@ -72,6 +85,8 @@ export interface SummaryLine {
   readonly visited: number;
   readonly patched: number;
   readonly tiers: Record<string, number>;
+  /** Dry runs: files to patch that apply would refuse (the segment is there only when some are). */
+  readonly wouldRefuse: number;
   readonly unchanged: number;
   readonly skipped: Record<string, number>;
   readonly failed: number;
@@ -79,7 +94,7 @@ export interface SummaryLine {
 }
 
 const SUMMARY =
-  /^cuda-patchelf (apply|plan): (\d+) visited · (\d+) (?:patched|would patch|to patch)(?: \(([^)]*)\))? · (\d+) unchanged · skipped: (.*?) · (\d+) failed · (\d+) bytes written$/;
+  /^cuda-patchelf (apply|plan): (\d+) visited · (\d+) (?:patched|would patch|to patch)(?: \(([^)]*)\))?(?: · (\d+) apply would refuse)? · (\d+) unchanged · skipped: (.*?) · (\d+) failed · (\d+) bytes written$/;
 
 function counts(list: string): Record<string, number> {
   const result: Record<string, number> = {};
@@ -102,10 +117,11 @@ export function parseSummaryLine(stdout: string): SummaryLine {
     visited: Number(m[2]),
     patched: Number(m[3]),
     tiers: counts(m[4] ?? ''),
-    unchanged: Number(m[5]),
-    skipped: counts(m[6] as string),
-    failed: Number(m[7]),
-    bytesWritten: Number(m[8]),
+    wouldRefuse: Number(m[5] ?? 0),
+    unchanged: Number(m[6]),
+    skipped: counts(m[7] as string),
+    failed: Number(m[8]),
+    bytesWritten: Number(m[9]),
   };
 }
 
@@ -115,7 +131,12 @@ export interface PlanBlock {
   readonly old: string | null;
   readonly new: string;
   readonly entries: readonly ReportEntry[];
+  /** What apply would say refusing the file (`  apply would refuse it: …`), or null. */
+  readonly refusal: string | null;
 }
+
+/** The line under a file to patch that apply would refuse, in plan and check output. */
+const REFUSAL = /^ {2}apply would refuse it: (.+)$/;
 
 /** A runpath as plan/check print it: `(none)` or the value in double quotes. */
 function quoted(text: string): string | null {
@@ -141,7 +162,9 @@ export function parsePlan(stdout: string): PlanBlock[] {
       entries.push({ dir: entry[1] === '(empty)' ? '' : (entry[1] as string), hook: entry[2] === 'file' ? null : (entry[2] as string) });
       i++;
     }
-    blocks.push({ path: head[1] as string, tier: head[2] as string, old: quoted(old[1] as string), new: quoted(now[1] as string) ?? '', entries });
+    const refusal = REFUSAL.exec(lines[i] ?? '');
+    if (refusal !== null) i++;
+    blocks.push({ path: head[1] as string, tier: head[2] as string, old: quoted(old[1] as string), new: quoted(now[1] as string) ?? '', entries, refusal: refusal?.[1] ?? null });
   }
   if (i !== lines.length - 1) throw new Error(`plan output does not end with its summary line:\n${stdout}`);
   return blocks;
@@ -151,17 +174,30 @@ export interface CheckLine {
   readonly path: string;
   readonly old: string | null;
   readonly new: string;
+  /** What apply would say refusing the file, or null. */
+  readonly refusal: string | null;
 }
 
-/** `check` output: one line per file it would change, then `cuda-patchelf check: …`. */
+/**
+ * `check` output: one line per file it would change (followed by `  apply would refuse it: …` for a
+ * file apply would refuse), then `cuda-patchelf check: …`.
+ */
 export function parseCheck(stdout: string): { files: CheckLine[]; last: string } {
   const lines = stdout.split('\n').filter((line) => line !== '');
   const last = lines.pop() ?? '';
-  const files = lines.map((line) => {
+  const files: CheckLine[] = [];
+  for (const line of lines) {
+    const refusal = REFUSAL.exec(line);
+    const previous = files.pop();
+    if (refusal !== null && previous !== undefined && previous.refusal === null) {
+      files.push({ ...previous, refusal: refusal[1] as string });
+      continue;
+    }
+    if (previous !== undefined) files.push(previous);
     const match = /^(\/.*?): ((?:"[^"]*")|\(none\)) -> ("[^"]*")$/.exec(line);
     if (match === null) throw new Error(`unexpected check output line: ${line}`);
-    return { path: match[1] as string, old: quoted(match[2] as string), new: quoted(match[3] as string) ?? '' };
-  });
+    files.push({ path: match[1] as string, old: quoted(match[2] as string), new: quoted(match[3] as string) ?? '', refusal: null });
+  }
   return { files, last };
 }
 
