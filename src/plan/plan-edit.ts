@@ -8,7 +8,7 @@ import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
 import { stringAt } from '../elf/string-table.js';
 import { dataViewOf } from '../elf/byte-source.js';
 import type { Section } from '../elf/section-headers.js';
-import type { NeedsRewrite, PlanDecision, PlannedWrite, WritePhase } from './plan.js';
+import type { NeedsFacts, NeedsRewrite, PlanDecision, PlannedWrite, WritePhase } from './plan.js';
 import { byteStringToBytes } from '../elf/byte-string.js';
 import { layoutSegment, type FinishedLayout, type MovedRange, type SegmentLayout, type TableLayout } from './segment-layout.js';
 import { resumeOf, stringStarts, type Resume, type SectionRepair } from './resume-edit.js';
@@ -57,13 +57,13 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
   if (resume === null && renamed.length === 0 && sameEntries(entries, facts.dynamic.entries)) return { tier: 'noop', writes: [], newSize: facts.fileSize };
 
   const symbolNames = facts.references.symbolNames;
-  if (symbolNames === null && stringsMayBeFreed(facts, entries, renamed, resume)) return { tier: 'needs-facts', facts: 'symbol-names' };
+  if (symbolNames === null && stringsMayBeFreed(facts, entries, renamed, resume)) return { tier: 'needs-facts', facts: 'dynamic-symbols' };
   const placement = placeWantedStrings(facts, symbolNames ?? new Uint32Array(0), entries, renamed, wanted, resume);
   const dynamicEntries = entries.map((entry): DynamicEntry =>
     isStringEntry(entry) ? { d_tag: entry.d_tag, d_val: placement.indexOf.get(entry.text) ?? 0 } : { d_tag: entry.d_tag, d_val: entry.d_val },
   );
   const places = placeTables(facts, placement, dynamicEntries.length);
-  if ('why' in places) return places;
+  if ('tier' in places) return places;
   const { layout, table: newTable, dynamic } = places;
   // Section headers change address when tables move or an interrupted edit's stale ones are
   // repaired; the .symtab symbols defined in those sections follow them.
@@ -189,7 +189,7 @@ interface TablePlaces {
   readonly dynamic: { readonly moves: boolean; readonly offset: number; readonly vaddr: number; readonly capacity: number };
 }
 
-function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: number): TablePlaces | NeedsRewrite {
+function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: number): TablePlaces | NeedsRewrite | NeedsFacts {
   const tableGrows = placement.table.length > placement.oldSize;
   const dynamicMoves = entryCount + 1 > facts.dynamic.capacity;
   const unmoved: TablePlaces = {
@@ -199,7 +199,7 @@ function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: n
   };
   if (!tableGrows && !dynamicMoves) return unmoved;
   const layout = layoutSegment(facts);
-  if ('why' in layout) return layout;
+  if ('tier' in layout) return layout;
   const region = layout.region;
   let dynamic = unmoved.dynamic;
   if (dynamicMoves) {
