@@ -2,7 +2,9 @@
 // regular file, made as patchelf makes it (mode 0777 less the umask; an existing file keeps its mode
 // and inode), or to the input itself when --output names it. A device, FIFO or socket, or a link to
 // one, is refused before anything is written, and it is still there afterwards: the copy must never
-// delete what it failed to write into.
+// delete what it failed to write into. A link to nothing is refused too, as cp refuses to write through
+// one (patchelf makes the link's target): nothing is made where a link points. And a write that fails
+// leaves no part of a file: a new file is removed, an existing one is left empty.
 
 import { chmod, copyFile, lstat, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -57,6 +59,43 @@ describe.each(SYNTAXES)('--output ($name)', ({ args, failure }) => {
     if (after.isSymbolicLink()) expect(await readlink(join(dir, 'out'))).toBe('/dev/null');
     expect((await stat('/dev/null')).isCharacterDevice()).toBe(true);
     expect(Buffer.compare(await readFile(join(dir, 'lib.so')), await readFile(fixture(LIBRARY).path))).toBe(0);
+  });
+
+  it('a symbolic link to nothing: refused in one line, no file made where it points, the link left as it was', async () => {
+    const dir = await workDir('output-dangling');
+    await symlink('target.so', join(dir, 'out'));
+    const result = await runCli(args('out'), { cwd: dir });
+    expect(result.code, result.stderr).toBe(failure);
+    expect(stderrLines(result)).toEqual([
+      'cuda-patchelf: out: the output file is a symbolic link to nothing: --output names a regular file or a new one; left alone',
+    ]);
+    expect(await readlink(join(dir, 'out'))).toBe('target.so');
+    await expect(lstat(join(dir, 'target.so'))).rejects.toThrow(/ENOENT/);
+    expect(Buffer.compare(await readFile(join(dir, 'lib.so')), await readFile(fixture(LIBRARY).path))).toBe(0);
+  });
+
+  // RLIMIT_FSIZE of 4 blocks (2 KiB in dash) with SIGXFSZ ignored: writes past it fail with EFBIG, after
+  // the first 2 KiB of the copy went in.
+  const fileSizeLimited = ['sh', '-c', 'ulimit -f 4; trap "" XFSZ; exec "$0" "$@"'];
+
+  it('a write that fails part way: the new file it made is removed', async () => {
+    const dir = await workDir('output-fails-new');
+    const result = await runCli(args('out.so'), { cwd: dir, wrapper: fileSizeLimited });
+    expect(result.code, result.stderr).toBe(failure);
+    expect(stderrLines(result)).toEqual([expect.stringMatching(/^cuda-patchelf: out\.so: cannot write the output file: .*(EFBIG|too large)/)]);
+    await expect(lstat(join(dir, 'out.so'))).rejects.toThrow(/ENOENT/);
+    expect(Buffer.compare(await readFile(join(dir, 'lib.so')), await readFile(fixture(LIBRARY).path))).toBe(0);
+  });
+
+  it('a write that fails part way: an existing file keeps its inode and is left empty, not half written', async () => {
+    const dir = await workDir('output-fails-existing');
+    await writeFile(join(dir, 'out.so'), 'old contents');
+    const before = await stat(join(dir, 'out.so'));
+    const result = await runCli(args('out.so'), { cwd: dir, wrapper: fileSizeLimited });
+    expect(result.code, result.stderr).toBe(failure);
+    expect(stderrLines(result)).toEqual([expect.stringMatching(/^cuda-patchelf: out\.so: cannot write the output file: .*(EFBIG|too large)/)]);
+    const after = await stat(join(dir, 'out.so'));
+    expect({ ino: after.ino, size: after.size }).toEqual({ ino: before.ino, size: 0 });
   });
 
   it("a new file: mode 0777 less the umask, not the input's (set-user-ID and read-only dropped)", async () => {

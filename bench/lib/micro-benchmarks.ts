@@ -93,7 +93,7 @@ async function factsOf(path: string): Promise<EditFacts> {
   try {
     const image = await readElfImage(source);
     // Every fact a plan can ask for, so that planEdit is timed on one pass.
-    const facts = await readLaterFact(source, await readEditFacts(image), 'symbol-names');
+    const facts = await readLaterFact(source, await readEditFacts(image), 'dynamic-symbols');
     return await readLaterFact(source, facts, 'symbol-table');
   } finally {
     source.close();

@@ -7,7 +7,7 @@ import { DT, PT, SHT } from '../elf/constants.js';
 import { checkRange, type ByteSource } from '../elf/byte-source.js';
 import { dynamicValue, type DynamicArray, type ElfImage } from '../elf/elf-image.js';
 import { readSectionHeaders, type Section } from '../elf/section-headers.js';
-import { readStringReferences, readSymbolNames } from '../elf/string-references.js';
+import { readDynamicSymbols, readStringReferences } from '../elf/string-references.js';
 import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS } from '../elf/tag-groups.js';
 import { checkEditable } from '../plan/edit-preconditions.js';
 import type { EditFacts, LaterFact, MovableRange } from '../plan/edit-facts.js';
@@ -36,7 +36,7 @@ function holdsMoreThanItself(ph: ProgramHeader, dynamic: DynamicArray, sections:
 const SYMBOL_TABLE_LIMIT = 64 * 2 ** 20;
 
 /**
- * The facts a plan starts from. The .dynsym names and the .symtab bytes are located but not read: a
+ * The facts a plan starts from. The .dynsym entries and the .symtab bytes are located but not read: a
  * plan asks for them (NeedsFacts, readLaterFact) only when it needs them. `purpose` 'check' reads an
  * edited file back: everything is located and checked as for planning, but the bytes only planning
  * uses (the ranges the table may grow over, the bytes after it) are not read. Such facts are not for
@@ -94,13 +94,15 @@ export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' =
     relocatableSections,
     afterProgramHeaders: await bytesOf(tableEnd, after, 'bytes after the program header table'),
     symbolTable: symtab === undefined ? null : { offset: symtab.sh_offset, size: symtab.sh_size, bytes: null },
+    largestSymbolSize: null,
   };
 }
 
 /** The facts with one that was left out read in (what a NeedsFacts decision asks for). */
 export async function readLaterFact(source: ByteSource, facts: EditFacts, fact: LaterFact): Promise<EditFacts> {
-  if (fact === 'symbol-names') {
-    return { ...facts, references: { ...facts.references, symbolNames: await readSymbolNames(source, facts.codec, facts.references.dynamicSymbols) } };
+  if (fact === 'dynamic-symbols') {
+    const symbols = await readDynamicSymbols(source, facts.codec, facts.references.dynamicSymbols);
+    return { ...facts, references: { ...facts.references, symbolNames: symbols.names }, largestSymbolSize: symbols.largestSize };
   }
   const table = facts.symbolTable;
   if (table === null) return facts;

@@ -3,7 +3,7 @@
 // may only be reused or cleared when nothing here points into them (the linker shares string tails).
 
 import { checkRange, dataViewOf, type ByteSource } from './byte-source.js';
-import { VERDAUX, VERDEF, VERNAUX, VERNEED, type ElfCodec, type RecordLayout } from './codec.js';
+import { SYM, VERDAUX, VERDEF, VERNAUX, VERNEED, type ElfCodec, type RecordLayout } from './codec.js';
 import { DT, SHT } from './constants.js';
 import { dynamicValue, fileOffsetOf, type ElfImage } from './elf-image.js';
 import type { Section } from './section-headers.js';
@@ -28,8 +28,8 @@ export interface StringReference {
 export interface StringReferences {
   /**
    * The st_name of every .dynsym entry: tens of thousands in big libraries, so a typed array. Null
-   * until read (readSymbolNames): a plan needs them only to tell which strings stay referenced, when
-   * one is released or zeroed slack is searched.
+   * until read (readDynamicSymbols): a plan needs them only to tell which strings stay referenced,
+   * when one is released or zeroed slack is searched.
    */
   readonly symbolNames: Uint32Array | null;
   readonly versionRecords: readonly StringReference[];
@@ -76,7 +76,7 @@ class RecordReader {
 }
 
 /**
- * The version records, and where .dynsym lies (its names are not read: readSymbolNames).
+ * The version records, and where .dynsym lies (its entries are not read: readDynamicSymbols).
  * `sections`: the file's section headers, already read by the caller (the symbol count may need them).
  */
 export async function readStringReferences(image: ElfImage, sections: readonly Section[]): Promise<StringReferences> {
@@ -100,16 +100,41 @@ async function locateDynamicSymbols(image: ElfImage, sections: readonly Section[
   return { offset, count, entrySize };
 }
 
-/** The st_name of every .dynsym entry, in one read. */
-export async function readSymbolNames(source: ByteSource, codec: ElfCodec, table: DynamicSymbolTable | null): Promise<Uint32Array> {
-  if (table === null) return new Uint32Array(0);
+/** What a plan may need of the .dynsym entries: their names, and the largest st_size among them. */
+export interface DynamicSymbols {
+  readonly names: Uint32Array;
+  /** 0 for a file without .dynsym. Above 2^53 (no real symbol is) it comes back rounded. */
+  readonly largestSize: number;
+}
+
+/** The st_name of every .dynsym entry and the largest st_size, in one read. */
+export async function readDynamicSymbols(source: ByteSource, codec: ElfCodec, table: DynamicSymbolTable | null): Promise<DynamicSymbols> {
+  if (table === null) return { names: new Uint32Array(0), largestSize: 0 };
   const { offset, count, entrySize } = table;
   const bytes = await source.read(offset, count * entrySize, 'dynamic symbol table');
   const view = dataViewOf(bytes);
+  const le = codec.littleEndian;
   const names = new Uint32Array(count);
-  // st_name is the first word of Elf32_Sym and Elf64_Sym alike.
-  for (let i = 0; i < count; i++) names[i] = view.getUint32(i * entrySize, codec.littleEndian);
-  return names;
+  const sizeAt = codec.fieldOffset(SYM, 'st_size');
+  // DT_SYMENT may be smaller than a symbol (it is checked to hold st_name only): no size is read then.
+  const sized = entrySize >= codec.sizeOf(SYM);
+  let largestSize = 0;
+  for (let i = 0; i < count; i++) {
+    const at = i * entrySize;
+    // st_name is the first word of Elf32_Sym and Elf64_Sym alike.
+    names[i] = view.getUint32(at, le);
+    if (!sized) continue;
+    const size = codec.elfClass === 32 ? view.getUint32(at + sizeAt, le) : wordPair(view, at + sizeAt, le);
+    if (size > largestSize) largestSize = size;
+  }
+  return { names, largestSize };
+}
+
+/** An unsigned 64-bit field as a number (two 32-bit reads: no BigInt per symbol). */
+function wordPair(view: DataView, at: number, littleEndian: boolean): number {
+  const low = view.getUint32(littleEndian ? at : at + 4, littleEndian);
+  const high = view.getUint32(littleEndian ? at + 4 : at, littleEndian);
+  return high * 2 ** 32 + low;
 }
 
 /**

@@ -41,10 +41,16 @@ export interface EditFacts {
    * Its bytes are null until read: only a plan that moves sections asks for them.
    */
   readonly symbolTable: { readonly offset: number; readonly size: number; readonly bytes: Uint8Array | null } | null;
+  /**
+   * The largest st_size among the .dynsym entries (0 without any): how far past its address a symbol
+   * reaches, and a relocation against it (a copy relocation writes that many bytes). A new segment
+   * starts that far above every segment (segment-layout.ts). Null until read, with the names.
+   */
+  readonly largestSymbolSize: number | null;
 }
 
 /** Facts a first reading leaves out, read when a plan asks for them (NeedsFacts). */
-export type LaterFact = 'symbol-names' | 'symbol-table';
+export type LaterFact = 'dynamic-symbols' | 'symbol-table';
 
 /** The current entries with their strings resolved, as the edit operations see them. */
 export interface CurrentEntry {

@@ -8,11 +8,12 @@ import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
 import { stringAt } from '../elf/string-table.js';
 import { dataViewOf } from '../elf/byte-source.js';
 import type { Section } from '../elf/section-headers.js';
-import type { NeedsRewrite, PlanDecision, PlannedWrite, WritePhase } from './plan.js';
+import type { NeedsFacts, NeedsRewrite, PlanDecision, PlannedWrite, WritePhase } from './plan.js';
 import { byteStringToBytes } from '../elf/byte-string.js';
 import { layoutSegment, type FinishedLayout, type MovedRange, type SegmentLayout, type TableLayout } from './segment-layout.js';
 import { resumeOf, stringStarts, type Resume, type SectionRepair } from './resume-edit.js';
 import { placeStrings, type StringPlacement, type StringRequest } from './string-placement.js';
+import { CLEANUP_MARK, encodeDynamicArray, withNullValues } from './cleanup-mark.js';
 import type { StringReference } from '../elf/string-references.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from './wanted.js';
 
@@ -26,7 +27,7 @@ interface Writes {
 
 function writeList(): Writes {
   const writes: PlannedWrite[] = [];
-  const order: WritePhase[] = ['data', 'headers', 'dynamic', 'cleanup', 'sections', 'settle'];
+  const order: WritePhase[] = ['data', 'headers', 'dynamic', 'cleanup', 'sections', 'unmark', 'settle'];
   return {
     add: (phase, offset, bytes, what) => writes.push({ phase, offset, bytes, what }),
     // Stable sort by phase: within a phase, writes keep the order they were added in.
@@ -56,17 +57,17 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
   if (resume === null && renamed.length === 0 && sameEntries(entries, facts.dynamic.entries)) return { tier: 'noop', writes: [], newSize: facts.fileSize };
 
   const symbolNames = facts.references.symbolNames;
-  if (symbolNames === null && stringsMayBeFreed(facts, entries, renamed, resume)) return { tier: 'needs-facts', facts: 'symbol-names' };
+  if (symbolNames === null && stringsMayBeFreed(facts, entries, renamed, resume)) return { tier: 'needs-facts', facts: 'dynamic-symbols' };
   const placement = placeWantedStrings(facts, symbolNames ?? new Uint32Array(0), entries, renamed, wanted, resume);
   const dynamicEntries = entries.map((entry): DynamicEntry =>
     isStringEntry(entry) ? { d_tag: entry.d_tag, d_val: placement.indexOf.get(entry.text) ?? 0 } : { d_tag: entry.d_tag, d_val: entry.d_val },
   );
   const places = placeTables(facts, placement, dynamicEntries.length);
-  if ('why' in places) return places;
+  if ('tier' in places) return places;
   const { layout, table: newTable, dynamic } = places;
-  // Section headers change address when tables move or an interrupted edit is finished; the .symtab
-  // symbols defined in those sections follow them.
-  if (facts.symbolTable !== null && facts.symbolTable.bytes === null && (layout !== null || resume !== null)) return { tier: 'needs-facts', facts: 'symbol-table' };
+  // Section headers change address when tables move or an interrupted edit's stale ones are
+  // repaired; the .symtab symbols defined in those sections follow them.
+  if (facts.symbolTable !== null && facts.symbolTable.bytes === null && (layout !== null || (resume?.sections.length ?? 0) > 0)) return { tier: 'needs-facts', facts: 'symbol-table' };
   const tableMoved = newTable.offset !== facts.dynstr.offset;
   const writes = writeList();
 
@@ -86,10 +87,15 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
     for (const range of placement.inPlaceWrites) writes.add('dynamic', facts.dynstr.offset + range.start, placement.table.slice(range.start, range.end), 'string rewritten in place in .dynstr');
   }
 
+  // A plan that zeroes strings marks the dynamic array until it has (cleanup-mark.ts): the array that
+  // goes live at the switch is marked, and so is the one in place before it.
+  const marked = placement.deadRanges.length > 0 || (resume?.deadFileRanges.length ?? 0) > 0;
+  const nullValue = marked ? CLEANUP_MARK : 0;
   const dynamicSize = dynamic.capacity * facts.codec.sizeOf(DYN);
+  const movedArray = dynamic.moves ? encodeDynamicArray(facts.codec, finalEntries, dynamic.capacity, nullValue) : null;
   let newSize = facts.fileSize;
   if (layout !== null) {
-    if (dynamic.moves) layout.region.fill(dynamic.offset, facts.codec.encodeRecords(DYN, finalEntries, dynamic.capacity));
+    if (movedArray !== null) layout.region.fill(dynamic.offset, movedArray);
     const finished = layout.finish({ writable: dynamic.moves });
     newSize = finished.fileEnd;
     const withDynamic = (table: TableLayout): TableLayout =>
@@ -97,7 +103,7 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
     addHeaderWrites(facts, { ...finished, ...withDynamic(finished), interim: finished.interim === null ? null : withDynamic(finished.interim) }, layout, writes);
   }
 
-  if (!dynamic.moves) addDynamicWrite(facts, finalEntries, writes);
+  const liveArray = movedArray ?? addDynamicWrites(facts, finalEntries, nullValue, writes);
   for (const ref of renamed) {
     const index = placement.indexOf.get(wanted.versionNeedRenames.get(stringAt(table, ref.index)) ?? '') ?? 0;
     // When the version needs moved out of the table's way, the rename goes to the copy.
@@ -117,6 +123,10 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
   }
   for (const range of resume?.deadFileRanges ?? []) {
     writes.add('cleanup', range.start, new Uint8Array(range.end - range.start), 'string table an interrupted edit left, zeroed');
+  }
+  if (marked) {
+    const cleared = withNullValues(facts.codec, liveArray, finalEntries.length, 0);
+    addChangedSpan(writes, 'unmark', dynamic.offset, liveArray, cleared, 'dynamic array DT_NULL values: the cleanup is done');
   }
   return { tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize };
 }
@@ -179,7 +189,7 @@ interface TablePlaces {
   readonly dynamic: { readonly moves: boolean; readonly offset: number; readonly vaddr: number; readonly capacity: number };
 }
 
-function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: number): TablePlaces | NeedsRewrite {
+function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: number): TablePlaces | NeedsRewrite | NeedsFacts {
   const tableGrows = placement.table.length > placement.oldSize;
   const dynamicMoves = entryCount + 1 > facts.dynamic.capacity;
   const unmoved: TablePlaces = {
@@ -189,7 +199,7 @@ function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: n
   };
   if (!tableGrows && !dynamicMoves) return unmoved;
   const layout = layoutSegment(facts);
-  if ('why' in layout) return layout;
+  if ('tier' in layout) return layout;
   const region = layout.region;
   let dynamic = unmoved.dynamic;
   if (dynamicMoves) {
@@ -235,15 +245,25 @@ function changedSpan(old: Uint8Array, next: Uint8Array): { first: number; end: n
   return { first, end };
 }
 
+/** One write of the span where `next` differs from `old`, the bytes at `offset`; none when they are equal. */
+function addChangedSpan(writes: Writes, phase: WritePhase, offset: number, old: Uint8Array, next: Uint8Array, what: string): void {
+  const span = changedSpan(old, next);
+  if (span !== null) writes.add(phase, offset + span.first, next.slice(span.first, span.end), what);
+}
+
 /**
- * One write covering the changed span of the dynamic array, in place: it switches everything at once.
- * The span is diffed against the array's bytes in the file, not a re-encoding of what was decoded.
+ * The dynamic array rewritten in place: one write covering its changed span, which switches everything
+ * at once. A marked plan marks the array's DT_NULL slots in a write before it (`nullValue`,
+ * cleanup-mark.ts). Each span is diffed against the array's bytes as the file holds them at that
+ * point, not a re-encoding of what was decoded. Returns the array as the switch leaves it.
  */
-function addDynamicWrite(facts: EditFacts, entries: readonly DynamicEntry[], writes: Writes): void {
-  const slots = Math.max(entries.length, facts.dynamic.entries.length) + 1;
-  const next = facts.codec.encodeRecords(DYN, entries, slots);
-  const span = changedSpan(facts.dynamic.bytes.subarray(0, next.length), next);
-  if (span !== null) writes.add('dynamic', facts.dynamic.offset + span.first, next.slice(span.first, span.end), 'dynamic array entries');
+function addDynamicWrites(facts: EditFacts, entries: readonly DynamicEntry[], nullValue: number, writes: Writes): Uint8Array {
+  const { codec, dynamic } = facts;
+  const before = nullValue === 0 ? dynamic.bytes : withNullValues(codec, dynamic.bytes, dynamic.entries.length, nullValue);
+  addChangedSpan(writes, 'data', dynamic.offset, dynamic.bytes, before, 'dynamic array DT_NULL values: a cleanup is under way');
+  const next = encodeDynamicArray(codec, entries, dynamic.capacity, nullValue);
+  addChangedSpan(writes, 'dynamic', dynamic.offset, before, next, 'dynamic array entries');
+  return next;
 }
 
 function withMovedDynamic(programHeaders: ProgramHeader[], offset: number, vaddr: number, size: number): ProgramHeader[] {
@@ -293,8 +313,7 @@ function addHeaderWrites(facts: EditFacts, finished: FinishedLayout, layout: Seg
     return;
   }
   // Same number of entries in place: write the span that changed.
-  const span = changedSpan(facts.codec.encodeRecords(PHDR, facts.programHeaders), table);
-  if (span !== null) writes.add('headers', header.e_phoff + span.first, table.slice(span.first, span.end), 'program headers');
+  addChangedSpan(writes, 'headers', header.e_phoff, facts.codec.encodeRecords(PHDR, facts.programHeaders), table, 'program headers');
 }
 
 interface MovedTable {

@@ -20,11 +20,13 @@ export type Tier = 'noop' | 'in-place' | 'append' | 'rewrite';
  * - `sections`: section headers describing what moved (tools only, never the loader); they come after
  *   the cleanup so that a run cut short before the cleanup ends is seen by its stale `.dynstr` header
  *   and finished by the next run (resume-edit.ts);
+ * - `unmark`: the mark a plan with a cleanup puts on the dynamic array's DT_NULL entries (in its `data`
+ *   phase, and in the switch itself) is cleared: the cleanup is done (cleanup-mark.ts);
  * - `settle`: a program header table that moved out of the way goes back to its place, grown, once
  *   what followed it is no longer referenced.
  * `--durable` syncs the file to disk between phases.
  */
-export type WritePhase = 'data' | 'headers' | 'dynamic' | 'cleanup' | 'sections' | 'settle';
+export type WritePhase = 'data' | 'headers' | 'dynamic' | 'cleanup' | 'sections' | 'unmark' | 'settle';
 
 export interface PlannedWrite {
   readonly phase: WritePhase;

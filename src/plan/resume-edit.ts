@@ -1,17 +1,21 @@
 // Finishing an edit that was cut short. A plan switches the loader to the new tables in its `dynamic`
 // phase and only then zeroes the dead strings and rewrites the section headers. A run killed in
-// between leaves a file that loads and reads as edited, so the next run plans nothing for it — unless
-// it notices: the `.dynstr` section header no longer describes the table DT_STRTAB/DT_STRSZ name
-// (cleanup comes before the section headers, so a file whose cleanup may be missing always shows
-// this). Then the section headers are set to what the tags say, the table the stale header describes
-// is zeroed when it is no longer the live one (nothing refers to a table the tags left), and the
-// strings of the live table that nothing refers to are zeroed: that is what the cut-short cleanup
-// would have done, so no replaced /nix/store path stays in the file.
+// between leaves a file that loads and reads as edited, so the next run would plan nothing for it —
+// unless it notices. It does by either of two signs: the dynamic array is marked (cleanup-mark.ts: a
+// plan that zeroes strings marks the array from before its switch until its cleanup is done), or the
+// `.dynstr` section header no longer describes the table DT_STRTAB/DT_STRSZ name (a moved or grown
+// table; cleanup comes before the section headers). Then the section headers are set to what the tags
+// say, the table the stale header describes is zeroed when it is no longer the live one (nothing
+// refers to a table the tags left), and the strings of the live table that nothing refers to are
+// zeroed: that is what the cut-short cleanup would have done, so no replaced /nix/store path stays in
+// the file. Strings nothing referred to before the edit either (a build directory's runpath that a
+// build tool dropped from the tags) go too: the interrupted run's list of what it freed is lost.
 
 import type { EditFacts } from './edit-facts.js';
 import type { Section } from '../elf/section-headers.js';
 import { SHT } from '../elf/constants.js';
 import type { Range } from './string-placement.js';
+import { cleanupMarked } from './cleanup-mark.js';
 
 export interface SectionRepair {
   readonly section: Section;
@@ -27,6 +31,13 @@ export interface Resume {
 
 /** Null for a file no edit was cut short in; else the section headers to set and the ranges to zero. */
 export function resumeOf(facts: EditFacts): Resume | null {
+  const stale = staleHeaderRepairs(facts);
+  if (stale !== null) return stale;
+  return cleanupMarked(facts.codec, facts.dynamic) ? { sections: [], deadFileRanges: [] } : null;
+}
+
+/** What a `.dynstr` section header that no longer describes the live table says is left to do; null when it does. */
+function staleHeaderRepairs(facts: EditFacts): Resume | null {
   const dynamicSection = facts.sections.find((s) => s.sh_type === SHT.SHT_DYNAMIC);
   const linked = dynamicSection === undefined ? undefined : facts.sections[dynamicSection.sh_link];
   const stringsSection = linked?.sh_type === SHT.SHT_STRTAB ? linked : facts.sections.find((s) => s.sh_type === SHT.SHT_STRTAB && s.name === '.dynstr');

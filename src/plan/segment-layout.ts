@@ -5,7 +5,7 @@ import type { ProgramHeader } from '../elf/codec.js';
 import { ET, PF_R, PF_W, PF_X, PT, SHF_ALLOC, SHT, machinePageSize } from '../elf/constants.js';
 import type { EditFacts, MovableRange } from './edit-facts.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import { needsRewrite, type NeedsRewrite } from './plan.js';
+import { needsRewrite, type NeedsFacts, type NeedsRewrite } from './plan.js';
 import { AppendedRegion, alignUp } from './region.js';
 
 /** What the appended data is mapped by. */
@@ -90,12 +90,13 @@ function unsupported(message: string): CudaPatchelfError {
 /**
  * Chooses how the region at the end of the file will be mapped, or says that only the whole-file
  * rewrite can: an executable's program header table that can neither grow where it is nor move to
- * where the kernel looks for it.
+ * where the kernel looks for it. A new segment's place needs the largest .dynsym size (NeedsFacts).
  */
-export function layoutSegment(facts: EditFacts): SegmentLayout | NeedsRewrite {
+export function layoutSegment(facts: EditFacts): SegmentLayout | NeedsRewrite | NeedsFacts {
   const extend = extendableSegment(facts);
   if (extend !== null) return extendLayout(facts, extend);
-  return newLoadLayout(facts);
+  if (facts.largestSymbolSize === null) return { tier: 'needs-facts', facts: 'dynamic-symbols' };
+  return newLoadLayout(facts, facts.largestSymbolSize);
 }
 
 function extendLayout(facts: EditFacts, index: number): SegmentLayout {
@@ -115,52 +116,63 @@ function extendLayout(facts: EditFacts, index: number): SegmentLayout {
   };
 }
 
-/**
- * How far above every segment's end a new segment starts in memory (never in the file). eu-elflint
- * takes a relocation to modify every segment that r_offset + its symbol's st_size reaches, so a
- * read-only segment starting right after the GOT is "modified" by the PLT slot of any function longer
- * than the distance (Debian's libz, libX11, libcups, libjq…), although the loader writes one word.
- * The exact bound, the largest st_size in .dynsym, is not among the facts a plan reads. 2 MiB is eight
- * times the largest function or object in the .dynsym of 112 Debian, CUDA and npm libraries (240 KB,
- * in libLLVM-15; libicudata's 30 MB data blob aside, which no relocation names). A gap derived from
- * section sizes would be sure but reach hundreds of MiB on CUDA libraries, and the hole is not free:
- * glibc leaves it mapped PROT_NONE, which counts against RLIMIT_AS and a 32-bit address space.
- */
-export const ADDRESS_GAP = 2 * 2 ** 20;
-
 /** The largest hole an executable's moved table may leave in the file (a big .bss puts it far out). */
 const MAX_IDENTITY_HOLE = 64 * 2 ** 20;
 
 /**
- * Where the new segment starts in the file and in memory, and its alignment. Normally: at the end of
- * the file, ADDRESS_GAP or more above every segment, with p_vaddr ≡ p_offset (mod page size) — no
+ * Where the new segment starts in the file and in memory, and its alignment. It starts `reach` (the
+ * largest st_size in .dynsym; for a table moved for good, plus what strip may move it down by:
+ * strippedBelow) or more above every segment's end. A symbol's extent, st_value +
+ * st_size, or a relocation's, r_offset + the size of its symbol, starts inside the image and so ends
+ * below that: a copy relocation (which writes st_size bytes at r_offset) or a symbol whose size runs
+ * past the end of its section never reaches into the new segment. eu-elflint checks exactly this: it
+ * takes a relocation to modify every segment that r_offset + st_size reaches, and a read-only segment
+ * placed right after the GOT would be "modified" by the GOT or PLT slot of any symbol longer than the
+ * distance. The hole is never in the file (the address only): usually a few KiB, and as large as the
+ * largest symbol (31 MB for libicudata's data blob), which glibc reserves PROT_NONE (it counts against
+ * RLIMIT_AS); a bound from section sizes would reach hundreds of MiB on CUDA libraries.
+ *
+ * Normally the segment starts at the end of the file, with p_vaddr ≡ p_offset (mod page size): no
  * padding. When an executable's table moves, the kernel (before Linux 5.18) and qemu-user compute
  * AT_PHDR as the first PT_LOAD's p_vaddr - p_offset + e_phoff, so the new segment must map file offset
- * T at exactly that address: it starts where that identity puts it above every segment, leaving a hole
- * in the file when the file is shorter than the memory image. There the gap is left out: with
- * addresses tied to offsets it would cost its size in file bytes, to quiet a lint heuristic.
+ * T at exactly that address: it starts where that identity puts it, `reach` above every segment,
+ * leaving a hole in the file when the file is shorter than the memory image.
  */
-function placeNewSegment(facts: EditFacts, pageSize: number, executableTableMoves: boolean): { start: number; vaddr: number; align: number } | NeedsRewrite {
+function placeNewSegment(facts: EditFacts, reach: number, pageSize: number, executableTableMoves: boolean): { start: number; vaddr: number; align: number } | NeedsRewrite {
   const loads = facts.programHeaders.filter(isLoad);
   const highestEnd = Math.max(...loads.map((ph) => ph.p_vaddr + ph.p_memsz));
+  const lowestFree = highestEnd + reach;
+  if (!Number.isSafeInteger(lowestFree)) throw unsupported(`no room for a new segment below 2^53: the highest segment ends at 0x${highestEnd.toString(16)}, and it must start ${reach} bytes above (the largest dynamic symbol's size)`);
   if (!executableTableMoves) {
-    return { start: facts.fileSize, vaddr: alignUp(highestEnd + ADDRESS_GAP, pageSize) + (facts.fileSize % pageSize), align: pageSize };
+    return { start: facts.fileSize, vaddr: alignUp(lowestFree, pageSize) + (facts.fileSize % pageSize), align: pageSize };
   }
   const first = loads.reduce((low, ph) => (ph.p_vaddr < low.p_vaddr ? ph : low));
   if (first.p_offset !== 0) {
     return needsRewrite('needs one more program header; the table cannot grow in place, and an executable whose first PT_LOAD does not start at offset 0 cannot have it moved (the kernel finds it by position)');
   }
   const delta = first.p_vaddr;
-  const start = Math.max(alignUp(facts.fileSize, facts.codec.wordSize), alignUp(highestEnd, pageSize) - delta);
+  const start = Math.max(alignUp(facts.fileSize, facts.codec.wordSize), alignUp(lowestFree, pageSize) - delta);
   if (start - facts.fileSize > MAX_IDENTITY_HOLE) {
     return needsRewrite(
-      `needs one more program header; the table cannot grow in place, and moving it where the kernel looks for it would leave a hole of ${Math.round((start - facts.fileSize) / 2 ** 20)} MiB in the file (the memory image is that much larger than the file)`,
+      `needs one more program header; the table cannot grow in place, and moving it where the kernel looks for it would leave a hole of ${Math.round((start - facts.fileSize) / 2 ** 20)} MiB in the file (the memory image, with the largest dynamic symbol's size past it, is that much larger than the file)`,
     );
   }
   return { start, vaddr: delta + start, align: delta % pageSize === 0 ? pageSize : first.p_align };
 }
 
-function newLoadLayout(facts: EditFacts): SegmentLayout | NeedsRewrite {
+/**
+ * How far binutils strip may move a segment that holds the program header table down in memory.
+ * strip lays such a segment out again, moved down in memory as far as it moves down in the file: by
+ * the bytes it drops or packs before it, which lie past the last PT_LOAD's file bytes (non-allocated
+ * sections, the section header table). It was 3,328 bytes for npm's libvips-cpp, whose table only
+ * moves; less room above the other segments put the stripped segment into the last page of .bss.
+ */
+function strippedBelow(facts: EditFacts): number {
+  const loadedEnd = Math.max(...facts.programHeaders.filter(isLoad).map((ph) => ph.p_offset + ph.p_filesz));
+  return Math.max(0, facts.fileSize - loadedEnd);
+}
+
+function newLoadLayout(facts: EditFacts, reach: number): SegmentLayout | NeedsRewrite {
   const { header, programHeaders, codec } = facts;
   const pageSize = machinePageSize(header.e_machine);
   if (!programHeaders.some(isLoad)) throw unsupported('no PT_LOAD segment to place new data after');
@@ -173,7 +185,7 @@ function newLoadLayout(facts: EditFacts): SegmentLayout | NeedsRewrite {
   const strategy: TableStrategy = nullSlot >= 0 ? 'null-slot' : growNow !== null ? 'grow-in-place' : growLater !== null ? 'grow-after-move' : 'move-table';
   const isSharedObject = header.e_type === ET.ET_DYN && !programHeaders.some((ph) => ph.p_type === PT.PT_INTERP);
   const tableMoves = strategy === 'move-table' || strategy === 'grow-after-move';
-  const placed = placeNewSegment(facts, pageSize, tableMoves && !isSharedObject);
+  const placed = placeNewSegment(facts, reach + (strategy === 'move-table' ? strippedBelow(facts) : 0), pageSize, tableMoves && !isSharedObject);
   if ('why' in placed) return placed;
   const region = new AppendedRegion(placed.start);
   const vaddr = placed.vaddr;

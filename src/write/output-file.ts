@@ -4,9 +4,13 @@
 // it, and also when the plan is the whole-file rewrite: the rewritten bytes go into that inode, with
 // no temporary file). Anything else is refused before a byte is written: a device, FIFO or socket
 // takes no positional writes, and what is not ours is never removed (Node's copyFile deletes its
-// destination when the copy fails, a device node included).
+// destination when the copy fails, a device node included). A symbolic link to nothing is refused
+// too, as cp refuses to write through one: patchelf makes the link's target, wherever it points, and
+// a link is how a file gets written where its writer never meant to. A write that fails leaves no
+// part of a file: a file this run made is removed, and an existing one, whose old bytes went when it
+// was opened, is left empty rather than holding the first part of an ELF file.
 
-import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, rmSync, statSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, lstatSync, openSync, rmSync, statSync, type Stats } from 'node:fs';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { describeFileType, ioError } from '../errors/io-error.js';
 import type { Plan } from '../plan/plan.js';
@@ -25,13 +29,20 @@ function notRegular(output: string, stats: Stats): CudaPatchelfError {
   return new CudaPatchelfError('io', `the output file is ${describeFileType(stats)}: --output names a regular file or a new one; left alone`, { file: output });
 }
 
-/** The output's stats, following links; null where nothing is there. */
+function linkToNothing(output: string): CudaPatchelfError {
+  return new CudaPatchelfError('io', 'the output file is a symbolic link to nothing: --output names a regular file or a new one; left alone', { file: output });
+}
+
+/** The output's stats, following links; null where nothing is there. A link to nothing is refused. */
 function existingOutput(output: string): Stats | null {
+  let stats: Stats | undefined;
   try {
-    return statSync(output, { throwIfNoEntry: false }) ?? null;
+    stats = statSync(output, { throwIfNoEntry: false }) ?? lstatSync(output, { throwIfNoEntry: false });
   } catch (error) {
     throw ioError(output, 'stat the output file', error);
   }
+  if (stats?.isSymbolicLink() === true) throw linkToNothing(output);
+  return stats ?? null;
 }
 
 /** Whether `output` is the file `input` describes (patchelf's `--output` may name its input): then it is edited in place. */
@@ -40,32 +51,41 @@ export function outputIsInput(output: string, input: Pick<Stats, 'dev' | 'ino'>)
   return stats !== null && stats.dev === input.dev && stats.ino === input.ino;
 }
 
-const OPEN_OUTPUT = constants.O_RDWR | constants.O_CREAT | constants.O_NONBLOCK;
+const OPEN_OUTPUT = constants.O_RDWR | constants.O_NONBLOCK;
 
 /**
- * Opens the output for writing, emptied; `created` when this made the file (O_EXCL: not one that
- * appeared since the check). O_NONBLOCK: a FIFO put there since the check fails the open, or the
- * caller's check on the descriptor, instead of waiting for a reader.
+ * Opens the output for writing, emptied; `created` when this made the file. Only O_EXCL creates, and
+ * O_EXCL fails on any name that is there, a link included: what is there is opened without O_CREAT,
+ * so a link to nothing put there since the check fails the open instead of having its target made.
+ * O_NONBLOCK: a FIFO put there since the check fails the open, or the caller's check on the
+ * descriptor, instead of waiting for a reader.
  */
 function openOutput(output: string): { fd: number; created: boolean } {
   try {
-    if (lstatSync(output, { throwIfNoEntry: false }) === undefined) {
-      try {
-        return { fd: openSync(output, OPEN_OUTPUT | constants.O_EXCL, 0o777), created: true };
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      }
+    try {
+      return { fd: openSync(output, OPEN_OUTPUT | constants.O_CREAT | constants.O_EXCL, 0o777), created: true };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    return { fd: openSync(output, OPEN_OUTPUT | constants.O_TRUNC, 0o777), created: false };
+    return { fd: openSync(output, OPEN_OUTPUT | constants.O_TRUNC), created: false };
   } catch (error) {
     throw ioError(output, 'open the output file', error);
   }
 }
 
+/** An existing output whose write failed is left empty: its old bytes are gone, and part of an ELF file is worse than none. */
+function emptyAfterFailure(fd: number): void {
+  try {
+    ftruncateSync(fd, 0);
+  } catch {
+    // The write's own error is the one reported; a file that cannot even be cut is left as it is.
+  }
+}
+
 /**
  * Writes the input's bytes, and what `edit`'s plan makes of them, to `output`, a regular file or a new
- * one; returns the bytes the plan wrote (the whole new file for a rewrite). A file this made is removed
- * when the write fails; a file that was there (or a link's target) is left as the failure left it.
+ * one; returns the bytes the plan wrote (the whole new file for a rewrite). When the write fails, a
+ * file this made is removed, and a file that was there (or a link's target) is left empty.
  */
 export function writeOutput(input: string, output: string, edit: OutputEdit | null): number {
   const existing = existingOutput(output);
@@ -92,6 +112,7 @@ export function writeOutput(input: string, output: string, edit: OutputEdit | nu
         if (edit?.durable === true) fsyncSync(fd);
         return rewrite ? inputStats.size + written : written;
       } catch (error) {
+        if (!created) emptyAfterFailure(fd);
         throw ioError(output, 'write the output file', error);
       }
     } catch (error) {

@@ -1,5 +1,5 @@
-// What each corpus file holds, as readelf -hld reads it (binutils, no code shared with the reader).
-// One row per file; the reader and planner tests are driven by this table, as Go's debug/elf
+// What each corpus file holds, as readelf -hld and --dyn-syms read it (binutils, no code shared with
+// the reader). One row per file; the reader and planner tests are driven by this table, as Go's debug/elf
 // file_test.go is by its fileTests.
 
 import { EM, ET, PF_R, PF_W, PF_X, PT } from '../../src/elf/constants.js';
@@ -24,6 +24,8 @@ export interface CorpusFile {
   readonly dynamicEntries: number;
   /** DT_NULL slots after the terminator. */
   readonly spareSlots: number;
+  /** The largest st_size among the .dynsym entries (readelf --dyn-syms). */
+  readonly largestSymbolSize: number;
 }
 
 const { PT_LOAD, PT_DYNAMIC, PT_INTERP, PT_PHDR, PT_GNU_STACK, PT_GNU_RELRO, PT_GNU_EH_FRAME } = PT;
@@ -55,6 +57,7 @@ export const CORPUS: readonly CorpusFile[] = [
     rpath: null,
     dynamicEntries: 16,
     spareSlots: 5,
+    largestSymbolSize: 0,
   },
   {
     name: 'x86_64-lib-plain.so',
@@ -77,6 +80,7 @@ export const CORPUS: readonly CorpusFile[] = [
     rpath: null,
     dynamicEntries: 8,
     spareSlots: 5,
+    largestSymbolSize: 6,
   },
   {
     name: 'x86_64-lib-rpath.so',
@@ -99,6 +103,7 @@ export const CORPUS: readonly CorpusFile[] = [
     rpath: '/opt/corpus/rpath',
     dynamicEntries: 8,
     spareSlots: 5,
+    largestSymbolSize: 6,
   },
   {
     name: 'x86_64-lib-lld.so',
@@ -123,6 +128,7 @@ export const CORPUS: readonly CorpusFile[] = [
     rpath: null,
     dynamicEntries: 8,
     spareSlots: 0,
+    largestSymbolSize: 6,
   },
   {
     name: 'aarch64-lib-64k.so',
@@ -145,6 +151,7 @@ export const CORPUS: readonly CorpusFile[] = [
     rpath: null,
     dynamicEntries: 8,
     spareSlots: 5,
+    largestSymbolSize: 8,
   },
   {
     name: 'arm32-lib.so',
@@ -167,6 +174,7 @@ export const CORPUS: readonly CorpusFile[] = [
     rpath: null,
     dynamicEntries: 8,
     spareSlots: 5,
+    largestSymbolSize: 4,
   },
   {
     name: 'ppc64be-lib.so',
@@ -187,5 +195,6 @@ export const CORPUS: readonly CorpusFile[] = [
     rpath: null,
     dynamicEntries: 12,
     spareSlots: 4,
+    largestSymbolSize: 20,
   },
 ];

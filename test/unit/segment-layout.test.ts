@@ -1,6 +1,7 @@
 // layoutSegment over the corpus: how the program header table gets its new entry, where the new
-// PT_LOAD goes (page-congruent, above every segment, the machine's page size), and a second append
-// extending the segment the first one added. AppendedRegion's alignment on the side.
+// PT_LOAD goes (page-congruent, the largest dynamic symbol size above every segment, the machine's
+// page size), and a second append extending the segment the first one added. AppendedRegion's
+// alignment on the side.
 
 import { describe, expect, it } from 'vitest';
 import { PF_R, PF_W, PT, machinePageSize } from '../../src/elf/constants.js';
@@ -15,10 +16,11 @@ import { applyPlanInMemory, factsOf, planOn } from './helpers/plan-in-memory.js'
 // tags) away. lld leaves the table followed by zero padding: it grows where it is.
 const STRATEGY: Readonly<Record<string, TableStrategy>> = { 'x86_64-lib-lld.so': 'grow-in-place' };
 
-/** The append tier's layout; every corpus file has one (none needs the whole-file rewrite). */
+/** The append tier's layout; every corpus file has one (none needs the whole-file rewrite), from every fact. */
 function layoutFor(facts: EditFacts): SegmentLayout {
   const layout = layoutSegment(facts);
   if ('why' in layout) throw new Error(`the edit needs the whole-file rewrite: ${layout.why}`);
+  if ('facts' in layout) throw new Error(`the layout asks for ${layout.facts}, which factsOf reads`);
   return layout;
 }
 
@@ -50,6 +52,51 @@ describe.each(CORPUS)('$name', (file) => {
     for (const ph of file.programHeaders.filter(([type]) => type === PT.PT_LOAD)) expect(added.p_vaddr).toBeGreaterThanOrEqual(ph[2] + ph[4]);
     expect(layout.vaddrOf(at)).toBe(added.p_vaddr + (at - added.p_offset));
     expect(finished.fileEnd).toBe(added.p_offset + added.p_filesz);
+  });
+
+  // How far a symbol's extent, or a relocation against it, reaches past where it starts: the new
+  // segment starts that far above every segment, and no further than the page that takes it.
+  it('places the new segment the largest dynamic symbol size above every segment', async () => {
+    const bytes = corpusBytes(file.name);
+    const facts = await factsOf(bytes);
+    expect(facts.largestSymbolSize).toBe(file.largestSymbolSize);
+    const page = machinePageSize(file.machine);
+    const highestEnd = Math.max(...file.programHeaders.filter(([type]) => type === PT.PT_LOAD).map((ph) => ph[2] + ph[4]));
+    for (const reach of [file.largestSymbolSize, 3 * 2 ** 20 + 5]) {
+      const layout = layoutFor({ ...facts, largestSymbolSize: reach });
+      const finished = layout.finish({ writable: false });
+      const added = finished.programHeaders.find((ph) => ph.p_type === PT.PT_LOAD && ph.p_offset === layout.region.start);
+      expect(added?.p_vaddr, `reach ${reach}`).toBeGreaterThanOrEqual(highestEnd + reach);
+      expect(added?.p_vaddr, `reach ${reach}`).toBeLessThan(alignUp(highestEnd + reach, page) + page);
+    }
+  });
+
+  // binutils strip lays a segment holding the program header table out again, as far down in memory
+  // as it moves it down in the file: by at most the bytes past the last PT_LOAD's file bytes. Those
+  // are taken as they are, and as they would be a page and more longer (a file with a longer tail).
+  it('places a table moved for good above what strip may move it down by, too', async () => {
+    const bytes = corpusBytes(file.name);
+    const facts = await factsOf(bytes);
+    const page = machinePageSize(file.machine);
+    const loads = file.programHeaders.filter(([type]) => type === PT.PT_LOAD);
+    for (const longer of [0, page + 0x10]) {
+      // No free slot, and nothing after the table that may move: it moves into the new segment.
+      const layout = layoutFor({
+        ...facts,
+        fileSize: bytes.length + longer,
+        movableRanges: [],
+        relocatableSections: [],
+        afterProgramHeaders: new Uint8Array(facts.header.e_phentsize).fill(1),
+      });
+      const finished = layout.finish({ writable: false });
+      expect(finished.strategy).toBe('move-table');
+      const strippable = bytes.length + longer - Math.max(...loads.map((ph) => ph[1] + ph[3]));
+      expect(strippable).toBeGreaterThan(longer);
+      const bound = Math.max(...loads.map((ph) => ph[2] + ph[4])) + file.largestSymbolSize + strippable;
+      const added = finished.programHeaders.find((ph) => ph.p_type === PT.PT_LOAD && ph.p_offset === layout.region.start);
+      expect(added?.p_vaddr, `a tail ${longer} bytes longer`).toBeGreaterThanOrEqual(bound);
+      expect(added?.p_vaddr, `a tail ${longer} bytes longer`).toBeLessThan(alignUp(bound, page) + page);
+    }
   });
 
   it('extends the segment an earlier edit appended', async () => {

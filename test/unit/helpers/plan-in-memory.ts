@@ -16,7 +16,7 @@ export type Operations = (editor: DynamicEditor) => void;
 export async function factsOf(bytes: Uint8Array): Promise<EditFacts> {
   const image = await readImage(bytes);
   const facts = await readEditFacts(image);
-  return readLaterFact(image.source, await readLaterFact(image.source, facts, 'symbol-names'), 'symbol-table');
+  return readLaterFact(image.source, await readLaterFact(image.source, facts, 'dynamic-symbols'), 'symbol-table');
 }
 
 export async function planOn(bytes: Uint8Array, operations: Operations): Promise<{ facts: EditFacts; plan: Plan }> {
