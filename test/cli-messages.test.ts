@@ -91,7 +91,9 @@ describe('--help', () => {
 
   it('--jobs says its default as a rule and as this machine\'s number, not as two numbers', async () => {
     const help = unwrapped(await runCli(['apply', '--help']));
-    expect(help).toMatch(/--jobs <n> threads patching files at once, at most \(default: half the CPUs, at least 1: \d+ here; 1: no worker threads\)/);
+    expect(help).toMatch(
+      /--jobs <n> at most N threads patching files at once; never more than the CPUs \(\d+\) or the ELF files waiting \(default: half the CPUs, at least 1: \d+ here; 1: no worker threads; at most 8192\)/,
+    );
     expect(help).not.toMatch(/default: \d+, half the CPUs/);
   });
 
