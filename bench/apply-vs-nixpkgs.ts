@@ -92,7 +92,11 @@ async function main(): Promise<void> {
     '',
     table(['contender', 'wall', 'ELF files/s', 'vs Nixpkgs', 'CPU cores used', 'written MiB', 'tree growth MiB', 'peak RSS MiB'], rows),
     '',
-    (await readFile(join(import.meta.dirname, 'nixpkgs-sequence.sh'), 'utf8')).split('\n').filter((l) => l.startsWith('# ')).map((l) => `> ${l.slice(2)}`).join('\n'),
+    (await readFile(join(import.meta.dirname, 'nixpkgs-sequence.sh'), 'utf8'))
+      .split('\n')
+      .filter((l) => l.startsWith('# '))
+      .map((l) => `> ${l.slice(2)}`)
+      .join('\n'),
   ].join('\n');
   await writeResults('apply-vs-nixpkgs', md);
   await rm(work, { recursive: true, force: true });

@@ -104,7 +104,14 @@ async function machineOf(file: string): Promise<number> {
  */
 function listLoaded(file: string, machine: number): Promise<ToolRun> | null {
   if (machine === EM_AARCH64) {
-    return runTool('/usr/bin/qemu-aarch64', ['-L', AARCH64_SYSROOT, '-E', 'LD_TRACE_LOADED_OBJECTS=1', join(AARCH64_SYSROOT, 'lib', 'ld-linux-aarch64.so.1'), file]);
+    return runTool('/usr/bin/qemu-aarch64', [
+      '-L',
+      AARCH64_SYSROOT,
+      '-E',
+      'LD_TRACE_LOADED_OBJECTS=1',
+      join(AARCH64_SYSROOT, 'lib', 'ld-linux-aarch64.so.1'),
+      file,
+    ]);
   }
   if (machine === EM_X86_64) return runTool('/lib64/ld-linux-x86-64.so.2', [file], { LD_TRACE_LOADED_OBJECTS: '1' });
   return null;
@@ -153,8 +160,14 @@ async function auditFile(original: string, patched: PatchedFile, pristineTree: s
   const file = relative(auditTree, patched.path);
   const machine = await machineOf(original);
   const [loaderBefore, loaderAfter] = await Promise.all([listLoaded(original, machine), listLoaded(patched.path, machine)]);
-  const [lintBefore, lintAfter] = await Promise.all([runTool('/usr/bin/eu-elflint', ['--gnu-ld', original]), runTool('/usr/bin/eu-elflint', ['--gnu-ld', patched.path])]);
-  const [readelfBefore, readelfAfter] = await Promise.all([runTool('/usr/bin/readelf', ['-dW', original]), runTool('/usr/bin/readelf', ['-dW', patched.path])]);
+  const [lintBefore, lintAfter] = await Promise.all([
+    runTool('/usr/bin/eu-elflint', ['--gnu-ld', original]),
+    runTool('/usr/bin/eu-elflint', ['--gnu-ld', patched.path]),
+  ]);
+  const [readelfBefore, readelfAfter] = await Promise.all([
+    runTool('/usr/bin/readelf', ['-dW', original]),
+    runTool('/usr/bin/readelf', ['-dW', patched.path]),
+  ]);
   const runs: [string, ToolRun | null][] = [
     ['the loader, before', loaderBefore],
     ['the loader, after', loaderAfter],
@@ -163,17 +176,32 @@ async function auditFile(original: string, patched: PatchedFile, pristineTree: s
     ['readelf, before', readelfBefore],
     ['readelf, after', readelfAfter],
   ];
-  for (const [what, run] of runs) if (run !== null && !ranToItsEnd(run)) findings.push({ file, check: 'tool', detail: `${what}: ${run.code}` });
+  for (const [what, run] of runs)
+    if (run !== null && !ranToItsEnd(run)) findings.push({ file, check: 'tool', detail: `${what}: ${run.code}` });
   if (loaderBefore !== null && loaderAfter !== null && masked(loaderBefore, pristineTree) !== masked(loaderAfter, auditTree)) {
-    findings.push({ file, check: 'loader', detail: `before:\n${masked(loaderBefore, pristineTree)}\nafter:\n${masked(loaderAfter, auditTree)}` });
+    findings.push({
+      file,
+      check: 'loader',
+      detail: `before:\n${masked(loaderBefore, pristineTree)}\nafter:\n${masked(loaderAfter, auditTree)}`,
+    });
   }
   const lint = newLines(masked(lintBefore, pristineTree), masked(lintAfter, auditTree));
   if (lint.length > 0) findings.push({ file, check: 'eu-elflint', detail: lint.join('\n') });
   const warnings = newLines(maskRoot(readelfBefore.stderr, pristineTree), maskRoot(readelfAfter.stderr, auditTree));
   if (warnings.length > 0) findings.push({ file, check: 'readelf', detail: warnings.join('\n') });
   const shown = readelfRunpath(readelfAfter.stdout);
-  if (shown !== patched.newRunpath) findings.push({ file, check: 'runpath', detail: `readelf shows ${JSON.stringify(shown)}, apply reported ${JSON.stringify(patched.newRunpath)}` });
-  const loader = loaderBefore === null || loaderAfter === null ? 'no loader' : loaderBefore.code === 0 && loaderAfter.code === 0 ? 'listed' : 'not listed';
+  if (shown !== patched.newRunpath)
+    findings.push({
+      file,
+      check: 'runpath',
+      detail: `readelf shows ${JSON.stringify(shown)}, apply reported ${JSON.stringify(patched.newRunpath)}`,
+    });
+  const loader =
+    loaderBefore === null || loaderAfter === null
+      ? 'no loader'
+      : loaderBefore.code === 0 && loaderAfter.code === 0
+        ? 'listed'
+        : 'not listed';
   const everyLibraryFound = loader === 'listed' && !`${loaderBefore?.stdout}${loaderAfter?.stdout}`.includes('not found');
   return { findings, machine, loader, everyLibraryFound };
 }
@@ -221,13 +249,18 @@ async function main(): Promise<void> {
   const findings = audits.flatMap((audit) => audit.findings);
   const fullyResolved = audits.filter((audit) => audit.everyLibraryFound).length;
   const check = await runTool(process.execPath, [cli, 'check', auditTree, ...hooks]);
-  const byCheck = (name: Finding['check']): number => new Set(findings.filter((finding) => finding.check === name).map((finding) => finding.file)).size;
+  const byCheck = (name: Finding['check']): number =>
+    new Set(findings.filter((finding) => finding.check === name).map((finding) => finding.file)).size;
   const onMachine = (machine: number): number => audits.filter((audit) => audit.machine === machine).length;
   const loader = (fared: FileAudit['loader']): number => audits.filter((audit) => audit.loader === fared).length;
   const loaderRan = loader('listed') + loader('not listed');
   const rows = [
     ['every tool ran to an exit of its own (no time-out, no signal)', patched.length, byCheck('tool')],
-    [`the loader's list of what the file loads, the same (x86_64 natively: ${onMachine(EM_X86_64)} files; aarch64 under qemu-aarch64: ${onMachine(EM_AARCH64)})`, loaderRan, byCheck('loader')],
+    [
+      `the loader's list of what the file loads, the same (x86_64 natively: ${onMachine(EM_X86_64)} files; aarch64 under qemu-aarch64: ${onMachine(EM_AARCH64)})`,
+      loaderRan,
+      byCheck('loader'),
+    ],
     ['`eu-elflint --gnu-ld`, no new complaint', patched.length, byCheck('eu-elflint')],
     ['`readelf -dW`, no new warning', patched.length, byCheck('readelf')],
     ['`readelf -dW` shows the runpath `apply` reported', patched.length, byCheck('runpath')],
@@ -236,7 +269,9 @@ async function main(): Promise<void> {
     `# ${treeArgument === undefined ? 'Closure audit' : `Audit of ${treeName}`}: every patched file, original against patched, through ld.so, eu-elflint and readelf`,
     '',
     `Machine: ${availableParallelism()} CPUs, Node ${process.version}. Tree: ${treeArgument === undefined ? "the closure benchmark's" : `a copy of \`${pristine}\``}${only === undefined ? '' : ` (only ${only}/)`}.`,
-    `\`apply ${hooks.join(' ')}\`: ${Object.entries(report.summary.patched).map(([tier, count]) => `${count} ${tier}`).join(', ')}; ${report.summary.failed} failed.`,
+    `\`apply ${hooks.join(' ')}\`: ${Object.entries(report.summary.patched)
+      .map(([tier, count]) => `${count} ${tier}`)
+      .join(', ')}; ${report.summary.failed} failed.`,
     `\`cuda-patchelf check\` on the patched copy afterwards: exit ${check.code}.`,
     `The loader listed ${loader('listed')} of the ${loaderRan} files it ran on, before and after (exit 0), and could not list ${loader('not listed')};`,
     `${loader('no loader')} are for machines it has no loader for here. It found every library of ${fullyResolved} of them; the others need`,
@@ -246,7 +281,10 @@ async function main(): Promise<void> {
     '',
     ...findings.flatMap((finding) => [`## ${finding.check}: ${finding.file}`, '', '```', finding.detail, '```', '']),
   ].join('\n');
-  const out = await writeResults(`${hostname().replace(/[^A-Za-z0-9.-]/g, '_')}-${treeName}-audit${nixpkgsCompat ? '-nixpkgs-compat' : ''}`, markdown);
+  const out = await writeResults(
+    `${hostname().replace(/[^A-Za-z0-9.-]/g, '_')}-${treeName}-audit${nixpkgsCompat ? '-nixpkgs-compat' : ''}`,
+    markdown,
+  );
   say(`${findings.length} finding(s); check exit ${check.code}; wrote ${out}`);
   process.exitCode = findings.length === 0 && check.code === 0 ? 0 : 1;
 }

@@ -29,7 +29,15 @@ const cli = join(repoRoot, 'dist', 'cli', 'main.js');
 const cache = CLOSURE_CACHE;
 const work = join(cache, 'work');
 /** The outputs --quick measures: a few hundred files of every kind, a few hundred MB. */
-const QUICK_OUTPUTS = ['amd64/coreutils', 'arm64/coreutils', 'amd64/libcublas11', 'arm64/libnvrtc11.2', 'amd64/python3-numpy', 'arm64/vlc-plugin-base', 'amd64/libcuda1'];
+const QUICK_OUTPUTS = [
+  'amd64/coreutils',
+  'arm64/coreutils',
+  'amd64/libcublas11',
+  'arm64/libnvrtc11.2',
+  'amd64/python3-numpy',
+  'arm64/vlc-plugin-base',
+  'amd64/libcuda1',
+];
 
 const say = (line: string): void => void process.stderr.write(`bench-closure: ${line}\n`);
 
@@ -86,7 +94,11 @@ async function microBenchmarks(census: Census): Promise<ReportInput['micro']> {
   const middle = libraries[Math.floor(libraries.length / 2)];
   const largest = libraries.at(-1);
   const planned = [small, middle, largest].filter((lib) => lib !== undefined).map((lib) => lib.path);
-  return [...(await readerBenchmarks(small.path)), ...(await plannerBenchmarks(planned, CUDA_COMPAT)), ...(await hookBenchmarks(CUDA_COMPAT))];
+  return [
+    ...(await readerBenchmarks(small.path)),
+    ...(await plannerBenchmarks(planned, CUDA_COMPAT)),
+    ...(await hookBenchmarks(CUDA_COMPAT)),
+  ];
 }
 
 /** The machine, and the commit of the checkout when the run started. */
@@ -108,7 +120,13 @@ async function main(): Promise<void> {
   say(`${census.dynamicElf} dynamic ELF files, ${census.elfPaths.length} ELF files, ${(census.bytes / 1e9).toFixed(2)} GB`);
   const elfList = join(cache, 'elf-files.list');
   await writeFile(elfList, census.elfPaths.map((p) => `${p}\0`).join(''));
-  const tools: ContenderTools = { cli, cudaCompat: CUDA_COMPAT, patchelfs: await patchelfs(), readHeads: join(cache, 'tools', 'read-heads'), elfList };
+  const tools: ContenderTools = {
+    cli,
+    cudaCompat: CUDA_COMPAT,
+    patchelfs: await patchelfs(),
+    readHeads: join(cache, 'tools', 'read-heads'),
+    elfList,
+  };
   const results: ContenderResult[] = [];
   for (const contender of contenders(tools)) results.push(await runContender(source, contender));
   say('profiling one apply run');

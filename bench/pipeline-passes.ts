@@ -107,7 +107,8 @@ if (session !== null && mode === '--cpu') {
     self.set(name, (self.get(name) ?? 0) + (profile.timeDeltas[i] ?? 0));
   }
   const ms = (micros: number): string => (micros / 1000).toFixed(1);
-  const total = (self: Map<string, number>): number => [...self].reduce((sum, [name, micros]) => (name === '(idle)' ? sum : sum + micros), 0);
+  const total = (self: Map<string, number>): number =>
+    [...self].reduce((sum, [name, micros]) => (name === '(idle)' ? sum : sum + micros), 0);
   for (const [pass, self] of perPass.entries()) {
     console.log(`pass ${pass}: sampled ${ms(total(self))} ms, garbage collector ${ms(self.get('(garbage collector)') ?? 0)} ms`);
   }
@@ -117,7 +118,8 @@ if (session !== null && mode === '--cpu') {
     .map((name) => ({ name, first: first.get(name) ?? 0, last: last.get(name) ?? 0 }))
     .sort((a, b) => b.first - b.last - (a.first - a.last));
   console.log(`own time, first pass against last (ms), the ${Math.min(30, differences.length)} largest differences:`);
-  for (const { name, first: a, last: b } of differences.slice(0, 30)) console.log(`${ms(a).padStart(8)} ${ms(b).padStart(8)} ${ms(a - b).padStart(8)}  ${name}`);
+  for (const { name, first: a, last: b } of differences.slice(0, 30))
+    console.log(`${ms(a).padStart(8)} ${ms(b).padStart(8)} ${ms(a - b).padStart(8)}  ${name}`);
 }
 
 if (session !== null && mode === '--allocations') {
@@ -143,7 +145,10 @@ if (session !== null && mode === '--allocations') {
   };
   visit(profile.head, '(outside the project)');
   const megabytes = (bytes: number): string => (bytes / 2 ** 20).toFixed(1);
-  console.log(`one more pass, sampled: ${megabytes(allocated)} MiB allocated, ${(allocated / 1024 / Math.max(1, plannedFiles)).toFixed(0)} KiB per planned ELF file (${plannedFiles})`);
-  for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`${megabytes(bytes).padStart(8)} MiB  ${site}`);
+  console.log(
+    `one more pass, sampled: ${megabytes(allocated)} MiB allocated, ${(allocated / 1024 / Math.max(1, plannedFiles)).toFixed(0)} KiB per planned ELF file (${plannedFiles})`,
+  );
+  for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 30))
+    console.log(`${megabytes(bytes).padStart(8)} MiB  ${site}`);
 }
 session?.disconnect();

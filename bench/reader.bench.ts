@@ -44,7 +44,15 @@ async function smallLibrary(): Promise<string> {
 const small = await smallLibrary();
 const rows = await readerBenchmarks(small);
 console.log(`reader: image + summary (${small})`);
-console.table(rows.map((row) => ({ file: row.name, 'bytes read': row.note, 'mean (µs)': row.meanMicros.toFixed(1), 'p99 (µs)': row.p99Micros.toFixed(1), samples: row.samples })));
+console.table(
+  rows.map((row) => ({
+    file: row.name,
+    'bytes read': row.note,
+    'mean (µs)': row.meanMicros.toFixed(1),
+    'p99 (µs)': row.p99Micros.toFixed(1),
+    samples: row.samples,
+  })),
+);
 const [a, b] = rows;
 if (a !== undefined && b !== undefined && a.note !== b.note) {
   console.error(`bytes read differ: ${a.note} vs ${b.note}: the reader is reading by file size`);

@@ -73,7 +73,11 @@ const cli = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 /** The whole apply process over `root`, in µs. */
 function applyRun(root: string): number {
   const started = performance.now();
-  execFileSync(process.execPath, [cli, 'apply', '--jobs', '1', '--cuda-compat', '/nix/store/00000000000000000000000000000000-cuda_compat', root], { stdio: 'ignore' });
+  execFileSync(
+    process.execPath,
+    [cli, 'apply', '--jobs', '1', '--cuda-compat', '/nix/store/00000000000000000000000000000000-cuda_compat', root],
+    { stdio: 'ignore' },
+  );
   return (performance.now() - started) * 1000;
 }
 
@@ -113,5 +117,6 @@ try {
   rmSync(scratch, { recursive: true, force: true });
 }
 console.log(`${elfFiles} ELF files under ${tree}`);
-for (const [variant, values] of results) console.log(`median ${variant}: ${median(values).toFixed(1)} µs per ELF file (${values.map((value) => value.toFixed(1)).join(' ')})`);
+for (const [variant, values] of results)
+  console.log(`median ${variant}: ${median(values).toFixed(1)} µs per ELF file (${values.map((value) => value.toFixed(1)).join(' ')})`);
 console.log(`median node -e 0: ${median(nodeStarts).toFixed(0)} ms (${nodeStarts.map((value) => value.toFixed(0)).join(' ')})`);

@@ -9,8 +9,24 @@ import { join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture, ldList, requireTool, runProgram } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
-import { buildCudaTree, dynamicEntries, expectedPatched, expectedSkips, STUBS_ENTRY, type CudaTree, type TreeEntry } from './helpers/tree-cuda.js';
-import { fullPoolHere, parseCheck, parsePlan, parseReport, parseSummaryLine, type ReportFile, type TreeReport } from './helpers/tree-report.js';
+import {
+  buildCudaTree,
+  dynamicEntries,
+  expectedPatched,
+  expectedSkips,
+  STUBS_ENTRY,
+  type CudaTree,
+  type TreeEntry,
+} from './helpers/tree-cuda.js';
+import {
+  fullPoolHere,
+  parseCheck,
+  parsePlan,
+  parseReport,
+  parseSummaryLine,
+  type ReportFile,
+  type TreeReport,
+} from './helpers/tree-report.js';
 import {
   contentDifferences,
   copyTree,
@@ -187,7 +203,8 @@ describe('apply over a CUDA package output', () => {
 
   it('patches a hard-linked library once, and both names show the change', async () => {
     const groups = new Map<string, TreeEntry[]>();
-    for (const entry of tree.entries) if (entry.hardLinkGroup !== undefined) groups.set(entry.hardLinkGroup, [...(groups.get(entry.hardLinkGroup) ?? []), entry]);
+    for (const entry of tree.entries)
+      if (entry.hardLinkGroup !== undefined) groups.set(entry.hardLinkGroup, [...(groups.get(entry.hardLinkGroup) ?? []), entry]);
     expect(groups.size).toBe(2);
     for (const names of groups.values()) {
       expect(names).toHaveLength(2);
@@ -204,7 +221,8 @@ describe('apply over a CUDA package output', () => {
       expect(first.ino).toBe(second.ino);
       expect(first.nlink).toBe(2);
       expect(first.sha256).toBe(second.sha256);
-      for (const entry of names) expect(effectiveRunpath(factsOf(after, entry.rel))).toBe(expectedRunpath(effectiveRunpath(factsOf(before, entry.rel))));
+      for (const entry of names)
+        expect(effectiveRunpath(factsOf(after, entry.rel))).toBe(expectedRunpath(effectiveRunpath(factsOf(before, entry.rel))));
     }
     expect(report.summary.patchedWithOtherLinks).toBe(2);
     expect(apply2.stdout).toContain('note: 2 patched file(s) have other hard links; the change shows through every link');
@@ -269,7 +287,10 @@ describe('apply over a CUDA package output', () => {
           { dir: `${compat}/compat`, hook: 'cuda-compat' },
           { dir: DRIVER, hook: 'driver' },
         ]);
-        expect(entries.slice(2).every((e) => e.hook === null), rel).toBe(true);
+        expect(
+          entries.slice(2).every((e) => e.hook === null),
+          rel,
+        ).toBe(true);
         expect(file.bytesWritten ?? 0, rel).toBeGreaterThan(0);
         bytes += file.bytesWritten ?? 0;
       } else {
@@ -318,7 +339,11 @@ describe('apply over a CUDA package output', () => {
     const { files, last } = parseCheck(checkBefore.stdout);
     expect(last).toBe(`cuda-patchelf check: ${expectedPatched(tree)} file(s) need patching`);
     const listed = files.map((f) => relative(tree.root, f.path)).sort();
-    expect(listed).toEqual(patchedNames().map((e) => e.rel).sort());
+    expect(listed).toEqual(
+      patchedNames()
+        .map((e) => e.rel)
+        .sort(),
+    );
     for (const line of files) {
       const rel = relative(tree.root, line.path);
       expect(line.old, rel).toBe(effectiveRunpath(factsOf(before, rel)));
@@ -333,7 +358,11 @@ describe('apply over a CUDA package output', () => {
     expect(planRun.stderr).toBe('');
     expect(planRun.code).toBe(0);
     const blocks = parsePlan(planRun.stdout);
-    expect(blocks.map((b) => relative(tree.root, b.path)).sort()).toEqual(patchedNames().map((e) => e.rel).sort());
+    expect(blocks.map((b) => relative(tree.root, b.path)).sort()).toEqual(
+      patchedNames()
+        .map((e) => e.rel)
+        .sort(),
+    );
     for (const block of blocks) {
       const rel = relative(tree.root, block.path);
       const old = effectiveRunpath(factsOf(before, rel));
@@ -341,7 +370,10 @@ describe('apply over a CUDA package output', () => {
       expect(block.new, rel).toBe(effectiveRunpath(factsOf(after, rel)));
       expect(block.tier, rel).toBe(fileOf(report, t1, rel).tier);
       expect(block.entries.map((e) => e.dir).join(':'), rel).toBe(block.new);
-      expect(block.entries.map((e) => e.hook), rel).toEqual(['cuda-compat', 'driver', ...block.entries.slice(2).map(() => null)]);
+      expect(
+        block.entries.map((e) => e.hook),
+        rel,
+      ).toEqual(['cuda-compat', 'driver', ...block.entries.slice(2).map(() => null)]);
       // An entry kept from the file is one the file had.
       const oldEntries = (old ?? '').split(':');
       for (const entry of block.entries.slice(2)) expect(oldEntries, rel).toContain(entry.dir);
@@ -400,7 +432,10 @@ describe('a tree named through a symbolic link, as Nix names a build output ./re
     await symlink(real, join(dir, 'result'));
     for (const root of [join(dir, 'result'), `${join(dir, 'result')}/`]) {
       const check = await runCli(['check', root], { timeoutMs: CLI_TIMEOUT });
-      expect({ code: check.code, stdout: check.stdout }, root).toMatchObject({ code: 1, stdout: expect.stringContaining('2 file(s) need patching') });
+      expect({ code: check.code, stdout: check.stdout }, root).toMatchObject({
+        code: 1,
+        stdout: expect.stringContaining('2 file(s) need patching'),
+      });
     }
     const applied = await runCli(['apply', join(dir, 'result')], { timeoutMs: CLI_TIMEOUT });
     expect(applied.code).toBe(0);

@@ -65,9 +65,13 @@ describe('apply twice', () => {
     expect(report.summary.bytesWritten).toBe(0);
     const unchanged = report.files.filter((f) => f.status === 'unchanged');
     expect(unchanged.map((f) => relative(onceTree, f.path)).sort()).toEqual(
-      tree.entries.filter((e) => e.expect === 'dynamic' && report.files.find((f) => f.path === join(onceTree, e.rel))?.reason !== 'hard-link').map((e) => e.rel).sort(),
+      tree.entries
+        .filter((e) => e.expect === 'dynamic' && report.files.find((f) => f.path === join(onceTree, e.rel))?.reason !== 'hard-link')
+        .map((e) => e.rel)
+        .sort(),
     );
-    for (const file of unchanged) expect(file.runpath, file.path).toMatch(new RegExp(`^${compat.replace(/[.+]/g, '\\$&')}/compat:${DRIVER}`));
+    for (const file of unchanged)
+      expect(file.runpath, file.path).toMatch(new RegExp(`^${compat.replace(/[.+]/g, '\\$&')}/compat:${DRIVER}`));
     expect(entries(await snapshotTree(onceTree))).toEqual(entries(once));
   });
 
@@ -97,7 +101,10 @@ describe('declaration order', () => {
       await copyTree(tree.root, root);
       const result = await patchTrees([root], { hooks: orderHooks(declared), semantics: 'default', jobs: 2, cpuCount: 2, dryRun: false });
       expect(result.summary.failed, order.join()).toBe(0);
-      expect(Object.values(result.summary.patched).reduce((a, b) => a + b, 0), order.join()).toBe(expectedPatched(tree));
+      expect(
+        Object.values(result.summary.patched).reduce((a, b) => a + b, 0),
+        order.join(),
+      ).toBe(expectedPatched(tree));
       expect(contentDifferences(await snapshotTree(root), once), order.join()).toEqual([]);
       await rm(root, { recursive: true, force: true });
     }

@@ -98,13 +98,17 @@ async function fileStates(root: string): Promise<{ patched: string[]; untouched:
   return { patched: patched.sort(), untouched, other };
 }
 
-const INTERRUPTED_LINE = /^cuda-patchelf apply: interrupted: (\d+) file\(s\) done \((\d+) patched\), the others left untouched; apply again does the rest$/;
+const INTERRUPTED_LINE =
+  /^cuda-patchelf apply: interrupted: (\d+) file\(s\) done \((\d+) patched\), the others left untouched; apply again does the rest$/;
 
 describe('Ctrl-C (SIGINT) during apply', () => {
   it.each([1, 2])('--jobs %i: stops, says how many files it did, exits 130, and every file is patched whole or untouched', async (jobs) => {
     const root = await libraryTree(`interrupt-jobs${jobs}`);
     let seen = 0;
-    const run = await applyAndInterrupt([root, '--verbose', '--jobs', String(jobs)], async (line) => line !== null && line.startsWith('patched ') && ++seen >= BEFORE_SIGNAL);
+    const run = await applyAndInterrupt(
+      [root, '--verbose', '--jobs', String(jobs)],
+      async (line) => line !== null && line.startsWith('patched ') && ++seen >= BEFORE_SIGNAL,
+    );
     expect({ code: run.code, signal: run.signal }, run.stderr).toEqual({ code: 130, signal: null });
 
     const lines = run.stderr.split('\n').filter((line) => line !== '');
@@ -114,7 +118,10 @@ describe('Ctrl-C (SIGINT) during apply', () => {
     const done = Number(match?.[1]);
     const patched = Number(match?.[2]);
     // The files done are the ones listed, and the summary counts them.
-    const listed = run.stdout.split('\n').filter((line) => line.startsWith('patched ')).map((line) => line.slice('patched '.length, line.indexOf(': ')));
+    const listed = run.stdout
+      .split('\n')
+      .filter((line) => line.startsWith('patched '))
+      .map((line) => line.slice('patched '.length, line.indexOf(': ')));
     expect(listed).toHaveLength(patched);
     expect(parseSummaryLine(run.stdout)).toMatchObject({ visited: done, patched, failed: 0 });
     expect(done).toBe(patched);
@@ -141,7 +148,12 @@ describe('Ctrl-C (SIGINT) during apply', () => {
     expect(report.interrupted).toBe(true);
     const states = await fileStates(root);
     expect(states.other).toEqual([]);
-    expect(report.files.filter((file) => file.status === 'patched').map((file) => file.path).sort()).toEqual(states.patched);
+    expect(
+      report.files
+        .filter((file) => file.status === 'patched')
+        .map((file) => file.path)
+        .sort(),
+    ).toEqual(states.patched);
     expect(report.files.length).toBeLessThan(FILES);
     expect(report.summary.visited).toBe(report.files.length);
     const again = await runCli(['apply', root, '--json'], { timeoutMs: 120_000 });

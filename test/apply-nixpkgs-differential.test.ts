@@ -13,14 +13,7 @@ import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { buildCudaTree, type CudaTree } from './helpers/tree-cuda.js';
 import { runNixpkgsHooks } from './helpers/tree-nixpkgs.js';
 import { parseReport, type TreeReport } from './helpers/tree-report.js';
-import {
-  copyTree,
-  dedupeRunpath,
-  hasElfMagic,
-  makeTempDir,
-  snapshotTree,
-  type TreeSnapshot,
-} from './helpers/tree-tools.js';
+import { copyTree, dedupeRunpath, hasElfMagic, makeTempDir, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
 import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf-dynamic.js';
 import { execTool, mustExec } from './helpers/exec.js';
 
@@ -37,7 +30,10 @@ let snapshots: { pristine: TreeSnapshot; nix: TreeSnapshot; ours: TreeSnapshot; 
 let oursReport: TreeReport;
 let defaultReport: TreeReport;
 /** Relative paths of regular files with the ELF magic, and what readelf says of each copy (null: no dynamic section). */
-const elf = new Map<string, { pristine: DynamicFacts | null; nix: DynamicFacts | null; ours: DynamicFacts | null; defaults: DynamicFacts | null }>();
+const elf = new Map<
+  string,
+  { pristine: DynamicFacts | null; nix: DynamicFacts | null; ours: DynamicFacts | null; defaults: DynamicFacts | null }
+>();
 /** Names of inodes that have more than one name in the pristine tree. */
 let hardLinked = new Set<string>();
 /** An i386 library, which the driver hook gives its own directory: compared on its own. */
@@ -71,7 +67,14 @@ async function addOddRunpaths(root: string, arch: BuildArch): Promise<string[]> 
 
 /** 32-bit ARM and big-endian ppc64 files (the other compiled fixtures), and an i386 library. */
 async function addOtherMachines(root: string): Promise<void> {
-  for (const id of ['compiled/arm/libuser-runpath', 'compiled/arm/exec-rpath', 'compiled/arm/libgreet', 'compiled/ppc64/libuser-runpath', 'compiled/ppc64/exec-rpath', 'compiled/ppc64/libgreet']) {
+  for (const id of [
+    'compiled/arm/libuser-runpath',
+    'compiled/arm/exec-rpath',
+    'compiled/arm/libgreet',
+    'compiled/ppc64/libuser-runpath',
+    'compiled/ppc64/exec-rpath',
+    'compiled/ppc64/libgreet',
+  ]) {
     const [, machine, name] = id.split('/') as [string, string, string];
     await mkdir(join(root, 'other', machine), { recursive: true });
     await copyFile(fixture(id).path, join(root, 'other', machine, name));
@@ -79,10 +82,25 @@ async function addOtherMachines(root: string): Promise<void> {
   // No i386 C library here: -nostdlib still gives a real ELF32 EM_386 shared object with a runpath.
   const src = join(loadManifest().cacheDir, '..', 'src', 'greet.c');
   await mkdir(join(root, 'i386', 'lib'), { recursive: true });
-  await mustExec(requireTool('gcc'), ['-m32', '-shared', '-fPIC', '-nostdlib', '-O1', '-o', join(root, I386), src, '-Wl,--enable-new-dtags,-rpath,$ORIGIN']);
+  await mustExec(requireTool('gcc'), [
+    '-m32',
+    '-shared',
+    '-fPIC',
+    '-nostdlib',
+    '-O1',
+    '-o',
+    join(root, I386),
+    src,
+    '-Wl,--enable-new-dtags,-rpath,$ORIGIN',
+  ]);
 }
 
-function factsOf(rel: string): { pristine: DynamicFacts | null; nix: DynamicFacts | null; ours: DynamicFacts | null; defaults: DynamicFacts | null } {
+function factsOf(rel: string): {
+  pristine: DynamicFacts | null;
+  nix: DynamicFacts | null;
+  ours: DynamicFacts | null;
+  defaults: DynamicFacts | null;
+} {
   const facts = elf.get(rel);
   if (facts === undefined) throw new Error(`${rel} is not an ELF file of the tree`);
   return facts;
@@ -98,7 +116,12 @@ beforeAll(async () => {
   compat = join(work, 'cuda_compat');
   await mkdir(join(compat, 'compat'), { recursive: true });
   // patchelf 0.14 cannot read a file without section headers, so the oracle has nothing to say about one.
-  tree = await buildCudaTree(join(work, 'pristine'), { arches: ['x86_64', 'aarch64'], large: true, scratch: join(work, 'scratch'), sectionless: false });
+  tree = await buildCudaTree(join(work, 'pristine'), {
+    arches: ['x86_64', 'aarch64'],
+    large: true,
+    scratch: join(work, 'scratch'),
+    sectionless: false,
+  });
   for (const arch of ['x86_64', 'aarch64'] as const) await addOddRunpaths(tree.root, arch);
   await addOtherMachines(tree.root);
   nixTree = join(work, 'nixpkgs');
@@ -160,7 +183,9 @@ describe('--nixpkgs-compat against the Nixpkgs hook sequence', () => {
     }
     expect(differences).toEqual([]);
     // And Nixpkgs really did something to them.
-    const changed = [...elf.values()].filter((f) => f.pristine !== null && JSON.stringify(view(f.nix)) !== JSON.stringify(view(f.pristine)));
+    const changed = [...elf.values()].filter(
+      (f) => f.pristine !== null && JSON.stringify(view(f.nix)) !== JSON.stringify(view(f.pristine)),
+    );
     expect(changed.length).toBeGreaterThanOrEqual(50);
   });
 
@@ -199,7 +224,10 @@ describe('--nixpkgs-compat against the Nixpkgs hook sequence', () => {
       const rel = `${arch}/bin/static-pie`;
       const program = fixture(arch === 'x86_64' ? 'compiled/x86_64/static-pie' : 'compiled/aarch64-64k/static-pie');
       const [ours0, pristine0] = [snapshots.ours.get(rel), snapshots.pristine.get(rel)];
-      expect(ours0?.type === 'file' && pristine0?.type === 'file' && ours0.sha256 === pristine0.sha256 && ours0.mtimeNs === pristine0.mtimeNs, rel).toBe(true);
+      expect(
+        ours0?.type === 'file' && pristine0?.type === 'file' && ours0.sha256 === pristine0.sha256 && ours0.mtimeNs === pristine0.mtimeNs,
+        rel,
+      ).toBe(true);
       const ours = await runProgram(program, { path: join(oursTree, rel) });
       expect(ours.stdout, rel).toBe(`${program.expectedOutput ?? ''}\n`);
       await expect(runProgram(program, { path: join(nixTree, rel) }), rel).rejects.toThrow();
@@ -236,7 +264,8 @@ describe('the default semantics next to Nixpkgs', () => {
     const wrong: string[] = [];
     for (const [rel, facts] of elf) {
       // Whether the default should visit a static-pie at all is asked in apply-cuda-tree.test.ts.
-      if (facts.pristine === null || facts.nix === null || facts.defaults === null || separately(rel) || rel.endsWith('/bin/static-pie')) continue;
+      if (facts.pristine === null || facts.nix === null || facts.defaults === null || separately(rel) || rel.endsWith('/bin/static-pie'))
+        continue;
       const want = dedupeRunpath(effectiveRunpath(facts.nix) ?? '');
       const kind = tagKind(facts.pristine) === 'none' ? 'RUNPATH' : tagKind(facts.pristine);
       if (effectiveRunpath(facts.defaults) !== want || tagKind(facts.defaults) !== kind) {
@@ -247,9 +276,9 @@ describe('the default semantics next to Nixpkgs', () => {
     expect(wrong).toEqual([]);
     expect(defaultReport.semantics).toBe('default');
     // README: the default gives i386 files the -32 driver directory.
-    expect(effectiveRunpath(factsOf(I386).defaults ?? factsOf(I386).pristine ?? { runpath: null, rpath: null, needed: [], soname: null })).toBe(
-      `${compat}/compat:${DRIVER_LINK}-32/lib:$ORIGIN`,
-    );
+    expect(
+      effectiveRunpath(factsOf(I386).defaults ?? factsOf(I386).pristine ?? { runpath: null, rpath: null, needed: [], soname: null }),
+    ).toBe(`${compat}/compat:${DRIVER_LINK}-32/lib:$ORIGIN`);
   });
 
   it.each([
@@ -257,13 +286,28 @@ describe('the default semantics next to Nixpkgs', () => {
     ['aarch64/lib/libempty-runpath.so', 'RUNPATH', ':', 'RUNPATH', ''],
     ['x86_64/lib/libdup.so', 'RUNPATH', `:${DRIVER}:$ORIGIN::$ORIGIN`, 'RUNPATH', ':$ORIGIN'],
     ['aarch64/lib/libdup-rpath.so', 'RUNPATH', ':$ORIGIN:$ORIGIN', 'RPATH', ':$ORIGIN'],
-    ['x86_64/bin/exec-rpath', 'RUNPATH', ':$ORIGIN/../lib:/opt/cuda-patchelf-fixture/lib', 'RPATH', ':$ORIGIN/../lib:/opt/cuda-patchelf-fixture/lib'],
+    [
+      'x86_64/bin/exec-rpath',
+      'RUNPATH',
+      ':$ORIGIN/../lib:/opt/cuda-patchelf-fixture/lib',
+      'RPATH',
+      ':$ORIGIN/../lib:/opt/cuda-patchelf-fixture/lib',
+    ],
     ['aarch64/lib/libcublas.so.11.11.3.6', 'RUNPATH', ':$ORIGIN', 'RUNPATH', ':$ORIGIN'],
   ])('%s: Nixpkgs %s "compat:driver%s", default %s "compat:driver%s"', (rel, nixKind, nixTail, defaultKind, defaultTail) => {
     const facts = factsOf(rel);
     const head = `${compat}/compat:${DRIVER}`;
-    expect(facts.nix === null ? null : { kind: tagKind(facts.nix), runpath: effectiveRunpath(facts.nix) }).toEqual({ kind: nixKind, runpath: `${head}${nixTail}` });
-    expect(facts.ours === null ? null : { kind: tagKind(facts.ours), runpath: effectiveRunpath(facts.ours) }).toEqual({ kind: nixKind, runpath: `${head}${nixTail}` });
-    expect(facts.defaults === null ? null : { kind: tagKind(facts.defaults), runpath: effectiveRunpath(facts.defaults) }).toEqual({ kind: defaultKind, runpath: `${head}${defaultTail}` });
+    expect(facts.nix === null ? null : { kind: tagKind(facts.nix), runpath: effectiveRunpath(facts.nix) }).toEqual({
+      kind: nixKind,
+      runpath: `${head}${nixTail}`,
+    });
+    expect(facts.ours === null ? null : { kind: tagKind(facts.ours), runpath: effectiveRunpath(facts.ours) }).toEqual({
+      kind: nixKind,
+      runpath: `${head}${nixTail}`,
+    });
+    expect(facts.defaults === null ? null : { kind: tagKind(facts.defaults), runpath: effectiveRunpath(facts.defaults) }).toEqual({
+      kind: defaultKind,
+      runpath: `${head}${defaultTail}`,
+    });
   });
 });

@@ -81,7 +81,15 @@ async function setUp(arch: BuildArch): Promise<Setup> {
   await mkdir(join(compatEmpty, 'compat'), { recursive: true });
   const tree = join(dir, 'pristine');
   await mkdir(join(tree, 'bin'), { recursive: true });
-  await mustExec(cc, ['-O1', '-o', join(tree, 'bin', 'cuda-app'), join(src, 'which.c'), '-Wl,--no-as-needed', `-L${join(driverLink, 'lib')}`, '-l:libcuda.so.1']);
+  await mustExec(cc, [
+    '-O1',
+    '-o',
+    join(tree, 'bin', 'cuda-app'),
+    join(src, 'which.c'),
+    '-Wl,--no-as-needed',
+    `-L${join(driverLink, 'lib')}`,
+    '-l:libcuda.so.1',
+  ]);
   return { arch, dir, tree, driverLink, compatStandin, compatReal, compatEmpty };
 }
 

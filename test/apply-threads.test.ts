@@ -33,12 +33,14 @@ beforeAll(async () => {
   // Libraries first in walk order (lib/ before share/), then many files that are not ELF.
   mixedTree = join(scratch, 'mixed');
   await mkdir(join(mixedTree, 'lib'), { recursive: true });
-  for (let i = 0; i < 64; i++) await copyFile(fixture('compiled/x86_64/libuser-runpath').path, join(mixedTree, 'lib', `libuser-${String(i).padStart(2, '0')}.so`));
+  for (let i = 0; i < 64; i++)
+    await copyFile(fixture('compiled/x86_64/libuser-runpath').path, join(mixedTree, 'lib', `libuser-${String(i).padStart(2, '0')}.so`));
   await copyTree(textTree, mixedTree);
   // A package as a Nix build makes it: three libraries and their documentation.
   threeLibraries = join(scratch, 'three');
   await mkdir(join(threeLibraries, 'lib'), { recursive: true });
-  for (const name of ['libuser-runpath', 'libuser-rpath', 'libgreet']) await copyFile(fixture(`compiled/x86_64/${name}`).path, join(threeLibraries, 'lib', `${name}.so`));
+  for (const name of ['libuser-runpath', 'libuser-rpath', 'libgreet'])
+    await copyFile(fixture(`compiled/x86_64/${name}`).path, join(threeLibraries, 'lib', `${name}.so`));
   await copyTree(textTree, threeLibraries);
 });
 
@@ -64,11 +66,13 @@ describe('apply --jobs N starts its worker threads when there is ELF work for th
   });
 
   it('the first ELF file starts them, and the files come out as with one thread, or with threads from the start', async () => {
-    const trees = await Promise.all(['default', 'single', 'from-start'].map(async (name) => {
-      const tree = join(scratch, name);
-      await copyTree(mixedTree, tree);
-      return tree;
-    }));
+    const trees = await Promise.all(
+      ['default', 'single', 'from-start'].map(async (name) => {
+        const tree = join(scratch, name);
+        await copyTree(mixedTree, tree);
+        return tree;
+      }),
+    );
     const [threaded, single, fromStart] = trees as [string, string, string];
     const report = await apply(threaded, '--jobs', '2');
     // 64 libraries queue up faster than a thread loads: as many threads as the limit lets start.
@@ -104,11 +108,13 @@ describe('--jobs N: at most N threads, never more than the CPUs or the ELF files
   });
 
   it('apply --jobs 8192, the most it takes, is capped the same way, and patches as --jobs 1 does', async () => {
-    const [capped, single] = await Promise.all(['capped', 'single-thread'].map(async (name) => {
-      const tree = join(scratch, name);
-      await copyTree(threeLibraries, tree);
-      return tree;
-    })) as [string, string];
+    const [capped, single] = (await Promise.all(
+      ['capped', 'single-thread'].map(async (name) => {
+        const tree = join(scratch, name);
+        await copyTree(threeLibraries, tree);
+        return tree;
+      }),
+    )) as [string, string];
     const report = await apply(capped, '--jobs', '8192');
     expect(report.jobs).toEqual({ asked: 8192, limit: threadLimitHere(8192) });
     expect(report.workerThreads).toBeLessThanOrEqual(Math.min(3, fullPoolHere(8192)));
@@ -129,17 +135,20 @@ describe('--jobs N: at most N threads, never more than the CPUs or the ELF files
     expect(report.summary.patched).toEqual({ append: 64 });
   });
 
-  it.each(['8193', '100000'])('--jobs %s is a usage error, one line, before the hook config is read and with nothing written', async (jobs) => {
-    const tree = join(scratch, `refused-${jobs}`);
-    await copyTree(threeLibraries, tree);
-    const before = await snapshotTree(tree);
-    // The config does not exist: reading it would be a usage error of its own, naming it.
-    const result = await runCli(['apply', tree, '--config', join(scratch, 'no-such-hooks.json'), '--jobs', jobs]);
-    expect(result.code).toBe(2);
-    expect(result.stdout).toBe('');
-    expect(stderrLines(result)).toEqual([
-      `cuda-patchelf: --jobs takes at most 8192 (no Linux machine has more CPUs; a number above this one's ${availableParallelism()} is capped at ${availableParallelism()}), not "${jobs}"`,
-    ]);
-    expect(contentDifferences(await snapshotTree(tree), before)).toEqual([]);
-  });
+  it.each(['8193', '100000'])(
+    '--jobs %s is a usage error, one line, before the hook config is read and with nothing written',
+    async (jobs) => {
+      const tree = join(scratch, `refused-${jobs}`);
+      await copyTree(threeLibraries, tree);
+      const before = await snapshotTree(tree);
+      // The config does not exist: reading it would be a usage error of its own, naming it.
+      const result = await runCli(['apply', tree, '--config', join(scratch, 'no-such-hooks.json'), '--jobs', jobs]);
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(stderrLines(result)).toEqual([
+        `cuda-patchelf: --jobs takes at most 8192 (no Linux machine has more CPUs; a number above this one's ${availableParallelism()} is capped at ${availableParallelism()}), not "${jobs}"`,
+      ]);
+      expect(contentDifferences(await snapshotTree(tree), before)).toEqual([]);
+    },
+  );
 });

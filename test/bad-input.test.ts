@@ -35,7 +35,12 @@ function pick(description: string, predicate: (f: Fixture) => boolean): Fixture 
 // An executable has every structure the corpus cuts (PT_INTERP, DT_NEEDED, .dynstr); one per class and
 // byte order, so the field offsets of each layout are exercised.
 const program = (arch: string) => (f: Fixture) =>
-  f.origin === 'compiled' && f.arch === arch && f.kind === 'pie' && f.linker === 'bfd' && f.tags.includes('runpath') && !f.tags.includes('cxx-throw');
+  f.origin === 'compiled' &&
+  f.arch === arch &&
+  f.kind === 'pie' &&
+  f.linker === 'bfd' &&
+  f.tags.includes('runpath') &&
+  !f.tags.includes('cxx-throw');
 const bases = [
   pick('a compiled x86_64 PIE with a runpath', program('x86_64')),
   pick('a compiled 32-bit ARM PIE with a runpath', program('arm')),
@@ -44,9 +49,7 @@ const bases = [
 const primary = bases[0];
 if (primary === undefined) throw new Error('no base fixture');
 
-const corpora = await Promise.all(
-  bases.map(async (base) => ({ base, cases: malformedCorpus(new Uint8Array(await readFile(base.path))) })),
-);
+const corpora = await Promise.all(bases.map(async (base) => ({ base, cases: malformedCorpus(new Uint8Array(await readFile(base.path))) })));
 
 let dir = '';
 const written: string[] = [];
@@ -92,7 +95,10 @@ function checkLine(line: string | undefined, file: string, expectation: Expectat
   if (expectation.offset === 'optional') check(message).toMatch(/^[^\n]+$/);
   else if (expectation.offset === 'none') check(message).not.toMatch(/at offset/);
   else if (expectation.offset === 'any') check(message).toMatch(/ \(at offset 0x[0-9a-f]+\)$/);
-  else check(message.endsWith(` (at offset ${hex(expectation.offset)})`), `${message} should name offset ${hex(expectation.offset)}`).toBe(true);
+  else
+    check(message.endsWith(` (at offset ${hex(expectation.offset)})`), `${message} should name offset ${hex(expectation.offset)}`).toBe(
+      true,
+    );
 }
 
 function checkCleanRun(result: CliResult): void {
@@ -164,7 +170,10 @@ describe(`malformed variants of ${primary.id}, one print each`, () => {
 describe('malformed variants of every class and byte order, in one multi-file print per base', () => {
   it.each(corpora.map(({ base, cases }) => ({ id: base.id, base, cases })))('$id', async ({ base, cases }) => {
     const bad = cases.map((c) => ({ c, file: pathOf(base.id, c.name) }));
-    const good = all.filter((f) => f.origin === 'compiled').slice(0, 2).map((f) => f.path);
+    const good = all
+      .filter((f) => f.origin === 'compiled')
+      .slice(0, 2)
+      .map((f) => f.path);
     expect(good.length).toBeGreaterThan(0);
     const args = [base.path, ...bad.map((b) => b.file), ...good];
     const result = await runCli(['print', '--json', ...args], { timeoutMs: TIME_BOUND_MS });
@@ -201,7 +210,10 @@ describe('files that cannot be read at all', () => {
   const io = (message: RegExp): Expectation => ({ message, offset: 'none' });
 
   async function expectIoFailure(file: string, expectation: Expectation, wrapper?: readonly string[]): Promise<void> {
-    const result = await runCli(['print', '--json', file], { timeoutMs: TIME_BOUND_MS + 5_000, ...(wrapper === undefined ? {} : { wrapper }) });
+    const result = await runCli(['print', '--json', file], {
+      timeoutMs: TIME_BOUND_MS + 5_000,
+      ...(wrapper === undefined ? {} : { wrapper }),
+    });
     checkCleanRun(result);
     expect(result.code, result.stderr).toBe(3);
     const lines = stderrLines(result);

@@ -29,7 +29,11 @@ const usage: Array<[string, string[], RegExp]> = [
   ['an empty path for check', ['check', ''], /an empty path was given/],
   ['an empty path for plan, beside a real one', ['plan', '.', ''], /an empty path was given/],
   ['an empty path for print', ['print', ''], /an empty path was given \(an unset variable\?\); name the files to describe/],
-  ['an empty path for an edit, beside a real one', ['set-runpath', '/opt/x', 'lib/libuser.so', ''], /an empty path was given .*; name the files to edit/],
+  [
+    'an empty path for an edit, beside a real one',
+    ['set-runpath', '/opt/x', 'lib/libuser.so', ''],
+    /an empty path was given .*; name the files to edit/,
+  ],
   ['an empty path for doctor', ['doctor', ''], /an empty path was given .*; name the files or trees to diagnose/],
   ['an empty --driver-link', ['apply', '.', '--driver-link', ''], /--driver-link is empty; it must be an absolute path/],
   ['an empty --cuda-compat', ['apply', '.', '--cuda-compat', ''], /--cuda-compat is empty; it must be an absolute path/],
@@ -39,9 +43,17 @@ const usage: Array<[string, string[], RegExp]> = [
   ["a ':' in --cuda-compat", ['apply', '.', '--cuda-compat', '/a:/b'], /--cuda-compat "\/a:\/b" contains ':'/],
   ['an empty stubs pattern', ['apply', '.', '--remove-stubs', '--stubs-pattern', ''], /stubs pattern "" would match every runpath entry/],
   ['a "/" stubs pattern', ['apply', '.', '--remove-stubs', '--stubs-pattern', '/'], /stubs pattern "\/" would match every runpath entry/],
-  ['a "*" stubs pattern among good ones', ['check', '.', '--remove-stubs', '--stubs-pattern', '*/lib/stubs', '--stubs-pattern', '*'], /stubs pattern "\*" would match/],
+  [
+    'a "*" stubs pattern among good ones',
+    ['check', '.', '--remove-stubs', '--stubs-pattern', '*/lib/stubs', '--stubs-pattern', '*'],
+    /stubs pattern "\*" would match/,
+  ],
   ['--stubs-pattern without --remove-stubs', ['apply', '.', '--stubs-pattern', '*/lib/stubs'], /--stubs-pattern needs --remove-stubs/],
-  ['--no-driver with --driver-link', ['apply', '.', '--no-driver', '--cuda-compat', COMPAT, '--driver-link', '/opt/gl'], /--driver-link has no effect with --no-driver/],
+  [
+    '--no-driver with --driver-link',
+    ['apply', '.', '--no-driver', '--cuda-compat', COMPAT, '--driver-link', '/opt/gl'],
+    /--driver-link has no effect with --no-driver/,
+  ],
   ['--quiet with --verbose', ['plan', '.', '--quiet', '--verbose'], /--quiet and --verbose contradict each other/],
   ['--json with --verbose', ['check', '.', '--json', '-v'], /--json reports every file; --verbose is for the text output/],
   ['--json with --quiet', ['apply', '.', '--json', '-q'], /--json reports every file; --quiet is for the text output/],
@@ -50,11 +62,23 @@ const usage: Array<[string, string[], RegExp]> = [
   ['a tree inside another', ['apply', 'lib', '.', '--nixpkgs-compat'], /lib lies inside \.: name each tree once/],
   ['a file inside a tree', ['plan', '.', 'lib/libuser.so'], /lib\/libuser\.so lies inside \./],
   // A mistyped tree beside a good one: the good one must not be patched before the run fails.
-  ['a tree that does not exist, before a real one', ['apply', 'no-such-tree', '.'], /^cuda-patchelf: no-such-tree: cannot walk: no such file$/],
-  ['a tree that does not exist, after a real one', ['apply', '.', '/nonexistent'], /^cuda-patchelf: \/nonexistent: cannot walk: no such file$/],
+  [
+    'a tree that does not exist, before a real one',
+    ['apply', 'no-such-tree', '.'],
+    /^cuda-patchelf: no-such-tree: cannot walk: no such file$/,
+  ],
+  [
+    'a tree that does not exist, after a real one',
+    ['apply', '.', '/nonexistent'],
+    /^cuda-patchelf: \/nonexistent: cannot walk: no such file$/,
+  ],
   ['a tree that does not exist, for check', ['check', 'lib', 'no-such-tree'], /no-such-tree: cannot walk: no such file/],
   ['a tree that does not exist, for plan', ['plan', 'no-such-tree'], /no-such-tree: cannot walk: no such file/],
-  ['a dangling link as a tree (./result of a collected build)', ['apply', 'dangling-result', '.'], /dangling-result: cannot walk: no such file/],
+  [
+    'a dangling link as a tree (./result of a collected build)',
+    ['apply', 'dangling-result', '.'],
+    /dangling-result: cannot walk: no such file/,
+  ],
   ['a FIFO as a tree', ['apply', 'fifo', 'lib'], /^cuda-patchelf: fifo: cannot walk a FIFO: name a directory or a file$/],
 ];
 

@@ -48,7 +48,10 @@ describe('usage errors a user meets first', () => {
 
   it('a mistyped option: one line with the guess', async () => {
     const result = await runCli(['apply', '--dry-rn', '.']);
-    expect({ code: result.code, stderr: stderrLines(result) }).toEqual({ code: 2, stderr: ["cuda-patchelf: unknown option '--dry-rn' (did you mean --dry-run?)"] });
+    expect({ code: result.code, stderr: stderrLines(result) }).toEqual({
+      code: 2,
+      stderr: ["cuda-patchelf: unknown option '--dry-rn' (did you mean --dry-run?)"],
+    });
   });
 
   it('a file where the command goes: what the tool takes, and where to look', async () => {
@@ -66,10 +69,18 @@ describe('usage errors a user meets first', () => {
   it.each([
     [['apply'], "missing required argument 'dirs'", 'Usage: cuda-patchelf apply [options] <dirs...>'],
     [['check'], "missing required argument 'dirs'", 'Usage: cuda-patchelf check [options] <dirs...>'],
-    [['replace-needed', 'libc.so.6'], "missing required argument 'new'", 'Usage: cuda-patchelf replace-needed [options] <old> <new> <files...>'],
+    [
+      ['replace-needed', 'libc.so.6'],
+      "missing required argument 'new'",
+      'Usage: cuda-patchelf replace-needed [options] <old> <new> <files...>',
+    ],
   ])('%j without its arguments: the error, then the usage line', async (args, error, usage) => {
     const result = await runCli(args);
-    expect({ code: result.code, stdout: result.stdout, stderr: stderrLines(result) }).toEqual({ code: 2, stdout: '', stderr: [`cuda-patchelf: ${error}`, usage] });
+    expect({ code: result.code, stdout: result.stdout, stderr: stderrLines(result) }).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: [`cuda-patchelf: ${error}`, usage],
+    });
   });
 });
 
@@ -82,14 +93,33 @@ describe('--help', () => {
       ?.split('\n\n')[0]
       ?.split('\n')
       .map((line) => /^ {2}(\S+)/.exec(line)?.[1]);
-    expect(commands).toEqual(['apply', 'check', 'plan', 'print', 'doctor', 'set-runpath', 'add-runpath', 'remove-runpath', 'add-needed', 'remove-needed', 'replace-needed', 'help']);
+    expect(commands).toEqual([
+      'apply',
+      'check',
+      'plan',
+      'print',
+      'doctor',
+      'set-runpath',
+      'add-runpath',
+      'remove-runpath',
+      'add-needed',
+      'remove-needed',
+      'replace-needed',
+      'help',
+    ]);
     const exitCodes = result.stdout.split('Exit codes:\n')[1]?.split('\n\n')[0]?.split('\n') ?? [];
-    expect(exitCodes.map((line) => /^ {2}(\d+) /.exec(line)?.[1]).filter((code) => code !== undefined)).toEqual(['0', '1', '2', '3', '130']);
+    expect(exitCodes.map((line) => /^ {2}(\d+) /.exec(line)?.[1]).filter((code) => code !== undefined)).toEqual([
+      '0',
+      '1',
+      '2',
+      '3',
+      '130',
+    ]);
     expect(exitCodes).toContain('  1    check: files that apply would change');
     expect(exitCodes).toContain('  2    a usage error: nothing was read or written');
   });
 
-  it('--jobs says its default as a rule and as this machine\'s number, not as two numbers', async () => {
+  it("--jobs says its default as a rule and as this machine's number, not as two numbers", async () => {
     const help = unwrapped(await runCli(['apply', '--help']));
     expect(help).toMatch(
       /--jobs <n> at most N threads patching files at once; never more than the CPUs \(\d+\) or the ELF files waiting \(default: half the CPUs, at least 1: \d+ here; 1: no worker threads; at most 8192\)/,
@@ -102,21 +132,46 @@ describe('--help', () => {
       const result = await runCli([command, '--help']);
       expect(result.code, command).toBe(0);
       const section = result.stdout.split('Arguments:\n')[1]?.split('\n\n')[0] ?? '';
-      return { forceRpath: result.stdout.includes('--force-rpath'), arguments: section.split('\n').filter((line) => /^ {2}\S/.test(line)).map((line) => line.trim().replace(/\s{2,}/, ': ')) };
+      return {
+        forceRpath: result.stdout.includes('--force-rpath'),
+        arguments: section
+          .split('\n')
+          .filter((line) => /^ {2}\S/.test(line))
+          .map((line) => line.trim().replace(/\s{2,}/, ': ')),
+      };
     };
-    expect(await takes('add-needed')).toEqual({ forceRpath: false, arguments: ['library: the library to add, as DT_NEEDED names it (libfoo.so.1)', 'files: ELF files to edit (a symbolic link is followed)'] });
-    expect(await takes('remove-needed')).toEqual({ forceRpath: false, arguments: ['library: the DT_NEEDED name to remove (libfoo.so.1)', 'files: ELF files to edit (a symbolic link is followed)'] });
+    expect(await takes('add-needed')).toEqual({
+      forceRpath: false,
+      arguments: [
+        'library: the library to add, as DT_NEEDED names it (libfoo.so.1)',
+        'files: ELF files to edit (a symbolic link is followed)',
+      ],
+    });
+    expect(await takes('remove-needed')).toEqual({
+      forceRpath: false,
+      arguments: ['library: the DT_NEEDED name to remove (libfoo.so.1)', 'files: ELF files to edit (a symbolic link is followed)'],
+    });
     expect(await takes('replace-needed')).toEqual({
       forceRpath: false,
-      arguments: ['old: the DT_NEEDED name to rename (libfoo.so.1)', 'new: the name it becomes', 'files: ELF files to edit (a symbolic link is followed)'],
+      arguments: [
+        'old: the DT_NEEDED name to rename (libfoo.so.1)',
+        'new: the name it becomes',
+        'files: ELF files to edit (a symbolic link is followed)',
+      ],
     });
     for (const command of ['set-runpath', 'add-runpath', 'remove-runpath']) {
       const help = await takes(command);
       expect(help.forceRpath, command).toBe(true);
-      expect(help.arguments.every((line) => /^\S+: \S/.test(line)), `${command}: ${help.arguments.join(' | ')}`).toBe(true);
+      expect(
+        help.arguments.every((line) => /^\S+: \S/.test(line)),
+        `${command}: ${help.arguments.join(' | ')}`,
+      ).toBe(true);
     }
     const refused = await runCli(['add-needed', '--force-rpath', 'libx.so', 'f.so']);
-    expect({ code: refused.code, stderr: stderrLines(refused) }).toEqual({ code: 2, stderr: ["cuda-patchelf: unknown option '--force-rpath'"] });
+    expect({ code: refused.code, stderr: stderrLines(refused) }).toEqual({
+      code: 2,
+      stderr: ["cuda-patchelf: unknown option '--force-rpath'"],
+    });
   });
 });
 
@@ -128,10 +183,16 @@ describe('print and the editors on an archive', () => {
     const archive = join(dir, 'libx.a');
     await mustExec(requireTool('ar'), ['rcs', archive, join(dir, 'x.o')]);
     const before = await fileState(archive);
-    for (const args of [['print', archive], ['set-runpath', '/opt/x', archive], ['--set-rpath', '/opt/x', archive]]) {
+    for (const args of [
+      ['print', archive],
+      ['set-runpath', '/opt/x', archive],
+      ['--set-rpath', '/opt/x', archive],
+    ]) {
       const result = await runCli(args);
       expect(result.code, args.join(' ')).toBe(args[0] === '--set-rpath' ? 1 : 3);
-      expect(stderrLines(result), args.join(' ')).toEqual([`cuda-patchelf: ${archive}: an ar archive (static library), not an ELF file (at offset 0x0)`]);
+      expect(stderrLines(result), args.join(' ')).toEqual([
+        `cuda-patchelf: ${archive}: an ar archive (static library), not an ELF file (at offset 0x0)`,
+      ]);
     }
     expect(await fileState(archive)).toEqual(before);
   });
@@ -143,7 +204,11 @@ describe('an edit that changes nothing', () => {
     const program = await copyOf(PROGRAM, dir, 'prog');
     const before = await fileState(program);
     const text = await runCli(['replace-needed', 'libc.so.6', 'libc.so.6', program]);
-    expect({ code: text.code, stdout: text.stdout, stderr: text.stderr }).toEqual({ code: 0, stdout: `${program}: already as asked, nothing written\n`, stderr: '' });
+    expect({ code: text.code, stdout: text.stdout, stderr: text.stderr }).toEqual({
+      code: 0,
+      stdout: `${program}: already as asked, nothing written\n`,
+      stderr: '',
+    });
     const json = await runCli(['replace-needed', 'libc.so.6', 'libc.so.6', program, '--json']);
     expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ tier: 'noop', changes: [], bytesWritten: 0, plannedBytes: 0 })]);
     const patchelf = await runCli(['--replace-needed', 'libc.so.6', 'libc.so.6', program]);
@@ -160,7 +225,9 @@ describe('an edit that changes nothing', () => {
 describe('add-runpath --dedupe', () => {
   it('keeps the first of each directory, as its help says: a directory prepended that the runpath had moves to the front, one appended stays', async () => {
     const help = unwrapped(await runCli(['add-runpath', '--help']));
-    expect(help).toContain('--dedupe keep the first of each directory and no empty entry in the result, as apply does: a directory prepended that the runpath had moves to the front, one appended stays where it was');
+    expect(help).toContain(
+      '--dedupe keep the first of each directory and no empty entry in the result, as apply does: a directory prepended that the runpath had moves to the front, one appended stays where it was',
+    );
     const dir = await makeTempDir('messages-dedupe');
     const library = await copyOf(LIBRARY, dir, 'libuser.so');
     expect((await runCli(['set-runpath', '/a:/b::/c', library])).code).toBe(0);
@@ -175,12 +242,15 @@ describe('add-runpath --dedupe', () => {
 });
 
 describe('the patchelf-compatible mode', () => {
-  it("an empty file name (an unset variable) is a usage error naming what is missing, and no file is edited", async () => {
+  it('an empty file name (an unset variable) is a usage error naming what is missing, and no file is edited', async () => {
     const dir = await makeTempDir('messages-empty-name');
     await mkdir(join(dir, 'lib'));
     const library = await copyOf(LIBRARY, join(dir, 'lib'), 'libuser.so');
     const before = await fileState(library);
-    for (const args of [['--set-rpath', '/x', ''], ['--set-rpath', '/x', 'lib/libuser.so', '']]) {
+    for (const args of [
+      ['--set-rpath', '/x', ''],
+      ['--set-rpath', '/x', 'lib/libuser.so', ''],
+    ]) {
       const result = await runCli(args, { cwd: dir });
       expect({ args, code: result.code, stderr: stderrLines(result) }).toEqual({
         args,

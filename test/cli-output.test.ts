@@ -90,7 +90,11 @@ describe('check as a gate', () => {
         const apply = await runCli(['apply', root, ...flags]);
         expect(apply.code, apply.stderr).toBe(0);
         const after = await runCli(['check', root, ...flags]);
-        expect({ round, code: after.code, stdout: after.stdout }).toEqual({ round, code: 0, stdout: 'cuda-patchelf check: nothing to do\n' });
+        expect({ round, code: after.code, stdout: after.stdout }).toEqual({
+          round,
+          code: 0,
+          stdout: 'cuda-patchelf check: nothing to do\n',
+        });
       }
       // The compat entry leads, then the driver's, as Nixpkgs' hook order has them; DT_RPATH became DT_RUNPATH.
       const rpath = await readDynamic(join(root, 'lib', 'libuser-rpath.so'));
@@ -130,12 +134,22 @@ describe('apply refuses a file; plan, check and dry runs say it would, and do no
     const check = await runCli(['check', root, '--cuda-compat', COMPAT]);
     expect({ code: check.code, stderr: check.stderr }).toEqual({ code: 1, stderr: '' });
     const { files, last } = parseCheck(check.stdout);
-    expect(files.map((f) => [f.path, f.refusal])).toEqual([[unpatched, 'read-only file (mode 555); pass --make-writable to edit it anyway']]);
+    expect(files.map((f) => [f.path, f.refusal])).toEqual([
+      [unpatched, 'read-only file (mode 555); pass --make-writable to edit it anyway'],
+    ]);
     expect(files[0]?.new).toBe(`${COMPAT}/compat:/run/opengl-driver/lib:${files[0]?.old ?? ''}`);
     expect(last).toBe('cuda-patchelf check: 1 file(s) need patching (apply would refuse 1 of them as they are)');
     const json = parseReport((await runCli(['check', root, '--cuda-compat', COMPAT, '--json'])).stdout);
-    expect(json.files.find((f) => f.path === unpatched)).toMatchObject({ status: 'would-refuse', tier: 'append', refusal: expect.stringMatching(/^read-only file \(mode 555\)/) });
-    expect({ wouldRefuse: json.summary.wouldRefuse, failed: json.summary.failed, unchanged: json.summary.unchanged }).toEqual({ wouldRefuse: 1, failed: 0, unchanged: 4 });
+    expect(json.files.find((f) => f.path === unpatched)).toMatchObject({
+      status: 'would-refuse',
+      tier: 'append',
+      refusal: expect.stringMatching(/^read-only file \(mode 555\)/),
+    });
+    expect({ wouldRefuse: json.summary.wouldRefuse, failed: json.summary.failed, unchanged: json.summary.unchanged }).toEqual({
+      wouldRefuse: 1,
+      failed: 0,
+      unchanged: 4,
+    });
     expect(contentDifferences(before, await snapshotTree(root))).toEqual([]);
 
     // The gate passes on a read-only tree that needs nothing.
@@ -144,7 +158,11 @@ describe('apply refuses a file; plan, check and dry runs say it would, and do no
     await mustExec('chmod', ['u+w', join(root, 'lib')]);
     await rm(unpatched);
     const passes = await runCli(['check', root, '--cuda-compat', COMPAT]);
-    expect({ code: passes.code, stdout: passes.stdout, stderr: passes.stderr }).toEqual({ code: 0, stdout: 'cuda-patchelf check: nothing to do\n', stderr: '' });
+    expect({ code: passes.code, stdout: passes.stdout, stderr: passes.stderr }).toEqual({
+      code: 0,
+      stdout: 'cuda-patchelf check: nothing to do\n',
+      stderr: '',
+    });
   });
 
   it('a read-only file: plan and apply --dry-run say "apply would refuse it" and exit 0, apply fails it (exit 3), and --make-writable patches it', async () => {
@@ -163,12 +181,18 @@ describe('apply refuses a file; plan, check and dry runs say it would, and do no
     // A dry run of apply shows the file apply would refuse without --verbose, as apply shows its failure.
     const dry = await runCli(['apply', root, '--dry-run']);
     expect({ code: dry.code, stderr: dry.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(dry.stdout.split('\n').slice(0, 2)).toEqual([expect.stringMatching(new RegExp(`^would patch ${readOnly}: "\\$ORIGIN:`)), `  apply would refuse it: ${refusal}`]);
+    expect(dry.stdout.split('\n').slice(0, 2)).toEqual([
+      expect.stringMatching(new RegExp(`^would patch ${readOnly}: "\\$ORIGIN:`)),
+      `  apply would refuse it: ${refusal}`,
+    ]);
     expect(parseSummaryLine(dry.stdout)).toMatchObject({ visited: 4, patched: 3, wouldRefuse: 1, failed: 0 });
 
     for (const name of ['plan', 'check', 'apply --dry-run']) {
       const report = parseReport((await runCli([...name.split(' '), root, '--json'])).stdout);
-      expect(report.files.find((f) => f.path === readOnly), name).toMatchObject({ status: 'would-refuse', refusal });
+      expect(
+        report.files.find((f) => f.path === readOnly),
+        name,
+      ).toMatchObject({ status: 'would-refuse', refusal });
       expect({ name, wouldRefuse: report.summary.wouldRefuse, failed: report.summary.failed }).toEqual({ name, wouldRefuse: 1, failed: 0 });
     }
     expect(contentDifferences(before, await snapshotTree(root))).toEqual([]);
@@ -176,7 +200,10 @@ describe('apply refuses a file; plan, check and dry runs say it would, and do no
     // apply itself refuses it: a failure, the others patched.
     const apply = await runCli(['apply', root, '--json']);
     expect({ code: apply.code, errors: stderrLines(apply) }).toEqual({ code: 3, errors: [`cuda-patchelf: ${readOnly}: ${refusal}`] });
-    expect(parseReport(apply.stdout).files.find((f) => f.path === readOnly)).toMatchObject({ status: 'failed', error: { kind: 'io', message: refusal } });
+    expect(parseReport(apply.stdout).files.find((f) => f.path === readOnly)).toMatchObject({
+      status: 'failed',
+      error: { kind: 'io', message: refusal },
+    });
     const changed = contentDifferences(before, await snapshotTree(root));
     expect(changed.some((line) => line.includes('libuser-runpath.so'))).toBe(false);
 
@@ -201,16 +228,28 @@ describe('apply refuses a file; plan, check and dry runs say it would, and do no
     expect(last).toBe('cuda-patchelf check: 1 failed, 4 file(s) need patching');
     expect((await runCli(['apply', root])).code).toBe(3);
     const failedOnly = await runCli(['check', root]);
-    expect({ code: failedOnly.code, stdout: failedOnly.stdout }).toEqual({ code: 3, stdout: 'cuda-patchelf check: 1 failed, no other file needs patching\n' });
+    expect({ code: failedOnly.code, stdout: failedOnly.stdout }).toEqual({
+      code: 3,
+      stdout: 'cuda-patchelf check: 1 failed, no other file needs patching\n',
+    });
   });
 });
 
 describe('dry runs, --quiet and --verbose', () => {
   it('a dry run says "would patch", in text and JSON', async () => {
     const root = await smallTree('dry');
-    for (const args of [['apply', root, '--dry-run', '--json'], ['plan', root, '--json'], ['check', root, '--json']]) {
+    for (const args of [
+      ['apply', root, '--dry-run', '--json'],
+      ['plan', root, '--json'],
+      ['check', root, '--json'],
+    ]) {
       const result = await runCli(args);
-      const raw = JSON.parse(result.stdout) as { version: number; dryRun: boolean; summary: Record<string, unknown>; files: { status: string }[] };
+      const raw = JSON.parse(result.stdout) as {
+        version: number;
+        dryRun: boolean;
+        summary: Record<string, unknown>;
+        files: { status: string }[];
+      };
       expect(raw.version).toBe(3);
       expect(raw.dryRun).toBe(true);
       expect(raw.summary.wouldPatch).toEqual({ append: 4 });
@@ -228,13 +267,19 @@ describe('dry runs, --quiet and --verbose', () => {
     const root = await smallTree('quiet');
     await chmod(join(root, 'bin', 'app'), 0o555);
     // A file apply would refuse is no error of a dry run: only the exit code speaks.
-    for (const [args, code] of [[['plan', root, '-q'], 0], [['check', root, '--quiet'], 1], [['apply', root, '--dry-run', '-q'], 0]] as const) {
+    for (const [args, code] of [
+      [['plan', root, '-q'], 0],
+      [['check', root, '--quiet'], 1],
+      [['apply', root, '--dry-run', '-q'], 0],
+    ] as const) {
       const result = await runCli(args);
       expect({ args, stdout: result.stdout, stderr: result.stderr, code: result.code }).toEqual({ args, stdout: '', stderr: '', code });
     }
     const apply = await runCli(['apply', root, '--quiet']);
     expect(apply.stdout).toBe('');
-    expect(stderrLines(apply)).toEqual([`cuda-patchelf: ${join(root, 'bin', 'app')}: read-only file (mode 555); pass --make-writable to edit it anyway`]);
+    expect(stderrLines(apply)).toEqual([
+      `cuda-patchelf: ${join(root, 'bin', 'app')}: read-only file (mode 555); pass --make-writable to edit it anyway`,
+    ]);
     expect(apply.code).toBe(3);
   });
 

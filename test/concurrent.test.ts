@@ -27,7 +27,8 @@ import { readDynamic } from './helpers/readelf-dynamic.js';
 import { mapLimited } from './helpers/map-limited.js';
 import { parseReport } from './helpers/tree-report.js';
 
-const CHANGED = /the file changed on disk while it was being (planned|read)(?: \(\d+ bytes when opened, \d+ after the read\))?; left alone$/;
+const CHANGED =
+  /the file changed on disk while it was being (planned|read)(?: \(\d+ bytes when opened, \d+ after the read\))?; left alone$/;
 const applyArgs = (tree: string): string[] => ['apply', tree, '--cuda-compat', COMPAT_DIR];
 
 let scratch: string;
@@ -58,7 +59,9 @@ describe('a file that changes between planning and writing (library)', () => {
     await copyFile(base, path);
     const source = FileByteSource.open(path);
     try {
-      const edit = await planEditOf(await readElfImage(source), (editor) => editor.setRunpath(`${COMPAT_DIR}/compat:/run/opengl-driver/lib:$ORIGIN`));
+      const edit = await planEditOf(await readElfImage(source), (editor) =>
+        editor.setRunpath(`${COMPAT_DIR}/compat:/run/opengl-driver/lib:$ORIGIN`),
+      );
       expect(edit.plan.tier).toBe('append');
       return { path, edit, source };
     } finally {
@@ -134,33 +137,57 @@ describe('two apply runs on one tree at once', () => {
     reference = await treeHashes(once, files);
   }, 300_000);
 
-  it.each(Array.from({ length: ROUNDS }, (_, i) => i + 1))('round %i: the bytes of one run; a file refused by one is patched by the other', async (round) => {
-    const tree = join(scratch, `both-${round}`);
-    await copyTree(pristine, tree);
-    // The second starts a little later in some rounds, so that the runs overlap at different points.
-    const [a, b] = await Promise.all([
-      runCli([...applyArgs(tree), '--json'], { timeoutMs: 120_000 }),
-      new Promise((resolve) => setTimeout(resolve, ((round - 1) % 5) * 25)).then(() => runCli([...applyArgs(tree), '--json'], { timeoutMs: 120_000 })),
-    ]);
-    for (const run of [a, b]) {
-      expect([0, 3], run.stderr).toContain(run.code);
-      expect(stderrLines(run).filter((line) => !CHANGED.test(line)), 'only changed-file refusals').toEqual([]);
-    }
-    const patchedBy = (run: typeof a): Set<string> => new Set(parseReport(run.stdout).files.filter((f) => f.status === 'patched').map((f) => f.path));
-    const [byA, byB] = [patchedBy(a), patchedBy(b)];
-    const both = [...byA].filter((path) => byB.has(path)).length;
-    console.info(`round ${round}: ${byA.size} patched by the first, ${byB.size} by the second, ${both} by both; ${stderrLines(a).length + stderrLines(b).length} refused as changed`);
-    expect(differing(reference, await treeHashes(tree, files))).toEqual([]);
-    const check = await runCli(['check', tree, '--cuda-compat', COMPAT_DIR], { timeoutMs: 120_000 });
-    expect(check.code, check.stdout).toBe(0);
-    await rm(tree, { recursive: true, force: true });
-  }, 300_000);
+  it.each(Array.from({ length: ROUNDS }, (_, i) => i + 1))(
+    'round %i: the bytes of one run; a file refused by one is patched by the other',
+    async (round) => {
+      const tree = join(scratch, `both-${round}`);
+      await copyTree(pristine, tree);
+      // The second starts a little later in some rounds, so that the runs overlap at different points.
+      const [a, b] = await Promise.all([
+        runCli([...applyArgs(tree), '--json'], { timeoutMs: 120_000 }),
+        new Promise((resolve) => setTimeout(resolve, ((round - 1) % 5) * 25)).then(() =>
+          runCli([...applyArgs(tree), '--json'], { timeoutMs: 120_000 }),
+        ),
+      ]);
+      for (const run of [a, b]) {
+        expect([0, 3], run.stderr).toContain(run.code);
+        expect(
+          stderrLines(run).filter((line) => !CHANGED.test(line)),
+          'only changed-file refusals',
+        ).toEqual([]);
+      }
+      const patchedBy = (run: typeof a): Set<string> =>
+        new Set(
+          parseReport(run.stdout)
+            .files.filter((f) => f.status === 'patched')
+            .map((f) => f.path),
+        );
+      const [byA, byB] = [patchedBy(a), patchedBy(b)];
+      const both = [...byA].filter((path) => byB.has(path)).length;
+      console.info(
+        `round ${round}: ${byA.size} patched by the first, ${byB.size} by the second, ${both} by both; ${stderrLines(a).length + stderrLines(b).length} refused as changed`,
+      );
+      expect(differing(reference, await treeHashes(tree, files))).toEqual([]);
+      const check = await runCli(['check', tree, '--cuda-compat', COMPAT_DIR], { timeoutMs: 120_000 });
+      expect(check.code, check.stdout).toBe(0);
+      await rm(tree, { recursive: true, force: true });
+    },
+    300_000,
+  );
 });
 
 describe('a file another writer holds', () => {
   const EDITS = [
-    { command: 'apply', args: (path: string) => ['apply', path, '--cuda-compat', COMPAT_DIR], runpath: /^\/nix\/store\/0+-cuda_compat\/compat:/ },
-    { command: 'add-runpath', args: (path: string) => ['add-runpath', '/run/opengl-driver/lib', path], runpath: /^\/run\/opengl-driver\/lib:/ },
+    {
+      command: 'apply',
+      args: (path: string) => ['apply', path, '--cuda-compat', COMPAT_DIR],
+      runpath: /^\/nix\/store\/0+-cuda_compat\/compat:/,
+    },
+    {
+      command: 'add-runpath',
+      args: (path: string) => ['add-runpath', '/run/opengl-driver/lib', path],
+      runpath: /^\/run\/opengl-driver\/lib:/,
+    },
   ];
   it.each(EDITS)('is waited for by $command, then written', async ({ command, args, runpath }) => {
     const path = join(scratch, `held-${command}.so`);
@@ -200,7 +227,10 @@ describe('apply while another process keeps changing the files (CLI)', () => {
       done = true;
       await mutator;
       const lines = stderrLines(run);
-      expect(lines.filter((line) => !CHANGED.test(line)), 'only changed-file refusals').toEqual([]);
+      expect(
+        lines.filter((line) => !CHANGED.test(line)),
+        'only changed-file refusals',
+      ).toEqual([]);
       expect(run.code, run.stderr).toBe(lines.length > 0 ? 3 : 0);
       refused += lines.length;
       console.info(`attempt ${attempt + 1}: ${lines.length} of ${COPIES} files refused as changed`);

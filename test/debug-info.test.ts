@@ -54,7 +54,8 @@ async function copiesOfDebugFiles(label: string): Promise<string[]> {
 
 /** Each copy still holds the bytes of the debug file it was copied from. */
 async function expectUntouched(copies: readonly string[]): Promise<void> {
-  for (const [i, copy] of copies.entries()) expect(Buffer.compare(await readFile(copy), await readFile(allDebugFiles[i]?.path ?? '')), copy).toBe(0);
+  for (const [i, copy] of copies.entries())
+    expect(Buffer.compare(await readFile(copy), await readFile(allDebugFiles[i]?.path ?? '')), copy).toBe(0);
 }
 
 describe('the debug files', () => {
@@ -68,7 +69,8 @@ describe('the debug files', () => {
         'out/bin/prog-exec',
       ]);
       expect(files.filter((f) => f.tool === 'eu-strip')).toHaveLength(1);
-      for (const f of files.filter((file) => file.tool === 'objcopy')) expect(relative(tree(variant).root, f.path)).toMatch(/^debug\/lib\/debug\/\.build-id\/[0-9a-f]{2}\/[0-9a-f]{38}\.debug$/);
+      for (const f of files.filter((file) => file.tool === 'objcopy'))
+        expect(relative(tree(variant).root, f.path)).toMatch(/^debug\/lib\/debug\/\.build-id\/[0-9a-f]{2}\/[0-9a-f]{38}\.debug$/);
     }
   });
 
@@ -87,7 +89,13 @@ describe('print', () => {
     expect(result.code, result.stderr).toBe(0);
     const records = new Map((JSON.parse(result.stdout) as PrintRecord[]).map((r) => [r.file, r]));
     for (const file of allDebugFiles) {
-      expect(records.get(file.path), file.path).toMatchObject({ debugInfo: true, skipReason: 'debug-info', interpreter: null, needed: [], runpath: null });
+      expect(records.get(file.path), file.path).toMatchObject({
+        debugInfo: true,
+        skipReason: 'debug-info',
+        interpreter: null,
+        needed: [],
+        runpath: null,
+      });
       expect(records.get(file.source), file.source).toMatchObject({ debugInfo: false, skipReason: null });
     }
   });
@@ -119,13 +127,21 @@ describe('apply, check and plan over an output and its debug output', () => {
   it('check: exit 1, naming only the output files', async () => {
     const result = await runCli(['check', work]);
     expect(result.code, result.stderr).toBe(1);
-    expect(parseCheck(result.stdout).files.map((f) => f.path).sort()).toEqual([...outputFiles].sort());
+    expect(
+      parseCheck(result.stdout)
+        .files.map((f) => f.path)
+        .sort(),
+    ).toEqual([...outputFiles].sort());
   });
 
   it('plan: only the output files, the debug files counted as skipped', async () => {
     const result = await runCli(['plan', work]);
     expect(result.code, result.stderr).toBe(0);
-    expect(parsePlan(result.stdout).map((block) => block.path).sort()).toEqual([...outputFiles].sort());
+    expect(
+      parsePlan(result.stdout)
+        .map((block) => block.path)
+        .sort(),
+    ).toEqual([...outputFiles].sort());
     expect(parseSummaryLine(result.stdout).skipped['debug-info']).toBe(debugFiles.length);
   });
 
@@ -218,7 +234,11 @@ describe('the patchelf-compatible mode on debug-info files', () => {
     const theirs = await copiesOfDebugFiles('debug-info-patchelf');
     const patchelf = await execTool(requireTool('patchelf'), [...args, ...theirs]);
     const result = await runCli([...args, ...ours]);
-    expect({ code: result.code, stdout: result.stdout, stderr: result.stderr }).toEqual({ code: patchelf.code, stdout: patchelf.stdout, stderr: patchelf.stderr });
+    expect({ code: result.code, stdout: result.stdout, stderr: result.stderr }).toEqual({
+      code: patchelf.code,
+      stdout: patchelf.stdout,
+      stderr: patchelf.stderr,
+    });
     expect(result.code).toBe(0);
     await expectUntouched(ours);
     await expectUntouched(theirs);
@@ -253,7 +273,9 @@ describe('the patchelf-compatible mode on debug-info files', () => {
     const result = await runCli(['--print-interpreter', ...files]);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
-    expect(stderrLines(result)).toEqual(files.map((file) => `cuda-patchelf: ${file}: a debug-info file (objcopy --only-keep-debug): the interpreter path is not in it`));
+    expect(stderrLines(result)).toEqual(
+      files.map((file) => `cuda-patchelf: ${file}: a debug-info file (objcopy --only-keep-debug): the interpreter path is not in it`),
+    );
   });
 
   it('--output: a byte-identical copy, as patchelf writes', async () => {

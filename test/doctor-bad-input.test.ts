@@ -56,7 +56,9 @@ describe('ld.so.cache that cannot be used: exit 3, the cache named', () => {
   const good = ldCacheBytes([{ key: 'libx.so', value: '/opt/x/libx.so', flags: 0x0a03 }], 'new');
 
   it('a directory where the cache should be', async () => {
-    await withCache(null, async () => expectOneLine(await runCli(['doctor', '--root', root, program()]), 3, join(root, 'etc/ld.so.cache'), 'not a regular file'));
+    await withCache(null, async () =>
+      expectOneLine(await runCli(['doctor', '--root', root, program()]), 3, join(root, 'etc/ld.so.cache'), 'not a regular file'),
+    );
   });
 
   it('a cache that cannot be opened (permissions; not when running as root, who reads anything)', async () => {
@@ -68,11 +70,21 @@ describe('ld.so.cache that cannot be used: exit 3, the cache named', () => {
   });
 
   it('truncated: the header announces more entries than the file holds', async () => {
-    await withCache(good.subarray(0, 60), async () => expectOneLine(await runCli(['doctor', '--root', root, program()]), 3, join(root, 'etc/ld.so.cache'), 'truncated', 'ld.so ignores this cache'));
+    await withCache(good.subarray(0, 60), async () =>
+      expectOneLine(
+        await runCli(['doctor', '--root', root, program()]),
+        3,
+        join(root, 'etc/ld.so.cache'),
+        'truncated',
+        'ld.so ignores this cache',
+      ),
+    );
   });
 
   it('not a cache at all, and a cache of the other byte order', async () => {
-    await withCache(Buffer.from('hello, not a cache\n'.repeat(8)), async () => expectOneLine(await runCli(['doctor', '--root', root, program()]), 3, 'not an ld.so cache'));
+    await withCache(Buffer.from('hello, not a cache\n'.repeat(8)), async () =>
+      expectOneLine(await runCli(['doctor', '--root', root, program()]), 3, 'not an ld.so cache'),
+    );
     const bigEndian = Buffer.from(good);
     bigEndian.writeUInt8(3, 28);
     await withCache(bigEndian, async () => expectOneLine(await runCli(['doctor', '--root', root, program()]), 3, 'big-endian'));
@@ -145,7 +157,12 @@ describe('paths that cannot be walked: exit 3', () => {
     const report = JSON.parse(json.stdout) as { errors: { file: string; error: { kind: string; message: string; about?: string } }[] };
     expect(report.errors.map((e) => e.file).sort()).toEqual(names.map((name) => join(tree, name)));
     for (const { error } of report.errors) {
-      expect(error).toEqual({ kind: 'io', message: 'no dynamic loader there (ENOENT): aarch64 files need --root with an aarch64 system root', offset: null, about: '/lib/ld-linux-aarch64.so.1' });
+      expect(error).toEqual({
+        kind: 'io',
+        message: 'no dynamic loader there (ENOENT): aarch64 files need --root with an aarch64 system root',
+        offset: null,
+        about: '/lib/ld-linux-aarch64.so.1',
+      });
     }
   });
 });
@@ -176,10 +193,15 @@ describe('a wrong command line: exit 2, nothing diagnosed', () => {
 
 describe('what is not an error', () => {
   it('a program whose interpreter does not exist is a finding (exit 1): the kernel cannot start it', async () => {
-    const prog = await buildProgram(join(t, 'nointerp/prog'), { extra: ['-Wl,--dynamic-linker=/nix/store/00000000000000000000000000000000-glibc/lib/ld-linux-x86-64.so.2'] });
+    const prog = await buildProgram(join(t, 'nointerp/prog'), {
+      extra: ['-Wl,--dynamic-linker=/nix/store/00000000000000000000000000000000-glibc/lib/ld-linux-x86-64.so.2'],
+    });
     const { json, cli } = await doctorJson([prog]);
     expect(cli.code).toBe(1);
-    expect(json.files[0]?.interpreter).toEqual({ path: '/nix/store/00000000000000000000000000000000-glibc/lib/ld-linux-x86-64.so.2', found: false });
+    expect(json.files[0]?.interpreter).toEqual({
+      path: '/nix/store/00000000000000000000000000000000-glibc/lib/ld-linux-x86-64.so.2',
+      found: false,
+    });
     expect(json.files[0]?.findings.map((f) => f.code)).toEqual(['interpreter-missing']);
   });
 

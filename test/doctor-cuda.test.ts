@@ -70,11 +70,19 @@ describe('cuda_compat older than the kernel driver', () => {
     const fix = text.stdout.split('\n').find((line) => line.startsWith('    fix: leave the compat directory out'));
     expect(fix).toContain('cuda-patchelf apply --drop-cuda-compat DIR ...');
     expect(fix).toContain('dontUseAutoAddCudaCompatRunpath = true');
-    expect(text.stdout).toMatch(/^.*compat: \d+ dynamic ELF files?, \d+ with problems \(\d+ errors?, \d+ warnings?\); \d+ other files? skipped$/m);
+    expect(text.stdout).toMatch(
+      /^.*compat: \d+ dynamic ELF files?, \d+ with problems \(\d+ errors?, \d+ warnings?\); \d+ other files? skipped$/m,
+    );
     const { json, cli } = await doctorJson(['--driver-version', KERNEL, out]);
     expect(cli.code).toBe(1);
     const report = reportOf(json.files, out);
-    expect(report.cuda.libcuda).toMatchObject({ path: join(compat, 'compat/libcuda.so.1'), kind: 'compat', version: OLDER, versionSource: 'link target', caller: `${join(out, 'bin')}/../lib/libcudart.so.11.0` });
+    expect(report.cuda.libcuda).toMatchObject({
+      path: join(compat, 'compat/libcuda.so.1'),
+      kind: 'compat',
+      version: OLDER,
+      versionSource: 'link target',
+      caller: `${join(out, 'bin')}/../lib/libcudart.so.11.0`,
+    });
     expect(codes(report)).toContain('cuda-803');
   });
 
@@ -83,7 +91,9 @@ describe('cuda_compat older than the kernel driver', () => {
     const text = await runCli(['doctor', '--problems', '--driver-version', KERNEL, out]);
     expect(text.code).toBe(1);
     const lines = text.stdout.split('\n');
-    const start = lines.indexOf(`${join(out, 'bin/probe')}: program, x86_64, loader /lib64/ld-linux-x86-64.so.2 (glibc ${reportOf((await doctorJson([out])).json.files, out).loader.glibc ?? ''})`);
+    const start = lines.indexOf(
+      `${join(out, 'bin/probe')}: program, x86_64, loader /lib64/ld-linux-x86-64.so.2 (glibc ${reportOf((await doctorJson([out])).json.files, out).loader.glibc ?? ''})`,
+    );
     expect(start).toBeGreaterThan(0);
     const libcuda = join(compat, 'compat/libcuda.so.1');
     expect(lines.slice(start + 1, lines.indexOf('', start))).toEqual([
@@ -104,7 +114,11 @@ describe('cuda_compat older than the kernel driver', () => {
     const { json, cli } = await doctorJson(['--driver-version', KERNEL, out]);
     expect(json.summary[0]).toMatchObject({ errors: 0, problems: 0 });
     expect(cli.code).toBe(0);
-    expect(reportOf(json.files, out).cuda.libcuda).toMatchObject({ kind: 'driver', version: KERNEL, path: join(driver, 'lib/libcuda.so.1') });
+    expect(reportOf(json.files, out).cuda.libcuda).toMatchObject({
+      kind: 'driver',
+      version: KERNEL,
+      path: join(driver, 'lib/libcuda.so.1'),
+    });
   });
 
   it('a compat libcuda as new as the driver is fine; --driver-lib reads the driver version from a libcuda', async () => {
@@ -206,7 +220,10 @@ describe('aarch64 (Jetson) system roots', () => {
       expect(without?.fix).toContain('services.xserver.videoDrivers');
       await libcudaAt(join(root, 'run/opengl-driver/lib'), '540.4.0', 'aarch64');
       const found = await doctorJson(['--root', root, '--driver-version', '540.4.0', join(app, 'bin/probe')]);
-      expect(reportOf(found.json.files, join(app, 'bin/probe')).cuda.libcuda).toMatchObject({ kind: 'driver', path: '/run/opengl-driver/lib/libcuda.so.1' });
+      expect(reportOf(found.json.files, join(app, 'bin/probe')).cuda.libcuda).toMatchObject({
+        kind: 'driver',
+        path: '/run/opengl-driver/lib/libcuda.so.1',
+      });
       expect(found.cli.code).toBe(0);
     } finally {
       await rm(join(root, 'run'), { recursive: true, force: true });
@@ -226,14 +243,19 @@ describe('aarch64 (Jetson) system roots', () => {
     expect((await runCli(['set-runpath', '/opt/cuda_compat/compat', join(root, 'opt/app/lib/libcudart.so.11.0')])).code).toBe(0);
     const missing = await doctorJson(['--root', root, '--driver-version', '540.4.0', join(root, 'opt/app/bin/probe')]);
     expect(missing.cli.code).toBe(1);
-    const finding = reportOf(missing.json.files, join(root, 'opt/app/bin/probe')).findings.find((f) => f.code === 'compat-dependency-missing');
+    const finding = reportOf(missing.json.files, join(root, 'opt/app/bin/probe')).findings.find(
+      (f) => f.code === 'compat-dependency-missing',
+    );
     expect(finding?.message).toMatch(/needs libnvrm_mem\.so, libnvrm_gpu\.so, which are not found/);
     // The L4T libraries where a Jetson keeps them, found through ld.so.cache.
     const l4t = join(root, 'usr/lib/aarch64-linux-gnu/nvidia');
     for (const name of ['libnvrm_gpu.so', 'libnvrm_mem.so']) await buildLibrary(join(l4t, name), name, { arch: 'aarch64' });
     await writeFile(
       join(root, 'etc/ld.so.cache'),
-      ldCacheBytes(['libnvrm_gpu.so', 'libnvrm_mem.so'].map((key) => ({ key, value: `/usr/lib/aarch64-linux-gnu/nvidia/${key}`, flags: 0x0a03 })), 'new'),
+      ldCacheBytes(
+        ['libnvrm_gpu.so', 'libnvrm_mem.so'].map((key) => ({ key, value: `/usr/lib/aarch64-linux-gnu/nvidia/${key}`, flags: 0x0a03 })),
+        'new',
+      ),
     );
     const found = await doctorJson(['--root', root, '--driver-version', '540.4.0', join(root, 'opt/app/bin/probe')]);
     expect(codes(reportOf(found.json.files, join(root, 'opt/app/bin/probe')))).toEqual([]);
@@ -249,7 +271,9 @@ describe('the other CUDA libraries', () => {
     const prog = await buildProgram(join(t, 'nvrtc/bin/prog'), { needs: [join(lib, 'libnvrtc.so.11.2')], runpath: '$ORIGIN/../lib' });
     const without = await doctorJson([prog]);
     expect(without.cli.code).toBe(1);
-    expect(reportOf(without.json.files, prog).findings.find((f) => f.code === 'dlopen-missing')?.message).toContain('libnvrtc-builtins.so.11.8');
+    expect(reportOf(without.json.files, prog).findings.find((f) => f.code === 'dlopen-missing')?.message).toContain(
+      'libnvrtc-builtins.so.11.8',
+    );
     await buildLibrary(join(lib, 'libnvrtc-builtins.so.11.8'));
     const withBuiltins = await doctorJson([prog]);
     expect(withBuiltins.cli.code).toBe(0);
@@ -264,8 +288,14 @@ describe('the other CUDA libraries', () => {
     const out = join(t, 'mixed');
     await cp(pristine, out, { recursive: true, verbatimSymlinks: true });
     expect((await runCli(['set-runpath', join(driver, 'lib'), join(out, 'lib/libcudart.so.11.0')])).code).toBe(0);
-    const mixed = await buildProgram(join(out, 'bin/mixed'), { needs: [join(out, 'lib/libcudart.so.11.0'), cublas], runpath: `$ORIGIN/../lib:${installation}` });
-    const wheels = await buildProgram(join(out, 'bin/wheels'), { needs: [join(out, 'lib/libcudart.so.11.0'), cufft], runpath: `$ORIGIN/../lib:${wheel}` });
+    const mixed = await buildProgram(join(out, 'bin/mixed'), {
+      needs: [join(out, 'lib/libcudart.so.11.0'), cublas],
+      runpath: `$ORIGIN/../lib:${installation}`,
+    });
+    const wheels = await buildProgram(join(out, 'bin/wheels'), {
+      needs: [join(out, 'lib/libcudart.so.11.0'), cufft],
+      runpath: `$ORIGIN/../lib:${wheel}`,
+    });
     const { json, cli } = await doctorJson(['--driver-version', KERNEL, mixed, wheels]);
     expect(reportOf(json.files, mixed).findings.map((f) => [f.severity, f.code])).toEqual([['warning', 'cuda-libraries-mixed']]);
     expect(reportOf(json.files, mixed).findings[0]?.message).toContain(`libcublas.so.11 comes from ${installation}`);

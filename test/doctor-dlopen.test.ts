@@ -34,10 +34,20 @@ async function buildCudaProbe(base: string, arch: BuildArch): Promise<string> {
   const set = await runCli(['set-runpath', join(base, 'driver'), cudart]);
   expect(set.code, set.stderr).toBe(0);
   const source = join(base, 'probe.c');
-  await writeFile(source, '#include <stdio.h>\nint cudaGetDeviceCount(int *);\nint main(void) { int n = 0; int e = cudaGetDeviceCount(&n); printf("cudaGetDeviceCount: %d (%d)\\n", e, n); return 0; }\n');
+  await writeFile(
+    source,
+    '#include <stdio.h>\nint cudaGetDeviceCount(int *);\nint main(void) { int n = 0; int e = cudaGetDeviceCount(&n); printf("cudaGetDeviceCount: %d (%d)\\n", e, n); return 0; }\n',
+  );
   const probe = join(base, 'bin/probe');
   await mkdir(dirname(probe), { recursive: true });
-  await mustExec(requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc'), ['-O1', '-o', probe, source, cudart, `-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib:$ORIGIN/../decoy`]);
+  await mustExec(requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc'), [
+    '-O1',
+    '-o',
+    probe,
+    source,
+    cudart,
+    `-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib:$ORIGIN/../decoy`,
+  ]);
   return probe;
 }
 
@@ -72,13 +82,24 @@ describe('libcudart dlopens libcuda.so.1 through its own runpath', () => {
     expect(trace.stdout).toMatch(/^cudaGetDeviceCount: /m);
     expect(reportedLoads(report)).toEqual(trace.loads.filter((l) => l.dlopen === null).map(({ name, path }) => ({ name, path })));
     const real = dlopenLoads(trace, 'libcuda.so.1');
-    expect(real[0]).toMatchObject({ name: 'libcuda.so.1', path: join(scratch, 'x86_64/driver/libcuda.so.1'), dlopenedBy: `${join(scratch, 'x86_64/bin')}/../lib/libcudart.so.11.0` });
+    expect(real[0]).toMatchObject({
+      name: 'libcuda.so.1',
+      path: join(scratch, 'x86_64/driver/libcuda.so.1'),
+      dlopenedBy: `${join(scratch, 'x86_64/bin')}/../lib/libcudart.so.11.0`,
+    });
     const call = libcudartCall(report);
     expect(call.loads).toEqual(real.map(({ name, path }) => ({ name, path })));
     expect(call).toMatchObject({ caller: `${join(scratch, 'x86_64/bin')}/../lib/libcudart.so.11.0`, rule: 'runpath' });
     // The program's own runpath would have found the decoy: doctor says which one CUDA uses, and that they differ.
-    expect(report.cuda.libcuda).toMatchObject({ path: join(scratch, 'x86_64/driver/libcuda.so.1'), kind: 'driver', version: '535.261.03', versionSource: 'link target' });
-    expect(report.dlopen.find((d) => d.name === 'libcuda.so.1' && d.reason === 'needs-cudart')?.path).toBe(`${join(scratch, 'x86_64/bin')}/../decoy/libcuda.so.1`);
+    expect(report.cuda.libcuda).toMatchObject({
+      path: join(scratch, 'x86_64/driver/libcuda.so.1'),
+      kind: 'driver',
+      version: '535.261.03',
+      versionSource: 'link target',
+    });
+    expect(report.dlopen.find((d) => d.name === 'libcuda.so.1' && d.reason === 'needs-cudart')?.path).toBe(
+      `${join(scratch, 'x86_64/bin')}/../decoy/libcuda.so.1`,
+    );
     expect(report.findings.map((f) => f.code)).toContain('libcuda-differs');
     expect(cli.code).toBe(0);
   });
@@ -124,17 +145,37 @@ int open_nvml(void) { void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW); if (h == 
   );
   const opener = join(base, 'lib/libopener.so');
   await mkdir(dirname(opener), { recursive: true });
-  await mustExec(requireTool('gcc'), ['-shared', '-fPIC', '-O1', '-o', opener, source, '-Wl,-soname,libopener.so', `-Wl,--enable-new-dtags,-rpath,${join(base, 'nvml')}`, '-ldl']);
+  await mustExec(requireTool('gcc'), [
+    '-shared',
+    '-fPIC',
+    '-O1',
+    '-o',
+    opener,
+    source,
+    '-Wl,-soname,libopener.so',
+    `-Wl,--enable-new-dtags,-rpath,${join(base, 'nvml')}`,
+    '-ldl',
+  ]);
   const main = join(base, 'main.c');
   await writeFile(main, '#include <stdio.h>\nint open_nvml(void);\nint main(void) { printf("opened: %d\\n", open_nvml()); return 0; }\n');
   const prog = join(base, 'bin/prog');
   await mkdir(dirname(prog), { recursive: true });
-  await mustExec(requireTool('gcc'), ['-O1', '-o', prog, main, opener, `-Wl,--enable-new-dtags,-rpath,${join(base, 'lib')}:${join(base, 'decoy')}`]);
+  await mustExec(requireTool('gcc'), [
+    '-O1',
+    '-o',
+    prog,
+    main,
+    opener,
+    `-Wl,--enable-new-dtags,-rpath,${join(base, 'lib')}:${join(base, 'decoy')}`,
+  ]);
   return prog;
 }
 
 /** The opener of buildNoteOpener with a libnvidia-ml.so.1 that needs what `dependency` builds (given nvml/): doctor's report and the program's run. */
-async function openerNeeding(base: string, dependency: (dir: string) => Promise<string>): Promise<{ report: FileReport; trace: LoaderTrace }> {
+async function openerNeeding(
+  base: string,
+  dependency: (dir: string) => Promise<string>,
+): Promise<{ report: FileReport; trace: LoaderTrace }> {
   const prog = await buildNoteOpener(base, async (dir) => {
     await buildLibrary(join(dir, 'libnvidia-ml.so.1'), 'libnvidia-ml.so.1', { needs: [await dependency(dir)], runpath: dir });
   });
@@ -158,7 +199,9 @@ describe('.note.dlopen', () => {
 
   it('a dependency marked DF_1_NOOPEN (-z nodlopen) fails the dlopen, as the loader does', async () => {
     const base = join(scratch, 'note-noopen');
-    const { report, trace } = await openerNeeding(base, (dir) => buildLibrary(join(dir, 'libnoopen.so'), 'libnoopen.so', { extra: ['-Wl,-z,nodlopen'] }));
+    const { report, trace } = await openerNeeding(base, (dir) =>
+      buildLibrary(join(dir, 'libnoopen.so'), 'libnoopen.so', { extra: ['-Wl,-z,nodlopen'] }),
+    );
     expect(trace.stdout).toContain('opened: 0');
     expect(trace.stderr).toContain('dlopen: libnoopen.so: shared object cannot be dlopen()ed');
     const call = report.dlopen.find((d) => d.name === 'libnvidia-ml.so.1');
@@ -179,7 +222,10 @@ describe('.note.dlopen', () => {
     const prog = await buildNoteOpener(base, async (dir) => {
       const deeper = await buildLibrary(join(base, 'e/libdeeper.so'));
       const dependency = await buildLibrary(join(base, 'd/libdep.so'), 'libdep.so', { needs: [deeper] });
-      await buildLibrary(join(dir, 'libnvidia-ml.so.1'), 'libnvidia-ml.so.1', { needs: [dependency], rpath: `${join(base, 'd')}:${join(base, 'e')}` });
+      await buildLibrary(join(dir, 'libnvidia-ml.so.1'), 'libnvidia-ml.so.1', {
+        needs: [dependency],
+        rpath: `${join(base, 'd')}:${join(base, 'e')}`,
+      });
     });
     const { json } = await doctorJson([prog]);
     const report = json.files[0] as FileReport;

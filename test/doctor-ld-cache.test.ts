@@ -22,8 +22,19 @@ const X86_64 = 0x0303;
 let root: string;
 
 /** Names around the one looked up, numbered so that only a numeric comparison sorts them right. */
-const neighbours: CacheEntrySpec[] = ['libcg.so.1', 'libcg.so.2', 'libcg.so.10', 'libcf.so', 'libch.so', 'libcg2.so', 'libc.so.5', 'libz.so.9', 'liba.so.100']
-  .flatMap((key) => [8, 9, 10, 11].map((n) => ({ key: key.replace(/\d+$/, (d) => String(Number(d) + n)), value: `/opt/none/${key}.${n}`, flags: AARCH64 })));
+const neighbours: CacheEntrySpec[] = [
+  'libcg.so.1',
+  'libcg.so.2',
+  'libcg.so.10',
+  'libcf.so',
+  'libch.so',
+  'libcg2.so',
+  'libc.so.5',
+  'libz.so.9',
+  'liba.so.100',
+].flatMap((key) =>
+  [8, 9, 10, 11].map((n) => ({ key: key.replace(/\d+$/, (d) => String(Number(d) + n)), value: `/opt/none/${key}.${n}`, flags: AARCH64 })),
+);
 const libc: CacheEntrySpec = { key: 'libc.so.6', value: '/lib/aarch64-linux-gnu/libc.so.6', flags: AARCH64 };
 
 async function writeCache(entries: readonly CacheEntrySpec[], layout: CacheLayout): Promise<void> {

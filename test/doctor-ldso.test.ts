@@ -13,10 +13,17 @@ import { mirrorInto } from './helpers/doctor-root.js';
 import { assertCliBuilt } from './helpers/run-cli.js';
 import { makeTempDir } from './helpers/tree-tools.js';
 
-const dynamic = (arch: Fixture['arch']) => (f: Fixture): boolean => f.arch === arch && f.kind !== 'static' && !f.tags.includes('dynamic-loader');
+const dynamic =
+  (arch: Fixture['arch']) =>
+  (f: Fixture): boolean =>
+    f.arch === arch && f.kind !== 'static' && !f.tags.includes('dynamic-loader');
 
 /** doctor once per LD_LIBRARY_PATH value the fixtures need; the reports by file. */
-async function reportsFor(cases: readonly Fixture[], rootArgs: readonly string[], pathOf: (f: Fixture) => string): Promise<Map<string, FileReport>> {
+async function reportsFor(
+  cases: readonly Fixture[],
+  rootArgs: readonly string[],
+  pathOf: (f: Fixture) => string,
+): Promise<Map<string, FileReport>> {
   const groups = new Map<string, Fixture[]>();
   for (const f of cases) groups.set(f.libraryPath ?? '', [...(groups.get(f.libraryPath ?? '') ?? []), f]);
   const reports = new Map<string, FileReport>();
@@ -41,7 +48,12 @@ describe('doctor and ld.so open the same files: x86_64, natively', () => {
   it.each(cases.map((f) => [f.id, f] as const))('%s', async (_id, f) => {
     const report = reports.get(f.path);
     if (report === undefined) throw new Error(`doctor did not report ${f.path}`);
-    const trace = await traceLoader({ arch: 'x86_64', mode: report.kind === 'program' ? 'run' : 'list', path: f.path, libraryPath: f.libraryPath });
+    const trace = await traceLoader({
+      arch: 'x86_64',
+      mode: report.kind === 'program' ? 'run' : 'list',
+      path: f.path,
+      libraryPath: f.libraryPath,
+    });
     expect(reportedLoads(report)).toEqual(trace.loads.map(({ name, path }) => ({ name, path })));
   });
 });
@@ -58,7 +70,11 @@ describe('doctor --root and ld.so under qemu open the same files: aarch64', () =
     // doctor, which sees only the root, then name every file alike.
     await mirrorInto(root, [sysroot('aarch64')], '/');
     const cache = loadManifest().cacheDir;
-    const directories = new Set(cases.flatMap((f) => [dirname(dirname(f.path)), dirname(f.path), ...(f.libraryPath?.split(':') ?? [])]).filter((dir) => dir.startsWith(cache)));
+    const directories = new Set(
+      cases
+        .flatMap((f) => [dirname(dirname(f.path)), dirname(f.path), ...(f.libraryPath?.split(':') ?? [])])
+        .filter((dir) => dir.startsWith(cache)),
+    );
     await mirrorInto(root, [...directories], null);
     reports = await reportsFor(cases, ['--root', root], (f) => join(root, f.path));
   }, 600_000);
@@ -70,7 +86,13 @@ describe('doctor --root and ld.so under qemu open the same files: aarch64', () =
   it.each(cases.map((f) => [f.id, f] as const))('%s', async (_id, f) => {
     const report = reports.get(join(root, f.path));
     if (report === undefined) throw new Error(`doctor did not report ${f.path}`);
-    const trace = await traceLoader({ arch: 'aarch64', mode: report.kind === 'program' ? 'run' : 'list', path: f.path, libraryPath: f.libraryPath, root });
+    const trace = await traceLoader({
+      arch: 'aarch64',
+      mode: report.kind === 'program' ? 'run' : 'list',
+      path: f.path,
+      libraryPath: f.libraryPath,
+      root,
+    });
     expect(reportedLoads(report)).toEqual(trace.loads.map(({ name, path }) => ({ name, path })));
   });
 });

@@ -20,7 +20,14 @@ let t: string;
 const at = (...parts: string[]): string => join(t, ...parts);
 
 /** What makeShellWrapper writes for one of its flags, on LD_LIBRARY_PATH (make-wrapper.sh, addValue: ${v@Q} quotes a plain value as 'v'). */
-type WrapperFlag = { prefix: string } | { suffix: string } | { set: string } | { setDefault: string } | 'unset' | { oldPrefix: string } | { oldSuffix: string };
+type WrapperFlag =
+  | { prefix: string }
+  | { suffix: string }
+  | { set: string }
+  | { setDefault: string }
+  | 'unset'
+  | { oldPrefix: string }
+  | { oldSuffix: string };
 
 function flagLines(flag: WrapperFlag): string[] {
   const v = 'LD_LIBRARY_PATH';
@@ -37,7 +44,12 @@ function flagLines(flag: WrapperFlag): string[] {
 }
 
 /** A wrapper at `path` that runs `program`, as makeShellWrapper (wrapProgram: --inherit-argv0) writes it. */
-async function makeShellWrapper(path: string, program: string, flags: readonly WrapperFlag[], extra: readonly string[] = []): Promise<string> {
+async function makeShellWrapper(
+  path: string,
+  program: string,
+  flags: readonly WrapperFlag[],
+  extra: readonly string[] = [],
+): Promise<string> {
   await mkdir(dirname(path), { recursive: true });
   await writeFile(path, ['#! /bin/bash -e', ...flags.flatMap(flagLines), ...extra, `exec -a "$0" "${program}"  "$@" `, ''].join('\n'));
   await chmod(path, 0o755);
@@ -89,12 +101,21 @@ describe('a shell wrapper named on the command line', () => {
     const llp = `${join(out, 'second')}:${join(out, 'first')}:${join(out, 'nowhere')}`;
     expect(report.wrapper).toEqual({ file: at('result/bin/prog'), ldLibraryPath: llp });
     expect(json.notDynamic).toEqual([
-      { file: at('result/bin/prog'), kind: 'script', description: `a shell wrapper (#! /bin/bash -e) that runs ${inner}, a wrapper that runs ${program}`, interpreter: '#! /bin/bash -e', runs: { file: program, path: program, ldLibraryPath: llp }, findings: [] },
+      {
+        file: at('result/bin/prog'),
+        kind: 'script',
+        description: `a shell wrapper (#! /bin/bash -e) that runs ${inner}, a wrapper that runs ${program}`,
+        interpreter: '#! /bin/bash -e',
+        runs: { file: program, path: program, ldLibraryPath: llp },
+        findings: [],
+      },
     ]);
     // The tree summary counts the wrapper as the other file it is.
     expect(json.summary).toEqual([{ path: './result/bin/prog', files: 1, skipped: 1, unreadable: 0, errors: 0, warnings: 0, problems: 0 }]);
     const text = await runCli(['doctor', './result/bin/prog'], { cwd: t });
-    expect(text.stdout).toContain(`\nresult/bin/prog: a shell wrapper (#! /bin/bash -e) that runs ${inner}, a wrapper that runs ${program}: that program is diagnosed with LD_LIBRARY_PATH=${llp}\n`);
+    expect(text.stdout).toContain(
+      `\nresult/bin/prog: a shell wrapper (#! /bin/bash -e) that runs ${inner}, a wrapper that runs ${program}: that program is diagnosed with LD_LIBRARY_PATH=${llp}\n`,
+    );
     expect(text.stdout).toContain(`(glibc ${report.loader.glibc ?? ''}); LD_LIBRARY_PATH=${llp} from the wrapper\n`);
   });
 
@@ -110,7 +131,10 @@ describe('a shell wrapper named on the command line', () => {
     const dir = at('forms', name.replace(/\W+/g, '-'));
     const printer = join(dir, 'print-llp');
     await mkdir(dir, { recursive: true });
-    await writeFile(`${printer}.c`, '#include <stdio.h>\n#include <stdlib.h>\nint main(void) { const char *v = getenv("LD_LIBRARY_PATH"); if (v) printf("set:%s\\n", v); else puts("unset"); return 0; }\n');
+    await writeFile(
+      `${printer}.c`,
+      '#include <stdio.h>\n#include <stdlib.h>\nint main(void) { const char *v = getenv("LD_LIBRARY_PATH"); if (v) printf("set:%s\\n", v); else puts("unset"); return 0; }\n',
+    );
     await mustExec(requireTool('gcc'), ['-O1', '-o', printer, `${printer}.c`]);
     const wrapper = await makeShellWrapper(join(dir, 'wrapper'), printer, flags);
     for (const start of [undefined, '/start:/other']) {
@@ -144,7 +168,10 @@ describe('a shell wrapper named on the command line', () => {
     expect(cli.code).toBe(1);
     expect(json.files).toEqual([]);
     expect(json.notDynamic[0]?.findings.map((f) => [f.code, f.message])).toEqual([
-      ['not-dynamic-elf', `${wrapper} is a shell wrapper (#! /bin/bash -e) that runs ${at('gone/bin/.tool-wrapped')}, which does not exist here (ENOENT): doctor checks programs and libraries the loader loads`],
+      [
+        'not-dynamic-elf',
+        `${wrapper} is a shell wrapper (#! /bin/bash -e) that runs ${at('gone/bin/.tool-wrapped')}, which does not exist here (ENOENT): doctor checks programs and libraries the loader loads`,
+      ],
     ]);
   });
 });
@@ -160,7 +187,13 @@ describe('other files named on the command line', () => {
     await writeFile(join(dir, 'tool.py'), '#!/usr/bin/env python3\nprint("hello")\n');
     await writeFile(join(dir, 'README'), 'text\n');
     await writeFile(join(dir, 'empty'), '');
-    files = { script: join(dir, 'tool.py'), archive: join(dir, 'libarchived.a'), 'not-elf': join(dir, 'README'), empty: join(dir, 'empty'), static: fixture('compiled/x86_64/static').path };
+    files = {
+      script: join(dir, 'tool.py'),
+      archive: join(dir, 'libarchived.a'),
+      'not-elf': join(dir, 'README'),
+      empty: join(dir, 'empty'),
+      static: fixture('compiled/x86_64/static').path,
+    };
   }, 60_000);
 
   it.each([

@@ -53,9 +53,29 @@ it('the JSON document: its fields, as docs/doctor.md names them', async () => {
   expect(json.settings).toEqual({ root, ldLibraryPath: '/opt/extra', driver: { version: '540.4.0', source: '--driver-version' } });
   const file = json.files[0];
   if (file === undefined) throw new Error('no file');
-  expect(Object.keys(file).sort()).toEqual(['cuda', 'dlopen', 'file', 'findings', 'interpreter', 'kind', 'loader', 'loads', 'machine', 'needed', 'path', 'wrapper']);
+  expect(Object.keys(file).sort()).toEqual([
+    'cuda',
+    'dlopen',
+    'file',
+    'findings',
+    'interpreter',
+    'kind',
+    'loader',
+    'loads',
+    'machine',
+    'needed',
+    'path',
+    'wrapper',
+  ]);
   expect(json.notDynamic).toEqual([]);
-  expect(file).toMatchObject({ file: prog, wrapper: null, path: '/opt/app/bin/prog', kind: 'program', machine: 'aarch64', interpreter: { path: '/lib/ld-linux-aarch64.so.1', found: true } });
+  expect(file).toMatchObject({
+    file: prog,
+    wrapper: null,
+    path: '/opt/app/bin/prog',
+    kind: 'program',
+    machine: 'aarch64',
+    interpreter: { path: '/lib/ld-linux-aarch64.so.1', found: true },
+  });
   expect(file.loader).toEqual({
     path: '/lib/ld-linux-aarch64.so.1',
     glibc: '2.36',
@@ -77,7 +97,16 @@ it('the JSON document: its fields, as docs/doctor.md names them', async () => {
     neededBy: '/opt/app/bin/prog',
     depth: 1,
   });
-  expect(file.needed[0]).toEqual({ from: '/opt/app/bin/prog', name: 'libgreet.so', preload: false, status: 'loaded', path: '/opt/app/bin/../lib/libgreet.so', message: null, passedOver: [], searched: [] });
+  expect(file.needed[0]).toEqual({
+    from: '/opt/app/bin/prog',
+    name: 'libgreet.so',
+    preload: false,
+    status: 'loaded',
+    path: '/opt/app/bin/../lib/libgreet.so',
+    message: null,
+    passedOver: [],
+    searched: [],
+  });
   expect(file.cuda).toEqual({ uses: false, libcuda: null });
   expect(json.summary).toEqual([{ path: prog, files: 1, skipped: 0, unreadable: 0, errors: 0, warnings: 0, problems: 0 }]);
 });

@@ -26,7 +26,10 @@ beforeAll(async () => {
   await mkdir(join(root, 'etc'), { recursive: true });
   await copyFile('/lib64/ld-linux-x86-64.so.2', join(root, 'lib64/ld-linux-x86-64.so.2'));
   await copyFile('/lib/x86_64-linux-gnu/libc.so.6', join(root, 'lib/x86_64-linux-gnu/libc.so.6'));
-  await writeFile(join(root, 'etc/ld.so.cache'), ldCacheBytes([{ key: 'libunused.so.1', value: '/opt/none/libunused.so.1', flags: 0x0303 }], 'new'));
+  await writeFile(
+    join(root, 'etc/ld.so.cache'),
+    ldCacheBytes([{ key: 'libunused.so.1', value: '/opt/none/libunused.so.1', flags: 0x0303 }], 'new'),
+  );
   await buildLibrary(join(root, 'opt/pre/libpre.so'));
   const lib = await buildLibrary(join(root, 'opt/r/libown.so'));
   await buildProgram(join(root, 'opt/app/prog'), { needs: [lib], runpath: '/opt/r' });
@@ -50,7 +53,9 @@ it('preloaded libraries load first; one that is not found, or cannot be mapped, 
   expect(reportedLoads(report)).toEqual(loaded.map(({ name, path }) => ({ name, path })));
   expect(report.loads[0]).toMatchObject({ name: '/opt/pre/libpre.so', rule: 'path' });
   expect(trace.stderr).toContain("object 'libnotthere.so' from /etc/ld.so.preload cannot be preloaded");
-  expect(trace.stderr).toContain("object '/opt/pre/prog-as-preload' from /etc/ld.so.preload cannot be preloaded (cannot dynamically load position-independent executable): ignored");
+  expect(trace.stderr).toContain(
+    "object '/opt/pre/prog-as-preload' from /etc/ld.so.preload cannot be preloaded (cannot dynamically load position-independent executable): ignored",
+  );
   expect(report.needed.filter((n) => n.preload).map((n) => [n.name, n.status])).toEqual([
     ['/opt/pre/libpre.so', 'loaded'],
     ['libnotthere.so', 'missing'],

@@ -30,13 +30,23 @@ function missing(report: FileReport): string[] {
 }
 
 /** doctor's report of one file, and the real loader's trace of the same file. */
-async function both(path: string, mode: 'run' | 'list', options: { llp?: string; cwd?: string; shown?: string } = {}): Promise<{ report: FileReport; trace: LoaderTrace }> {
+async function both(
+  path: string,
+  mode: 'run' | 'list',
+  options: { llp?: string; cwd?: string; shown?: string } = {},
+): Promise<{ report: FileReport; trace: LoaderTrace }> {
   const args = [...(options.llp === undefined ? [] : ['--ld-library-path', options.llp]), path];
   const { json } = await doctorJson(args, options.cwd === undefined ? {} : { cwd: options.cwd });
   expect(json.errors).toEqual([]);
   const report = json.files[0];
   if (report === undefined) throw new Error(`no report for ${path}`);
-  const trace = await traceLoader({ arch: 'x86_64', mode, path: options.shown ?? path, libraryPath: options.llp ?? null, ...(options.cwd === undefined ? {} : { cwd: options.cwd }) });
+  const trace = await traceLoader({
+    arch: 'x86_64',
+    mode,
+    path: options.shown ?? path,
+    libraryPath: options.llp ?? null,
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+  });
   return { report, trace };
 }
 
@@ -60,7 +70,11 @@ describe('DT_RPATH', () => {
     const prog = await buildProgram(at('inherit/bin/prog'), { needs: [middle], rpath: `${at('inherit/a')}:${at('inherit/b')}` });
     const { report, trace } = await both(prog, 'run');
     expectSameLoads(report, trace);
-    expect(report.loads.find((l) => l.name === 'libdeep.so')).toMatchObject({ rule: 'rpath', owner: prog, neededBy: at('inherit/b/libmiddle.so') });
+    expect(report.loads.find((l) => l.name === 'libdeep.so')).toMatchObject({
+      rule: 'rpath',
+      owner: prog,
+      neededBy: at('inherit/b/libmiddle.so'),
+    });
   });
 
   it('is inherited past an object with DT_RUNPATH, which itself gets no inherited DT_RPATH', async () => {
@@ -94,7 +108,10 @@ describe('--problems', () => {
     const deep = await buildLibrary(at('problems/deps/libdeep4.so'));
     const middle = await buildLibrary(at('problems/lib/libmiddle4.so'), 'libmiddle4.so', { needs: [deep] });
     const found = await buildLibrary(at('problems/lib/libfound4.so'));
-    const broken = await buildProgram(at('problems/bin/broken'), { needs: [middle, found], runpath: `${at('problems/lib')}:${at('problems/deps')}` });
+    const broken = await buildProgram(at('problems/bin/broken'), {
+      needs: [middle, found],
+      runpath: `${at('problems/lib')}:${at('problems/deps')}`,
+    });
     await buildProgram(at('problems/bin/fine'));
     const result = await runCli(['doctor', '--problems', at('problems/bin')]);
     expect(result.code).toBe(1);
@@ -122,7 +139,12 @@ describe('--problems', () => {
 describe('the text report', () => {
   it('lists each DT_NEEDED where the loader asks for it: one not found stands between those found, as ldd lists them', async () => {
     const lib = (name: string, options = {}): Promise<string> => buildLibrary(at('order/lib', name), name, options);
-    const [first, gone, deepGone, last] = await Promise.all([lib('libfirst.so'), lib('libgone.so'), lib('libdeepgone.so'), lib('liblast.so')]);
+    const [first, gone, deepGone, last] = await Promise.all([
+      lib('libfirst.so'),
+      lib('libgone.so'),
+      lib('libdeepgone.so'),
+      lib('liblast.so'),
+    ]);
     const middle = await lib('libmiddle.so', { needs: [deepGone] });
     const prog = await buildProgram(at('order/bin/prog'), { needs: [first, gone, middle, last], runpath: at('order/lib') });
     await rm(gone);
@@ -132,7 +154,9 @@ describe('the text report', () => {
     const trace = await traceLoader({ arch: 'x86_64', mode: 'list', path: prog });
     // ldd's lines: "\tname => path (address)", "\tname => not found"; the vDSO and the loader by path alone.
     const lddNames = [...trace.stdout.matchAll(/^\t(\S+) => /gm)].map((m) => m[1] as string);
-    const doctorNames = [...text.stdout.matchAll(/^ {2,}(\S+) => /gm)].map((m) => m[1] as string).filter((name) => !name.startsWith('ld-linux'));
+    const doctorNames = [...text.stdout.matchAll(/^ {2,}(\S+) => /gm)]
+      .map((m) => m[1] as string)
+      .filter((name) => !name.startsWith('ld-linux'));
     expect(lddNames).toEqual(['libfirst.so', 'libgone.so', 'libmiddle.so', 'liblast.so', 'libc.so.6', 'libdeepgone.so']);
     expect(doctorNames).toEqual(lddNames);
     // Under the object that needs it.
@@ -284,7 +308,8 @@ describe('what the search passes over', () => {
 
 describe('hwcaps subdirectories', () => {
   it('glibc-hwcaps/x86-64-vN, then the legacy tls/ and x86_64/ subdirectories, then the directory', async () => {
-    for (const sub of ['glibc-hwcaps/x86-64-v2', 'glibc-hwcaps/x86-64-v3', 'glibc-hwcaps/x86-64-v4', 'tls', 'x86_64', '']) await buildLibrary(at('hwcaps/all', sub, 'libh.so'));
+    for (const sub of ['glibc-hwcaps/x86-64-v2', 'glibc-hwcaps/x86-64-v3', 'glibc-hwcaps/x86-64-v4', 'tls', 'x86_64', ''])
+      await buildLibrary(at('hwcaps/all', sub, 'libh.so'));
     for (const sub of ['tls', '']) await buildLibrary(at('hwcaps/legacy', sub, 'libh.so'));
     for (const dir of ['all', 'legacy']) {
       const prog = await buildProgram(at(`hwcaps/bin/prog-${dir}`), { needs: [at('hwcaps', dir, 'libh.so')], runpath: at('hwcaps', dir) });
@@ -296,12 +321,26 @@ describe('hwcaps subdirectories', () => {
   });
 
   it('are the loader’s, not /proc/cpuinfo’s: a /proc/cpuinfo that lists fewer flags than the CPU has (as in some virtual machines) changes nothing', async () => {
-    for (const sub of ['glibc-hwcaps/x86-64-v2', 'glibc-hwcaps/x86-64-v3', 'glibc-hwcaps/x86-64-v4', 'tls', 'x86_64', '']) await buildLibrary(at('hwcaps/vm', sub, 'libh.so'));
+    for (const sub of ['glibc-hwcaps/x86-64-v2', 'glibc-hwcaps/x86-64-v3', 'glibc-hwcaps/x86-64-v4', 'tls', 'x86_64', ''])
+      await buildLibrary(at('hwcaps/vm', sub, 'libh.so'));
     const prog = await buildProgram(at('hwcaps/bin/prog-vm'), { needs: [at('hwcaps/vm/libh.so')], runpath: at('hwcaps/vm') });
     // The flags of a CPU below x86-64-v2, in a mount namespace of doctor's own: the loader asks the CPU.
     const cpuinfo = at('hwcaps/cpuinfo');
-    await writeFile(cpuinfo, (await readFile('/proc/cpuinfo', 'latin1')).replace(/^(flags\s*:).*$/gm, '$1 fpu tsc cx8 cmov mmx fxsr sse sse2 syscall lm'), 'latin1');
-    const inNamespace = [requireTool('unshare'), '--user', '--map-root-user', '--mount', requireTool('sh'), '-c', 'mount --bind "$0" /proc/cpuinfo && exec "$@"', cpuinfo];
+    await writeFile(
+      cpuinfo,
+      (await readFile('/proc/cpuinfo', 'latin1')).replace(/^(flags\s*:).*$/gm, '$1 fpu tsc cx8 cmov mmx fxsr sse sse2 syscall lm'),
+      'latin1',
+    );
+    const inNamespace = [
+      requireTool('unshare'),
+      '--user',
+      '--map-root-user',
+      '--mount',
+      requireTool('sh'),
+      '-c',
+      'mount --bind "$0" /proc/cpuinfo && exec "$@"',
+      cpuinfo,
+    ];
     const seen = await execTool(inNamespace[0] as string, [...inNamespace.slice(1), requireTool('grep'), '-m1', '^flags', '/proc/cpuinfo']);
     expect(seen.stdout, seen.stderr).toMatch(/^flags\s*: fpu tsc cx8 cmov mmx fxsr sse sse2 syscall lm$/m);
     const result = await runCli(['doctor', '--json', prog], { wrapper: inNamespace });

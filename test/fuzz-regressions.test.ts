@@ -136,7 +136,9 @@ const CASES: readonly Case[] = [
       writeUnsigned(bytes, load(layout, 0).at + fieldOffsets(64).p_filesz + 8, 8, layout.little, 2n ** 53n + 1n);
       for (let at = 0x22c; at < 0x238; at++) if (bytes[at] === 0) bytes[at] = 0x2f;
     },
-    operation: editOperation('add-runpath', (e) => e.setRunpath(`/r\x8dfda2l9jy0w_pnfxb\xeayxt:/3z$\x96y8aewyv6x$_whtk4vzosk$p\xac\xf8t$i2vmk:${e.runpath() ?? ''}`)),
+    operation: editOperation('add-runpath', (e) =>
+      e.setRunpath(`/r\x8dfda2l9jy0w_pnfxb\xeayxt:/3z$\x96y8aewyv6x$_whtk4vzosk$p\xac\xf8t$i2vmk:${e.runpath() ?? ''}`),
+    ),
   },
   {
     // A PT_LOAD just below 2^53: the new segment goes above it, past what the reader takes.
@@ -192,9 +194,21 @@ const CASES: readonly Case[] = [
  */
 const REPLAYS: readonly { readonly seed: number; readonly iteration: number; readonly what: string }[] = [
   { seed: 7, iteration: 43580, what: 'DT_VERNEED pointing at 0xff, the file grown: a version need aux entry past the end after the edit' },
-  { seed: 7, iteration: 10794, what: 'a section header field set to 0x80000000 and a GNU hash byte flipped: GNU hash buckets past the end after the edit' },
-  { seed: 7, iteration: 79138, what: 'a dynamic tag made DT_VERNEEDNUM and a section size cut: a GNU hash chain of impossible size after the edit' },
-  { seed: 11, iteration: 167167, what: 'DT_VERNEED pointing into the program header table (ppc64): the edit rewrote the version need, whose file name then lay past the string table' },
+  {
+    seed: 7,
+    iteration: 10794,
+    what: 'a section header field set to 0x80000000 and a GNU hash byte flipped: GNU hash buckets past the end after the edit',
+  },
+  {
+    seed: 7,
+    iteration: 79138,
+    what: 'a dynamic tag made DT_VERNEEDNUM and a section size cut: a GNU hash chain of impossible size after the edit',
+  },
+  {
+    seed: 11,
+    iteration: 167167,
+    what: 'DT_VERNEED pointing into the program header table (ppc64): the edit rewrote the version need, whose file name then lay past the string table',
+  },
   {
     seed: 11,
     iteration: 249679,
@@ -218,7 +232,15 @@ describe('inputs the fuzzer found: refused cleanly or edited right', () => {
   });
 
   it.each(REPLAYS)('fuzz seed $seed, iteration $iteration: $what', async ({ seed, iteration }) => {
-    const { failures } = await runFuzz({ seed, from: iteration, iterations: 1, workDir: scratch, bases: fuzzBases(), timeCapMs: 2_000, rssCapBytes: 2 ** 30 });
+    const { failures } = await runFuzz({
+      seed,
+      from: iteration,
+      iterations: 1,
+      workDir: scratch,
+      bases: fuzzBases(),
+      timeCapMs: 2_000,
+      rssCapBytes: 2 ** 30,
+    });
     expect(failures.flatMap((f) => [`${f.mutation}; ${f.operation}`, ...f.problems])).toEqual([]);
   });
 

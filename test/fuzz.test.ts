@@ -25,13 +25,22 @@ let workDir: string;
 const show = (failures: readonly FuzzFailure[]): string =>
   failures
     .slice(0, 5)
-    .map((f) => `seed 0x${SEED.toString(16)} iteration ${f.iteration}: ${f.base}; ${f.mutation}; ${f.operation}\n  ${f.problems.join('\n  ')}`)
+    .map(
+      (f) => `seed 0x${SEED.toString(16)} iteration ${f.iteration}: ${f.base}; ${f.mutation}; ${f.operation}\n  ${f.problems.join('\n  ')}`,
+    )
     .join('\n');
 
 describe(`read → plan → write on mutated real files (seed 0x${SEED.toString(16)}, ${ITERATIONS} inputs)`, () => {
   beforeAll(async () => {
     workDir = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'cuda-patchelf-fuzz-'));
-    run = await runFuzz({ seed: SEED, iterations: ITERATIONS, workDir, bases: fuzzBases(), timeCapMs: TIME_CAP_MS, rssCapBytes: RSS_CAP_BYTES });
+    run = await runFuzz({
+      seed: SEED,
+      iterations: ITERATIONS,
+      workDir,
+      bases: fuzzBases(),
+      timeCapMs: TIME_CAP_MS,
+      rssCapBytes: RSS_CAP_BYTES,
+    });
     console.info(`fuzz slice: ${JSON.stringify(run.figures)}`);
   }, 300_000);
   afterAll(async () => {

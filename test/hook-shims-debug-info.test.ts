@@ -32,7 +32,10 @@ const CANONICAL = ['driver', 'compat', 'stubs'] as const;
 const NOTE_DEBUG_FILES = 'find "$debug/lib/debug" -type f -print0 | sort -z | xargs -0 sha256sum > "$debug/../debug-files.sha256"';
 
 async function build(options: BuildOptions): Promise<Build> {
-  const done = await buildWithHooks(packages(), { ...options, attrs: { separateDebugInfo: '1', postFixup: NOTE_DEBUG_FILES, ...options.attrs } });
+  const done = await buildWithHooks(packages(), {
+    ...options,
+    attrs: { separateDebugInfo: '1', postFixup: NOTE_DEBUG_FILES, ...options.attrs },
+  });
   expectBuilt(done);
   return done;
 }
@@ -69,7 +72,11 @@ describe('separateDebugInfo', () => {
     const theirs = await build({ hooks: CANONICAL, flavour: 'nixpkgs' });
     await expectDebugFilesUntouched(theirs);
     const expected = await elfSearchPaths(theirs);
-    expect(Object.entries(expected).filter(([file]) => file.startsWith('debug/')).map(([, path]) => path)).toEqual([
+    expect(
+      Object.entries(expected)
+        .filter(([file]) => file.startsWith('debug/'))
+        .map(([, path]) => path),
+    ).toEqual([
       { kind: 'none', runpath: null },
       { kind: 'none', runpath: null },
     ]);

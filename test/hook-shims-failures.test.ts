@@ -55,7 +55,11 @@ describe('failures', () => {
   });
 
   it('fails the build when CUDA_PATCHELF names nothing that runs', async () => {
-    const build = await buildWithHooks(packages(), { hooks: ['driver'], cli: 'none', attrs: { CUDA_PATCHELF: '/nonexistent/cuda-patchelf' } });
+    const build = await buildWithHooks(packages(), {
+      hooks: ['driver'],
+      cli: 'none',
+      attrs: { CUDA_PATCHELF: '/nonexistent/cuda-patchelf' },
+    });
     expectFailed(build, 127, '/nonexistent/cuda-patchelf: No such file or directory', 'cuda-patchelf apply failed with exit code 127');
     expect(await runpathOf(build.libgreet)).toBe(packages().stubsDir);
   });
@@ -64,7 +68,11 @@ describe('failures', () => {
     const missing = await buildWithHooks(packages(), { hooks: ['driver', 'compat'], envPaths: false });
     expectFailed(missing, 1, 'cuda-patchelf hook: error: the cuda-compat hook has no cuda_compat directory');
     expect(missing.calls).toEqual([]);
-    const off = await buildWithHooks(packages(), { hooks: ['driver', 'compat'], envPaths: false, attrs: { dontUseAutoAddCudaCompatRunpath: '1' } });
+    const off = await buildWithHooks(packages(), {
+      hooks: ['driver', 'compat'],
+      envPaths: false,
+      attrs: { dontUseAutoAddCudaCompatRunpath: '1' },
+    });
     expect(off.result.code).toBe(0);
     expect(await runpathOf(off.libgreet)).toBe(`/run/opengl-driver/lib:${packages().stubsDir}`);
   });

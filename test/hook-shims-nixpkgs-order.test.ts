@@ -7,7 +7,15 @@
 // with --nixpkgs-compat.
 
 import { describe, expect, it } from 'vitest';
-import { buildWithHooks, elfSearchPaths, expectBuilt, usePackages, type BuildOptions, type HookName, type SearchPath } from './helpers/shim-stdenv.js';
+import {
+  buildWithHooks,
+  elfSearchPaths,
+  expectBuilt,
+  usePackages,
+  type BuildOptions,
+  type HookName,
+  type SearchPath,
+} from './helpers/shim-stdenv.js';
 import { permutations } from './helpers/tree-tools.js';
 
 const packages = usePackages();
@@ -28,7 +36,8 @@ describe("source order and sourcing twice, against Nixpkgs' hooks", () => {
     const nixpkgsRight: string[] = [];
     for (const order of permutations<HookName>(CANONICAL)) {
       expect(await searchPaths({ hooks: order, attrs: COMPAT }), order.join(' ')).toEqual(nixpkgs);
-      if (JSON.stringify(await searchPaths({ hooks: order, flavour: 'nixpkgs' })) === JSON.stringify(nixpkgs)) nixpkgsRight.push(order.join(' '));
+      if (JSON.stringify(await searchPaths({ hooks: order, flavour: 'nixpkgs' })) === JSON.stringify(nixpkgs))
+        nixpkgsRight.push(order.join(' '));
     }
     expect(nixpkgsRight).toEqual(['driver compat stubs', 'driver stubs compat']);
   });

@@ -52,7 +52,10 @@ function postFixup(pkgs: Packages): string {
   return Object.entries(oddRunpaths(pkgs))
     .map(([name, { runpath, rpath }]) => {
       const file = `"$lib/lib/${name}"`;
-      const set = runpath === null ? `patchelf --remove-rpath ${file}` : `patchelf ${rpath ? '--force-rpath ' : ''}--set-rpath ${shellQuote(runpath)} ${file}`;
+      const set =
+        runpath === null
+          ? `patchelf --remove-rpath ${file}`
+          : `patchelf ${rpath ? '--force-rpath ' : ''}--set-rpath ${shellQuote(runpath)} ${file}`;
       return `cp "$lib/lib/libgreet.so" ${file}; ${set}`;
     })
     .join('\n');
@@ -70,11 +73,35 @@ interface Scenario {
 
 const SCENARIOS: readonly Scenario[] = [
   { name: 'every hook on', hooks: ALL, attrs: {}, nixpkgsHooks: ALL, nixpkgsAttrs: {} },
-  { name: 'dontUseAutoAddDriverRunpath', hooks: ALL, attrs: { dontUseAutoAddDriverRunpath: '1' }, nixpkgsHooks: ALL, nixpkgsAttrs: { dontUseAutoAddDriverRunpath: '1' } },
-  { name: 'dontUseAutoAddOpenGLRunpath (deprecated)', hooks: ALL, attrs: { dontUseAutoAddOpenGLRunpath: '1' }, nixpkgsHooks: ALL, nixpkgsAttrs: { dontUseAutoAddOpenGLRunpath: '1' } },
+  {
+    name: 'dontUseAutoAddDriverRunpath',
+    hooks: ALL,
+    attrs: { dontUseAutoAddDriverRunpath: '1' },
+    nixpkgsHooks: ALL,
+    nixpkgsAttrs: { dontUseAutoAddDriverRunpath: '1' },
+  },
+  {
+    name: 'dontUseAutoAddOpenGLRunpath (deprecated)',
+    hooks: ALL,
+    attrs: { dontUseAutoAddOpenGLRunpath: '1' },
+    nixpkgsHooks: ALL,
+    nixpkgsAttrs: { dontUseAutoAddOpenGLRunpath: '1' },
+  },
   // Nixpkgs' cuda_compat and stubs hooks have no switch: leaving the hook out is what the switch does.
-  { name: 'dontUseAutoAddCudaCompatRunpath', hooks: ALL, attrs: { dontUseAutoAddCudaCompatRunpath: '1' }, nixpkgsHooks: ['driver', 'stubs'], nixpkgsAttrs: {} },
-  { name: 'dontUseRemoveStubsFromRunpath', hooks: ALL, attrs: { dontUseRemoveStubsFromRunpath: '1' }, nixpkgsHooks: ['driver', 'compat'], nixpkgsAttrs: {} },
+  {
+    name: 'dontUseAutoAddCudaCompatRunpath',
+    hooks: ALL,
+    attrs: { dontUseAutoAddCudaCompatRunpath: '1' },
+    nixpkgsHooks: ['driver', 'stubs'],
+    nixpkgsAttrs: {},
+  },
+  {
+    name: 'dontUseRemoveStubsFromRunpath',
+    hooks: ALL,
+    attrs: { dontUseRemoveStubsFromRunpath: '1' },
+    nixpkgsHooks: ['driver', 'compat'],
+    nixpkgsAttrs: {},
+  },
   {
     name: 'dontUseAutoAddDriverRunpath and dontUseAutoAddCudaCompatRunpath: the stubs hook alone',
     hooks: ALL,
@@ -94,7 +121,10 @@ async function build(options: BuildOptions): Promise<Build> {
 }
 
 /** The shims' build in both semantics and Nixpkgs' build, each as the search paths of every ELF file. */
-async function compare(shims: BuildOptions, nixpkgs: BuildOptions): Promise<{ ours: Record<string, SearchPath>; compat: Record<string, SearchPath>; theirs: Record<string, SearchPath> }> {
+async function compare(
+  shims: BuildOptions,
+  nixpkgs: BuildOptions,
+): Promise<{ ours: Record<string, SearchPath>; compat: Record<string, SearchPath>; theirs: Record<string, SearchPath> }> {
   const ours = await elfSearchPaths(await build(shims));
   const compat = await elfSearchPaths(await build({ ...shims, attrs: { ...shims.attrs, cudaPatchelfFlags: '--nixpkgs-compat' } }));
   const theirs = await elfSearchPaths(await build({ ...nixpkgs, flavour: 'nixpkgs' }));
@@ -108,7 +138,13 @@ describe("the hooks against Nixpkgs' own, switch by switch", () => {
         { hooks: scenario.hooks, attrs: scenario.attrs },
         { hooks: scenario.nixpkgsHooks, attrs: scenario.nixpkgsAttrs },
       );
-      expect(Object.keys(theirs)).toEqual(expect.arrayContaining(['out/bin/greet', 'lib/lib/libgreet.so', ...Object.keys(oddRunpaths(packages())).map((name) => `lib/lib/${name}`)]));
+      expect(Object.keys(theirs)).toEqual(
+        expect.arrayContaining([
+          'out/bin/greet',
+          'lib/lib/libgreet.so',
+          ...Object.keys(oddRunpaths(packages())).map((name) => `lib/lib/${name}`),
+        ]),
+      );
       expect(compat).toEqual(theirs);
       expect(dedupedRunpaths(ours)).toEqual(dedupedRunpaths(theirs));
     });
@@ -139,15 +175,24 @@ describe("the hooks against Nixpkgs' own, switch by switch", () => {
     expect(Object.values(compat).some(({ runpath }) => runpath?.includes(compatEntry) === true)).toBe(false);
   });
 
-  it('a cuda_compat hook installed with no cuda_compat (Nixpkgs off Jetson) does nothing, as Nixpkgs\' does', async () => {
+  it("a cuda_compat hook installed with no cuda_compat (Nixpkgs off Jetson) does nothing, as Nixpkgs' does", async () => {
     const parent = packages().root;
     const installed = async (flavour: 'shims' | 'nixpkgs'): Promise<string> =>
       flavour === 'shims'
-        ? installHook(parent, 'compat-hook-empty', HOOK_FILES.compat, { cudaCompat: '', cudaPatchelfFixup: `${HOOKS_DIR}/cuda-patchelf-fixup.sh` })
-        : installHook(parent, 'nixpkgs-compat-hook-empty', NIXPKGS_HOOK_FILES.compat, { cudaCompat: '', autoFixElfFiles: `${NIXPKGS_HOOKS_DIR}/auto-fix-elf-files.sh` });
+        ? installHook(parent, 'compat-hook-empty', HOOK_FILES.compat, {
+            cudaCompat: '',
+            cudaPatchelfFixup: `${HOOKS_DIR}/cuda-patchelf-fixup.sh`,
+          })
+        : installHook(parent, 'nixpkgs-compat-hook-empty', NIXPKGS_HOOK_FILES.compat, {
+            cudaCompat: '',
+            autoFixElfFiles: `${NIXPKGS_HOOKS_DIR}/auto-fix-elf-files.sh`,
+          });
     const shimsHook = await installed('shims');
     const nixpkgsHook = await installed('nixpkgs');
-    const { ours, compat, theirs } = await compare({ hooks: ['driver', shimsHook, 'stubs'], attrs: {} }, { hooks: ['driver', nixpkgsHook, 'stubs'], attrs: {} });
+    const { ours, compat, theirs } = await compare(
+      { hooks: ['driver', shimsHook, 'stubs'], attrs: {} },
+      { hooks: ['driver', nixpkgsHook, 'stubs'], attrs: {} },
+    );
     expect(compat).toEqual(theirs);
     expect(dedupedRunpaths(ours)).toEqual(dedupedRunpaths(theirs));
     expect(theirs['lib/lib/libgreet.so']?.runpath).toBe(packages().driverEntry);

@@ -72,7 +72,10 @@ describe('the stand-in for stdenv follows its protocol', () => {
     const host = await p.pkg('host', sees(p, 'host'));
     const build = await p.pkg('build', sees(p, 'build'));
     // A host input propagating a host input (0, 1) and a build input (-1, 0).
-    const parent = await p.pkg('parent', sees(p, 'parent'), { 'propagated-build-inputs': `${host}\n`, 'propagated-native-build-inputs': `${build}\n` });
+    const parent = await p.pkg('parent', sees(p, 'parent'), {
+      'propagated-build-inputs': `${host}\n`,
+      'propagated-native-build-inputs': `${build}\n`,
+    });
     await built({ hooks: [], buildInputs: [parent] });
     expect(await p.lines()).toEqual(['build -1 0', 'parent 0 1', 'host 0 1']);
   });
@@ -80,7 +83,10 @@ describe('the stand-in for stdenv follows its protocol', () => {
   it('runs the fixup phase in order: preFixup, fixupOutput per output with $prefix, postFixup, postFixupHooks', async () => {
     const p = await probe();
     const log = shellQuote(p.log);
-    const hook = await p.hook('fixup', `fixupOutputHooks+=('echo "fixupOutput \${prefix#$out}" >> ${log}'); postFixupHooks+=('echo postFixupHooks >> ${log}')`);
+    const hook = await p.hook(
+      'fixup',
+      `fixupOutputHooks+=('echo "fixupOutput \${prefix#$out}" >> ${log}'); postFixupHooks+=('echo postFixupHooks >> ${log}')`,
+    );
     const build = await built({ hooks: [hook], attrs: { preFixup: `echo preFixup >> ${log}`, postFixup: `echo postFixup >> ${log}` } });
     const relative = (await p.lines()).map((line) => line.replace(build.dir, '<build>'));
     expect(relative).toEqual(['preFixup', 'fixupOutput ', `fixupOutput <build>/lib`, 'postFixup', 'postFixupHooks']);
@@ -109,18 +115,29 @@ describe('the stand-in for stdenv follows its protocol', () => {
   it("runHook: the derivation's own hook (a function over a string), then each entry, a function with runHook's arguments, else code", async () => {
     const p = await probe();
     const log = shellQuote(p.log);
-    const hook = await p.hook('run-hook', `probeFn() { echo "fn $*" >> ${log}; }; probeHooks+=(probeFn 'echo code >> ${log}'); preFixup() { echo "own function" >> ${log}; runHook probeHook one two; }`);
+    const hook = await p.hook(
+      'run-hook',
+      `probeFn() { echo "fn $*" >> ${log}; }; probeHooks+=(probeFn 'echo code >> ${log}'); preFixup() { echo "own function" >> ${log}; runHook probeHook one two; }`,
+    );
     await built({ hooks: [hook], attrs: { preFixup: `echo "own string" >> ${log}`, probeHook: `echo "own probeHook" >> ${log}` } });
     expect(await p.lines()).toEqual(['own function', 'own probeHook', 'fn one two', 'code']);
   });
 
   it('nixLog always, nixErrorLog … nixDebugLog from their NIX_DEBUG level, all to NIX_LOG_FD and nothing without it', async () => {
     const p = await probe();
-    const hook = await p.hook('logs', 'probeLogs() { nixLog plain; nixErrorLog bad; nixWarnLog careful; nixInfoLog info; nixDebugLog debug; }; preFixupHooks+=(probeLogs)');
+    const hook = await p.hook(
+      'logs',
+      'probeLogs() { nixLog plain; nixErrorLog bad; nixWarnLog careful; nixInfoLog info; nixDebugLog debug; }; preFixupHooks+=(probeLogs)',
+    );
     const said = async (attrs: Record<string, string>, nixLogFd = true): Promise<string[]> =>
       (await built({ hooks: [hook], attrs, nixLogFd })).result.stderr.split('\n').filter((line) => line.includes('probeLogs'));
     expect(await said({})).toEqual(['probeLogs: plain', 'ERROR: probeLogs: bad']);
-    expect(await said({ NIX_DEBUG: '3' })).toEqual(['probeLogs: plain', 'ERROR: probeLogs: bad', 'WARN: probeLogs: careful', 'INFO: probeLogs: info']);
+    expect(await said({ NIX_DEBUG: '3' })).toEqual([
+      'probeLogs: plain',
+      'ERROR: probeLogs: bad',
+      'WARN: probeLogs: careful',
+      'INFO: probeLogs: info',
+    ]);
     expect(await said({ NIX_DEBUG: '6' })).toHaveLength(5);
     expect(await said({ NIX_DEBUG: '6' }, false)).toEqual([]);
   });

@@ -50,7 +50,9 @@ describe('input lists and strictDeps', () => {
         expectBuilt(ours);
         expectBuilt(theirs);
         expect(await elfSearchPaths(ours)).toEqual(await elfSearchPaths(theirs));
-        expect(await runpathOf(ours.libgreet)).toBe(stubsOut ? `${compatEntry}:${driverEntry}:${stubsDir}` : `${compatEntry}:${driverEntry}`);
+        expect(await runpathOf(ours.libgreet)).toBe(
+          stubsOut ? `${compatEntry}:${driverEntry}:${stubsDir}` : `${compatEntry}:${driverEntry}`,
+        );
         const hostOffset = list === 'buildInputs' ? 0 : -1;
         const targetOffset = { depsBuildBuild: -1, nativeBuildInputs: 0, buildInputs: 1 }[list];
         const line = `cuda-patchelf hook: the remove-stubs hook stays out: under strictDeps it works from depsBuildBuild only (sourced with hostOffset=${hostOffset} targetOffset=${targetOffset})`;
@@ -63,7 +65,11 @@ describe('input lists and strictDeps', () => {
   it('under strictDeps, the stubs hook from depsBuildBuild and the others from nativeBuildInputs: all of them work, the stubs rule last', async () => {
     const { compatEntry, driverEntry } = packages();
     const strict = { strictDeps: '1' };
-    const ours = await buildWithHooks(packages(), { depsBuildBuild: ['stubs'], hooks: ['compat', 'driver'], attrs: { ...strict, cudaPatchelfFlags: '--nixpkgs-compat' } });
+    const ours = await buildWithHooks(packages(), {
+      depsBuildBuild: ['stubs'],
+      hooks: ['compat', 'driver'],
+      attrs: { ...strict, cudaPatchelfFlags: '--nixpkgs-compat' },
+    });
     expectBuilt(ours);
     expect(await runpathOf(ours.libgreet)).toBe(`${compatEntry}:${driverEntry}`);
     // Nixpkgs' hooks sourced in the order they need, all from depsBuildBuild: the same bytes.
@@ -73,7 +79,12 @@ describe('input lists and strictDeps', () => {
     // Split like this, Nixpkgs' stubs hook is sourced first (stdenv sources depsBuildBuild before
     // nativeBuildInputs) and so runs first: the driver hook then adds the driver directory once more, and
     // before cuda_compat's.
-    const split = await buildWithHooks(packages(), { depsBuildBuild: ['stubs'], hooks: ['compat', 'driver'], attrs: strict, flavour: 'nixpkgs' });
+    const split = await buildWithHooks(packages(), {
+      depsBuildBuild: ['stubs'],
+      hooks: ['compat', 'driver'],
+      attrs: strict,
+      flavour: 'nixpkgs',
+    });
     expectBuilt(split);
     expect(await runpathOf(split.libgreet)).toBe(`${driverEntry}:${compatEntry}:${driverEntry}`);
   });
@@ -104,13 +115,18 @@ function hookListsOfNixDoc(text: string): Record<List, HookName[]> {
   return lists;
 }
 
-describe("the derivation of docs/nix.md", () => {
+describe('the derivation of docs/nix.md', () => {
   it('lists each hook where it works, with strictDeps and without: the stubs entry gone, cuda_compat first', async () => {
     const { compatEntry, driverEntry } = packages();
     const lists = hookListsOfNixDoc(await readFile(join(REPO_ROOT, 'docs', 'nix.md'), 'utf8'));
     expect(Object.values(lists).flat().sort()).toEqual(['compat', 'driver', 'stubs']);
     for (const attrs of [{}, { strictDeps: '1' }] as Record<string, string>[]) {
-      const build = await buildWithHooks(packages(), { hooks: lists.nativeBuildInputs, buildInputs: lists.buildInputs, depsBuildBuild: lists.depsBuildBuild, attrs });
+      const build = await buildWithHooks(packages(), {
+        hooks: lists.nativeBuildInputs,
+        buildInputs: lists.buildInputs,
+        depsBuildBuild: lists.depsBuildBuild,
+        attrs,
+      });
       expectBuilt(build);
       expect(build.result.stderr, JSON.stringify(attrs)).not.toContain('stays out');
       expect(await runpathOf(build.libgreet), JSON.stringify(attrs)).toBe(`${compatEntry}:${driverEntry}`);
@@ -127,7 +143,12 @@ describe('finding cuda-patchelf under strictDeps', () => {
     const loose = await buildWithHooks(packages(), { hooks: [], buildInputs: ['driver'], cli: 'buildInputs' });
     expectBuilt(loose);
     expect(loose.calls).toHaveLength(1);
-    const native = await buildWithHooks(packages(), { hooks: [], buildInputs: ['driver'], cli: 'nativeBuildInputs', attrs: { strictDeps: '1' } });
+    const native = await buildWithHooks(packages(), {
+      hooks: [],
+      buildInputs: ['driver'],
+      cli: 'nativeBuildInputs',
+      attrs: { strictDeps: '1' },
+    });
     expectBuilt(native);
     expect(native.calls).toHaveLength(1);
   });
@@ -136,7 +157,11 @@ describe('finding cuda-patchelf under strictDeps', () => {
     const { root, driverLink, cudaCompat, driverEntry, compatEntry } = packages();
     const log = join(root, 'installed-cli.log');
     const installedCli = join(root, 'installed-cuda-patchelf');
-    await writeFile(installedCli, `#!/usr/bin/env bash\necho "$@" >> ${shellQuote(log)}\nexec ${shellQuote(process.execPath)} ${shellQuote(cliPath)} "$@"\n`, { mode: 0o755 });
+    await writeFile(
+      installedCli,
+      `#!/usr/bin/env bash\necho "$@" >> ${shellQuote(log)}\nexec ${shellQuote(process.execPath)} ${shellQuote(cliPath)} "$@"\n`,
+      { mode: 0o755 },
+    );
     const fixup = join(HOOKS_DIR, 'cuda-patchelf-fixup.sh');
     const install = (cli: string): Promise<string[]> =>
       Promise.all([
@@ -145,7 +170,13 @@ describe('finding cuda-patchelf under strictDeps', () => {
       ]);
 
     const hooks = await install(installedCli);
-    const build = await buildWithHooks(packages(), { hooks: [], buildInputs: hooks, cli: 'none', envPaths: false, attrs: { strictDeps: '1' } });
+    const build = await buildWithHooks(packages(), {
+      hooks: [],
+      buildInputs: hooks,
+      cli: 'none',
+      envPaths: false,
+      attrs: { strictDeps: '1' },
+    });
     expectBuilt(build);
     expect(await runpathOf(build.libgreet)).toBe(`${compatEntry}:${driverEntry}:${packages().stubsDir}`);
     expect(build.result.stderr).toContain(`cuda-patchelf hook: running cuda-patchelf apply (driver cuda-compat) over 2 output(s)`);

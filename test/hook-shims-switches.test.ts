@@ -46,7 +46,8 @@ describe('switches', () => {
     expect(build.calls[0]).toContain('--no-driver');
     expect(await runpathOf(build.libgreet)).toBe(`${compatEntry}:${driverEntry}`);
     expect(await runpathOf(build.greet)).toBe(`${compatEntry}:${build.lib}/lib`);
-    const deprecation = 'cuda-patchelf hook: dontUseAutoAddOpenGLRunpath has been deprecated, please use dontUseAutoAddDriverRunpath instead';
+    const deprecation =
+      'cuda-patchelf hook: dontUseAutoAddOpenGLRunpath has been deprecated, please use dontUseAutoAddDriverRunpath instead';
     expect(build.result.stderr.split(deprecation)).toHaveLength(2);
     expect(build.result.stderr).toContain('cuda-patchelf hook: the driver hook is off: dontUseAutoAddOpenGLRunpath is set');
     // Set only after the hooks were sourced, it still counts, and still says so.
@@ -64,13 +65,17 @@ describe('switches', () => {
     const { driverLink, driverEntry } = packages();
     const build0 = await buildWithHooks(packages(), { hooks: [] });
     const stubsHook = join(build0.dir, 'stubs-setup-hook');
-    const text = (await readFile(HOOK_FILES.stubs, 'utf8')).replaceAll('@driverLink@', '/elsewhere/opengl-driver').replaceAll('@cudaPatchelfFixup@', join(HOOKS_DIR, 'cuda-patchelf-fixup.sh'));
+    const text = (await readFile(HOOK_FILES.stubs, 'utf8'))
+      .replaceAll('@driverLink@', '/elsewhere/opengl-driver')
+      .replaceAll('@cudaPatchelfFixup@', join(HOOKS_DIR, 'cuda-patchelf-fixup.sh'));
     await writeFile(stubsHook, text);
     const build = await buildWithHooks(packages(), { hooks: ['driver', stubsHook] });
     expectBuilt(build);
     expect(build.calls[0]?.filter((arg) => arg === '--driver-link')).toHaveLength(1);
     expect(await runpathOf(build.libgreet)).toBe(driverEntry);
-    expect(build.result.stderr).toContain(`cuda-patchelf hook: warning: the driver hook's driver link (${driverLink}) replaces the stubs entries, not the stubs hook's (/elsewhere/opengl-driver)`);
+    expect(build.result.stderr).toContain(
+      `cuda-patchelf hook: warning: the driver hook's driver link (${driverLink}) replaces the stubs entries, not the stubs hook's (/elsewhere/opengl-driver)`,
+    );
   });
 
   it('dontUseAutoAddCudaCompatRunpath leaves cuda_compat out: the program loads the driver', async () => {
@@ -138,7 +143,9 @@ describe('switches', () => {
   it('takes the paths from the environment when nothing was filled in, and /run/opengl-driver when not even that', async () => {
     const fromEnv = await buildWithHooks(packages(), { hooks: ['driver', 'compat'] });
     expectBuilt(fromEnv);
-    expect(fromEnv.calls[0]).toEqual(expect.arrayContaining(['--driver-link', packages().driverLink, '--cuda-compat', packages().cudaCompat]));
+    expect(fromEnv.calls[0]).toEqual(
+      expect.arrayContaining(['--driver-link', packages().driverLink, '--cuda-compat', packages().cudaCompat]),
+    );
     const byDefault = await buildWithHooks(packages(), { hooks: ['driver'], envPaths: false });
     expectBuilt(byDefault);
     expect(await runpathOf(byDefault.libgreet)).toBe(`/run/opengl-driver/lib:${packages().stubsDir}`);
@@ -147,7 +154,10 @@ describe('switches', () => {
   it('passes cudaPatchelfFlags to cuda-patchelf apply, as a string or (structured attributes) as an array', async () => {
     const reference = await buildWithHooks(packages(), { hooks: [] });
     const asString = await buildWithHooks(packages(), { hooks: ALL, attrs: { cudaPatchelfFlags: '--dry-run --jobs 1' } });
-    const asArray = await buildWithHooks(packages(), { hooks: ALL, attrs: { preFixup: "cudaPatchelfFlags=(--dry-run --stubs-pattern '/lib/stubs')" } });
+    const asArray = await buildWithHooks(packages(), {
+      hooks: ALL,
+      attrs: { preFixup: "cudaPatchelfFlags=(--dry-run --stubs-pattern '/lib/stubs')" },
+    });
     for (const build of [asString, asArray]) {
       expectBuilt(build);
       expect(build.calls[0]).toContain('--dry-run');
@@ -188,12 +198,18 @@ describe('switches', () => {
     // One line per file patched, as Nixpkgs' autoFixElfFiles names each file at NIX_DEBUG >= 1: cuda-patchelf's --verbose.
     expect(debug.calls[0]).toContain('--verbose');
     expect(quiet.calls[0]).not.toContain('--verbose');
-    for (const [build, shown] of [[debug, true], [quiet, false]] as const) {
+    for (const [build, shown] of [
+      [debug, true],
+      [quiet, false],
+    ] as const) {
       const said = `${build.result.stdout}${build.result.stderr}`;
       // Every line naming the file but stdenv's own (patchelf's shrink-rpath hook names each file too).
       const ours = said.split('\n').filter((line) => !line.startsWith('shrinking '));
       for (const file of [build.greet, build.libgreet]) {
-        expect(ours.filter((line) => line.includes(file)), `${file} in\n${said}`).toHaveLength(shown ? 1 : 0);
+        expect(
+          ours.filter((line) => line.includes(file)),
+          `${file} in\n${said}`,
+        ).toHaveLength(shown ? 1 : 0);
       }
     }
   });

@@ -68,7 +68,10 @@ describe('parseHookConfig', () => {
   });
 
   it('brings directories to one spelling: no doubled slashes, no "." components, no trailing slash', () => {
-    const [spelled] = parseHookConfig(CONFIG, JSON.stringify({ hooks: [{ name: 'a', prepend: ['/opt//x/', '${ORIGIN}/./lib/', '$ORIGIN', '/'] }] }));
+    const [spelled] = parseHookConfig(
+      CONFIG,
+      JSON.stringify({ hooks: [{ name: 'a', prepend: ['/opt//x/', '${ORIGIN}/./lib/', '$ORIGIN', '/'] }] }),
+    );
     expect(spelled?.transform).toEqual({ kind: 'prepend', dirs: ['/opt/x', '${ORIGIN}/lib', '$ORIGIN', '/'] });
   });
 
@@ -82,7 +85,11 @@ describe('parseHookConfig', () => {
     ['a hook that is a number', '{ "hooks": [42] }', /hooks\[0\] is not an object/],
     ['a hook that is null', '{ "hooks": [{ "name": "ok", "prepend": ["/x"] }, null] }', /hooks\[1\] is not an object/],
     ['an unknown field', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "includes": ["lib/**"] }] }', /unknown field\(s\): includes/],
-    ['two transforms', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "append": ["/y"] }] }', /"a" needs exactly one of prepend, append, removeMatching/],
+    [
+      'two transforms',
+      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "append": ["/y"] }] }',
+      /"a" needs exactly one of prepend, append, removeMatching/,
+    ],
     ['prepend and removeMatching', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "removeMatching": "/y" }] }', /"a" needs exactly one of/],
     ['no transform', '{ "hooks": [{ "name": "a", "include": ["lib/**"] }] }', /"a" needs exactly one of/],
     ['a name with a space', '{ "hooks": [{ "name": "my hook", "prepend": ["/x"] }] }', /hooks\[0\]\.name must be/],
@@ -93,20 +100,60 @@ describe('parseHookConfig', () => {
     ['a non-string directory', '{ "hooks": [{ "name": "a", "prepend": [1] }] }', /"a": prepend must be an array of strings/],
     ['directories as a string', '{ "hooks": [{ "name": "a", "append": "/x" }] }', /"a": append must be an array of strings/],
     ['a null directory', '{ "hooks": [{ "name": "a", "append": [null] }] }', /"a": append must be an array of strings/],
-    ["a ':' in a directory", '{ "hooks": [{ "name": "a", "prepend": ["/x:/y"] }] }', /"a": prepend entry "\/x:\/y" contains ':', the runpath separator/],
-    ['an empty directory', '{ "hooks": [{ "name": "a", "prepend": [""] }] }', /"a": prepend entry is empty; it must be an absolute path or one starting with \$ORIGIN/],
-    ['a relative directory', '{ "hooks": [{ "name": "a", "prepend": ["./cc"] }] }', /"a": prepend entry "\.\/cc" is relative; it must be an absolute path or one starting with \$ORIGIN/],
+    [
+      "a ':' in a directory",
+      '{ "hooks": [{ "name": "a", "prepend": ["/x:/y"] }] }',
+      /"a": prepend entry "\/x:\/y" contains ':', the runpath separator/,
+    ],
+    [
+      'an empty directory',
+      '{ "hooks": [{ "name": "a", "prepend": [""] }] }',
+      /"a": prepend entry is empty; it must be an absolute path or one starting with \$ORIGIN/,
+    ],
+    [
+      'a relative directory',
+      '{ "hooks": [{ "name": "a", "prepend": ["./cc"] }] }',
+      /"a": prepend entry "\.\/cc" is relative; it must be an absolute path or one starting with \$ORIGIN/,
+    ],
     ['a bare name', '{ "hooks": [{ "name": "a", "append": ["lib"] }] }', /"a": append entry "lib" is relative/],
-    ['$ORIGIN glued to a name', '{ "hooks": [{ "name": "a", "append": ["$ORIGINAL/lib"] }] }', /"a": append entry "\$ORIGINAL\/lib" is relative/],
+    [
+      '$ORIGIN glued to a name',
+      '{ "hooks": [{ "name": "a", "append": ["$ORIGINAL/lib"] }] }',
+      /"a": append entry "\$ORIGINAL\/lib" is relative/,
+    ],
     ['no directories', '{ "hooks": [{ "name": "a", "append": [] }] }', /"a": append needs directories/],
     ['a numeric removeMatching', '{ "hooks": [{ "name": "a", "removeMatching": 3 }] }', /"a": removeMatching must be a non-empty string/],
     ['an empty removeMatching', '{ "hooks": [{ "name": "a", "removeMatching": "" }] }', /"a": removeMatching must be a non-empty string/],
-    ['include as a string', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "include": "lib/**" }] }', /"a": include must be an array of strings/],
-    ['a non-string exclude', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "exclude": [1] }] }', /"a": exclude must be an array of strings/],
-    ['precedes as a string', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "precedes": "driver" }] }', /"a": precedes must be an array of strings/],
-    ['a non-string follows', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "follows": [true] }] }', /"a": follows must be an array of strings/],
-    ['the run-order "after" of older configs', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "after": ["driver"] }] }', /"a": "after" is no longer read .*; write "precedes": \["driver"\]/],
-    ['sharedObjectsOnly as a string', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "sharedObjectsOnly": "yes" }] }', /"a": sharedObjectsOnly must be true or false/],
+    [
+      'include as a string',
+      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "include": "lib/**" }] }',
+      /"a": include must be an array of strings/,
+    ],
+    [
+      'a non-string exclude',
+      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "exclude": [1] }] }',
+      /"a": exclude must be an array of strings/,
+    ],
+    [
+      'precedes as a string',
+      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "precedes": "driver" }] }',
+      /"a": precedes must be an array of strings/,
+    ],
+    [
+      'a non-string follows',
+      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "follows": [true] }] }',
+      /"a": follows must be an array of strings/,
+    ],
+    [
+      'the run-order "after" of older configs',
+      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "after": ["driver"] }] }',
+      /"a": "after" is no longer read .*; write "precedes": \["driver"\]/,
+    ],
+    [
+      'sharedObjectsOnly as a string',
+      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "sharedObjectsOnly": "yes" }] }',
+      /"a": sharedObjectsOnly must be true or false/,
+    ],
   ];
 
   it.each(invalid)('rejects %s with one clear usage error naming the file', (_label, text, message) => {
@@ -170,7 +217,7 @@ describe('apply --config', () => {
     return facts;
   };
 
-  it('prepends $ORIGIN/../lib to exactly the files under lib/, before the driver\'s entry', async () => {
+  it("prepends $ORIGIN/../lib to exactly the files under lib/, before the driver's entry", async () => {
     const tree = join(work, 'with-driver');
     await copyTree(pristine, tree);
     const result = await runCli(['apply', tree, '--config', join(work, 'hooks.json'), '--json'], { timeoutMs: 60_000 });
@@ -202,7 +249,9 @@ describe('apply --config', () => {
     const tree = join(work, 'config-only');
     await copyTree(pristine, tree);
     const snapshot = await snapshotTree(tree);
-    const result = await runCli(['apply', tree, '--no-driver', '--config', join(work, 'hooks-alone.json'), '--json'], { timeoutMs: 60_000 });
+    const result = await runCli(['apply', tree, '--no-driver', '--config', join(work, 'hooks-alone.json'), '--json'], {
+      timeoutMs: 60_000,
+    });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const report = parseReport(result.stdout);
@@ -213,7 +262,9 @@ describe('apply --config', () => {
       if (underLib(rel)) {
         expect(outcome?.status, rel).toBe('patched');
         const now = await readDynamic(join(tree, rel));
-        expect(now === null ? null : effectiveRunpath(now), rel).toBe(dedupeRunpath(['$ORIGIN/../lib', effectiveRunpath(factsBefore(rel)) ?? ''].join(':')));
+        expect(now === null ? null : effectiveRunpath(now), rel).toBe(
+          dedupeRunpath(['$ORIGIN/../lib', effectiveRunpath(factsBefore(rel)) ?? ''].join(':')),
+        );
       } else {
         expect({ status: outcome?.status, reason: outcome?.reason }, rel).toEqual({ status: 'skipped', reason: 'no-hook' });
         expect(after.get(rel), rel).toEqual(snapshot.get(rel));
@@ -239,13 +290,33 @@ describe('apply --config', () => {
   });
 
   const wrongConfigs: Array<[string, unknown, RegExp]> = [
-    ['an invalid config', { hooks: [{ name: 'a', prepend: ['/x:/y'] }] }, /hook config: hook "a": prepend entry "\/x:\/y" contains ':', the runpath separator/],
+    [
+      'an invalid config',
+      { hooks: [{ name: 'a', prepend: ['/x:/y'] }] },
+      /hook config: hook "a": prepend entry "\/x:\/y" contains ':', the runpath separator/,
+    ],
     ['a hook named like a built-in', { hooks: [{ name: 'driver', prepend: ['/x'] }] }, /"driver" is declared twice/],
-    ['a hook placed against an unknown hook', { hooks: [{ name: 'a', prepend: ['/x'], precedes: ['cuda-compatt'] }] }, /hook "a" refers to unknown hook "cuda-compatt"/],
+    [
+      'a hook placed against an unknown hook',
+      { hooks: [{ name: 'a', prepend: ['/x'], precedes: ['cuda-compatt'] }] },
+      /hook "a" refers to unknown hook "cuda-compatt"/,
+    ],
     ['a cycle with a built-in', { hooks: [{ name: 'a', prepend: ['/x'], precedes: ['driver'], follows: ['driver'] }] }, /cycle/],
-    ['an appended entry before a prepended one', { hooks: [{ name: 'a', append: ['/x'], precedes: ['driver'] }] }, /hook "a" puts the entries of "a" before those of "driver", but "a" appends and "driver" prepends: appended entries always come after prepended ones/],
-    ['a hook placed against remove-stubs', { hooks: [{ name: 'a', prepend: ['/x'], follows: ['remove-stubs'] }] }, /hook "a": follows names "remove-stubs", which adds no entries of its own/],
-    ['the run-order "after" of older configs', { hooks: [{ name: 'a', prepend: ['/x'], after: ['driver'] }] }, /hook config: hook "a": "after" is no longer read .*; write "precedes": \["driver"\]/],
+    [
+      'an appended entry before a prepended one',
+      { hooks: [{ name: 'a', append: ['/x'], precedes: ['driver'] }] },
+      /hook "a" puts the entries of "a" before those of "driver", but "a" appends and "driver" prepends: appended entries always come after prepended ones/,
+    ],
+    [
+      'a hook placed against remove-stubs',
+      { hooks: [{ name: 'a', prepend: ['/x'], follows: ['remove-stubs'] }] },
+      /hook "a": follows names "remove-stubs", which adds no entries of its own/,
+    ],
+    [
+      'the run-order "after" of older configs',
+      { hooks: [{ name: 'a', prepend: ['/x'], after: ['driver'] }] },
+      /hook config: hook "a": "after" is no longer read .*; write "precedes": \["driver"\]/,
+    ],
   ];
 
   it('a hook placed against a built-in that is turned off: the constraint has nothing to order, and the hook applies', async () => {
@@ -306,7 +377,9 @@ describe('the examples of docs/hooks.md', () => {
       await mustExec(patchelf, ['--set-rpath', start ?? '/opt/old', library]);
       const configFile = join(work, `example-${index}.json`);
       await writeFile(configFile, config);
-      const applied = await runCli(['apply', tree, '--config', configFile, ...(flags === undefined ? [] : flags.split(' '))], { timeoutMs: 60_000 });
+      const applied = await runCli(['apply', tree, '--config', configFile, ...(flags === undefined ? [] : flags.split(' '))], {
+        timeoutMs: 60_000,
+      });
       expect(applied.code, applied.stderr).toBe(0);
       expect((await mustExec(patchelf, ['--print-rpath', library])).stdout.trim(), config).toBe(result);
     }

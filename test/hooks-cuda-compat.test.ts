@@ -23,7 +23,14 @@ async function compatTree(): Promise<Build> {
   return build;
 }
 
-const driverOnly = (build: Build, command: string, ...flags: string[]): string[] => [command, build.out, build.lib, '--driver-link', packages().driverLink, ...flags];
+const driverOnly = (build: Build, command: string, ...flags: string[]): string[] => [
+  command,
+  build.out,
+  build.lib,
+  '--driver-link',
+  packages().driverLink,
+  ...flags,
+];
 
 describe('a driver-only run over a tree patched with --cuda-compat', () => {
   it("warns once, with the count and one file, and the loader then finds the driver's libcuda first", async () => {

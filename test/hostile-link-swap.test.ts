@@ -48,7 +48,11 @@ describe('a file swapped for a symbolic link after the walk', () => {
     await writeFile(hook, swapHookModule({ [swapped]: outside }));
     const outsideBefore = await sha256File(outside);
 
-    const result = await execTool(process.execPath, ['--import', pathToFileURL(hook).href, cliPath, 'apply', tree, '--json', '--jobs', String(jobs), '--threads-from-start'], { env: process.env });
+    const result = await execTool(
+      process.execPath,
+      ['--import', pathToFileURL(hook).href, cliPath, 'apply', tree, '--json', '--jobs', String(jobs), '--threads-from-start'],
+      { env: process.env },
+    );
     const report = parseReport(result.stdout);
     expect((await lstat(swapped)).isSymbolicLink()).toBe(true);
     expect(report.files.find((f) => f.path === swapped)).toMatchObject({

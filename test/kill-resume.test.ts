@@ -124,7 +124,12 @@ describe.each(IN_PLACE_FIXTURES)('%s: an in-place edit killed between its switch
     const switched = plan.writes.findIndex((write) => write.phase === 'dynamic') + 1;
     expect(switched).toBeGreaterThan(0);
     expect(plan.writes.slice(switched).some((write) => write.phase === 'cleanup')).toBe(true);
-    const uninterrupted = await killedAfter(base, plan, plan.writes.length, `${id.replaceAll('/', '_')}.${label.replaceAll(' ', '-')}.whole`);
+    const uninterrupted = await killedAfter(
+      base,
+      plan,
+      plan.writes.length,
+      `${id.replaceAll('/', '_')}.${label.replaceAll(' ', '-')}.whole`,
+    );
     const expected = await readFile(uninterrupted);
     expect(expected.includes(OLD_HASH)).toBe(false);
     const problems: string[] = [];

@@ -56,7 +56,9 @@ describe('a real Nix build with the hooks (aarch64-linux through qemu binfmt)', 
   it('leaves cuda_compat before the driver in the files of both outputs, the stubs entry gone', async () => {
     const compat = `${run.output('cudaCompat', 'out')}/compat`;
     expect(await runpathOf(join(run.output('greet', 'lib'), 'lib', 'libgreet.so'))).toBe(`${compat}:${driverLink}/lib`);
-    expect(await runpathOf(join(run.output('greet', 'out'), 'bin', 'greet'))).toBe(`${compat}:${driverLink}/lib:${run.output('greet', 'lib')}/lib`);
+    expect(await runpathOf(join(run.output('greet', 'out'), 'bin', 'greet'))).toBe(
+      `${compat}:${driverLink}/lib:${run.output('greet', 'lib')}/lib`,
+    );
   });
 
   it("runs from /nix/store under qemu-aarch64 and loads cuda_compat's libcuda", async () => {

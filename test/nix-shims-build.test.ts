@@ -55,16 +55,23 @@ describe('a real Nix build with the hooks (x86_64-linux)', () => {
     const driver = `${driverLink}/lib`;
     expect(await runpathOf(join(run.output('greet', 'lib'), 'lib', 'libgreet.so'))).toBe(`${compat}:${driver}`);
     expect(await runpathOf(join(run.output('greet', 'out'), 'bin', 'greet'))).toBe(`${compat}:${driver}:${run.output('greet', 'lib')}/lib`);
-    expect(await runpathOf(join(run.output('greetStubsKept', 'lib'), 'lib', 'libgreet.so'))).toBe(`${compat}:${driver}:${run.output('stubs', 'out')}/lib/stubs`);
+    expect(await runpathOf(join(run.output('greetStubsKept', 'lib'), 'lib', 'libgreet.so'))).toBe(
+      `${compat}:${driver}:${run.output('stubs', 'out')}/lib/stubs`,
+    );
     expect(await runpathOf(join(run.output('greetDriver', 'lib'), 'lib', 'libgreet.so'))).toBe(driver);
-    expect(await runpathOf(join(run.output('greetDriver', 'out'), 'bin', 'greet'))).toBe(`${driver}:${run.output('greetDriver', 'lib')}/lib`);
+    expect(await runpathOf(join(run.output('greetDriver', 'out'), 'bin', 'greet'))).toBe(
+      `${driver}:${run.output('greetDriver', 'lib')}/lib`,
+    );
   });
 
   it("runs from /nix/store and loads cuda_compat's libcuda, or the driver's through the driver link", async () => {
     // The builds' own install checks ran the programs too.
     expect(built.stderr).toContain(`install check: ${greetReport(VERSION.compat)}`);
     expect(built.stderr).toContain(`install check: ${greetReport(VERSION.driver)}`);
-    for (const [attr, version] of [['greet', VERSION.compat], ['greetDriver', VERSION.driver]] as const) {
+    for (const [attr, version] of [
+      ['greet', VERSION.compat],
+      ['greetDriver', VERSION.driver],
+    ] as const) {
       const program = join(run.output(attr, 'out'), 'bin', 'greet');
       const result = await execTool(program, [], { env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' } });
       expect(result.stdout, describeExec(program, result)).toBe(greetReport(version));
@@ -89,9 +96,13 @@ describe('a real Nix build with the hooks (x86_64-linux)', () => {
     const driver = `${driverLink}/lib`;
     expect(await runpathOf(join(run.output('greetStrictDeps', 'lib'), 'lib', 'libgreet.so'))).toBe(`${compat}/compat:${driver}`);
     expect(await run.references(run.output('greetStrictDeps', 'lib'))).toEqual([compat]);
-    expect(await runpathOf(join(run.output('greetStrictDepsNative', 'lib'), 'lib', 'libgreet.so'))).toBe(`${compat}/compat:${driver}:${run.output('stubs', 'out')}/lib/stubs`);
+    expect(await runpathOf(join(run.output('greetStrictDepsNative', 'lib'), 'lib', 'libgreet.so'))).toBe(
+      `${compat}/compat:${driver}:${run.output('stubs', 'out')}/lib/stubs`,
+    );
     expect(await run.references(run.output('greetStrictDepsNative', 'lib'))).toEqual([compat, run.output('stubs', 'out')].sort());
-    expect(built.stderr).toContain('cuda-patchelf hook: the remove-stubs hook stays out: under strictDeps it works from depsBuildBuild only (sourced with hostOffset=-1 targetOffset=0)');
+    expect(built.stderr).toContain(
+      'cuda-patchelf hook: the remove-stubs hook stays out: under strictDeps it works from depsBuildBuild only (sourced with hostOffset=-1 targetOffset=0)',
+    );
   });
 
   it('ran cuda-patchelf once per build, and its command line shows in the log under NIX_DEBUG', () => {

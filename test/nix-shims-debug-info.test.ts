@@ -51,7 +51,7 @@ function searchPaths(attr: string): Promise<Record<string, SearchPath>> {
 }
 
 describe('a real Nix build with separateDebugInfo and the hooks (x86_64-linux)', () => {
-  it('builds, and each build runs its program, which loads cuda_compat\'s libcuda', () => {
+  it("builds, and each build runs its program, which loads cuda_compat's libcuda", () => {
     expect(built.stderr.split(`install check: ${greetReport(VERSION.compat)}`)).toHaveLength(OURS.length + 2);
   });
 
@@ -59,7 +59,10 @@ describe('a real Nix build with separateDebugInfo and the hooks (x86_64-linux)',
     for (const attr of [...OURS, NIXPKGS]) {
       const debug = run.output(attr, 'debug');
       const noted = (await readFile(join(debug, 'debug-files.sha256'), 'utf8')).trim().split('\n');
-      expect(noted.filter((line) => /lib\/debug\/\.build-id\/[0-9a-f]{2}\/[0-9a-f]{38}\.debug$/.test(line)), attr).toHaveLength(2);
+      expect(
+        noted.filter((line) => /lib\/debug\/\.build-id\/[0-9a-f]{2}\/[0-9a-f]{38}\.debug$/.test(line)),
+        attr,
+      ).toHaveLength(2);
       for (const line of noted) {
         const [hash, file] = line.split(/\s+/) as [string, string];
         expect(await sha256File(join(debug, file)), `${attr}: ${file}`).toBe(hash);
@@ -77,16 +80,21 @@ describe('a real Nix build with separateDebugInfo and the hooks (x86_64-linux)',
     }
   });
 
-  it('walked the debug output with the others, one line per file under NIX_DEBUG, through stdenv\'s nixLog', () => {
+  it("walked the debug output with the others, one line per file under NIX_DEBUG, through stdenv's nixLog", () => {
     const out = run.output('greetDebug', 'out');
     const lib = run.output('greetDebug', 'lib');
     const debug = run.output('greetDebug', 'debug');
     expect(built.stderr).toContain(`cuda-patchelf hook: command: '${cliPath}' 'apply' '--make-writable' '--driver-link' '${driverLink}'`);
     expect(built.stderr).toContain(`'--verbose'  -- '${out}' '${lib}' '${debug}'`);
-    expect(built.stderr).toContain(`cudaPatchelfLog: cuda-patchelf hook: running cuda-patchelf apply (driver cuda-compat remove-stubs) over 3 output(s)`);
+    expect(built.stderr).toContain(
+      `cudaPatchelfLog: cuda-patchelf hook: running cuda-patchelf apply (driver cuda-compat remove-stubs) over 3 output(s)`,
+    );
     const lines = built.stderr.split('\n');
     for (const file of [join(out, 'bin', 'greet'), join(lib, 'lib', 'libgreet.so')]) {
-      expect(lines.filter((line) => line.includes(file) && !line.includes('shrinking ') && !line.includes('separating debug info')), file).toHaveLength(1);
+      expect(
+        lines.filter((line) => line.includes(file) && !line.includes('shrinking ') && !line.includes('separating debug info')),
+        file,
+      ).toHaveLength(1);
     }
   });
 });

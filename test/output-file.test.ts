@@ -53,7 +53,9 @@ describe.each(SYNTAXES)('--output ($name)', ({ args, failure }) => {
     const before = await lstat(join(dir, 'out'));
     const result = await runCli(args('out'), { cwd: dir });
     expect(result.code, result.stderr).toBe(failure);
-    expect(stderrLines(result)).toEqual([`cuda-patchelf: out: the output file is ${kind}: --output names a regular file or a new one; left alone`]);
+    expect(stderrLines(result)).toEqual([
+      `cuda-patchelf: out: the output file is ${kind}: --output names a regular file or a new one; left alone`,
+    ]);
     const after = await lstat(join(dir, 'out'));
     expect({ ino: after.ino, mode: after.mode }).toEqual({ ino: before.ino, mode: before.mode });
     if (after.isSymbolicLink()) expect(await readlink(join(dir, 'out'))).toBe('/dev/null');
@@ -82,7 +84,9 @@ describe.each(SYNTAXES)('--output ($name)', ({ args, failure }) => {
     const dir = await workDir('output-fails-new');
     const result = await runCli(args('out.so'), { cwd: dir, wrapper: fileSizeLimited });
     expect(result.code, result.stderr).toBe(failure);
-    expect(stderrLines(result)).toEqual([expect.stringMatching(/^cuda-patchelf: out\.so: cannot write the output file: .*(EFBIG|too large)/)]);
+    expect(stderrLines(result)).toEqual([
+      expect.stringMatching(/^cuda-patchelf: out\.so: cannot write the output file: .*(EFBIG|too large)/),
+    ]);
     await expect(lstat(join(dir, 'out.so'))).rejects.toThrow(/ENOENT/);
     expect(Buffer.compare(await readFile(join(dir, 'lib.so')), await readFile(fixture(LIBRARY).path))).toBe(0);
   });
@@ -93,7 +97,9 @@ describe.each(SYNTAXES)('--output ($name)', ({ args, failure }) => {
     const before = await stat(join(dir, 'out.so'));
     const result = await runCli(args('out.so'), { cwd: dir, wrapper: fileSizeLimited });
     expect(result.code, result.stderr).toBe(failure);
-    expect(stderrLines(result)).toEqual([expect.stringMatching(/^cuda-patchelf: out\.so: cannot write the output file: .*(EFBIG|too large)/)]);
+    expect(stderrLines(result)).toEqual([
+      expect.stringMatching(/^cuda-patchelf: out\.so: cannot write the output file: .*(EFBIG|too large)/),
+    ]);
     const after = await stat(join(dir, 'out.so'));
     expect({ ino: after.ino, size: after.size }).toEqual({ ino: before.ino, size: 0 });
   });

@@ -42,7 +42,12 @@ const packageJson = JSON.parse(await readFile(join(REPO_ROOT, 'package.json'), '
 const BIN_NAME = 'cuda-patchelf';
 // The paths a checkout holds that a fresh clone does not (.gitignore) or that are no part of the tree.
 const NOT_IN_A_CLONE = new Set(['.git', 'node_modules', 'dist', 'fixtures/.cache', 'bench/.cache']);
-const HOOK_SCRIPTS = ['auto-add-cuda-compat-runpath.sh', 'auto-add-driver-runpath.sh', 'cuda-patchelf-fixup.sh', 'remove-stubs-from-runpath.sh'];
+const HOOK_SCRIPTS = [
+  'auto-add-cuda-compat-runpath.sh',
+  'auto-add-driver-runpath.sh',
+  'cuda-patchelf-fixup.sh',
+  'remove-stubs-from-runpath.sh',
+];
 // What the demo tree's hooks are given: a cuda_compat store path, as a Jetson build passes it.
 const CUDA_COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
 const DRIVER_LIB = '/run/opengl-driver/lib';
@@ -58,7 +63,8 @@ let packages: Packages | undefined;
 /** npm's environment: the caller's, without the npm_* settings an enclosing `npm test` exports (a child npm would read them as its own config), with a home and cache of its own. */
 function npmEnv(home: string): NodeJS.ProcessEnv {
   const env = cleanEnv({ HOME: home, npm_config_cache: join(home, 'npm-cache'), npm_config_update_notifier: 'false' });
-  for (const key of Object.keys(env)) if (/^npm_/i.test(key) && key !== 'npm_config_cache' && key !== 'npm_config_update_notifier') delete env[key];
+  for (const key of Object.keys(env))
+    if (/^npm_/i.test(key) && key !== 'npm_config_cache' && key !== 'npm_config_update_notifier') delete env[key];
   return env;
 }
 
@@ -122,7 +128,12 @@ function shimPackages(): Packages {
 /** The import specifiers of an ES module bundle: static imports and exports, import(), require(). */
 function importSpecifiers(code: string): string[] {
   const found = new Set<string>();
-  const patterns = [/\b(?:import|export)\s[^;'"]*?\bfrom\s*['"]([^'"]+)['"]/g, /\bimport\s*['"]([^'"]+)['"]/g, /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g, /\brequire\(\s*['"]([^'"]+)['"]\s*\)/g];
+  const patterns = [
+    /\b(?:import|export)\s[^;'"]*?\bfrom\s*['"]([^'"]+)['"]/g,
+    /\bimport\s*['"]([^'"]+)['"]/g,
+    /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g,
+    /\brequire\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ];
   for (const pattern of patterns) for (const match of code.matchAll(pattern)) found.add(match[1] ?? '');
   return [...found].sort();
 }
@@ -153,18 +164,30 @@ describe('npm pack from a clone', () => {
 });
 
 describe('npm install -g of the tarball', () => {
-  it("installs the documentation that --help names, where the installed help says it is, and every docs/ page README links to", async () => {
-    const helps = await Promise.all([[], ['apply'], ['check'], ['plan'], ['print'], ['doctor']].map((command) => runInstalled([...command, '--help'])));
+  it('installs the documentation that --help names, where the installed help says it is, and every docs/ page README links to', async () => {
+    const helps = await Promise.all(
+      [[], ['apply'], ['check'], ['plan'], ['print'], ['doctor']].map((command) => runInstalled([...command, '--help'])),
+    );
     const text = helps.map((help) => help.stdout).join('\n');
     // Help lines wrap at spaces only, so a path is one word.
-    const named = [...new Set(text.match(/\S*(?:README\.md|docs\/[\w.-]*)/g) ?? [])].map((path) => path.replace(/[,.)]+$/, '').replace(/^\(/, ''));
+    const named = [...new Set(text.match(/\S*(?:README\.md|docs\/[\w.-]*)/g) ?? [])].map((path) =>
+      path.replace(/[,.)]+$/, '').replace(/^\(/, ''),
+    );
     expect(named.length).toBeGreaterThanOrEqual(5);
     for (const path of named) {
       expect(path.startsWith(`${installed}/`), `${path} is a path of the installed package`).toBe(true);
       await stat(path);
     }
-    expect(named).toEqual(expect.arrayContaining([join(installed, 'README.md'), join(installed, 'docs/'), join(installed, 'docs', 'hooks.md'), join(installed, 'docs', 'doctor.md')]));
-    for (const name of await docPages()) expect(await readFile(join(installed, 'docs', name), 'utf8'), name).toBe(await readFile(join(REPO_ROOT, 'docs', name), 'utf8'));
+    expect(named).toEqual(
+      expect.arrayContaining([
+        join(installed, 'README.md'),
+        join(installed, 'docs/'),
+        join(installed, 'docs', 'hooks.md'),
+        join(installed, 'docs', 'doctor.md'),
+      ]),
+    );
+    for (const name of await docPages())
+      expect(await readFile(join(installed, 'docs', name), 'utf8'), name).toBe(await readFile(join(REPO_ROOT, 'docs', name), 'utf8'));
     const readme = await readFile(join(installed, 'README.md'), 'utf8');
     const linked = [...readme.matchAll(/\]\((docs\/[\w.-]+\.md)(?:#[\w-]*)?\)/g)].map((match) => match[1] ?? '');
     expect(linked.length).toBeGreaterThan(5);
@@ -213,10 +236,35 @@ async function buildDemoTree(root: string): Promise<{ out: string; stubsDir: str
   const stubsDir = join(root, 'store', '00000000000000000000000000000001-cuda_cudart', 'lib', 'stubs');
   for (const sub of ['bin', 'lib', 'include', 'share/doc/demo']) await mkdir(join(out, sub), { recursive: true });
   await mkdir(stubsDir, { recursive: true });
-  await mustExec(gcc, ['-shared', '-fPIC', '-O1', '-Wl,-soname,libcuda.so.1', '-o', join(stubsDir, 'libcuda.so'), join(source, 'demo-lib.c')]);
-  await mustExec(gcc, ['-shared', '-fPIC', '-O1', '-Wl,-soname,libdemo.so.1', '-Wl,--enable-new-dtags,-rpath,$ORIGIN', '-o', join(out, 'lib', 'libdemo.so.1'), join(source, 'demo-lib.c')]);
+  await mustExec(gcc, [
+    '-shared',
+    '-fPIC',
+    '-O1',
+    '-Wl,-soname,libcuda.so.1',
+    '-o',
+    join(stubsDir, 'libcuda.so'),
+    join(source, 'demo-lib.c'),
+  ]);
+  await mustExec(gcc, [
+    '-shared',
+    '-fPIC',
+    '-O1',
+    '-Wl,-soname,libdemo.so.1',
+    '-Wl,--enable-new-dtags,-rpath,$ORIGIN',
+    '-o',
+    join(out, 'lib', 'libdemo.so.1'),
+    join(source, 'demo-lib.c'),
+  ]);
   await symlink('libdemo.so.1', join(out, 'lib', 'libdemo.so'));
-  await mustExec(gcc, ['-O1', '-o', join(out, 'bin', 'demo-app'), join(source, 'demo-app.c'), `-L${join(out, 'lib')}`, '-ldemo', `-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib:${stubsDir}`]);
+  await mustExec(gcc, [
+    '-O1',
+    '-o',
+    join(out, 'bin', 'demo-app'),
+    join(source, 'demo-app.c'),
+    `-L${join(out, 'lib')}`,
+    '-ldemo',
+    `-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib:${stubsDir}`,
+  ]);
   await mustExec(gcc, ['-c', '-O1', '-o', join(root, 'demo-lib.o'), join(source, 'demo-lib.c')]);
   await mustExec(requireTool('ar'), ['rcs', join(out, 'lib', 'libdemo.a'), join(root, 'demo-lib.o')]);
   await cp(join(source, 'demo-lib.c'), join(out, 'share', 'doc', 'demo', 'README'));
@@ -260,7 +308,9 @@ async function expectFixedUp(build: Build): Promise<void> {
   const { compatEntry, driverEntry } = shimPackages();
   expectBuilt(build);
   expect(await runpathOf(build.libgreet)).toMatch(new RegExp(`^${escapeRegExp(`${compatEntry}:${driverEntry}`)}(:|$)`));
-  expect(await runpathOf(build.greet)).toMatch(new RegExp(`^${escapeRegExp(`${compatEntry}:${driverEntry}:`)}.*${escapeRegExp(`${build.lib}/lib`)}$`));
+  expect(await runpathOf(build.greet)).toMatch(
+    new RegExp(`^${escapeRegExp(`${compatEntry}:${driverEntry}:`)}.*${escapeRegExp(`${build.lib}/lib`)}$`),
+  );
   const run = await runGreet(build);
   expect(run.stdout, describeExec('greet', run)).toBe(greetReport(VERSION.compat));
 }
@@ -286,7 +336,11 @@ describe('the installed hooks in the stdenv harness', () => {
   it('fix up a two-output build with the installed cuda-patchelf from PATH', async () => {
     const hookFile = (name: string): string => join(installed, 'hooks', name);
     const build = await buildWithHooks(shimPackages(), {
-      hooks: [hookFile('auto-add-cuda-compat-runpath.sh'), hookFile('auto-add-driver-runpath.sh'), hookFile('remove-stubs-from-runpath.sh')],
+      hooks: [
+        hookFile('auto-add-cuda-compat-runpath.sh'),
+        hookFile('auto-add-driver-runpath.sh'),
+        hookFile('remove-stubs-from-runpath.sh'),
+      ],
       cli: 'none',
       attrs: { PATH: `${installedPath()}:${dirname(requireTool('gcc'))}`, NIX_DEBUG: '1' },
     });
@@ -306,7 +360,8 @@ describe('the installed hooks in the stdenv harness', () => {
 // nix/package.nix with the Nixpkgs functions it calls replaced by nix/tests/package-stand-ins.nix.
 describe('nix/package.nix', () => {
   const standIns = join(REPO_ROOT, 'nix', 'tests', 'package-stand-ins.nix');
-  const nixEnv = (): NodeJS.ProcessEnv => cleanEnv({ PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/root', NIX_CONFIG });
+  const nixEnv = (): NodeJS.ProcessEnv =>
+    cleanEnv({ PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/root', NIX_CONFIG });
 
   interface HookSummary {
     readonly name: string;
@@ -323,9 +378,16 @@ describe('nix/package.nix', () => {
     readonly npmBuildScript: string;
     readonly npmPackFlags: readonly string[];
     readonly src: { readonly root: string; readonly files: readonly string[] };
-    readonly meta: { readonly description: string; readonly license: { readonly spdxId: string }; readonly mainProgram: string; readonly platforms: readonly string[] };
+    readonly meta: {
+      readonly description: string;
+      readonly license: { readonly spdxId: string };
+      readonly mainProgram: string;
+      readonly platforms: readonly string[];
+    };
     readonly out: string;
-    readonly hooks: Readonly<Record<'autoAddDriverRunpathHook' | 'autoAddCudaCompatRunpathHook' | 'removeStubsFromRunpathHook', HookSummary>>;
+    readonly hooks: Readonly<
+      Record<'autoAddDriverRunpathHook' | 'autoAddCudaCompatRunpathHook' | 'removeStubsFromRunpathHook', HookSummary>
+    >;
   }
 
   const runId = randomUUID();
@@ -333,25 +395,44 @@ describe('nix/package.nix', () => {
   function standInArgs(cudaCompat: string | null): string[] {
     return [
       standIns,
-      '--argstr', 'tarball', tarball,
-      '--argstr', 'node', process.execPath,
-      '--argstr', 'path', '/usr/bin:/bin',
-      '--argstr', 'driverLink', driverLink(),
-      '--argstr', 'runId', runId,
+      '--argstr',
+      'tarball',
+      tarball,
+      '--argstr',
+      'node',
+      process.execPath,
+      '--argstr',
+      'path',
+      '/usr/bin:/bin',
+      '--argstr',
+      'driverLink',
+      driverLink(),
+      '--argstr',
+      'runId',
+      runId,
       ...(cudaCompat === null ? [] : ['--argstr', 'cudaCompat', cudaCompat]),
     ];
   }
   async function evaluate(cudaCompat: string | null): Promise<Summary> {
-    const result = await mustExec(requireTool('nix-instantiate'), ['--eval', '--strict', '--json', ...standInArgs(cudaCompat), '-A', 'summary'], { env: nixEnv() });
+    const result = await mustExec(
+      requireTool('nix-instantiate'),
+      ['--eval', '--strict', '--json', ...standInArgs(cudaCompat), '-A', 'summary'],
+      { env: nixEnv() },
+    );
     return JSON.parse(result.stdout) as Summary;
   }
 
   let storePaths: string[] = [];
   beforeAll(async () => {
     // Evaluating copies the tarball into /nix/store and the build writes there: as root, without build users.
-    if (process.getuid?.() !== 0) throw new Error('the Nix checks write to /nix/store as root, without build users (as CI runs them): run them as root');
+    if (process.getuid?.() !== 0)
+      throw new Error('the Nix checks write to /nix/store as root, without build users (as CI runs them): run them as root');
     // What this run adds to the store, known before anything is added, so that afterAll removes it whatever fails.
-    const listed = await mustExec(requireTool('nix-instantiate'), ['--eval', '--strict', '--json', ...standInArgs(shimPackages().cudaCompat), '-A', 'storePaths'], { env: nixEnv() });
+    const listed = await mustExec(
+      requireTool('nix-instantiate'),
+      ['--eval', '--strict', '--json', ...standInArgs(shimPackages().cudaCompat), '-A', 'storePaths'],
+      { env: nixEnv() },
+    );
     storePaths = JSON.parse(listed.stdout) as string[];
   });
   afterAll(async () => {
@@ -382,7 +463,9 @@ describe('nix/package.nix', () => {
     expect(summary.src.root).toBe(REPO_ROOT);
     const sources = summary.src.files.map((file) => relative(REPO_ROOT, file)).sort();
     expect(sources).toEqual(expect.arrayContaining(['package.json', 'package-lock.json', 'src', 'hooks']));
-    expect(sources.filter((file) => NOT_IN_A_CLONE.has(file) || file === '' || file.startsWith('fixtures') || file.startsWith('test'))).toEqual([]);
+    expect(
+      sources.filter((file) => NOT_IN_A_CLONE.has(file) || file === '' || file.startsWith('fixtures') || file.startsWith('test')),
+    ).toEqual([]);
     for (const file of summary.src.files) await stat(file);
   });
 
@@ -404,7 +487,9 @@ describe('nix/package.nix', () => {
     for (const [attr, script] of Object.entries(scripts)) {
       const hook = summary.hooks[attr as keyof typeof scripts];
       expect(hook.script, attr).toBe(join(REPO_ROOT, 'hooks', script));
-      const placeholders = [...new Set([...(await readFile(hook.script, 'utf8')).matchAll(/@([A-Za-z_]\w*)@/g)].map((match) => match[1] ?? ''))];
+      const placeholders = [
+        ...new Set([...(await readFile(hook.script, 'utf8')).matchAll(/@([A-Za-z_]\w*)@/g)].map((match) => match[1] ?? '')),
+      ];
       expect(placeholders.length, `${script} has placeholders`).toBeGreaterThan(0);
       for (const name of placeholders) expect(hook.substitutions[name], `${attr}: @${name}@`).toBeDefined();
       for (const [name, value] of Object.entries(hook.substitutions)) expect(value, `${attr}: ${name}`).toBe(known[name]);
@@ -419,15 +504,27 @@ describe('nix/package.nix', () => {
     expect(summary.hooks.autoAddCudaCompatRunpathHook.substitutions['cudaCompat']).toBe('');
   });
 
-  it("builds the package laid out as Nixpkgs installs it, and its hook packages fix up a build", async () => {
+  it('builds the package laid out as Nixpkgs installs it, and its hook packages fix up a build', async () => {
     const args = standInArgs(shimPackages().cudaCompat);
-    const attrs = ['package', 'package.autoAddCudaCompatRunpathHook', 'package.autoAddDriverRunpathHook', 'package.removeStubsFromRunpathHook'];
-    const built = await mustExec(requireTool('nix-build'), ['--no-out-link', ...args, ...attrs.flatMap((attr) => ['-A', attr])], { env: nixEnv(), timeoutMs: 300_000 });
+    const attrs = [
+      'package',
+      'package.autoAddCudaCompatRunpathHook',
+      'package.autoAddDriverRunpathHook',
+      'package.removeStubsFromRunpathHook',
+    ];
+    const built = await mustExec(requireTool('nix-build'), ['--no-out-link', ...args, ...attrs.flatMap((attr) => ['-A', attr])], {
+      env: nixEnv(),
+      timeoutMs: 300_000,
+    });
     const [out, compatHook, driverHook, stubsHook] = built.stdout.trim().split('\n') as [string, string, string, string];
 
     // $out/bin/<bin> runs node on the installed bundle; $out/lib/node_modules/<name> holds what npm pack lists.
     const packageOut = join(out, 'lib', 'node_modules', packageJson.name);
-    const layout = (await mustExec(requireTool('find'), [packageOut, '-type', 'f'])).stdout.split('\n').filter((line) => line.length > 0).map((file) => relative(packageOut, file)).sort();
+    const layout = (await mustExec(requireTool('find'), [packageOut, '-type', 'f'])).stdout
+      .split('\n')
+      .filter((line) => line.length > 0)
+      .map((file) => relative(packageOut, file))
+      .sort();
     expect(layout).toEqual(tarballFiles);
     const version = await execTool(join(out, 'bin', BIN_NAME), ['--version'], { env: cleanEnv({ PATH: '/usr/bin:/bin' }) });
     expect(version.stdout.trim(), describeExec('--version', version)).toBe(packageJson.version);

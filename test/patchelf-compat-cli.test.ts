@@ -51,7 +51,12 @@ async function patchelfView(file: string): Promise<{ rpath: string; needed: stri
 }
 
 /** Runs the same arguments through patchelf and cuda-patchelf, each in its own copy of the fixture. */
-async function both(label: string, fixtureId: string, args: readonly string[], files: Record<string, string> = {}): Promise<{ ours: CliResult; theirs: ExecResult; oursDir: string; theirsDir: string }> {
+async function both(
+  label: string,
+  fixtureId: string,
+  args: readonly string[],
+  files: Record<string, string> = {},
+): Promise<{ ours: CliResult; theirs: ExecResult; oursDir: string; theirsDir: string }> {
   const oursDir = await workDir(`${label}-ours`, fixtureId, files);
   const theirsDir = await workDir(`${label}-patchelf`, fixtureId, files);
   const theirs = await execTool(patchelf, args, { cwd: theirsDir });
@@ -60,21 +65,66 @@ async function both(label: string, fixtureId: string, args: readonly string[], f
 }
 
 describe('@FILE values, read where patchelf reads them', () => {
-  const cases: Array<{ name: string; args: string[]; files: Record<string, string>; result?: string; expected?: { rpath?: string; needed?: string } }> = [
-    { name: '--set-rpath @FILE keeps the final newline', args: ['--set-rpath', '@value', 'lib.so'], files: { value: '/from/a/file\n' }, expected: { rpath: '/from/a/file\n\n' } },
+  const cases: Array<{
+    name: string;
+    args: string[];
+    files: Record<string, string>;
+    result?: string;
+    expected?: { rpath?: string; needed?: string };
+  }> = [
+    {
+      name: '--set-rpath @FILE keeps the final newline',
+      args: ['--set-rpath', '@value', 'lib.so'],
+      files: { value: '/from/a/file\n' },
+      expected: { rpath: '/from/a/file\n\n' },
+    },
     { name: '--add-rpath @FILE', args: ['--add-rpath', '@value', 'lib.so'], files: { value: '/added' } },
-    { name: '--add-needed @FILE', args: ['--add-needed', '@value', 'lib.so'], files: { value: 'libadded.so.1' }, expected: { needed: 'libadded.so.1\nlibgreet.so.1\n' } },
-    { name: '--remove-needed @FILE', args: ['--remove-needed', '@value', 'lib.so'], files: { value: 'libgreet.so.1' }, expected: { needed: '' } },
-    { name: '--output @FILE', args: ['--set-rpath', '/o', '--output', '@value', 'lib.so'], files: { value: 'written.so' }, result: 'written.so', expected: { rpath: '/o\n' } },
-    { name: '--replace-needed takes @FILE literally', args: ['--replace-needed', '@value', 'libother.so', 'lib.so'], files: { value: 'libgreet.so.1' }, expected: { needed: 'libgreet.so.1\n' } },
-    { name: '--allowed-rpath-prefixes takes @FILE literally', args: ['--shrink-rpath', '--allowed-rpath-prefixes', '@value', 'lib.so'], files: { value: '$ORIGIN' } },
-    { name: 'a value not starting with @ is the value itself', args: ['--set-rpath', 'x@value', 'lib.so'], files: { value: '/unused' }, expected: { rpath: 'x@value\n' } },
+    {
+      name: '--add-needed @FILE',
+      args: ['--add-needed', '@value', 'lib.so'],
+      files: { value: 'libadded.so.1' },
+      expected: { needed: 'libadded.so.1\nlibgreet.so.1\n' },
+    },
+    {
+      name: '--remove-needed @FILE',
+      args: ['--remove-needed', '@value', 'lib.so'],
+      files: { value: 'libgreet.so.1' },
+      expected: { needed: '' },
+    },
+    {
+      name: '--output @FILE',
+      args: ['--set-rpath', '/o', '--output', '@value', 'lib.so'],
+      files: { value: 'written.so' },
+      result: 'written.so',
+      expected: { rpath: '/o\n' },
+    },
+    {
+      name: '--replace-needed takes @FILE literally',
+      args: ['--replace-needed', '@value', 'libother.so', 'lib.so'],
+      files: { value: 'libgreet.so.1' },
+      expected: { needed: 'libgreet.so.1\n' },
+    },
+    {
+      name: '--allowed-rpath-prefixes takes @FILE literally',
+      args: ['--shrink-rpath', '--allowed-rpath-prefixes', '@value', 'lib.so'],
+      files: { value: '$ORIGIN' },
+    },
+    {
+      name: 'a value not starting with @ is the value itself',
+      args: ['--set-rpath', 'x@value', 'lib.so'],
+      files: { value: '/unused' },
+      expected: { rpath: 'x@value\n' },
+    },
   ];
 
   it.each(cases)('$name: as patchelf', async ({ name, args, files, result, expected }) => {
     const run = await both(name.replace(/\W+/g, '-'), LIBRARY, args, files);
     expect(run.theirs.code, run.theirs.stderr).toBe(0);
-    expect({ code: run.ours.code, stdout: run.ours.stdout, stderr: run.ours.stderr }).toEqual({ code: 0, stdout: run.theirs.stdout, stderr: '' });
+    expect({ code: run.ours.code, stdout: run.ours.stdout, stderr: run.ours.stderr }).toEqual({
+      code: 0,
+      stdout: run.theirs.stdout,
+      stderr: '',
+    });
     const ours = await patchelfView(join(run.oursDir, result ?? 'lib.so'));
     expect(ours).toEqual(await patchelfView(join(run.theirsDir, result ?? 'lib.so')));
     expect(ours).toMatchObject(expected ?? {});
@@ -84,7 +134,7 @@ describe('@FILE values, read where patchelf reads them', () => {
     const run = await both('missing-value', LIBRARY, ['--set-rpath', '@missing', 'lib.so']);
     expect(run.theirs.code).toBe(1);
     expect(run.ours.code).toBe(1);
-    expect(stderrLines(run.ours)).toEqual(["cuda-patchelf: missing: cannot read the value of --set-rpath: no such file"]);
+    expect(stderrLines(run.ours)).toEqual(['cuda-patchelf: missing: cannot read the value of --set-rpath: no such file']);
     expect(Buffer.compare(await readFile(join(run.oursDir, 'lib.so')), await readFile(fixture(LIBRARY).path))).toBe(0);
   });
 
@@ -122,7 +172,9 @@ describe('exit status 1 on any failure, as patchelf', () => {
     const dir = await workDir('not-taken', LIBRARY);
     const result = await runCli(['--set-soname', 'libx.so', 'lib.so'], { cwd: dir });
     expect(result.code).toBe(1);
-    expect(stderrLines(result)).toEqual(['cuda-patchelf: --set-soname is a patchelf flag the patchelf-compatible mode does not take (see cuda-patchelf --help)']);
+    expect(stderrLines(result)).toEqual([
+      'cuda-patchelf: --set-soname is a patchelf flag the patchelf-compatible mode does not take (see cuda-patchelf --help)',
+    ]);
     expect(Buffer.compare(await readFile(join(dir, 'lib.so')), await readFile(fixture(LIBRARY).path))).toBe(0);
   });
 
@@ -160,7 +212,9 @@ describe("a read-only file, and a value no runpath can hold: refused as by cuda-
     const dir = await workDir('nul-value', LIBRARY, { value: '/a\0/b' });
     const result = await runCli(['--set-rpath', '@value', 'lib.so'], { cwd: dir });
     expect(result.code).toBe(1);
-    expect(stderrLines(result)).toEqual(['cuda-patchelf: --set-rpath @value: the file holds a NUL byte, which a runpath or a file name cannot']);
+    expect(stderrLines(result)).toEqual([
+      'cuda-patchelf: --set-rpath @value: the file holds a NUL byte, which a runpath or a file name cannot',
+    ]);
     expect(Buffer.compare(await readFile(join(dir, 'lib.so')), await readFile(fixture(LIBRARY).path))).toBe(0);
   });
 });
@@ -193,7 +247,23 @@ describe('--help documents the patchelf-compatible mode', () => {
     const result = await runCli(['--help']);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('patchelf-compatible mode');
-    for (const flag of ['--set-rpath RUNPATH', '--add-rpath RUNPATH', '--remove-rpath', '--shrink-rpath', '--allowed-rpath-prefixes PREFIXES', '--force-rpath', '--print-rpath', '--add-needed LIBRARY', '--remove-needed LIBRARY', '--replace-needed LIBRARY NEW_LIBRARY', '--print-needed', '--print-soname', '--print-interpreter', '--output FILE', '--debug']) {
+    for (const flag of [
+      '--set-rpath RUNPATH',
+      '--add-rpath RUNPATH',
+      '--remove-rpath',
+      '--shrink-rpath',
+      '--allowed-rpath-prefixes PREFIXES',
+      '--force-rpath',
+      '--print-rpath',
+      '--add-needed LIBRARY',
+      '--remove-needed LIBRARY',
+      '--replace-needed LIBRARY NEW_LIBRARY',
+      '--print-needed',
+      '--print-soname',
+      '--print-interpreter',
+      '--output FILE',
+      '--debug',
+    ]) {
       expect(result.stdout).toMatch(new RegExp(`^ +${escape(flag)} `, 'm'));
     }
     expect(result.stdout).toContain('@FILE as the value of --set-rpath, --add-rpath, --add-needed, --remove-needed or --output');
@@ -204,7 +274,8 @@ describe('--help documents the patchelf-compatible mode', () => {
 describe('the same results as patchelf', () => {
   it('--shrink-rpath converts DT_RPATH to DT_RUNPATH even when it removes nothing', async () => {
     const dirs = await Promise.all([workDir('shrink-ours', RPATH_LIBRARY), workDir('shrink-patchelf', RPATH_LIBRARY)]);
-    for (const dir of dirs) expect((await execTool(patchelf, ['--force-rpath', '--set-rpath', '$ORIGIN', join(dir, 'lib.so')])).code).toBe(0);
+    for (const dir of dirs)
+      expect((await execTool(patchelf, ['--force-rpath', '--set-rpath', '$ORIGIN', join(dir, 'lib.so')])).code).toBe(0);
     const [oursDir, theirsDir] = dirs as [string, string];
     expect((await execTool(patchelf, ['--shrink-rpath', join(theirsDir, 'lib.so')])).code).toBe(0);
     const result = await runCli(['--shrink-rpath', join(oursDir, 'lib.so')]);
@@ -229,7 +300,10 @@ describe('a tag given twice (no linker writes one): the last is the one read, as
     for (const sub of ['b', 'a']) await mustExec(patchelf, ['--add-needed', join(dir, sub), prog]);
     for (const sub of ['a', 'b']) await retagNeeded(prog, join(dir, sub), { tag: DT_RUNPATH });
     expect((await runOn('x86_64', prog, [])).code).toBe(0);
-    for (const [flag, file] of [['--print-rpath', prog], ['--print-soname', lib]] as const) {
+    for (const [flag, file] of [
+      ['--print-rpath', prog],
+      ['--print-soname', lib],
+    ] as const) {
       const [theirs, ours] = [await execTool(patchelf, [flag, file]), await runCli([flag, file])];
       expect({ code: ours.code, stdout: ours.stdout }).toEqual({ code: 0, stdout: theirs.stdout });
     }
@@ -255,7 +329,11 @@ describe('output: silent as patchelf, and lines that say what was done', () => {
 
   it.each([
     ['--debug --add-rpath', ['--debug', '--add-rpath', '/x'], `'/x' appended to the runpath`],
-    ['--debug --set-rpath of the same value on a DT_RPATH file', ['--debug', '--set-rpath', '$ORIGIN:/opt/cuda-patchelf-fixture/lib'], 'DT_RPATH turned into DT_RUNPATH'],
+    [
+      '--debug --set-rpath of the same value on a DT_RPATH file',
+      ['--debug', '--set-rpath', '$ORIGIN:/opt/cuda-patchelf-fixture/lib'],
+      'DT_RPATH turned into DT_RUNPATH',
+    ],
     ['--debug --remove-rpath', ['--debug', '--remove-rpath'], 'runpath removed'],
   ])('%s: one line on stderr', async (name, args, what) => {
     const dir = await workDir('debug-line', name.includes('DT_RPATH') ? RPATH_LIBRARY : LIBRARY);
@@ -273,7 +351,11 @@ describe('output: silent as patchelf, and lines that say what was done', () => {
     ['remove-runpath --all', ['remove-runpath', '--all'], 'runpath removed'],
     ['add-needed', ['add-needed', 'libcuda.so.1'], `'libcuda.so.1' added to the needed libraries`],
     ['remove-needed', ['remove-needed', 'libgreet.so.1'], `'libgreet.so.1' removed from the needed libraries`],
-    ['replace-needed', ['replace-needed', 'libgreet.so.1', 'libgreet.so.2'], `'libgreet.so.1' replaced by 'libgreet.so.2' in the needed libraries`],
+    [
+      'replace-needed',
+      ['replace-needed', 'libgreet.so.1', 'libgreet.so.2'],
+      `'libgreet.so.1' replaced by 'libgreet.so.2' in the needed libraries`,
+    ],
   ])('%s: the line says what was done, then how it was written', async (_name, args, what) => {
     const dir = await workDir('edit-line', LIBRARY);
     const result = await runCli([...args, 'lib.so'], { cwd: dir });
@@ -283,7 +365,11 @@ describe('output: silent as patchelf, and lines that say what was done', () => {
 
   it.each([
     ['set-runpath --dry-run', ['set-runpath', '--dry-run', '/z'], "lib.so: runpath set to '/z' (dry run: would be edited in place)"],
-    ['set-runpath to the value it has', ['set-runpath', '$ORIGIN:/opt/cuda-patchelf-fixture/lib'], 'lib.so: already as asked, nothing written'],
+    [
+      'set-runpath to the value it has',
+      ['set-runpath', '$ORIGIN:/opt/cuda-patchelf-fixture/lib'],
+      'lib.so: already as asked, nothing written',
+    ],
   ])('%s: the line', async (_name, args, line) => {
     const dir = await workDir('edit-line', LIBRARY);
     const result = await runCli([...args, 'lib.so'], { cwd: dir });
@@ -295,6 +381,8 @@ describe('output: silent as patchelf, and lines that say what was done', () => {
     const dir = await workDir('edit-json', LIBRARY);
     const result = await runCli(['add-runpath', '--json', DRIVER_LIB, 'lib.so'], { cwd: dir });
     expect(result.code, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject([{ file: 'lib.so', tier: 'append', changes: [`'${DRIVER_LIB}' prepended to the runpath`] }]);
+    expect(JSON.parse(result.stdout)).toMatchObject([
+      { file: 'lib.so', tier: 'append', changes: [`'${DRIVER_LIB}' prepended to the runpath`] },
+    ]);
   });
 });

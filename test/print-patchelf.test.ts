@@ -154,7 +154,12 @@ async function patchelfMode(args: readonly string[]): Promise<ExecResult> {
 
 describe('the patchelf-compatible mode answers as patchelf', () => {
   const queries = ['--print-rpath', '--print-needed', '--print-soname', '--print-interpreter'] as const;
-  const key = { '--print-rpath': 'rpath', '--print-needed': 'needed', '--print-soname': 'soname', '--print-interpreter': 'interpreter' } as const;
+  const key = {
+    '--print-rpath': 'rpath',
+    '--print-needed': 'needed',
+    '--print-soname': 'soname',
+    '--print-interpreter': 'interpreter',
+  } as const;
 
   it.each(all.map((f) => ({ id: f.id, path: f.path })))('$id: the same output and exit status', async ({ path }) => {
     if (!readable(path)) return;

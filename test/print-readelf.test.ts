@@ -82,9 +82,19 @@ function parseReadelf(text: string): ReadelfView {
 
   const loads: Load[] = [];
   let dynamicSegment: ReadelfView['dynamicSegment'] = null;
-  const segment = /^\s+(LOAD|DYNAMIC)\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s(.{3})\s(0x[0-9a-f]+)$/gm;
+  const segment =
+    /^\s+(LOAD|DYNAMIC)\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s(.{3})\s(0x[0-9a-f]+)$/gm;
   for (const m of text.matchAll(segment)) {
-    const [, type, offset, vaddr, filesz, memsz, flags, align] = m as unknown as [string, string, string, string, string, string, string, string];
+    const [, type, offset, vaddr, filesz, memsz, flags, align] = m as unknown as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     if (type === 'DYNAMIC') dynamicSegment = { offset: num(offset), filesz: num(filesz) };
     else loads.push({ offset: num(offset), vaddr: num(vaddr), filesz: num(filesz), memsz: num(memsz), align: num(align), flags });
   }
@@ -127,7 +137,10 @@ function parseReadelf(text: string): ReadelfView {
         view.flags = value.split(/\s+/).filter((word) => word.length > 0);
         break;
       case 'FLAGS_1':
-        view.flags1 = value.replace(/^Flags:/, '').split(/\s+/).filter((word) => word.length > 0);
+        view.flags1 = value
+          .replace(/^Flags:/, '')
+          .split(/\s+/)
+          .filter((word) => word.length > 0);
         break;
       default:
     }
@@ -195,18 +208,78 @@ describe('print --json on every fixture in one call', () => {
   it('covers every kind of file the tool is for', () => {
     const views = [...oracle.values()].map((o) => o.view);
     const has = (predicate: (v: ReadelfView) => boolean): number => views.filter(predicate).length;
-    expect.soft(has((v) => v.machine === 'EM_X86_64'), 'x86_64 fixtures').toBeGreaterThan(0);
-    expect.soft(has((v) => v.machine === 'EM_AARCH64'), 'aarch64 fixtures').toBeGreaterThan(0);
-    expect.soft(has((v) => v.class === 'ELF32'), 'ELF32 fixtures').toBeGreaterThan(0);
-    expect.soft(has((v) => v.byteOrder === 'big-endian'), 'big-endian fixtures').toBeGreaterThan(0);
-    expect.soft(has((v) => v.interpreter !== null), 'fixtures with PT_INTERP').toBeGreaterThan(0);
-    expect.soft(has((v) => v.soname !== null), 'fixtures with DT_SONAME').toBeGreaterThan(0);
-    expect.soft(has((v) => v.runpath !== null), 'fixtures with DT_RUNPATH').toBeGreaterThan(0);
-    expect.soft(has((v) => v.rpath !== null), 'fixtures with DT_RPATH').toBeGreaterThan(0);
-    expect.soft(has((v) => v.needed.length > 0), 'fixtures with DT_NEEDED').toBeGreaterThan(0);
-    expect.soft(has((v) => v.flags.length > 0), 'fixtures with DT_FLAGS').toBeGreaterThan(0);
-    expect.soft(has((v) => v.flags1.length > 0), 'fixtures with DT_FLAGS_1').toBeGreaterThan(0);
-    expect.soft(has((v) => v.dynamicSegment === null), 'fixtures without PT_DYNAMIC').toBeGreaterThan(0);
+    expect
+      .soft(
+        has((v) => v.machine === 'EM_X86_64'),
+        'x86_64 fixtures',
+      )
+      .toBeGreaterThan(0);
+    expect
+      .soft(
+        has((v) => v.machine === 'EM_AARCH64'),
+        'aarch64 fixtures',
+      )
+      .toBeGreaterThan(0);
+    expect
+      .soft(
+        has((v) => v.class === 'ELF32'),
+        'ELF32 fixtures',
+      )
+      .toBeGreaterThan(0);
+    expect
+      .soft(
+        has((v) => v.byteOrder === 'big-endian'),
+        'big-endian fixtures',
+      )
+      .toBeGreaterThan(0);
+    expect
+      .soft(
+        has((v) => v.interpreter !== null),
+        'fixtures with PT_INTERP',
+      )
+      .toBeGreaterThan(0);
+    expect
+      .soft(
+        has((v) => v.soname !== null),
+        'fixtures with DT_SONAME',
+      )
+      .toBeGreaterThan(0);
+    expect
+      .soft(
+        has((v) => v.runpath !== null),
+        'fixtures with DT_RUNPATH',
+      )
+      .toBeGreaterThan(0);
+    expect
+      .soft(
+        has((v) => v.rpath !== null),
+        'fixtures with DT_RPATH',
+      )
+      .toBeGreaterThan(0);
+    expect
+      .soft(
+        has((v) => v.needed.length > 0),
+        'fixtures with DT_NEEDED',
+      )
+      .toBeGreaterThan(0);
+    expect
+      .soft(
+        has((v) => v.flags.length > 0),
+        'fixtures with DT_FLAGS',
+      )
+      .toBeGreaterThan(0);
+    expect
+      .soft(
+        has((v) => v.flags1.length > 0),
+        'fixtures with DT_FLAGS_1',
+      )
+      .toBeGreaterThan(0);
+    expect
+      .soft(
+        has((v) => v.dynamicSegment === null),
+        'fixtures without PT_DYNAMIC',
+      )
+      .toBeGreaterThan(0);
     for (const origin of ['compiled', 'debian', 'cuda', 'npm'] as const) {
       expect.soft(all.filter((f) => f.origin === origin).length, `${origin} fixtures`).toBeGreaterThan(0);
     }

@@ -103,12 +103,53 @@ describe('reader agrees with elfy', () => {
       }
       const theirs = elfy.parse(buffer);
 
-      const { class: elfClass, endian, type, machine, version, entry, phoff, shoff, flags, ehsize, phentsize, phnum, shentsize, shnum, shstrndx } = theirs;
-      expect({ class: elfClass, endian, type, machine, version, entry, phoff, shoff, flags, ehsize, phentsize, phnum, shentsize, shnum, shstrndx }).toEqual(
-        expectedHeader(image),
-      );
+      const {
+        class: elfClass,
+        endian,
+        type,
+        machine,
+        version,
+        entry,
+        phoff,
+        shoff,
+        flags,
+        ehsize,
+        phentsize,
+        phnum,
+        shentsize,
+        shnum,
+        shstrndx,
+      } = theirs;
+      expect({
+        class: elfClass,
+        endian,
+        type,
+        machine,
+        version,
+        entry,
+        phoff,
+        shoff,
+        flags,
+        ehsize,
+        phentsize,
+        phnum,
+        shentsize,
+        shnum,
+        shstrndx,
+      }).toEqual(expectedHeader(image));
 
-      expect(theirs.body.programs.map(({ type, offset, vaddr, paddr, filesz, memsz, flags, align }) => ({ type, offset, vaddr, paddr, filesz, memsz, flags, align }))).toEqual(
+      expect(
+        theirs.body.programs.map(({ type, offset, vaddr, paddr, filesz, memsz, flags, align }) => ({
+          type,
+          offset,
+          vaddr,
+          paddr,
+          filesz,
+          memsz,
+          flags,
+          align,
+        })),
+      ).toEqual(
         image.programHeaders.map((ph) => ({
           type: c.entryType[ph.p_type],
           offset: ph.p_offset,

@@ -107,7 +107,9 @@ describe(`seeded mutation (FUZZ_SEED=${SEED.toString(16)})`, () => {
       await watchdog.stop();
     }
     const { failures, total, refused, slowest } = run;
-    console.info(`FUZZ_SEED=${SEED.toString(16)}: ${total} mutations of ${bases.length} files, ${refused} refused, slowest read ${slowest.toFixed(1)} ms`);
+    console.info(
+      `FUZZ_SEED=${SEED.toString(16)}: ${total} mutations of ${bases.length} files, ${refused} refused, slowest read ${slowest.toFixed(1)} ms`,
+    );
     expect(failures.slice(0, 5), `FUZZ_SEED=${SEED.toString(16)}: ${failures.length} failures`).toEqual([]);
     expect(total).toBeGreaterThanOrEqual(MIN_MUTATIONS);
     // Mutations that every reader would accept prove nothing; most must hit something the reader checks.

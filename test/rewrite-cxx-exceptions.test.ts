@@ -15,15 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProgramHeader } from '../src/elf/codec.js';
 import { REPO_ROOT, fixture, listDependencies, requireTool, runOn, type Arch } from './helpers/fixtures.js';
-import {
-  cliEditOne,
-  copyFixture,
-  describeExec,
-  layoutProblems,
-  makeTempDir,
-  readBack,
-  type ReadBack,
-} from './helpers/verify.js';
+import { cliEditOne, copyFixture, describeExec, layoutProblems, makeTempDir, readBack, type ReadBack } from './helpers/verify.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
 
 const PT_LOAD = 1;
@@ -139,7 +131,10 @@ async function growTableInPlace(arch: Arch, file: string): Promise<ReadBack> {
   // The copy the table had in the new segment while the tags switched was cut off the file: the
   // entries it shares with the grown table (all but the new PT_LOAD) are in the file once.
   const bytes = await readFile(file);
-  const shared = bytes.subarray(after.image.header.e_phoff, after.image.header.e_phoff + before.image.header.phnum * after.image.header.e_phentsize);
+  const shared = bytes.subarray(
+    after.image.header.e_phoff,
+    after.image.header.e_phoff + before.image.header.phnum * after.image.header.e_phentsize,
+  );
   expect(bytes.indexOf(shared), `${file}: the grown table`).toBe(after.image.header.e_phoff);
   expect(bytes.indexOf(shared, after.image.header.e_phoff + 1), `${file}: a second copy of the table`).toBe(-1);
   return after;

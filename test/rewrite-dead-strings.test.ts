@@ -75,18 +75,35 @@ describe.each(ARCHES)('%s', (arch) => {
     await mkdir(deps, { recursive: true });
     // This dependency's soname is a store path, so that a program linked against it names it in DT_NEEDED.
     // It versions its symbol, so the store path is also the file name of a version need (vn_file).
-    await compile(arch, deps, 'libdep.so', { 'dep.c': 'const char *dep(void) { return "dep says hi"; }\n', 'dep.map': 'DEP_1.0 { global: dep; local: *; };\n' }, [
+    await compile(
+      arch,
+      deps,
+      'libdep.so',
+      { 'dep.c': 'const char *dep(void) { return "dep says hi"; }\n', 'dep.map': 'DEP_1.0 { global: dep; local: *; };\n' },
+      ['-shared', '-fPIC', `-Wl,-soname,${NEEDED_PATH}`, '-Wl,--version-script=dep.map'],
+    );
+    await compile(arch, deps, 'libplain.so', { 'plain.c': 'const char *plain(void) { return "plain says hi"; }\n' }, [
       '-shared',
       '-fPIC',
-      `-Wl,-soname,${NEEDED_PATH}`,
-      '-Wl,--version-script=dep.map',
+      '-Wl,-soname,libplain.so',
     ]);
-    await compile(arch, deps, 'libplain.so', { 'plain.c': 'const char *plain(void) { return "plain says hi"; }\n' }, ['-shared', '-fPIC', '-Wl,-soname,libplain.so']);
     const plainMain = { 'prog.c': '#include <stdio.h>\nconst char *plain(void);\nint main(void) { puts(plain()); return 0; }\n' };
     program = await compile(arch, d, 'prog', plainMain, ['-Ldeps', '-lplain', `-Wl,-rpath,${OLD}`]);
     rpathProgram = await compile(arch, d, 'prog-rpath', plainMain, ['-Ldeps', '-lplain', `-Wl,-rpath,${OLD}`, '-Wl,--disable-new-dtags']);
-    library = await compile(arch, d, 'libuser.so', { 'user.c': 'const char *plain(void);\nconst char *user(void) { return plain(); }\n' }, ['-shared', '-fPIC', '-Ldeps', '-lplain', `-Wl,-rpath,${OLD}`]);
-    needing = await compile(arch, d, 'needing', { 'needing.c': '#include <stdio.h>\nconst char *dep(void);\nint main(void) { puts(dep()); return 0; }\n' }, ['-Ldeps', '-ldep', `-Wl,-rpath,${OLD}`]);
+    library = await compile(arch, d, 'libuser.so', { 'user.c': 'const char *plain(void);\nconst char *user(void) { return plain(); }\n' }, [
+      '-shared',
+      '-fPIC',
+      '-Ldeps',
+      '-lplain',
+      `-Wl,-rpath,${OLD}`,
+    ]);
+    needing = await compile(
+      arch,
+      d,
+      'needing',
+      { 'needing.c': '#include <stdio.h>\nconst char *dep(void);\nint main(void) { puts(dep()); return 0; }\n' },
+      ['-Ldeps', '-ldep', `-Wl,-rpath,${OLD}`],
+    );
     for (const file of [program, library, needing]) {
       expect(await dynamicStrings(file, 'RUNPATH')).toEqual([OLD]);
       expect(await count(file, OLD_HASH)).toBe(1);
@@ -132,10 +149,21 @@ describe.each(ARCHES)('%s', (arch) => {
       },
       { name: 'remove-runpath --all', steps: [['remove-runpath', '--all']], tiers: ['in-place'] },
       { name: 'remove-runpath of that directory', steps: [['remove-runpath', OLD]], tiers: ['in-place'] },
-      { name: 'add-runpath then remove the old directory', steps: [['add-runpath', '/run/opengl-driver/lib'], ['remove-runpath', OLD]], tiers: ['append', 'in-place'] },
+      {
+        name: 'add-runpath then remove the old directory',
+        steps: [
+          ['add-runpath', '/run/opengl-driver/lib'],
+          ['remove-runpath', OLD],
+        ],
+        tiers: ['append', 'in-place'],
+      },
       { name: 'DT_RPATH by --force-rpath, shrinking', steps: [['set-runpath', '--force-rpath', '/opt/short/lib']], tiers: ['in-place'] },
       { name: 'patchelf mode --set-rpath, growing', steps: [['--set-rpath', LONGER]], tiers: [] },
-      { name: 'patchelf mode --force-rpath --set-rpath, shrinking', steps: [['--force-rpath', '--set-rpath', '/opt/short/lib']], tiers: [] },
+      {
+        name: 'patchelf mode --force-rpath --set-rpath, shrinking',
+        steps: [['--force-rpath', '--set-rpath', '/opt/short/lib']],
+        tiers: [],
+      },
       { name: 'patchelf mode --remove-rpath', steps: [['--remove-rpath']], tiers: [] },
     ])('$name', async ({ steps, tiers }) => {
       const file = await copyOf(get());

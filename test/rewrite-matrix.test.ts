@@ -106,7 +106,12 @@ function loaderProgram(arch: Arch): Fixture {
 function loadCheck(
   f: Fixture,
   libDir: string,
-  options: { needsLibraryPath?: boolean; output?: string; resolves?: string[]; after?: { runpath: string | null; rpath: string | null } } = {},
+  options: {
+    needsLibraryPath?: boolean;
+    output?: string;
+    resolves?: string[];
+    after?: { runpath: string | null; rpath: string | null };
+  } = {},
 ): LoadCheck {
   if (!LOADABLE_ARCHES.includes(f.arch)) return { kind: 'none' };
   const needsLibraryPath = options.needsLibraryPath === true;
@@ -159,7 +164,10 @@ async function growRunpath(scratch: Scratch, f: Fixture, options: { strip: boole
     again: ['set-runpath', value],
     gone: goneAfter(searchPath(before), value),
     strip: options.strip,
-    problems: [...tierProblems(record, await tiersForNewStrings(f.path, [value])), ...(record.tier === 'append' ? sizeProblems(record) : [])],
+    problems: [
+      ...tierProblems(record, await tiersForNewStrings(f.path, [value])),
+      ...(record.tier === 'append' ? sizeProblems(record) : []),
+    ],
   });
   count('grow');
 }
@@ -302,7 +310,12 @@ async function replaceNeeded(scratch: Scratch, f: Fixture): Promise<void> {
     original: f.path,
     patched: copy.file,
     arch: f.arch,
-    expect: { runpath: before.runpath, rpath: before.rpath, needed: before.needed.map((n) => (n === from ? to : n)), renamed: { [from]: to } },
+    expect: {
+      runpath: before.runpath,
+      rpath: before.rpath,
+      needed: before.needed.map((n) => (n === from ? to : n)),
+      renamed: { [from]: to },
+    },
     load: loadCheck(f, copy.libDir, { needsLibraryPath: !viaGreet, output, ...(present ? { resolves: [to] } : {}) }),
     again: ['replace-needed', from, to],
     gone: present ? [from] : [],
@@ -325,7 +338,9 @@ async function convertTag(scratch: Scratch, f: Fixture, via: 'subcommand' | 'pat
   const problems: string[] = [];
   if (via === 'subcommand') {
     const record = await cliEditOne(['set-runpath', '--force-rpath', value], copy.file);
-    problems.push(...tierProblems(record, rpathOnly ? 'noop' : before.runpath !== null ? 'in-place' : await tiersForNewStrings(f.path, [value])));
+    problems.push(
+      ...tierProblems(record, rpathOnly ? 'noop' : before.runpath !== null ? 'in-place' : await tiersForNewStrings(f.path, [value])),
+    );
   } else {
     const result = await runCliInProcess(['--set-rpath', value, ...(rpathOnly ? [] : ['--force-rpath']), copy.file]);
     expect(result.code, result.err).toBe(0);
@@ -400,23 +415,59 @@ describe('the fixture set', () => {
 
 describe.concurrent('compiled fixtures, every operation', () => {
   for (const f of compiled) {
-    it(`${f.id}: set-runpath longer (append)`, operation((s) => growRunpath(s, f, { strip: true })));
-    it(`${f.id}: set-runpath shorter (in place)`, operation((s) => shrinkRunpath(s, f)));
-    it(`${f.id}: add-runpath ${DRIVER}`, operation((s) => addDriverRunpath(s, f)));
-    it(`${f.id}: remove-runpath --all`, operation((s) => removeRunpath(s, f, { strip: true })));
-    it(`${f.id}: add-needed ${ADDED_LIBRARY}, then remove-needed`, operation((s) => addAndRemoveNeeded(s, f)));
-    it(`${f.id}: replace-needed`, operation((s) => replaceNeeded(s, f)));
-    it(`${f.id}: set-runpath --force-rpath`, operation((s) => convertTag(s, f, 'subcommand')));
-    it(`${f.id}: runpath tag conversion with the patchelf-compatible flags`, operation((s) => convertTag(s, f, 'patchelf-flags')));
-    it(`${f.id}: three growing edits in a row`, operation((s) => repeatedGrowth(s, f)));
+    it(
+      `${f.id}: set-runpath longer (append)`,
+      operation((s) => growRunpath(s, f, { strip: true })),
+    );
+    it(
+      `${f.id}: set-runpath shorter (in place)`,
+      operation((s) => shrinkRunpath(s, f)),
+    );
+    it(
+      `${f.id}: add-runpath ${DRIVER}`,
+      operation((s) => addDriverRunpath(s, f)),
+    );
+    it(
+      `${f.id}: remove-runpath --all`,
+      operation((s) => removeRunpath(s, f, { strip: true })),
+    );
+    it(
+      `${f.id}: add-needed ${ADDED_LIBRARY}, then remove-needed`,
+      operation((s) => addAndRemoveNeeded(s, f)),
+    );
+    it(
+      `${f.id}: replace-needed`,
+      operation((s) => replaceNeeded(s, f)),
+    );
+    it(
+      `${f.id}: set-runpath --force-rpath`,
+      operation((s) => convertTag(s, f, 'subcommand')),
+    );
+    it(
+      `${f.id}: runpath tag conversion with the patchelf-compatible flags`,
+      operation((s) => convertTag(s, f, 'patchelf-flags')),
+    );
+    it(
+      `${f.id}: three growing edits in a row`,
+      operation((s) => repeatedGrowth(s, f)),
+    );
   }
 });
 
 describe.concurrent('packaged libraries: grow, add the driver directory, remove', () => {
   for (const f of packaged) {
-    it(`${f.id}: set-runpath longer (append)`, operation((s) => growRunpath(s, f, { strip: false })));
-    it(`${f.id}: add-runpath ${DRIVER}`, operation((s) => addDriverRunpath(s, f)));
-    it(`${f.id}: remove-runpath --all`, operation((s) => removeRunpath(s, f, { strip: false })));
+    it(
+      `${f.id}: set-runpath longer (append)`,
+      operation((s) => growRunpath(s, f, { strip: false })),
+    );
+    it(
+      `${f.id}: add-runpath ${DRIVER}`,
+      operation((s) => addDriverRunpath(s, f)),
+    );
+    it(
+      `${f.id}: remove-runpath --all`,
+      operation((s) => removeRunpath(s, f, { strip: false })),
+    );
   }
 });
 

@@ -31,7 +31,10 @@ const OPERATIONS: readonly Operation[] = [
   { name: '--remove-rpath', args: () => ['--remove-rpath'] },
   { name: '--force-rpath --set-rpath', args: () => ['--force-rpath', '--set-rpath', '/forced/lib:$ORIGIN'] },
   { name: '--add-needed one', args: () => ['--add-needed', 'libcuda.so.1'] },
-  { name: '--add-needed several', args: () => ['--add-needed', 'libnvrtc.so.12', '--add-needed', 'libcublas.so.12', '--add-needed', 'libcudart.so.12'] },
+  {
+    name: '--add-needed several',
+    args: () => ['--add-needed', 'libnvrtc.so.12', '--add-needed', 'libcublas.so.12', '--add-needed', 'libcudart.so.12'],
+  },
   { name: '--remove-needed', args: (needed) => (needed[0] === undefined ? null : ['--remove-needed', needed[0]]) },
   { name: '--replace-needed', args: (needed) => (needed[0] === undefined ? null : ['--replace-needed', needed[0], 'libreplaced.so.7']) },
   {
@@ -42,10 +45,27 @@ const OPERATIONS: readonly Operation[] = [
 
 /** The files compared: compiled programs and libraries of every linker and runpath kind, Debian and CUDA libraries. */
 function subjects(): Fixture[] {
-  const compiled = (variant: string, names: readonly string[]): Fixture[] => fixtures((f) => names.some((n) => f.id === `compiled/${variant}/${n}`));
+  const compiled = (variant: string, names: readonly string[]): Fixture[] =>
+    fixtures((f) => names.some((n) => f.id === `compiled/${variant}/${n}`));
   const picked = [
-    ...compiled('x86_64', ['pie-runpath', 'exec-rpath', 'exec-no-runpath', 'libuser-runpath', 'libuser-rpath', 'libuser-no-runpath', 'pie-runpath-lld', 'libuser-runpath-gold']),
-    ...compiled('aarch64-64k', ['pie-runpath', 'exec-rpath', 'libuser-runpath', 'libuser-rpath', 'pie-runpath-lld', 'libuser-runpath-gold']),
+    ...compiled('x86_64', [
+      'pie-runpath',
+      'exec-rpath',
+      'exec-no-runpath',
+      'libuser-runpath',
+      'libuser-rpath',
+      'libuser-no-runpath',
+      'pie-runpath-lld',
+      'libuser-runpath-gold',
+    ]),
+    ...compiled('aarch64-64k', [
+      'pie-runpath',
+      'exec-rpath',
+      'libuser-runpath',
+      'libuser-rpath',
+      'pie-runpath-lld',
+      'libuser-runpath-gold',
+    ]),
     ...compiled('aarch64-4k', ['pie-runpath', 'libuser-runpath-lld']),
     ...fixtures((f) => f.origin === 'debian' && /\/(libz\.so|libffi\.so|libssl\.so)/.test(f.id)),
     ...fixtures((f) => f.origin === 'cuda' && /libcudart|libnvtoolsext/.test(f.id)),
@@ -62,7 +82,11 @@ interface Side {
 }
 
 const rpathOf = (side: Side): string => side.read.stdout.split('\n')[0] ?? '';
-const neededOf = (side: Side): string[] => side.read.stdout.split('\n').slice(1).filter((line) => line !== '');
+const neededOf = (side: Side): string[] =>
+  side.read.stdout
+    .split('\n')
+    .slice(1)
+    .filter((line) => line !== '');
 
 interface Outcome {
   readonly subject: Fixture;
@@ -127,10 +151,20 @@ async function runpathKinds(file: string): Promise<string[]> {
   return (await dynamicRows(file)).filter((r) => r.tag === 'RPATH' || r.tag === 'RUNPATH').map((r) => r.tag);
 }
 
-async function side(tool: (args: readonly string[]) => Promise<ExecResult>, source: string, file: string, args: readonly string[]): Promise<Side> {
+async function side(
+  tool: (args: readonly string[]) => Promise<ExecResult>,
+  source: string,
+  file: string,
+  args: readonly string[],
+): Promise<Side> {
   await copyFile(source, file);
   const edit = await tool([...args, file]);
-  return { edit, file, read: await patchelf(['--print-rpath', '--print-needed', file]), kinds: edit.code === 0 ? await runpathKinds(file) : [] };
+  return {
+    edit,
+    file,
+    read: await patchelf(['--print-rpath', '--print-needed', file]),
+    kinds: edit.code === 0 ? await runpathKinds(file) : [],
+  };
 }
 
 /** What a result holds, as patchelf and readelf read it. */
@@ -146,12 +180,17 @@ beforeAll(async () => {
   expect((await mustExec(requireTool('patchelf'), ['--version'])).stdout.trim()).toBe('patchelf 0.14.3');
   ({ dir: work, remove: removeWork } = await scratchDir('rw-differential'));
   let counter = 0;
-  const jobs: { subject: Fixture; operation: Operation }[] = all.flatMap((subject) => OPERATIONS.map((operation) => ({ subject, operation })));
+  const jobs: { subject: Fixture; operation: Operation }[] = all.flatMap((subject) =>
+    OPERATIONS.map((operation) => ({ subject, operation })),
+  );
   const originalNeeded = new Map<string, string[]>();
   const originalKinds = new Map<string, string[]>();
   for (const subject of all) {
     const listed = await patchelf(['--print-needed', subject.path]);
-    originalNeeded.set(subject.id, listed.stdout.split('\n').filter((line) => line !== ''));
+    originalNeeded.set(
+      subject.id,
+      listed.stdout.split('\n').filter((line) => line !== ''),
+    );
     originalKinds.set(subject.id, await runpathKinds(subject.path));
   }
   await mapLimited(jobs, 3, async ({ subject, operation }) => {
@@ -232,8 +271,14 @@ describe.each(all.map((subject) => ({ id: subject.id, subject })))('$id', ({ sub
 describe.each(['x86_64', 'aarch64'] as const)('%s --shrink-rpath', (arch: BuildArch) => {
   // A runpath with a directory holding a needed library, one holding nothing, one holding that library
   // built for the other machine, an empty entry, $ORIGIN and a relative entry.
-  const program = fixtures({ arch, origin: 'compiled', idPrefix: `compiled/${arch === 'x86_64' ? 'x86_64' : 'aarch64-64k'}/pie-runpath` }).find((f) => f.id.endsWith('/pie-runpath'));
-  const other = fixtures({ arch: arch === 'x86_64' ? 'aarch64' : 'x86_64', origin: 'compiled', tags: ['no-runpath'] }).find((f) => f.id.endsWith('/libgreet'));
+  const program = fixtures({
+    arch,
+    origin: 'compiled',
+    idPrefix: `compiled/${arch === 'x86_64' ? 'x86_64' : 'aarch64-64k'}/pie-runpath`,
+  }).find((f) => f.id.endsWith('/pie-runpath'));
+  const other = fixtures({ arch: arch === 'x86_64' ? 'aarch64' : 'x86_64', origin: 'compiled', tags: ['no-runpath'] }).find((f) =>
+    f.id.endsWith('/libgreet'),
+  );
   const own = fixtures({ arch, origin: 'compiled', tags: ['no-runpath'] }).find((f) => f.id.endsWith('/libgreet'));
   let root = '';
   let runpath = '';
@@ -246,7 +291,16 @@ describe.each(['x86_64', 'aarch64'] as const)('%s --shrink-rpath', (arch: BuildA
     await copyFile(own.path, join(root, 'b/has/libgreet.so.1'));
     await copyFile(other.path, join(root, 'a/foreign/libgreet.so.1'));
     await symlink('/nonexistent/libc.so.6', join(root, 'a/empty/libc.so.6'));
-    runpath = [`${root}/a/empty`, `${root}/a/foreign`, '', `${root}/a/has`, `${root}/b/has`, '$ORIGIN/../lib', 'relative/dir', `${root}/missing`].join(':');
+    runpath = [
+      `${root}/a/empty`,
+      `${root}/a/foreign`,
+      '',
+      `${root}/a/has`,
+      `${root}/b/has`,
+      '$ORIGIN/../lib',
+      'relative/dir',
+      `${root}/missing`,
+    ].join(':');
   });
 
   it.each([
@@ -282,7 +336,11 @@ describe('the subcommands agree with patchelf on what they share with it', () =>
 
   it.each(picks.map((f) => ({ id: f.id, f })))('$id: set-runpath --force-rpath = --force-rpath --set-rpath', async ({ f }) => {
     const value = '/forced/lib:$ORIGIN';
-    const theirs = await side(patchelf, f.path, join(work, `sub-${basename(f.id)}-${f.arch}.patchelf`), ['--force-rpath', '--set-rpath', value]);
+    const theirs = await side(patchelf, f.path, join(work, `sub-${basename(f.id)}-${f.arch}.patchelf`), [
+      '--force-rpath',
+      '--set-rpath',
+      value,
+    ]);
     const mine = await side(ours, f.path, join(work, `sub-${basename(f.id)}-${f.arch}.ours`), ['set-runpath', '--force-rpath', value]);
     expect(mine.edit.code, mine.edit.stderr).toBe(0);
     expect(state(mine)).toEqual(state(theirs));

@@ -39,7 +39,8 @@ const MORE_NEEDED = ['libresolv.so.2', 'libnss_files.so.2', 'libnss_dns.so.2', '
 type Edit = (editor: DynamicEditor) => void;
 
 const EDITS: Readonly<Record<string, Edit>> = {
-  'set-runpath longer': (editor) => editor.setRunpath(textToByteString([...splitRunpath(editor.runpath()).slice(0, 1), LONG_DIR].join(':'))),
+  'set-runpath longer': (editor) =>
+    editor.setRunpath(textToByteString([...splitRunpath(editor.runpath()).slice(0, 1), LONG_DIR].join(':'))),
   'add-runpath driver': (editor) => editor.setRunpath(addRunpathEntries(editor.runpath(), [DRIVER], 'prepend', false)),
   'add-needed x6': (editor) => {
     for (const name of EXTRA_NEEDED) editor.addNeeded(name);
@@ -162,7 +163,13 @@ function strategyOf(arch: Arch, plan: Plan, base: ReadBack, done: ReadBack): str
   const dynamicMoved =
     base.image.programHeaders.find((ph) => ph.p_type === 2)?.p_offset !== done.image.programHeaders.find((ph) => ph.p_type === 2)?.p_offset;
   const executable = base.image.interpreter !== null || base.image.header.e_type === 2;
-  const table = facts.tableMoved ? `moved table (${executable ? 'executable' : 'shared object'})` : facts.tableGrown ? 'grown table' : facts.extended ? 'extended segment' : 'free slot';
+  const table = facts.tableMoved
+    ? `moved table (${executable ? 'executable' : 'shared object'})`
+    : facts.tableGrown
+      ? 'grown table'
+      : facts.extended
+        ? 'extended segment'
+        : 'free slot';
   return `${table}${dynamicMoved ? ' + moved .dynamic' : ''}`;
 }
 
@@ -239,7 +246,10 @@ describe('the matrix reaches every strategy', () => {
   it('grown table, moved table, extended segment, moved .dynamic and in place all occurred', () => {
     const seen = [...strategies.keys()];
     for (const wanted of ['in-place', 'grown table', 'moved table (shared object)', 'extended segment', 'moved .dynamic']) {
-      expect(seen.some((s) => s.includes(wanted)), `strategy "${wanted}" among ${JSON.stringify(seen)}`).toBe(true);
+      expect(
+        seen.some((s) => s.includes(wanted)),
+        `strategy "${wanted}" among ${JSON.stringify(seen)}`,
+      ).toBe(true);
     }
   });
 });

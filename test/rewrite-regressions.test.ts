@@ -66,7 +66,11 @@ async function tierOf(args: readonly string[]): Promise<string> {
   return records[0]?.tier ?? 'none';
 }
 
-async function runOk(arch: BuildArch, file: string, options: { readonly libraryPath?: string; readonly env?: Record<string, string> } = {}): Promise<string> {
+async function runOk(
+  arch: BuildArch,
+  file: string,
+  options: { readonly libraryPath?: string; readonly env?: Record<string, string> } = {},
+): Promise<string> {
   const result = await runOn(arch, file, [], programVars(options.libraryPath, options.env));
   expect(result.code, `${file}\n${describeRun(result)}`).toBe(0);
   return result.stdout;
@@ -88,14 +92,22 @@ describe.each(ARCHES)('%s', (arch) => {
     const buildId = script.findIndex((line) => /^\s*\.note\.gnu\.build-id\s*:/.test(line));
     expect(buildId).toBeGreaterThan(0);
     const edited = script.filter((line) => !/^\s*\.rodata\s+:/.test(line));
-    edited.splice(buildId + 1, 0, '  .note.gnu.property : { *(.note.gnu.property) }', '  .note.ABI-tag : { *(.note.ABI-tag) }', '  .rodata : { *(.rodata .rodata.* .gnu.linkonce.r.*) }');
+    edited.splice(
+      buildId + 1,
+      0,
+      '  .note.gnu.property : { *(.note.gnu.property) }',
+      '  .note.ABI-tag : { *(.note.ABI-tag) }',
+      '  .rodata : { *(.rodata .rodata.* .gnu.linkonce.r.*) }',
+    );
     await writeFile(join(d, 'rodata.ld'), edited.join('\n'));
     const message = 'rodata intact: the quick brown fox jumps over the lazy dog 0123456789';
-    const program = await compile(arch, d, 'prog', { 'prog.c': `#include <stdio.h>\nstatic const char message[] = "${message}";\nint main(void) { puts(message); return 0; }\n` }, [
-      '-no-pie',
-      '-Wl,--build-id=sha1',
-      '-Wl,-T,rodata.ld',
-    ]);
+    const program = await compile(
+      arch,
+      d,
+      'prog',
+      { 'prog.c': `#include <stdio.h>\nstatic const char message[] = "${message}";\nint main(void) { puts(message); return 0; }\n` },
+      ['-no-pie', '-Wl,--build-id=sha1', '-Wl,-T,rodata.ld'],
+    );
 
     const header = await elfHeader(program);
     const rodata = await section(program, '.rodata');
@@ -133,10 +145,13 @@ describe.each(ARCHES)('%s', (arch) => {
     edited.splice(interp, 0, '  .rodata : { *(.rodata .rodata.* .gnu.linkonce.r.*) }');
     await writeFile(join(d, 'rodata-first.ld'), edited.join('\n'));
     const message = 'rodata right after the headers: 0123456789 abcdefghijklmnopqrstuvwxyz';
-    const program = await compile(arch, d, 'prog', { 'prog.c': `#include <stdio.h>\nstatic const char message[] = "${message}";\nint main(void) { puts(message); return 0; }\n` }, [
-      '-no-pie',
-      '-Wl,-T,rodata-first.ld',
-    ]);
+    const program = await compile(
+      arch,
+      d,
+      'prog',
+      { 'prog.c': `#include <stdio.h>\nstatic const char message[] = "${message}";\nint main(void) { puts(message); return 0; }\n` },
+      ['-no-pie', '-Wl,-T,rodata-first.ld'],
+    );
     const header = await elfHeader(program);
     const rodata = await section(program, '.rodata');
     // Less than one table entry of padding, then .rodata: the table cannot grow in place.
@@ -183,7 +198,9 @@ describe.each(ARCHES)('%s', (arch) => {
       arch,
       d,
       'prog',
-      { 'prog.c': `${write}void lib_hello(void);\nvoid prog_init(void) { say("program DT_INIT ran\\n"); }\nint main(void) { lib_hello(); return 0; }\n` },
+      {
+        'prog.c': `${write}void lib_hello(void);\nvoid prog_init(void) { say("program DT_INIT ran\\n"); }\nint main(void) { lib_hello(); return 0; }\n`,
+      },
       ['-fPIE', '-pie', '-fuse-ld=lld', '-Wl,-init=prog_init', '-L.', '-linit', '-Wl,-rpath,$ORIGIN'],
     );
     const library = join(d, 'libinit.so');
@@ -215,11 +232,22 @@ describe.each(ARCHES)('%s', (arch) => {
     const roomSource = `__attribute__((used, aligned(64))) const unsigned char phdr_room[${ROOM}] = { 1 };\n`;
 
     /** Links with one RX segment from offset 0 (so the room in .rodata is in the first LOAD) and moves the table there. */
-    async function relocated(d: string, name: string, spareNullEntries: number, sources: Record<string, string>, flags: string[]): Promise<string> {
+    async function relocated(
+      d: string,
+      name: string,
+      spareNullEntries: number,
+      sources: Record<string, string>,
+      flags: string[],
+    ): Promise<string> {
       const file = await compile(arch, d, `${name}.linked`, sources, ['-Wl,-z,noseparate-code', ...flags]);
       const rows = await segments(file);
       const roomOffset = offsetOfAddress(rows, await symbolAddress(file, 'phdr_room'));
-      const bytes = relocateProgramHeaders(new Uint8Array(await readFile(file)), { roomOffset, roomSize: ROOM, spareNullEntries, occupyOldPlace: true });
+      const bytes = relocateProgramHeaders(new Uint8Array(await readFile(file)), {
+        roomOffset,
+        roomSize: ROOM,
+        spareNullEntries,
+        occupyOldPlace: true,
+      });
       const out = join(d, name);
       await writeFile(out, bytes, { mode: 0o755 });
       const header = await elfHeader(out);
@@ -238,14 +266,18 @@ describe.each(ARCHES)('%s', (arch) => {
       expect(interp.offset).toBe(64);
       expect(await runOk(arch, program)).toBe('table elsewhere, program fine\n');
       const header = await elfHeader(program);
-      const interpreter = (await mustExec(requireTool('readelf'), ['-lW', program])).stdout.match(/Requesting program interpreter: ([^\]]+)\]/)?.[1];
+      const interpreter = (await mustExec(requireTool('readelf'), ['-lW', program])).stdout.match(
+        /Requesting program interpreter: ([^\]]+)\]/,
+      )?.[1];
       expect(interpreter).toMatch(/^\/lib/);
 
       expect(await tierOf(['set-runpath', LONG_RUNPATH, program])).toBe('append');
 
       expect(await elfHeader(program)).toEqual(header);
       expect((await segments(program)).some((r) => r.type === 'NULL')).toBe(false);
-      expect((await mustExec(requireTool('readelf'), ['-lW', program])).stdout.match(/Requesting program interpreter: ([^\]]+)\]/)?.[1]).toBe(interpreter);
+      expect(
+        (await mustExec(requireTool('readelf'), ['-lW', program])).stdout.match(/Requesting program interpreter: ([^\]]+)\]/)?.[1],
+      ).toBe(interpreter);
       expect(loadProblems(await segments(program))).toEqual([]);
       expect(await dynamicStrings(program, 'RUNPATH')).toEqual([LONG_RUNPATH]);
       expect(await runOk(arch, program)).toBe('table elsewhere, program fine\n');
@@ -256,7 +288,9 @@ describe.each(ARCHES)('%s', (arch) => {
       const program = await relocated(d, 'prog', 0, { 'prog.c': programSource }, ['-no-pie']);
       expect(await runOk(arch, program)).toBe('table elsewhere, program fine\n');
       const original = await readFile(program);
-      const interpreter = (await mustExec(requireTool('readelf'), ['-lW', program])).stdout.match(/Requesting program interpreter: ([^\]]+)\]/)?.[1];
+      const interpreter = (await mustExec(requireTool('readelf'), ['-lW', program])).stdout.match(
+        /Requesting program interpreter: ([^\]]+)\]/,
+      )?.[1];
       const result = await runCli(['set-runpath', LONG_RUNPATH, program, '--json'], { timeoutMs: 60_000 });
       if (result.code !== 0) {
         // Refusing is allowed (docs/design.md's ELF facts: keep an executable's table where it is, or prove the move);
@@ -278,7 +312,9 @@ describe.each(ARCHES)('%s', (arch) => {
       expect(mapping, 'a PT_LOAD maps the table from the file').toBeDefined();
       expect(phdr.offset - (mapping?.offset ?? 0)).toBe(phdr.vaddr - (mapping?.vaddr ?? 0));
       expect(rows[0]?.type).toBe('PHDR');
-      expect((await mustExec(requireTool('readelf'), ['-lW', program])).stdout.match(/Requesting program interpreter: ([^\]]+)\]/)?.[1]).toBe(interpreter);
+      expect(
+        (await mustExec(requireTool('readelf'), ['-lW', program])).stdout.match(/Requesting program interpreter: ([^\]]+)\]/)?.[1],
+      ).toBe(interpreter);
       expect(loadProblems(rows)).toEqual([]);
       expect(await dynamicStrings(program, 'RUNPATH')).toEqual([LONG_RUNPATH]);
       expect(await runOk(arch, program)).toBe('table elsewhere, program fine\n');
@@ -286,7 +322,11 @@ describe.each(ARCHES)('%s', (arch) => {
 
     it('a shared library: loads, and glibc finds every program header of it at run time (dl_iterate_phdr)', async () => {
       const d = await dir(`${arch}-phoff-lib`);
-      const library = await relocated(d, 'libroom.so', 0, { 'room.c': `${roomSource}int room_hello(void) { return 42; }\n` }, ['-shared', '-fPIC', '-Wl,-soname,libroom.so']);
+      const library = await relocated(d, 'libroom.so', 0, { 'room.c': `${roomSource}int room_hello(void) { return 42; }\n` }, [
+        '-shared',
+        '-fPIC',
+        '-Wl,-soname,libroom.so',
+      ]);
       // The program links against the library as the linker wrote it; it loads the transformed one.
       const program = await compile(
         arch,
@@ -337,13 +377,21 @@ describe.each(ARCHES)('%s', (arch) => {
 
   it('#664: version definitions and needs stay right when .dynstr and .dynamic move', async () => {
     const sources = {
-      'ver.c': 'int foo_v1(void) { return 1; }\nint foo_v2(void) { return 2; }\nint bar(void) { return 40; }\n__asm__(".symver foo_v1,foo@VERS_1");\n__asm__(".symver foo_v2,foo@@VERS_2");\n',
+      'ver.c':
+        'int foo_v1(void) { return 1; }\nint foo_v2(void) { return 2; }\nint bar(void) { return 40; }\n__asm__(".symver foo_v1,foo@VERS_1");\n__asm__(".symver foo_v2,foo@@VERS_2");\n',
       'ver.map': 'VERS_1 { global: foo; local: *; };\nVERS_2 { global: foo; bar; } VERS_1;\n',
     };
-    const use = '#include <stdio.h>\nint foo(void); int bar(void);\n#ifdef OLD\n__asm__(".symver foo,foo@VERS_1");\n#endif\nint main(void) { printf("foo=%d bar=%d\\n", foo(), bar()); return 0; }\n';
+    const use =
+      '#include <stdio.h>\nint foo(void); int bar(void);\n#ifdef OLD\n__asm__(".symver foo,foo@VERS_1");\n#endif\nint main(void) { printf("foo=%d bar=%d\\n", foo(), bar()); return 0; }\n';
     for (const linker of ['bfd', 'lld']) {
       const sub = await dir(`${arch}-versions/${linker}`);
-      const library = await compile(arch, sub, 'libver.so.1', sources, ['-shared', '-fPIC', `-fuse-ld=${linker}`, '-Wl,-soname,libver.so.1', '-Wl,--version-script=ver.map']);
+      const library = await compile(arch, sub, 'libver.so.1', sources, [
+        '-shared',
+        '-fPIC',
+        `-fuse-ld=${linker}`,
+        '-Wl,-soname,libver.so.1',
+        '-Wl,--version-script=ver.map',
+      ]);
       await copyFile(library, join(sub, 'libver.so'));
       const flags = ['-L.', '-lver', '-Wl,-rpath,$ORIGIN', `-fuse-ld=${linker}`];
       const current = await compile(arch, sub, 'use-current', { 'use.c': use }, flags);
@@ -451,7 +499,10 @@ describe.each(ARCHES)('%s', (arch) => {
         f.arch === arch &&
         f.kind !== 'static' &&
         !f.tags.includes('no-sections') &&
-        ((f.origin === 'compiled' && ['pie-runpath', 'exec-runpath', 'libuser-runpath', 'pie-runpath-lld', 'libuser-runpath-lld', 'pie-runpath-gold'].some((n) => f.id.endsWith(`/${n}`))) ||
+        ((f.origin === 'compiled' &&
+          ['pie-runpath', 'exec-runpath', 'libuser-runpath', 'pie-runpath-lld', 'libuser-runpath-lld', 'pie-runpath-gold'].some((n) =>
+            f.id.endsWith(`/${n}`),
+          )) ||
           (f.origin === 'cuda' && (f.id.includes('libcudart') || f.id.includes('libnvtoolsext')))),
     );
     // Both link-time page sizes of aarch64 and the 2 MiB-aligned CUDA libraries must be among them.
@@ -488,7 +539,9 @@ describe.each(ARCHES)('%s', (arch) => {
     /** 100 runpaths that grow, shrink and change, none equal to the previous. */
     const runpaths = Array.from({ length: 100 }, (_, i) => {
       const count = 1 + ((i * 7) % 5);
-      return Array.from({ length: count }, (_, k) => `/nix/store/${String(i * 31 + k).padStart(32, 'x')}-dep-${i}-${k}/lib`).concat('$ORIGIN/../lib').join(':');
+      return Array.from({ length: count }, (_, k) => `/nix/store/${String(i * 31 + k).padStart(32, 'x')}-dep-${i}-${k}/lib`)
+        .concat('$ORIGIN/../lib')
+        .join(':');
     });
 
     const cases = (): Fixture[] =>
@@ -534,20 +587,26 @@ describe.each(ARCHES)('%s', (arch) => {
 
   it('lld output without spare DT_NULL slots: a new DT_NEEDED moves .dynamic, and the new library is really loaded', async () => {
     const d = await dir(`${arch}-lld-needed`);
-    await compile(arch, d, 'libextra.so', { 'extra.c': '#include <unistd.h>\n__attribute__((constructor)) static void hello(void) { write(1, "libextra loaded\\n", 16); }\n' }, [
+    await compile(
+      arch,
+      d,
+      'libextra.so',
+      { 'extra.c': '#include <unistd.h>\n__attribute__((constructor)) static void hello(void) { write(1, "libextra loaded\\n", 16); }\n' },
+      ['-shared', '-fPIC', '-Wl,-soname,libextra.so'],
+    );
+    const library = await compile(arch, d, 'libgreet2.so', { 'greet.c': 'const char *greet2(void) { return "greet2 called"; }\n' }, [
       '-shared',
       '-fPIC',
-      '-Wl,-soname,libextra.so',
-    ]);
-    const library = await compile(arch, d, 'libgreet2.so', { 'greet.c': 'const char *greet2(void) { return "greet2 called"; }\n' }, ['-shared', '-fPIC', '-fuse-ld=lld', '-Wl,-soname,libgreet2.so']);
-    const program = await compile(arch, d, 'prog', { 'prog.c': '#include <stdio.h>\nconst char *greet2(void);\nint main(void) { puts(greet2()); return 0; }\n' }, [
-      '-fPIE',
-      '-pie',
       '-fuse-ld=lld',
-      '-L.',
-      '-lgreet2',
-      '-Wl,-rpath,$ORIGIN',
+      '-Wl,-soname,libgreet2.so',
     ]);
+    const program = await compile(
+      arch,
+      d,
+      'prog',
+      { 'prog.c': '#include <stdio.h>\nconst char *greet2(void);\nint main(void) { puts(greet2()); return 0; }\n' },
+      ['-fPIE', '-pie', '-fuse-ld=lld', '-L.', '-lgreet2', '-Wl,-rpath,$ORIGIN'],
+    );
     expect(await runOk(arch, program)).toBe('greet2 called\n');
     const summary = JSON.parse((await cli(['print', '--json', program, library])).stdout) as { spareDynamicSlots: number | null }[];
     expect(summary.map((s) => s.spareDynamicSlots)).toEqual([0, 0]);

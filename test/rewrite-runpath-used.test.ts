@@ -86,7 +86,9 @@ async function proveUsed(f: Fixture): Promise<void> {
   const debug = await exercise(f, file, { LD_DEBUG: 'libs' });
   expect(debug.code, describeExec('LD_DEBUG=libs run', debug)).toBe(0);
   // glibc: "search path=DIR...\t\t(RUNPATH from file FILE)" then "trying file=DIR/libgreet.so.1".
-  const searched = new RegExp(`search path=${escapeRegExp(only)}[^\\n]*\\(${kind} from file [^)]*${escapeRegExp(file.split('/').at(-1) ?? '')}\\)`);
+  const searched = new RegExp(
+    `search path=${escapeRegExp(only)}[^\\n]*\\(${kind} from file [^)]*${escapeRegExp(file.split('/').at(-1) ?? '')}\\)`,
+  );
   expect(debug.stderr, 'the loader searched the added directory because of the edited file').toMatch(searched);
   expect(debug.stderr).toMatch(new RegExp(`trying file=${escapeRegExp(join(only, 'libgreet.so.1'))}`));
   expect(debug.stderr).not.toMatch(/LD_LIBRARY_PATH/);

@@ -54,7 +54,12 @@ describe.each(ARCHES)('%s: the appended segment starts the largest dynamic symbo
   it.each(Object.entries(LIBRARIES))('%s', async (label, source) => {
     const dir = join(work, `${arch}-${label.replaceAll(' ', '-')}`);
     await mkdir(dir, { recursive: true });
-    const original = await compile(arch, dir, 'libgap.so', { 'gap.c': source }, ['-shared', '-fPIC', '-O1', `-Wl,--enable-new-dtags,-rpath,${OLD_RUNPATH}`]);
+    const original = await compile(arch, dir, 'libgap.so', { 'gap.c': source }, [
+      '-shared',
+      '-fPIC',
+      '-O1',
+      `-Wl,--enable-new-dtags,-rpath,${OLD_RUNPATH}`,
+    ]);
     const patched = join(dir, 'libgap-patched.so');
     await copyFile(original, patched);
     const record = await cliEditOne(['set-runpath', NEW_RUNPATH], patched);

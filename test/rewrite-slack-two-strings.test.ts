@@ -17,7 +17,11 @@ beforeAll(() => {
 it('set-rpath and add-needed together, into the slack of an earlier runpath: both strings read back', async () => {
   const file = join(await makeTempDir('slack-two'), 'libuser.so');
   await copyFile(fixture('compiled/x86_64/libuser-runpath').path, file);
-  for (const args of [['add-runpath', '/x', file], ['remove-runpath', '--all', file], ['--set-rpath', '/y', '--add-needed', 'liba.so', file]]) {
+  for (const args of [
+    ['add-runpath', '/x', file],
+    ['remove-runpath', '--all', file],
+    ['--set-rpath', '/y', '--add-needed', 'liba.so', file],
+  ]) {
     const result = await runCli(args);
     expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 0, stderr: '' });
   }

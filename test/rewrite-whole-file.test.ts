@@ -36,7 +36,8 @@ const PAGE: Record<BuildArch, number> = { x86_64: 0x1000, aarch64: 0x10000 };
 const ROOM = 1024;
 /** Inputs of the fuzzed slice per architecture (a few seconds each). */
 const FUZZ_ITERATIONS = 1500;
-const RUNPATH = '/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat-12.2/compat:/run/opengl-driver/lib:$ORIGIN/../lib/long/enough/never/to/fit/in/place';
+const RUNPATH =
+  '/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat-12.2/compat:/run/opengl-driver/lib:$ORIGIN/../lib/long/enough/never/to/fit/in/place';
 const OUTPUT = 'big bss fine 28672\n';
 
 const SOURCE = `#include <stdio.h>
@@ -79,7 +80,10 @@ async function runOk(arch: BuildArch, file: string): Promise<string> {
 /** eu-elflint's complaints about a file, with its name taken out. */
 async function elflint(file: string): Promise<string[]> {
   const result = await execTool(requireTool('eu-elflint'), ['--gnu-ld', file]);
-  return result.stdout.split('\n').filter((line) => line !== '' && line !== 'No errors').map((line) => line.replaceAll(file, '<file>'));
+  return result.stdout
+    .split('\n')
+    .filter((line) => line !== '' && line !== 'No errors')
+    .map((line) => line.replaceAll(file, '<file>'));
 }
 
 const loads = (rows: readonly SegmentRow[]): SegmentRow[] => rows.filter((r) => r.type === 'LOAD');
@@ -92,7 +96,16 @@ async function tableWithoutRoom(arch: BuildArch, flags: readonly string[] = ['-n
   const rows = await segments(linked);
   const roomOffset = offsetOfAddress(rows, await symbolAddress(linked, 'phdr_room'));
   const program = join(dir, 'prog');
-  await writeFile(program, relocateProgramHeaders(new Uint8Array(await readFile(linked)), { roomOffset, roomSize: ROOM, spareNullEntries: 0, occupyOldPlace: true }), { mode: 0o755 });
+  await writeFile(
+    program,
+    relocateProgramHeaders(new Uint8Array(await readFile(linked)), {
+      roomOffset,
+      roomSize: ROOM,
+      spareNullEntries: 0,
+      occupyOldPlace: true,
+    }),
+    { mode: 0o755 },
+  );
   expect(await runOk(arch, program)).toBe(OUTPUT);
   return { dir, program };
 }
@@ -186,7 +199,14 @@ describe.each(ARCHES)('%s', (arch) => {
 
   it('apply rewrites it (the dry run writes nothing), names the tier, and check then finds nothing to do', async () => {
     const { dir, program } = await tableWithoutRoom(arch);
-    const dry = await cli(['apply', dir, '--dry-run', '--json', '--cuda-compat', '/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat']);
+    const dry = await cli([
+      'apply',
+      dir,
+      '--dry-run',
+      '--json',
+      '--cuda-compat',
+      '/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat',
+    ]);
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout).toMatch(/rewrite/);
     const untouched = await fileState(program);
@@ -219,7 +239,9 @@ describe.each(ARCHES)('%s', (arch) => {
     const result = await cli(['set-runpath', RUNPATH, program]);
     expect(result.code).toBe(3);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
-    expect(result.stderr).toContain(`${program}: the edit needs a whole-file rewrite, which would split the file's 2 hard links; left alone`);
+    expect(result.stderr).toContain(
+      `${program}: the edit needs a whole-file rewrite, which would split the file's 2 hard links; left alone`,
+    );
     expect(await fileState(program)).toEqual(before);
     expect((await stat(program)).ino).toBe((await stat(other)).ino);
   });
@@ -275,7 +297,11 @@ describe.each(ARCHES)('%s', (arch) => {
     expect((JSON.parse(result.stdout) as { tier: string }[])[0]?.tier).toBe('rewrite');
     expect(await fileState(program)).toEqual(before);
     const outAfter = await stat(join(dir, 'out'));
-    expect({ ino: outAfter.ino, mode: outAfter.mode & 0o7777, nlink: outAfter.nlink }).toEqual({ ino: outBefore.ino, mode: 0o700, nlink: 2 });
+    expect({ ino: outAfter.ino, mode: outAfter.mode & 0o7777, nlink: outAfter.nlink }).toEqual({
+      ino: outBefore.ino,
+      mode: 0o700,
+      nlink: 2,
+    });
     expect((await lstat(join(dir, 'out-link'))).isSymbolicLink()).toBe(true);
     expect(await dynamicStrings(join(dir, 'out-too'), 'RUNPATH')).toEqual([RUNPATH]);
     expect(await runOk(arch, join(dir, 'out'))).toBe(OUTPUT);
@@ -283,7 +309,10 @@ describe.each(ARCHES)('%s', (arch) => {
   });
 
   it('through a symbolic link, in place or as its own --output: the link stays and its target is rewritten', async () => {
-    for (const args of [(link: string) => ['set-runpath', RUNPATH, link], (link: string, program: string) => ['--set-rpath', RUNPATH, '--output', program, link]]) {
+    for (const args of [
+      (link: string) => ['set-runpath', RUNPATH, link],
+      (link: string, program: string) => ['--set-rpath', RUNPATH, '--output', program, link],
+    ]) {
       const { dir, program } = await tableWithoutRoom(arch);
       await symlink('prog', join(dir, 'prog-link'));
       const result = await cli(args(join(dir, 'prog-link'), program));
@@ -301,7 +330,9 @@ describe.each(ARCHES)('%s', (arch) => {
     const result = await cli(['set-runpath', RUNPATH, program]);
     expect(result.code).toBe(3);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
-    expect(result.stderr).toContain('nor can a whole-file rewrite help: a position-independent file has no addresses free below its first segment');
+    expect(result.stderr).toContain(
+      'nor can a whole-file rewrite help: a position-independent file has no addresses free below its first segment',
+    );
     expect(await fileState(program)).toEqual(before);
   });
   it('fuzzed: mutations of such a program through every edit, 0 crashes, hangs or wrong results, rewrites among them', async () => {
@@ -309,7 +340,14 @@ describe.each(ARCHES)('%s', (arch) => {
     const workDir = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : work, `cuda-patchelf-rewrite-fuzz-${arch}-`));
     onTestFinished(() => rm(workDir, { recursive: true, force: true }));
     const base = { id: `rewrite/${arch}/no-room`, path: program } as Fixture;
-    const { figures, failures } = await runFuzz({ seed: 0x4e, iterations: FUZZ_ITERATIONS, workDir, bases: [base], timeCapMs: 2_000, rssCapBytes: 1024 * 2 ** 20 });
+    const { figures, failures } = await runFuzz({
+      seed: 0x4e,
+      iterations: FUZZ_ITERATIONS,
+      workDir,
+      bases: [base],
+      timeCapMs: 2_000,
+      rssCapBytes: 1024 * 2 ** 20,
+    });
     console.info(`${arch} rewrite fuzz: ${JSON.stringify(figures)}`);
     expect(failures.map((f) => `iteration ${f.iteration}: ${f.mutation}; ${f.operation}: ${f.problems.join('; ')}`)).toEqual([]);
     expect(figures.crashes + figures.hangs + figures.wrongResults + figures.memoryOverruns).toBe(0);
@@ -325,7 +363,12 @@ describe.each(ARCHES)('%s', (arch) => {
     const linked = await compile(arch, dir, 'prog.linked', { 'prog.c': dataSource }, ['-O1', '-no-pie', '-Wl,-z,noseparate-code']);
     const rows = await segments(linked);
     const roomOffset = offsetOfAddress(rows, await symbolAddress(linked, 'phdr_room'));
-    const original = relocateProgramHeaders(new Uint8Array(await readFile(linked)), { roomOffset, roomSize: ROOM, spareNullEntries: 0, occupyOldPlace: true });
+    const original = relocateProgramHeaders(new Uint8Array(await readFile(linked)), {
+      roomOffset,
+      roomSize: ROOM,
+      spareNullEntries: 0,
+      occupyOldPlace: true,
+    });
     const program = join(dir, 'prog');
     const write = (): Promise<void> => writeFile(program, original, { mode: 0o755 });
     await write();
@@ -339,7 +382,9 @@ describe.each(ARCHES)('%s', (arch) => {
       // Even rounds kill as soon as the temporary file appears (inside the rewrite, the copy under way),
       // odd ones at moments spread over a whole run (before it starts, or after the rename).
       const watcher = watch(dir);
-      const created = new Promise((resolve) => watcher.on('change', (_event, name) => String(name).includes('.cuda-patchelf-rewrite-') && resolve(null)));
+      const created = new Promise((resolve) =>
+        watcher.on('change', (_event, name) => String(name).includes('.cuda-patchelf-rewrite-') && resolve(null)),
+      );
       const child = spawn(process.execPath, [cliPath, 'set-runpath', RUNPATH, program, '--durable'], { stdio: 'ignore' });
       const exited = new Promise((resolve) => child.once('exit', resolve));
       await (round % 2 === 0 ? Promise.race([created, exited]) : new Promise((resolve) => setTimeout(resolve, (elapsed * round) / 12)));

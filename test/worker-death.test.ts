@@ -92,7 +92,10 @@ let reference: { snapshot: TreeSnapshot; files: Map<string, ReportFile> };
 const RUN_MS = 60_000;
 const apply = (root: string, jobs: number, wrapper?: readonly string[]): Promise<CliResult> =>
   // --threads-from-start: the pool starts with the batch, so that every ELF file is a worker thread's.
-  runCli(['apply', root, '--cuda-compat', COMPAT_DIR, '--json', '--jobs', String(jobs), '--threads-from-start'], { timeoutMs: RUN_MS, ...(wrapper === undefined ? {} : { wrapper }) });
+  runCli(['apply', root, '--cuda-compat', COMPAT_DIR, '--json', '--jobs', String(jobs), '--threads-from-start'], {
+    timeoutMs: RUN_MS,
+    ...(wrapper === undefined ? {} : { wrapper }),
+  });
 
 /** Shared libraries, executables and files that are not ELF, in a few directories. */
 async function buildTree(root: string): Promise<void> {
@@ -111,7 +114,11 @@ function filesOf(report: TreeReport, root: string): Map<string, ReportFile> {
 }
 
 /** Applies with --jobs 2 to a copy of the pristine tree, with the kill hook loaded. */
-async function applyKilling(name: string, victims: readonly string[], mode: DeathMode): Promise<{ root: string; result: CliResult; files: Map<string, ReportFile>; snapshot: TreeSnapshot }> {
+async function applyKilling(
+  name: string,
+  victims: readonly string[],
+  mode: DeathMode,
+): Promise<{ root: string; result: CliResult; files: Map<string, ReportFile>; snapshot: TreeSnapshot }> {
   const root = join(scratch, name);
   await copyTree(pristine, root);
   const hook = join(scratch, `${name}-hook.mjs`);
@@ -143,16 +150,20 @@ function differencesFromReference(run: { files: Map<string, ReportFile>; snapsho
     if (excused.has(path)) continue;
     const got = run.files.get(path);
     if (got === undefined) problems.push(`${path}: no outcome`);
-    else if (got.status !== expected.status || got.tier !== expected.tier || got.newRunpath !== expected.newRunpath) problems.push(`${path}: ${got.status} ${got.error?.message ?? ''}`);
+    else if (got.status !== expected.status || got.tier !== expected.tier || got.newRunpath !== expected.newRunpath)
+      problems.push(`${path}: ${got.status} ${got.error?.message ?? ''}`);
   }
   for (const path of reference.snapshot.keys()) {
-    if (!excused.has(path) && sha(run.snapshot, path) !== sha(reference.snapshot, path)) problems.push(`${path}: bytes differ from the --jobs 1 run`);
+    if (!excused.has(path) && sha(run.snapshot, path) !== sha(reference.snapshot, path))
+      problems.push(`${path}: bytes differ from the --jobs 1 run`);
   }
   return problems.sort();
 }
 
 const died = (exit: string): RegExp =>
-  new RegExp(`^the worker thread patching this file died \\(${exit}\\); the file is unchanged, part-way or fully patched \\(every write leaves it valid\\): run apply again to finish it$`);
+  new RegExp(
+    `^the worker thread patching this file died \\(${exit}\\); the file is unchanged, part-way or fully patched \\(every write leaves it valid\\): run apply again to finish it$`,
+  );
 
 beforeAll(async () => {
   assertCliBuilt();
@@ -177,15 +188,21 @@ describe('a worker thread that dies while apply --jobs 2 runs', () => {
     ['exit', `exit code ${EXIT_CODE}`],
     ['throw', 'exit code 1: Error: the test kills this thread'],
     ['terminate', 'exit code 1'],
-  ] as const)('%s: fails the file it was patching, and every other file comes out as with --jobs 1', async (mode, exit) => {
-    const run = await applyKilling(mode, [victim], mode);
-    expect(run.result.code, run.result.stderr).toBe(3);
-    const failed = [...run.files].filter(([, file]) => file.status === 'failed');
-    expect(failed.map(([path, file]) => [path, file.error?.message])).toEqual([[victim, expect.stringMatching(died(exit))]]);
-    expect(stderrLines(run.result)).toEqual([expect.stringContaining(`${join(run.root, victim)}: internal error: the worker thread patching this file died`)]);
-    expect(sha(run.snapshot, victim), 'the thread died before it wrote a byte of the victim').toBe(sha(pristineSnapshot, victim));
-    expect(differencesFromReference(run, new Set([victim]))).toEqual([]);
-  }, 120_000);
+  ] as const)(
+    '%s: fails the file it was patching, and every other file comes out as with --jobs 1',
+    async (mode, exit) => {
+      const run = await applyKilling(mode, [victim], mode);
+      expect(run.result.code, run.result.stderr).toBe(3);
+      const failed = [...run.files].filter(([, file]) => file.status === 'failed');
+      expect(failed.map(([path, file]) => [path, file.error?.message])).toEqual([[victim, expect.stringMatching(died(exit))]]);
+      expect(stderrLines(run.result)).toEqual([
+        expect.stringContaining(`${join(run.root, victim)}: internal error: the worker thread patching this file died`),
+      ]);
+      expect(sha(run.snapshot, victim), 'the thread died before it wrote a byte of the victim').toBe(sha(pristineSnapshot, victim));
+      expect(differencesFromReference(run, new Set([victim]))).toEqual([]);
+    },
+    120_000,
+  );
 });
 
 describe('more worker threads die than the pool replaces', () => {
@@ -196,14 +213,22 @@ describe('more worker threads die than the pool replaces', () => {
     expect(run.result.code, run.result.stderr).toBe(3);
     const failed = [...run.files].filter(([, file]) => file.status === 'failed');
     const deaths = failed.filter(([, file]) => died(`exit code ${EXIT_CODE}`).test(file.error?.message ?? ''));
-    const orphans = failed.filter(([, file]) => file.error?.message === 'no worker thread is left to patch this file (5 died in this run); left alone');
+    const orphans = failed.filter(
+      ([, file]) => file.error?.message === 'no worker thread is left to patch this file (5 died in this run); left alone',
+    );
     expect(deaths, 'one file per thread that died').toHaveLength(5);
     expect(deaths.every(([path]) => victims.includes(path))).toBe(true);
     const orphaned = new Set(orphans.map(([path]) => path));
-    expect(victims.filter((path) => !deaths.some(([dead]) => dead === path) && !orphaned.has(path)), 'the victim no thread was left for').toEqual([]);
+    expect(
+      victims.filter((path) => !deaths.some(([dead]) => dead === path) && !orphaned.has(path)),
+      'the victim no thread was left for',
+    ).toEqual([]);
     expect(failed.length).toBe(deaths.length + orphans.length);
     expect(stderrLines(run.result)).toHaveLength(failed.length);
-    expect(failed.filter(([path]) => sha(run.snapshot, path) !== sha(pristineSnapshot, path)).map(([path]) => path), 'failed files are left as they were').toEqual([]);
+    expect(
+      failed.filter(([path]) => sha(run.snapshot, path) !== sha(pristineSnapshot, path)).map(([path]) => path),
+      'failed files are left as they were',
+    ).toEqual([]);
     expect(differencesFromReference(run, new Set(failed.map(([path]) => path)))).toEqual([]);
   }, 120_000);
 });

@@ -54,7 +54,9 @@ export async function takeCensus(tree: string, cli: string, applyArgs: readonly 
   const dynamic = report.files.filter((f) => f.status === 'would-patch' || f.status === 'would-refuse' || f.status === 'unchanged');
   const elf = [...dynamic, ...report.files.filter((f) => f.status === 'skipped' && ELF_SKIPS.has(f.reason ?? ''))];
   const amd64 = dynamic.filter((f) => relative(tree, f.path).startsWith('amd64/') && /\.so(\.|$)/.test(f.path));
-  const amd64Libraries = (await Promise.all(amd64.map(async (f) => ({ path: f.path, size: (await stat(f.path)).size })))).sort((a, b) => a.size - b.size);
+  const amd64Libraries = (await Promise.all(amd64.map(async (f) => ({ path: f.path, size: (await stat(f.path)).size })))).sort(
+    (a, b) => a.size - b.size,
+  );
   return {
     outputs: await countOutputs(tree),
     regularFiles: await count(tree, 'f'),

@@ -63,7 +63,20 @@ function resultTable(input: ReportInput): string {
       peakRssMiB(r).toFixed(0),
     ];
   });
-  return table(['contender', 'wall (median)', 'min – max', 'ELF files/s', 'CPU cores', 'written MiB (write_bytes)', 'write() MiB (wchar)', 'tree growth MiB', 'peak RSS MiB'], rows);
+  return table(
+    [
+      'contender',
+      'wall (median)',
+      'min – max',
+      'ELF files/s',
+      'CPU cores',
+      'written MiB (write_bytes)',
+      'write() MiB (wchar)',
+      'tree growth MiB',
+      'peak RSS MiB',
+    ],
+    rows,
+  );
 }
 
 function ratioTable(input: ReportInput): string {
@@ -85,7 +98,13 @@ interface TargetRow {
 }
 
 /** "met" or "missed by …": `value` against `goal`, where larger is better when `atLeast`. */
-function verdict(value: number, goal: number, atLeast: boolean, show: (v: number) => string, short: (value: number, goal: number) => string): string {
+function verdict(
+  value: number,
+  goal: number,
+  atLeast: boolean,
+  show: (v: number) => string,
+  short: (value: number, goal: number) => string,
+): string {
   const met = atLeast ? value >= goal : value <= goal;
   return met ? `met: ${show(value)}` : `**missed**: ${show(value)}, ${short(value, goal)}`;
 }
@@ -105,7 +124,10 @@ function targetRows(input: ReportInput): { header: string[]; rows: TargetRow[] }
     });
   }
   if (c !== undefined) {
-    rows.push({ target: `≥ ${TARGETS.vsXargs}× faster than (c)`, cells: ours.map((a) => verdict(wall(c).median / wall(a).median, TARGETS.vsXargs, true, times, factor)) });
+    rows.push({
+      target: `≥ ${TARGETS.vsXargs}× faster than (c)`,
+      cells: ours.map((a) => verdict(wall(c).median / wall(a).median, TARGETS.vsXargs, true, times, factor)),
+    });
   }
   if (d !== undefined) {
     rows.push({
@@ -134,7 +156,15 @@ function targetRows(input: ReportInput): { header: string[]; rows: TargetRow[] }
   });
   rows.push({
     target: `peak RSS ≤ ${TARGETS.rssMiB} MiB`,
-    cells: ours.map((a) => verdict(peakRssMiB(a), TARGETS.rssMiB, false, (v) => `${v.toFixed(0)} MiB`, (v, g) => `${(v - g).toFixed(0)} MiB over`)),
+    cells: ours.map((a) =>
+      verdict(
+        peakRssMiB(a),
+        TARGETS.rssMiB,
+        false,
+        (v) => `${v.toFixed(0)} MiB`,
+        (v, g) => `${(v - g).toFixed(0)} MiB over`,
+      ),
+    ),
   });
   return { header: ['target', ...ours.map((a) => a.contender.name)], rows };
 }
@@ -150,11 +180,17 @@ function growthTable(input: ReportInput): string {
       String(r.growth.overSlack.length),
       String(r.growth.largestExcess),
     ]);
-  return table(['contender', 'files grown', 'growth MiB', 'largest growth B', `files over tables + ${GROWTH_SLACK_BYTES} B`, 'largest excess B'], rows);
+  return table(
+    ['contender', 'files grown', 'growth MiB', 'largest growth B', `files over tables + ${GROWTH_SLACK_BYTES} B`, 'largest excess B'],
+    rows,
+  );
 }
 
 function selfTimeTable(entries: readonly SelfTime[], what: string): string {
-  return table([what, 'self time', 'share'], entries.map((e) => [`\`${e.name}\``, `${(e.micros / 1000).toFixed(0)} ms`, `${(e.share * 100).toFixed(1)}%`]));
+  return table(
+    [what, 'self time', 'share'],
+    entries.map((e) => [`\`${e.name}\``, `${(e.micros / 1000).toFixed(0)} ms`, `${(e.share * 100).toFixed(1)}%`]),
+  );
 }
 
 function profileSection(input: ReportInput): string[] {
@@ -198,7 +234,9 @@ export function renderReport(input: ReportInput): string {
     `**Closure** (bench/closure-packages.lock, Debian 12 amd64 + arm64 packages and the CUDA 11.8 libraries of Debian's non-free, laid out as build outputs): ` +
       `${census.outputs} outputs, ${census.regularFiles} regular files and ${census.symlinks} symlinks, ${gb(census.bytes)}; ` +
       `${census.elfPaths.length} ELF files, ${census.dynamicElf} of them dynamic (what apply and Nixpkgs patch). ` +
-      `apply's edit tiers: ${Object.entries(census.tiers).map(([tier, n]) => `${n} ${tier}`).join(', ')}, ${census.unchanged} unchanged.`,
+      `apply's edit tiers: ${Object.entries(census.tiers)
+        .map(([tier, n]) => `${n} ${tier}`)
+        .join(', ')}, ${census.unchanged} unchanged.`,
     '',
     `![wall time, bytes written and peak RSS per contender](${input.chartFile})`,
     '',
@@ -214,7 +252,10 @@ export function renderReport(input: ReportInput): string {
     '',
     '## Targets',
     '',
-    table(targets.header, targets.rows.map((r) => [r.target, ...r.cells])),
+    table(
+      targets.header,
+      targets.rows.map((r) => [r.target, ...r.cells]),
+    ),
     '',
     '(b): the faster of its patchelfs; (c) and (d) as above. The issue counts bytes written as write_bytes; on kernels whose page cache ' +
       'uses large folios (ext4 since Linux 6.16), write_bytes counts each folio dirtied whole: one byte written into a file that `cp` has just ' +
@@ -229,7 +270,9 @@ export function renderReport(input: ReportInput): string {
     '',
     growthTable(input),
     '',
-    ...input.results.filter((r) => r.check !== undefined).map((r) => `- ${r.contender.name}: \`cuda-patchelf check\` afterwards: ${r.check}`),
+    ...input.results
+      .filter((r) => r.check !== undefined)
+      .map((r) => `- ${r.contender.name}: \`cuda-patchelf check\` afterwards: ${r.check}`),
     '',
     ...profileSection(input),
     '## Micro-benchmarks (tinybench)',
@@ -242,17 +285,31 @@ export function renderReport(input: ReportInput): string {
     '',
     'Reproduce: `npm run bench:closure` (assembles the closure into bench/.cache/closure/ on first use: ~1.6 GB downloaded, ~6 GB unpacked, ' +
       'plus a working copy of the same size while it runs). `REPEAT=n` sets the runs per contender; `PATCHELF=/path/to/patchelf` replaces the second ' +
-      'patchelf (`PATCHELF=none`: Debian\'s only); `npm run bench:closure -- --quick` measures a small part of the closure once.',
+      "patchelf (`PATCHELF=none`: Debian's only); `npm run bench:closure -- --quick` measures a small part of the closure once.",
   ].join('\n');
 }
 
 export function renderChart(input: ReportInput, title: string): string {
-  const bar = (r: ContenderResult, value: number, range?: { min: number; max: number }): Bar => ({ label: r.contender.short, value, ...range, accent: r.contender.group === 'a' });
+  const bar = (r: ContenderResult, value: number, range?: { min: number; max: number }): Bar => ({
+    label: r.contender.short,
+    value,
+    ...range,
+    accent: r.contender.group === 'a',
+  });
   const short = (v: number): string => (v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toPrecision(1));
-  return barChartSvg(title, `${input.run.label}; ${input.census.dynamicElf} dynamic ELF files, ${gb(input.census.bytes)}; median of ${input.run.repeat}, whiskers: min–max`, [
-    { title: 'Wall time (s, log scale)', scale: 'log', format: short, bars: input.results.map((r) => bar(r, wall(r).median, wall(r))) },
-    // A floor of 0.01 MiB keeps a contender that wrote nothing on the log scale.
-    { title: 'Written to storage (MiB of write_bytes, log scale)', scale: 'log', format: short, bars: input.results.map((r) => bar(r, Math.max(med(r, (s) => s.m.writeBytes) / 2 ** 20, 0.01))) },
-    { title: 'Peak RSS (MiB)', scale: 'linear', format: (v) => v.toFixed(0), bars: input.results.map((r) => bar(r, peakRssMiB(r))) },
-  ]);
+  return barChartSvg(
+    title,
+    `${input.run.label}; ${input.census.dynamicElf} dynamic ELF files, ${gb(input.census.bytes)}; median of ${input.run.repeat}, whiskers: min–max`,
+    [
+      { title: 'Wall time (s, log scale)', scale: 'log', format: short, bars: input.results.map((r) => bar(r, wall(r).median, wall(r))) },
+      // A floor of 0.01 MiB keeps a contender that wrote nothing on the log scale.
+      {
+        title: 'Written to storage (MiB of write_bytes, log scale)',
+        scale: 'log',
+        format: short,
+        bars: input.results.map((r) => bar(r, Math.max(med(r, (s) => s.m.writeBytes) / 2 ** 20, 0.01))),
+      },
+      { title: 'Peak RSS (MiB)', scale: 'linear', format: (v) => v.toFixed(0), bars: input.results.map((r) => bar(r, peakRssMiB(r))) },
+    ],
+  );
 }

@@ -97,7 +97,8 @@ export async function summarizeCpuProfile(file: string, repoRoot: string, limit 
   const callerOf = (id: number): string => {
     for (let up = parents.get(id); up !== undefined; up = parents.get(up)) {
       const caller = nodes.get(up);
-      if (caller !== undefined && caller.place.file !== '' && !caller.place.file.startsWith('node:')) return ` ← ${caller.frame.functionName} ${caller.place.file}:${caller.place.line}`;
+      if (caller !== undefined && caller.place.file !== '' && !caller.place.file.startsWith('node:'))
+        return ` ← ${caller.frame.functionName} ${caller.place.file}:${caller.place.line}`;
     }
     return '';
   };

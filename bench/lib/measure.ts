@@ -29,9 +29,13 @@ export async function measure(argv: readonly string[], env: NodeJS.ProcessEnv = 
   const io = join(dir, 'io.txt');
   // GNU time's wall clock has 10 ms steps: the wrapper takes its own, in nanoseconds. It writes only
   // after reading its counters, so its own writes are not counted.
-  const wrapper = 'start=$(date +%s%N); "$@"; status=$?; end=$(date +%s%N); cat /proc/$$/io > "$IO_OUT"; echo "wall_ns: $((end - start))" >> "$IO_OUT"; exit $status';
+  const wrapper =
+    'start=$(date +%s%N); "$@"; status=$?; end=$(date +%s%N); cat /proc/$$/io > "$IO_OUT"; echo "wall_ns: $((end - start))" >> "$IO_OUT"; exit $status';
   try {
-    await run('/usr/bin/time', ['-o', out, '-f', '%U %S %M', 'sh', '-c', wrapper, 'sh', ...argv], { env: { ...env, IO_OUT: io }, maxBuffer: 256 * 2 ** 20 });
+    await run('/usr/bin/time', ['-o', out, '-f', '%U %S %M', 'sh', '-c', wrapper, 'sh', ...argv], {
+      env: { ...env, IO_OUT: io },
+      maxBuffer: 256 * 2 ** 20,
+    });
     const [user, system, rss] = (await readFile(out, 'utf8')).trim().split(/\s+/).slice(-3).map(Number) as [number, number, number];
     const counters = new Map((await readFile(io, 'utf8')).split('\n').map((line) => line.split(': ') as [string, string]));
     const wall = Number(counters.get('wall_ns')) / 1e9;
@@ -85,12 +89,21 @@ export interface TreeSample {
  * Runs a command over a fresh copy of `source` at `work`, `repeat` times; `{}` in argv stands for the
  * copy. The copy stays in place after the last run, for a look at what the command did.
  */
-export async function sampleOnFreshCopies(source: string, work: string, argv: readonly string[], repeat: number, env?: NodeJS.ProcessEnv): Promise<TreeSample[]> {
+export async function sampleOnFreshCopies(
+  source: string,
+  work: string,
+  argv: readonly string[],
+  repeat: number,
+  env?: NodeJS.ProcessEnv,
+): Promise<TreeSample[]> {
   const samples: TreeSample[] = [];
   for (let i = 0; i < repeat; i++) {
     await freshCopy(source, work);
     const before = await treeBytes(work);
-    const m = await measure(argv.map((arg) => (arg === '{}' ? work : arg)), env);
+    const m = await measure(
+      argv.map((arg) => (arg === '{}' ? work : arg)),
+      env,
+    );
     samples.push({ m, growth: (await treeBytes(work)) - before });
   }
   return samples;

@@ -110,7 +110,11 @@ export async function plannerBenchmarks(libraries: readonly string[], cudaCompat
     editor.setRunpath([`${cudaCompat}/compat`, '/run/opengl-driver/lib', ...(old === null || old === '' ? [] : [old])].join(':'));
     const wanted = editor.wanted();
     const plan = planEdit(facts, wanted);
-    cases.push({ name: `${basename(path)} (${(facts.fileSize / 2 ** 20).toFixed(1)} MiB)`, fn: () => planEdit(facts, wanted), note: 'writes' in plan ? `tier ${plan.tier}, ${plan.writes.length} writes` : `tier ${plan.tier}` });
+    cases.push({
+      name: `${basename(path)} (${(facts.fileSize / 2 ** 20).toFixed(1)} MiB)`,
+      fn: () => planEdit(facts, wanted),
+      note: 'writes' in plan ? `tier ${plan.tier}, ${plan.writes.length} writes` : `tier ${plan.tier}`,
+    });
   }
   return runCases('planner: planEdit', cases);
 }
@@ -119,14 +123,29 @@ export async function plannerBenchmarks(libraries: readonly string[], cudaCompat
 export async function hookBenchmarks(cudaCompat: string): Promise<MicroRow[]> {
   const file = { relativePath: 'lib/libcublas.so.11', path: '/out/lib/libcublas.so.11', isSharedObject: true, machine: 62 };
   const two = [driverHook(), cudaCompatHook(cudaCompat)];
-  const config = parseHookConfig('bench.json', JSON.stringify({ hooks: [{ name: 'origin-lib', prepend: ['$ORIGIN/../lib'], include: ['lib/**'], precedes: ['driver'] }] }));
+  const config = parseHookConfig(
+    'bench.json',
+    JSON.stringify({ hooks: [{ name: 'origin-lib', prepend: ['$ORIGIN/../lib'], include: ['lib/**'], precedes: ['driver'] }] }),
+  );
   const four = [...two, removeStubsHook(), ...config];
   const orderedTwo = orderHooks(two, BUILTIN_HOOK_NAMES);
   const orderedFour = orderHooks(four, BUILTIN_HOOK_NAMES);
   return runCases('hooks: order + compose', [
     { name: 'orderHooks, 4 hooks', fn: () => orderHooks(four, BUILTIN_HOOK_NAMES), note: 'topological sort' },
-    { name: 'compose driver + cuda-compat', fn: () => composeRunpath(orderedTwo, file, '$ORIGIN', 'default'), note: 'default semantics (dedupe)' },
-    { name: 'compose driver + cuda-compat, nixpkgs-compat', fn: () => composeRunpath(orderedTwo, file, '$ORIGIN', 'nixpkgs-compat'), note: 'byte-identical to Nixpkgs' },
-    { name: 'compose 4 hooks (one with a glob)', fn: () => composeRunpath(orderedFour, file, '$ORIGIN:/x/lib/stubs', 'default'), note: 'picomatch include' },
+    {
+      name: 'compose driver + cuda-compat',
+      fn: () => composeRunpath(orderedTwo, file, '$ORIGIN', 'default'),
+      note: 'default semantics (dedupe)',
+    },
+    {
+      name: 'compose driver + cuda-compat, nixpkgs-compat',
+      fn: () => composeRunpath(orderedTwo, file, '$ORIGIN', 'nixpkgs-compat'),
+      note: 'byte-identical to Nixpkgs',
+    },
+    {
+      name: 'compose 4 hooks (one with a glob)',
+      fn: () => composeRunpath(orderedFour, file, '$ORIGIN:/x/lib/stubs', 'default'),
+      note: 'picomatch include',
+    },
   ]);
 }

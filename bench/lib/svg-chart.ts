@@ -65,7 +65,9 @@ function panelSvg(panel: Panel, top: number): { svg: string; height: number } {
     parts.push(`<rect x="${LABEL}" y="${y}" width="${width.toFixed(1)}" height="${BAR}" class="${bar.accent ? 'ours' : 'theirs'}"/>`);
     if (bar.min !== undefined && bar.max !== undefined && bar.max > bar.min) {
       const [x1, x2, mid] = [LABEL + axis.x(bar.min), LABEL + axis.x(bar.max), y + BAR / 2];
-      parts.push(`<path d="M${x1.toFixed(1)} ${mid}H${x2.toFixed(1)}M${x1.toFixed(1)} ${y + 5}V${y + BAR - 5}M${x2.toFixed(1)} ${y + 5}V${y + BAR - 5}" class="whisker"/>`);
+      parts.push(
+        `<path d="M${x1.toFixed(1)} ${mid}H${x2.toFixed(1)}M${x1.toFixed(1)} ${y + 5}V${y + BAR - 5}M${x2.toFixed(1)} ${y + 5}V${y + BAR - 5}" class="whisker"/>`,
+      );
     }
     const end = LABEL + Math.max(width, axis.x(bar.max ?? bar.value));
     parts.push(`<text x="${(end + 6).toFixed(1)}" y="${y + BAR * 0.72}" class="value">${escape(panel.format(bar.value))}</text>`);

@@ -39,11 +39,18 @@ for (const [index, profile] of profiles.entries()) {
     functions.set(name, (functions.get(name) ?? 0) + delta);
     buckets.set(bucket, functions);
   }
-  console.log(`thread ${index}: start ${ms(profile.startTime - origin)} end ${ms(profile.endTime - origin)} busy ${ms(busy)} idle ${ms(idle)}`);
+  console.log(
+    `thread ${index}: start ${ms(profile.startTime - origin)} end ${ms(profile.endTime - origin)} busy ${ms(busy)} idle ${ms(idle)}`,
+  );
   if (index !== 0) continue;
   for (const [bucket, functions] of [...buckets].sort((a, b) => a[0] - b[0])) {
     const total = [...functions.values()].reduce((a, b) => a + b, 0);
-    const top = [...functions].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([name, micros]) => `${name} ${(micros / 1000).toFixed(1)}`);
-    console.log(`   ${(bucket * BUCKET_MICROS) / 1000}-${((bucket + 1) * BUCKET_MICROS) / 1000} ms: busy ${(total / 1000).toFixed(1)}: ${top.join(', ')}`);
+    const top = [...functions]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 4)
+      .map(([name, micros]) => `${name} ${(micros / 1000).toFixed(1)}`);
+    console.log(
+      `   ${(bucket * BUCKET_MICROS) / 1000}-${((bucket + 1) * BUCKET_MICROS) / 1000} ms: busy ${(total / 1000).toFixed(1)}: ${top.join(', ')}`,
+    );
   }
 }

@@ -61,7 +61,8 @@ async function copiedTables(path: string, oldSize: number): Promise<number> {
     const { header, programHeaders } = image;
     const ranges: [number, number][] = [[header.e_phoff, header.e_phoff + header.phnum * header.e_phentsize]];
     for (const ph of programHeaders) {
-      if (ph.p_type === PT.PT_DYNAMIC || ph.p_type === PT.PT_INTERP || ph.p_type === PT.PT_NOTE) ranges.push([ph.p_offset, ph.p_offset + ph.p_filesz]);
+      if (ph.p_type === PT.PT_DYNAMIC || ph.p_type === PT.PT_INTERP || ph.p_type === PT.PT_NOTE)
+        ranges.push([ph.p_offset, ph.p_offset + ph.p_filesz]);
     }
     const sections = await readSectionHeaders(image);
     if (sections.length > 0) ranges.push([header.e_shoff, header.e_shoff + sections.length * header.e_shentsize]);

@@ -3,7 +3,19 @@
 import type { Tier } from '../plan/plan.js';
 import type { TracedEntry } from '../hooks/hook.js';
 
-export type SkipReason = 'not-elf' | 'archive' | 'static' | 'static-pie' | 'relocatable' | 'core' | 'debug-info' | 'symlink' | 'special' | 'hard-link' | 'no-hook' | 'rewrite-temporary';
+export type SkipReason =
+  | 'not-elf'
+  | 'archive'
+  | 'static'
+  | 'static-pie'
+  | 'relocatable'
+  | 'core'
+  | 'debug-info'
+  | 'symlink'
+  | 'special'
+  | 'hard-link'
+  | 'no-hook'
+  | 'rewrite-temporary';
 
 /** What the hooks change in a file, and how it is (or would be) written. */
 export interface RunpathChange {

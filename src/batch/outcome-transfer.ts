@@ -11,7 +11,9 @@ interface ErrorData {
   readonly offset?: number;
 }
 
-export type TransferredOutcome = Exclude<FileOutcome, { status: 'failed' }> | { readonly path: string; readonly status: 'failed'; readonly error: ErrorData };
+export type TransferredOutcome =
+  | Exclude<FileOutcome, { status: 'failed' }>
+  | { readonly path: string; readonly status: 'failed'; readonly error: ErrorData };
 
 export function serializeOutcome(outcome: FileOutcome): TransferredOutcome {
   if (outcome.status !== 'failed') return outcome;
@@ -20,10 +22,19 @@ export function serializeOutcome(outcome: FileOutcome): TransferredOutcome {
     return {
       path: outcome.path,
       status: 'failed',
-      error: { kind: error.kind, message: error.message, ...(error.file === undefined ? {} : { file: error.file }), ...(error.offset === undefined ? {} : { offset: error.offset }) },
+      error: {
+        kind: error.kind,
+        message: error.message,
+        ...(error.file === undefined ? {} : { file: error.file }),
+        ...(error.offset === undefined ? {} : { offset: error.offset }),
+      },
     };
   }
-  return { path: outcome.path, status: 'failed', error: { kind: 'internal', message: error instanceof Error ? (error.stack ?? error.message) : String(error) } };
+  return {
+    path: outcome.path,
+    status: 'failed',
+    error: { kind: 'internal', message: error instanceof Error ? (error.stack ?? error.message) : String(error) },
+  };
 }
 
 export function deserializeOutcome(outcome: TransferredOutcome): FileOutcome {

@@ -56,7 +56,11 @@ function hookOperations(item: FileItem, options: FileOptions): EditOperations<Ho
       if (composed.value !== (oldRunpath ?? '')) editor.setRunpath(composed.value, 'keep');
       return { oldRunpath, composed };
     }
-    const done = options.gate === true && oldRunpath !== null && editor.runpathTag() === DT.DT_RUNPATH && isOneHookRun(options.hooks, fileFacts, oldRunpath, names);
+    const done =
+      options.gate === true &&
+      oldRunpath !== null &&
+      editor.runpathTag() === DT.DT_RUNPATH &&
+      isOneHookRun(options.hooks, fileFacts, oldRunpath, names);
     // Nixpkgs runs patchelf --set-rpath for every hook, even one that leaves the value as it is (the
     // stubs hook): DT_RPATH becomes DT_RUNPATH, and a file without one gets an empty DT_RUNPATH.
     if (!done) editor.setRunpath(composed.value, 'runpath');
@@ -99,7 +103,8 @@ export async function processFile(item: FileItem, options: FileOptions, context?
   };
   const refusal = writeRefusal(path, stats, plan.tier, options.makeWritable === true);
   // A dry run writes nothing, so what apply would refuse is no failure of the run: it says so instead.
-  if (refusal !== null) return options.dryRun ? { ...change, status: 'would-refuse', refusal: refusal.message } : { path, status: 'failed', error: refusal };
+  if (refusal !== null)
+    return options.dryRun ? { ...change, status: 'would-refuse', refusal: refusal.message } : { path, status: 'failed', error: refusal };
   if (options.dryRun) return { ...change, status: 'patched', bytesWritten: 0 };
   // The last moment to stop before a write; once started, the write runs to its end.
   if (isInterrupted(options.interrupt)) return { path, status: 'interrupted' };

@@ -107,7 +107,8 @@ export class FileScheduler {
     const sniffed = sniffListedFile(item.path, this.inodes);
     if (sniffed?.kind === 'skipped') return { outcome: skippedOutcome(item.path, sniffed) };
     // An ELF file, open; or null, one that could not be read, which processFile reports.
-    if (!this.threaded) return { outcome: await processFile(item, this.options, { inodes: this.inodes, ...(sniffed === null ? {} : { opened: sniffed }) }) };
+    if (!this.threaded)
+      return { outcome: await processFile(item, this.options, { inodes: this.inodes, ...(sniffed === null ? {} : { opened: sniffed }) }) };
     sniffed?.source.close();
     const pool = (this.pool ??= new WorkerPool(this.options, this.maxThreads));
     this.queued++;

@@ -54,11 +54,15 @@ function nameText(raw: Buffer): string | null {
 
 /** A raw name for people: bytes that are not printable ASCII as \xNN. */
 function escapedName(raw: Buffer): string {
-  return [...raw].map((byte) => (byte >= 0x20 && byte < 0x7f && byte !== 0x5c ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, '0')}`)).join('');
+  return [...raw]
+    .map((byte) => (byte >= 0x20 && byte < 0x7f && byte !== 0x5c ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, '0')}`))
+    .join('');
 }
 
 function unaddressable(path: string, isDirectory: boolean): CudaPatchelfError {
-  const what = isDirectory ? 'directory name is not UTF-8, so its files cannot be reached' : 'file name is not UTF-8, so the file cannot be opened';
+  const what = isDirectory
+    ? 'directory name is not UTF-8, so its files cannot be reached'
+    : 'file name is not UTF-8, so the file cannot be opened';
   return new CudaPatchelfError('io', `${what}; left alone (rename it to have it patched)`, { file: path });
 }
 

@@ -53,7 +53,6 @@ export interface WorkerReady {
   readonly ready: true;
 }
 
-
 /** Workers run the compiled module; from TypeScript sources (tests) the batch stays in-process. */
 export function workersAvailable(): boolean {
   return existsSync(fileURLToPath(WORKER_SCRIPT));
@@ -212,7 +211,11 @@ export class WorkerPool {
       const what = this.options.dryRun
         ? 'nothing was written'
         : 'the file is unchanged, part-way or fully patched (every write leaves it valid): run apply again to finish it';
-      victim.resolve({ path: victim.item.path, status: 'failed', error: new Error(`the worker thread patching this file died (${howItDied(code, dead.error)}); ${what}`) });
+      victim.resolve({
+        path: victim.item.path,
+        status: 'failed',
+        error: new Error(`the worker thread patching this file died (${howItDied(code, dead.error)}); ${what}`),
+      });
     }
     if (this.replacementsLeft > 0) {
       this.replacementsLeft--;

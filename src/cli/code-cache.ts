@@ -29,12 +29,21 @@ function readCodeCache(bundle: string): Buffer | undefined {
  */
 export function compileBundle(bundle: string): Script {
   const source = readFileSync(bundle, 'utf8');
-  return new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, { filename: bundle, cachedData: readCodeCache(bundle) });
+  return new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+    filename: bundle,
+    cachedData: readCodeCache(bundle),
+  });
 }
 
 /** Runs a compiled bundle as Node would run the module. */
 export function runBundle(script: Script, bundle: string): void {
-  const run = script.runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void;
+  const run = script.runInThisContext() as (
+    exports: object,
+    require: NodeJS.Require,
+    module: object,
+    filename: string,
+    dirname: string,
+  ) => void;
   const module = { exports: {} };
   run(module.exports, createRequire(bundle), module, bundle, dirname(bundle));
 }

@@ -28,8 +28,10 @@ export interface DoctorOptions {
 /** Every check that needs no file of the trees: a usage error here means nothing was diagnosed. */
 function checkArguments(paths: readonly string[], options: DoctorOptions, cwd: string): void {
   rejectEmptyPaths(paths, 'files or trees to diagnose');
-  if (options.driverLib !== undefined && options.driverVersion !== undefined) throw new CudaPatchelfError('usage', '--driver-lib and --driver-version both name the driver: give one');
-  if (options.driverVersion !== undefined && !isDriverVersion(options.driverVersion)) throw new CudaPatchelfError('usage', `--driver-version takes a version such as 580.95.05, not "${options.driverVersion}"`);
+  if (options.driverLib !== undefined && options.driverVersion !== undefined)
+    throw new CudaPatchelfError('usage', '--driver-lib and --driver-version both name the driver: give one');
+  if (options.driverVersion !== undefined && !isDriverVersion(options.driverVersion))
+    throw new CudaPatchelfError('usage', `--driver-version takes a version such as 580.95.05, not "${options.driverVersion}"`);
   if (options.root === undefined) return;
   let isDirectory = false;
   try {
@@ -40,10 +42,14 @@ function checkArguments(paths: readonly string[], options: DoctorOptions, cwd: s
   if (!isDirectory) throw new CudaPatchelfError('usage', `--root ${options.root} is not a directory`);
   const root = emulationRoot({ root: options.root, cwd });
   if (!defaultLoaders().some((loader) => root.lookUp(textToByteString(loader)).ok)) {
-    throw new CudaPatchelfError('usage', `--root ${options.root} has no dynamic loader (${defaultLoaders().join(', ')}): not a system root`);
+    throw new CudaPatchelfError(
+      'usage',
+      `--root ${options.root} has no dynamic loader (${defaultLoaders().join(', ')}): not a system root`,
+    );
   }
   const outside = paths.find((path) => root.pathOf(path) === null);
-  if (outside !== undefined) throw new CudaPatchelfError('usage', `${outside} is outside --root ${options.root}: the loader of that system cannot see it`);
+  if (outside !== undefined)
+    throw new CudaPatchelfError('usage', `${outside} is outside --root ${options.root}: the loader of that system cannot see it`);
 }
 
 async function driverOf(options: DoctorOptions, cwd: string): Promise<DriverVersion | null> {
@@ -53,9 +59,16 @@ async function driverOf(options: DoctorOptions, cwd: string): Promise<DriverVers
     try {
       found = await driverVersionOfLibrary(options.driverLib, cwd);
     } catch (error) {
-      throw new CudaPatchelfError('usage', `--driver-lib: cannot read it (${error instanceof Error ? error.message : String(error)})`, { file: options.driverLib });
+      throw new CudaPatchelfError('usage', `--driver-lib: cannot read it (${error instanceof Error ? error.message : String(error)})`, {
+        file: options.driverLib,
+      });
     }
-    if (found === null) throw new CudaPatchelfError('usage', '--driver-lib: no driver version in its name, its link target or its contents; give --driver-version', { file: options.driverLib });
+    if (found === null)
+      throw new CudaPatchelfError(
+        'usage',
+        '--driver-lib: no driver version in its name, its link target or its contents; give --driver-version',
+        { file: options.driverLib },
+      );
     return found;
   }
   // Another system's driver is not this machine's.
@@ -64,8 +77,12 @@ async function driverOf(options: DoctorOptions, cwd: string): Promise<DriverVers
 
 function settingsLine(options: DoctorOptions, driver: DriverVersion | null): string {
   const system = options.root === undefined ? 'this machine' : `the system under ${options.root}`;
-  const llp = options.ldLibraryPath === undefined ? 'LD_LIBRARY_PATH not set (--ld-library-path emulates one)' : `LD_LIBRARY_PATH=${options.ldLibraryPath}`;
-  const kernel = driver === null ? 'kernel driver unknown (--driver-version tells it)' : `kernel driver ${driver.version} (${driver.source})`;
+  const llp =
+    options.ldLibraryPath === undefined
+      ? 'LD_LIBRARY_PATH not set (--ld-library-path emulates one)'
+      : `LD_LIBRARY_PATH=${options.ldLibraryPath}`;
+  const kernel =
+    driver === null ? 'kernel driver unknown (--driver-version tells it)' : `kernel driver ${driver.version} (${driver.source})`;
   return `doctor: the loader of ${system}; ${llp}; ${kernel}`;
 }
 
@@ -84,8 +101,18 @@ function summaryLine(tree: TreeResult): string {
   const { errors, warnings, problems } = counts(tree);
   const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
   const parts = [plural(tree.files.length, 'dynamic ELF file')];
-  if (tree.files.length > 0 || problems > 0) parts.push(errors === 0 ? (warnings === 0 ? 'all well' : `no errors, ${plural(warnings, 'warning')}`) : `${problems} with problems (${plural(errors, 'error')}, ${plural(warnings, 'warning')})`);
-  const tail = [`${plural(tree.skipped, 'other file')} skipped`, ...(tree.failures.length === 0 ? [] : [`${tree.failures.length} could not be read`])];
+  if (tree.files.length > 0 || problems > 0)
+    parts.push(
+      errors === 0
+        ? warnings === 0
+          ? 'all well'
+          : `no errors, ${plural(warnings, 'warning')}`
+        : `${problems} with problems (${plural(errors, 'error')}, ${plural(warnings, 'warning')})`,
+    );
+  const tail = [
+    `${plural(tree.skipped, 'other file')} skipped`,
+    ...(tree.failures.length === 0 ? [] : [`${tree.failures.length} could not be read`]),
+  ];
   return `${tree.path}: ${parts.join(', ')}; ${tail.join('; ')}`;
 }
 
@@ -110,7 +137,14 @@ export async function doctor(paths: readonly string[], options: DoctorOptions, i
   const trees: TreeResult[] = [];
   if (options.json !== true) io.out(settingsLine(options, driver));
   const printed = new Set<string>();
-  for await (const tree of runDoctor({ paths, root: options.root ?? null, ldLibraryPath: options.ldLibraryPath ?? null, cwd, arch: process.arch, driver })) {
+  for await (const tree of runDoctor({
+    paths,
+    root: options.root ?? null,
+    ldLibraryPath: options.ldLibraryPath ?? null,
+    cwd,
+    arch: process.arch,
+    driver,
+  })) {
     trees.push(tree);
     for (const failure of tree.failures) {
       // One broken cache or loader fails every file that needs it: say so once.
@@ -135,9 +169,22 @@ export async function doctor(paths: readonly string[], options: DoctorOptions, i
           version: 1,
           settings: { root: options.root ?? null, ldLibraryPath: options.ldLibraryPath ?? null, driver },
           files: trees.flatMap((tree) => (options.problems === true ? tree.files.filter((file) => file.findings.length > 0) : tree.files)),
-          notDynamic: trees.flatMap((tree) => (tree.named === null || (options.problems === true && tree.named.findings.length === 0) ? [] : [tree.named])),
-          errors: trees.flatMap((tree) => tree.failures.map((failure) => ({ file: failure.file, error: { ...errorJson(failure.error), ...aboutOf(failure.error, failure.file) } }))),
-          summary: trees.map((tree) => ({ path: tree.path, files: tree.files.length, skipped: tree.skipped, unreadable: tree.failures.length, ...counts(tree) })),
+          notDynamic: trees.flatMap((tree) =>
+            tree.named === null || (options.problems === true && tree.named.findings.length === 0) ? [] : [tree.named],
+          ),
+          errors: trees.flatMap((tree) =>
+            tree.failures.map((failure) => ({
+              file: failure.file,
+              error: { ...errorJson(failure.error), ...aboutOf(failure.error, failure.file) },
+            })),
+          ),
+          summary: trees.map((tree) => ({
+            path: tree.path,
+            files: tree.files.length,
+            skipped: tree.skipped,
+            unreadable: tree.failures.length,
+            ...counts(tree),
+          })),
         },
         null,
         2,

@@ -43,7 +43,12 @@ interface Demotion {
  * One line for stderr, or null: how many files (patched, or to patch in a dry run) get the driver's
  * directory ahead of such a directory, and the first of them (outcomes come sorted by path) as the example.
  */
-export function driverAheadWarning(command: string, outcomes: readonly FileOutcome[], hooks: readonly Hook[], dryRun: boolean): string | null {
+export function driverAheadWarning(
+  command: string,
+  outcomes: readonly FileOutcome[],
+  hooks: readonly Hook[],
+  dryRun: boolean,
+): string | null {
   const driverDirs = driverDirectories(hooks);
   if (driverDirs.size === 0) return null;
   // Per run, once per distinct entry and per distinct change of runpath: a tree repeats the same few

@@ -32,7 +32,10 @@ function withCommonOptions(command: Command): Command {
 
 /** The runpath editors' options: the common ones, and which tag the runpath goes in. */
 function withRunpathOptions(command: Command): Command {
-  return withCommonOptions(command).option('--force-rpath', 'write DT_RPATH (converting a DT_RUNPATH) instead of keeping the kind the file has');
+  return withCommonOptions(command).option(
+    '--force-rpath',
+    'write DT_RPATH (converting a DT_RUNPATH) instead of keeping the kind the file has',
+  );
 }
 
 const FILES = 'ELF files to edit (a symbolic link is followed)';
@@ -95,7 +98,11 @@ export function registerEditCommands(program: Command, io: CliIo): void {
       editFiles(
         io,
         files,
-        (editor) => editor.setRunpath(addRunpathEntries(editor.runpath(), dirsOf(dirs), options.append ? 'append' : 'prepend', options.dedupe === true), policyOf(options)),
+        (editor) =>
+          editor.setRunpath(
+            addRunpathEntries(editor.runpath(), dirsOf(dirs), options.append ? 'append' : 'prepend', options.dedupe === true),
+            policyOf(options),
+          ),
         options,
       ),
     );
@@ -107,21 +114,31 @@ export function registerEditCommands(program: Command, io: CliIo): void {
     .action((args: string[], options: CommonOptions & { all?: boolean }) => {
       if (options.all) return editFiles(io, args, (editor) => editor.setRunpath(null), options);
       const [dirs, ...files] = args;
-      if (dirs === undefined || files.length === 0) throw new CudaPatchelfError('usage', 'remove-runpath needs DIRS and at least one file (or --all and files)');
-      return editFiles(io, files, (editor) => editor.setRunpath(removeRunpathEntries(editor.runpath(), dirsOf(dirs)), policyOf(options)), options);
+      if (dirs === undefined || files.length === 0)
+        throw new CudaPatchelfError('usage', 'remove-runpath needs DIRS and at least one file (or --all and files)');
+      return editFiles(
+        io,
+        files,
+        (editor) => editor.setRunpath(removeRunpathEntries(editor.runpath(), dirsOf(dirs)), policyOf(options)),
+        options,
+      );
     });
 
   withCommonOptions(program.command('add-needed'))
     .description('add a DT_NEEDED entry (before the existing ones)')
     .argument('<library>', 'the library to add, as DT_NEEDED names it (libfoo.so.1)')
     .argument('<files...>', FILES)
-    .action((library: string, files: string[], options: CommonOptions) => editFiles(io, files, (editor) => editor.addNeeded(textToByteString(library)), options));
+    .action((library: string, files: string[], options: CommonOptions) =>
+      editFiles(io, files, (editor) => editor.addNeeded(textToByteString(library)), options),
+    );
 
   withCommonOptions(program.command('remove-needed'))
     .description('remove DT_NEEDED entries naming LIBRARY')
     .argument('<library>', 'the DT_NEEDED name to remove (libfoo.so.1)')
     .argument('<files...>', FILES)
-    .action((library: string, files: string[], options: CommonOptions) => editFiles(io, files, (editor) => editor.removeNeeded(textToByteString(library)), options));
+    .action((library: string, files: string[], options: CommonOptions) =>
+      editFiles(io, files, (editor) => editor.removeNeeded(textToByteString(library)), options),
+    );
 
   withCommonOptions(program.command('replace-needed'))
     .description('rename a DT_NEEDED entry (and the version needs that name it)')

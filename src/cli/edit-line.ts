@@ -58,8 +58,10 @@ function runpathChange(before: DynamicState, after: DynamicState): string | null
   const old = splitRunpath(before.runpath);
   const now = splitRunpath(after.runpath);
   const grown = now.length - old.length;
-  if (old.length > 0 && grown > 0 && sameList(now.slice(grown), old)) return `${quoted(now.slice(0, grown).join(':'))} prepended to the runpath`;
-  if (old.length > 0 && grown > 0 && sameList(now.slice(0, old.length), old)) return `${quoted(now.slice(old.length).join(':'))} appended to the runpath`;
+  if (old.length > 0 && grown > 0 && sameList(now.slice(grown), old))
+    return `${quoted(now.slice(0, grown).join(':'))} prepended to the runpath`;
+  if (old.length > 0 && grown > 0 && sameList(now.slice(0, old.length), old))
+    return `${quoted(now.slice(old.length).join(':'))} appended to the runpath`;
   const removed = grown < 0 ? removedFrom(old, now) : null;
   if (removed !== null) return `${quoted(removed.join(':'))} removed from the runpath`;
   return `runpath set to ${quoted(after.runpath)}`;
@@ -78,7 +80,10 @@ function neededChanges(before: DynamicState, after: DynamicState): string[] {
     added.length > 0 &&
     before.needed.length === after.needed.length &&
     before.needed.every((name, i) => name === after.needed[i] || (removed.includes(name) && added.includes(after.needed[i] ?? '')));
-  if (renamed) return before.needed.flatMap((name, i) => (name === after.needed[i] ? [] : [`${quoted(name)} replaced by ${quoted(after.needed[i] ?? '')} in the needed libraries`]));
+  if (renamed)
+    return before.needed.flatMap((name, i) =>
+      name === after.needed[i] ? [] : [`${quoted(name)} replaced by ${quoted(after.needed[i] ?? '')} in the needed libraries`],
+    );
   const changes: string[] = [];
   if (added.length > 0) changes.push(`${added.map(quoted).join(', ')} added to the needed libraries`);
   if (removed.length > 0) changes.push(`${removed.map(quoted).join(', ')} removed from the needed libraries`);
@@ -87,7 +92,9 @@ function neededChanges(before: DynamicState, after: DynamicState): string[] {
 }
 
 function describeChanges(before: DynamicState, after: DynamicState): string[] {
-  return [tagChange(before, after), runpathChange(before, after), ...neededChanges(before, after)].filter((change): change is string => change !== null);
+  return [tagChange(before, after), runpathChange(before, after), ...neededChanges(before, after)].filter(
+    (change): change is string => change !== null,
+  );
 }
 
 /** How each tier reaches the file, done and planned. */
@@ -101,6 +108,8 @@ const WRITTEN: Record<Exclude<Tier, 'noop'>, { readonly done: string; readonly p
 export function editLine(result: EditResult, changes: readonly string[], dryRun: boolean): string {
   if (result.tier === 'noop') return `${result.file}: already as asked, nothing written`;
   const what = changes.length > 0 ? changes.join('; ') : 'dynamic section changed';
-  const how = dryRun ? `dry run: ${WRITTEN[result.tier].planned}` : `${WRITTEN[result.tier].done}, ${result.bytesWritten} ${result.bytesWritten === 1 ? 'byte' : 'bytes'} written`;
+  const how = dryRun
+    ? `dry run: ${WRITTEN[result.tier].planned}`
+    : `${WRITTEN[result.tier].done}, ${result.bytesWritten} ${result.bytesWritten === 1 ? 'byte' : 'bytes'} written`;
   return `${result.file}: ${what} (${how})`;
 }

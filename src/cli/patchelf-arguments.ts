@@ -16,7 +16,12 @@ interface FlagSpec {
   readonly help: string;
 }
 
-const flag = (name: string, help: string, values: readonly string[] = [], fromFile = false): FlagSpec => ({ flag: name, values, fromFile, help });
+const flag = (name: string, help: string, values: readonly string[] = [], fromFile = false): FlagSpec => ({
+  flag: name,
+  values,
+  fromFile,
+  help,
+});
 
 /**
  * The patchelf flags this mode takes, with patchelf's meaning, and --make-writable: a read-only file is
@@ -152,7 +157,8 @@ export async function parsePatchelfArguments(argv: readonly string[]): Promise<P
     const arg = argv[i] as string;
     const spec = SPEC_OF.get(arg);
     if (spec === undefined) {
-      if (NOT_TAKEN.has(arg)) throw usageError(`${arg} is a patchelf flag the patchelf-compatible mode does not take (see cuda-patchelf --help)`);
+      if (NOT_TAKEN.has(arg))
+        throw usageError(`${arg} is a patchelf flag the patchelf-compatible mode does not take (see cuda-patchelf --help)`);
       if (arg.startsWith('-') && arg !== '-') throw usageError(`unknown option '${arg}'`);
       request.files.push(arg);
       continue;
@@ -165,22 +171,54 @@ export async function parsePatchelfArguments(argv: readonly string[]): Promise<P
     }
     const [first = '', second = ''] = values;
     switch (arg) {
-      case '--set-rpath': request.setRpath = first; break;
-      case '--add-rpath': request.addRpath = first; break;
-      case '--remove-rpath': request.removeRpath = true; break;
-      case '--shrink-rpath': request.shrinkRpath = true; break;
-      case '--allowed-rpath-prefixes': request.allowedPrefixes = first.split(':'); break;
-      case '--force-rpath': request.forceRpath = true; break;
-      case '--print-rpath': request.printRpath = true; break;
-      case '--add-needed': request.addNeeded.push(first); break;
-      case '--remove-needed': request.removeNeeded.push(first); break;
-      case '--replace-needed': request.replaceNeeded.push([first, second]); break;
-      case '--print-needed': request.printNeeded = true; break;
-      case '--print-soname': request.printSoname = true; break;
-      case '--print-interpreter': request.printInterpreter = true; break;
-      case '--output': request.output = byteStringToText(first); break;
-      case '--debug': request.debug = true; break;
-      case '--make-writable': request.makeWritable = true; break;
+      case '--set-rpath':
+        request.setRpath = first;
+        break;
+      case '--add-rpath':
+        request.addRpath = first;
+        break;
+      case '--remove-rpath':
+        request.removeRpath = true;
+        break;
+      case '--shrink-rpath':
+        request.shrinkRpath = true;
+        break;
+      case '--allowed-rpath-prefixes':
+        request.allowedPrefixes = first.split(':');
+        break;
+      case '--force-rpath':
+        request.forceRpath = true;
+        break;
+      case '--print-rpath':
+        request.printRpath = true;
+        break;
+      case '--add-needed':
+        request.addNeeded.push(first);
+        break;
+      case '--remove-needed':
+        request.removeNeeded.push(first);
+        break;
+      case '--replace-needed':
+        request.replaceNeeded.push([first, second]);
+        break;
+      case '--print-needed':
+        request.printNeeded = true;
+        break;
+      case '--print-soname':
+        request.printSoname = true;
+        break;
+      case '--print-interpreter':
+        request.printInterpreter = true;
+        break;
+      case '--output':
+        request.output = byteStringToText(first);
+        break;
+      case '--debug':
+        request.debug = true;
+        break;
+      case '--make-writable':
+        request.makeWritable = true;
+        break;
     }
   }
   if (request.files.length === 0) throw usageError('no input file');
@@ -188,6 +226,7 @@ export async function parsePatchelfArguments(argv: readonly string[]): Promise<P
   rejectEmptyPaths(request.files, 'files to edit');
   if (request.output === '') throw usageError('--output needs a file name');
   if (request.output !== undefined && request.files.length !== 1) throw usageError('--output takes exactly one input file');
-  if (request.setRpath !== undefined && request.addRpath !== undefined) throw usageError('--set-rpath and --add-rpath cannot be used together');
+  if (request.setRpath !== undefined && request.addRpath !== undefined)
+    throw usageError('--set-rpath and --add-rpath cannot be used together');
   return request;
 }

@@ -34,7 +34,8 @@ const DEBUG_INFO = 'a debug-info file (objcopy --only-keep-debug)';
 async function printQueries(image: ElfImage, request: PatchelfRequest, io: CliIo): Promise<void> {
   if (request.printInterpreter) {
     if (image.debugInfo) throw new CudaPatchelfError('unsupported', `${DEBUG_INFO}: the interpreter path is not in it`);
-    if (image.interpreter === null) throw new CudaPatchelfError('unsupported', 'no interpreter (PT_INTERP): the file is a library or statically linked');
+    if (image.interpreter === null)
+      throw new CudaPatchelfError('unsupported', 'no interpreter (PT_INTERP): the file is a library or statically linked');
     io.out(byteStringToText(image.interpreter));
   }
   // patchelf looks for a soname in shared objects (ET_DYN) only.
@@ -43,7 +44,8 @@ async function printQueries(image: ElfImage, request: PatchelfRequest, io: CliIo
     if (soname !== null && soname !== '') io.out(byteStringToText(soname));
   }
   const needsDynamic = request.printRpath || request.printNeeded;
-  if (needsDynamic && image.dynamic === null && !image.debugInfo) throw new CudaPatchelfError('format', 'no dynamic section (PT_DYNAMIC): the file is statically linked');
+  if (needsDynamic && image.dynamic === null && !image.debugInfo)
+    throw new CudaPatchelfError('format', 'no dynamic section (PT_DYNAMIC): the file is statically linked');
   if (request.printRpath && !image.debugInfo) {
     const runpath = await lastDynamicString(image, DT.DT_RUNPATH);
     io.out(byteStringToText(runpath ?? (await lastDynamicString(image, DT.DT_RPATH)) ?? ''));
@@ -62,10 +64,12 @@ function editsOf(request: PatchelfRequest): EditOperations {
     const old = editor.runpath();
     // Like --set-rpath, a shrink converts DT_RPATH to DT_RUNPATH (or back with --force-rpath), shorter or not.
     if (request.shrinkRpath) {
-      if (old !== null) editor.setRunpath(await shrinkRunpath(old, editor.needed(), image.header.e_machine, request.allowedPrefixes), policy);
+      if (old !== null)
+        editor.setRunpath(await shrinkRunpath(old, editor.needed(), image.header.e_machine, request.allowedPrefixes), policy);
     } else if (request.removeRpath) editor.setRunpath(null);
     else if (request.setRpath !== undefined) editor.setRunpath(request.setRpath, policy);
-    else if (request.addRpath !== undefined) editor.setRunpath(old === null || old === '' ? request.addRpath : `${old}:${request.addRpath}`, policy);
+    else if (request.addRpath !== undefined)
+      editor.setRunpath(old === null || old === '' ? request.addRpath : `${old}:${request.addRpath}`, policy);
     for (const name of request.removeNeeded) editor.removeNeeded(name);
     for (const [from, to] of request.replaceNeeded) editor.replaceNeeded(from, to);
     // patchelf keeps the names in a sorted set and inserts them as one block before the others.
@@ -93,7 +97,10 @@ async function patchelfFile(file: string, request: PatchelfRequest, io: CliIo): 
   // patchelf always writes --output, changed or not.
   if (!hasEdits(request) && request.output === undefined) return;
   const watched = watchChanges(editsOf(request));
-  const result = await editElfFile(file, watched.operations, { makeWritable: request.makeWritable, ...(request.output === undefined ? {} : { output: request.output }) });
+  const result = await editElfFile(file, watched.operations, {
+    makeWritable: request.makeWritable,
+    ...(request.output === undefined ? {} : { output: request.output }),
+  });
   if (request.debug) io.err(editLine(result, watched.changes(), false));
 }
 

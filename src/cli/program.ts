@@ -28,7 +28,10 @@ function usageErrorLines(error: CommanderError, program: Command, argv: readonly
   const [what = '', ...rest] = error.message.replace(/^error: /, '').split('\n');
   const guess = /^\(Did you mean (.+)\?\)$/.exec(rest.join(' ').trim())?.[1];
   if (error.code === 'commander.unknownCommand') {
-    const hint = guess === undefined ? "cuda-patchelf takes a command (apply, check, plan, print, doctor, set-runpath, …) or patchelf's flags" : `did you mean ${guess}?`;
+    const hint =
+      guess === undefined
+        ? "cuda-patchelf takes a command (apply, check, plan, print, doctor, set-runpath, …) or patchelf's flags"
+        : `did you mean ${guess}?`;
     return [`cuda-patchelf: ${what}: ${hint} (cuda-patchelf --help lists them)`];
   }
   const lines = [`cuda-patchelf: ${what}${guess === undefined ? '' : ` (did you mean ${guess}?)`}`];

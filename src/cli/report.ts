@@ -24,7 +24,8 @@ export function errorJson(error: unknown): { kind: string; message: string; offs
  * directory it would patch whatever is there, so it is a usage error before anything is read.
  */
 export function rejectEmptyPaths(paths: readonly string[], what: string): void {
-  if (paths.some((path) => path === '')) throw new CudaPatchelfError('usage', `an empty path was given (an unset variable?); name the ${what}`);
+  if (paths.some((path) => path === ''))
+    throw new CudaPatchelfError('usage', `an empty path was given (an unset variable?); name the ${what}`);
 }
 
 /**
@@ -43,7 +44,8 @@ export function existingTrees(paths: readonly string[]): { dir: string; real: st
     } catch (error) {
       throw new CudaPatchelfError('usage', ioError(dir, 'walk', error).message, { file: dir });
     }
-    if (!stats.isDirectory() && !stats.isFile()) throw new CudaPatchelfError('usage', `cannot walk ${describeFileType(stats)}: name a directory or a file`, { file: dir });
+    if (!stats.isDirectory() && !stats.isFile())
+      throw new CudaPatchelfError('usage', `cannot walk ${describeFileType(stats)}: name a directory or a file`, { file: dir });
     return { dir, real };
   });
 }
@@ -59,7 +61,12 @@ export interface FileReport {
  * Runs `work` on each file in turn: a failure is one stderr line (and a JSON error object) and the
  * others go on; the exit code says whether any failed. With `json`, one array goes to stdout at the end.
  */
-export async function forEachFile(io: CliIo, files: readonly string[], json: boolean, work: (file: string) => Promise<FileReport>): Promise<void> {
+export async function forEachFile(
+  io: CliIo,
+  files: readonly string[],
+  json: boolean,
+  work: (file: string) => Promise<FileReport>,
+): Promise<void> {
   let failed = false;
   const records: object[] = [];
   for (const file of files) {

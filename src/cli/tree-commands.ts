@@ -7,7 +7,15 @@ import type { BatchResult } from '../batch/patch-tree.js';
 import { patchedCount, type BatchSummary, type FileOutcome } from '../batch/file-outcome.js';
 import { isInterrupted, newInterruptFlag, raiseInterrupt } from '../batch/interrupt.js';
 import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
-import { BUILTIN_HOOK_NAMES, CUDA_COMPAT_PATTERNS, cudaCompatHook, DEFAULT_DRIVER_LINK, driverHook, dropCudaCompatHook, removeStubsHook } from '../hooks/builtin-hooks.js';
+import {
+  BUILTIN_HOOK_NAMES,
+  CUDA_COMPAT_PATTERNS,
+  cudaCompatHook,
+  DEFAULT_DRIVER_LINK,
+  driverHook,
+  dropCudaCompatHook,
+  removeStubsHook,
+} from '../hooks/builtin-hooks.js';
 import type { Semantics } from '../hooks/compose-hooks.js';
 import { parseHookConfig } from '../hooks/hook-config.js';
 import type { Hook } from '../hooks/hook.js';
@@ -66,14 +74,36 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--no-driver', 'leave out the driver hook (Nixpkgs: dontUseAutoAddDriverRunpath)')
     .option('--driver-link <dir>', 'the driver link, absolute; the hook adds DIR/lib (DIR-32/lib for i386 files)', DEFAULT_DRIVER_LINK)
     .option('--cuda-compat <dir>', 'add the cuda_compat hook (absolute DIR): DIR/compat goes before the driver directory')
-    .option('--drop-cuda-compat', `remove cuda_compat's directories (entries matching ${CUDA_COMPAT_PATTERNS.join(' ')}), for a compat libcuda older than the kernel driver (CUDA error 803); not with --cuda-compat`)
-    .option('--remove-stubs', 'add the stubs hook: the first CUDA stubs entry becomes DRIVER-LINK/lib (unless that came first), the others go')
-    .option('--stubs-pattern <glob>', `what marks a stubs entry, a shell pattern on the whole entry; repeatable (default: ${NIXPKGS_STUBS_PATTERNS.join(' ')})`, collect)
+    .option(
+      '--drop-cuda-compat',
+      `remove cuda_compat's directories (entries matching ${CUDA_COMPAT_PATTERNS.join(' ')}), for a compat libcuda older than the kernel driver (CUDA error 803); not with --cuda-compat`,
+    )
+    .option(
+      '--remove-stubs',
+      'add the stubs hook: the first CUDA stubs entry becomes DRIVER-LINK/lib (unless that came first), the others go',
+    )
+    .option(
+      '--stubs-pattern <glob>',
+      `what marks a stubs entry, a shell pattern on the whole entry; repeatable (default: ${NIXPKGS_STUBS_PATTERNS.join(' ')})`,
+      collect,
+    )
     .option('--config <file>', `more hooks from a JSON file, placing their entries with "precedes"/"follows" (see ${docPath('hooks.md')})`)
-    .option('--nixpkgs-compat', "byte-identical to Nixpkgs' hooks: no dedupe, trailing ':' for an empty runpath, DT_RPATH becomes DT_RUNPATH")
-    .option('--make-writable', 'apply: patch read-only files too (their mode is restored afterwards); plan, check, --dry-run: say what apply would do with it')
-    .option('-j, --jobs <n>', `at most N threads patching files at once; never more than the CPUs (${cpuCount}) or the ELF files waiting (default: half the CPUs, at least 1: ${defaultJobs(cpuCount)} here; 1: no worker threads; at most ${MAX_JOBS})`)
-    .option('--threads-from-start', 'start the worker threads (--jobs, never more than the CPUs) with the batch and send them every ELF file (by default ELF files start them, one per file waiting, and wait for one to load, patched in this thread only if the walk ends first)')
+    .option(
+      '--nixpkgs-compat',
+      "byte-identical to Nixpkgs' hooks: no dedupe, trailing ':' for an empty runpath, DT_RPATH becomes DT_RUNPATH",
+    )
+    .option(
+      '--make-writable',
+      'apply: patch read-only files too (their mode is restored afterwards); plan, check, --dry-run: say what apply would do with it',
+    )
+    .option(
+      '-j, --jobs <n>',
+      `at most N threads patching files at once; never more than the CPUs (${cpuCount}) or the ELF files waiting (default: half the CPUs, at least 1: ${defaultJobs(cpuCount)} here; 1: no worker threads; at most ${MAX_JOBS})`,
+    )
+    .option(
+      '--threads-from-start',
+      'start the worker threads (--jobs, never more than the CPUs) with the batch and send them every ELF file (by default ELF files start them, one per file waiting, and wait for one to load, patched in this thread only if the walk ends first)',
+    )
     .option('--json', 'write a JSON report to stdout instead of the text summary')
     .option('-q, --quiet', 'print nothing but errors (the exit code says the rest)')
     .option('-v, --verbose', 'also print a line for each file patched (or to patch), and for each ELF file left alone and why');
@@ -86,10 +116,13 @@ function checkArguments(dirs: readonly string[], options: TreeOptions, command: 
   if (!options.driver && given('driverLink') && !options.removeStubs) {
     throw new CudaPatchelfError('usage', '--driver-link has no effect with --no-driver (only --remove-stubs uses it then)');
   }
-  if (options.stubsPattern !== undefined && !options.removeStubs) throw new CudaPatchelfError('usage', '--stubs-pattern needs --remove-stubs');
-  if (options.dropCudaCompat && options.cudaCompat !== undefined) throw new CudaPatchelfError('usage', '--drop-cuda-compat removes the directory --cuda-compat adds: give one of them');
+  if (options.stubsPattern !== undefined && !options.removeStubs)
+    throw new CudaPatchelfError('usage', '--stubs-pattern needs --remove-stubs');
+  if (options.dropCudaCompat && options.cudaCompat !== undefined)
+    throw new CudaPatchelfError('usage', '--drop-cuda-compat removes the directory --cuda-compat adds: give one of them');
   if (options.quiet && options.verbose) throw new CudaPatchelfError('usage', '--quiet and --verbose contradict each other');
-  if (options.json && (options.quiet || options.verbose)) throw new CudaPatchelfError('usage', `--json reports every file; --${options.quiet ? 'quiet' : 'verbose'} is for the text output`);
+  if (options.json && (options.quiet || options.verbose))
+    throw new CudaPatchelfError('usage', `--json reports every file; --${options.quiet ? 'quiet' : 'verbose'} is for the text output`);
 }
 
 /**
@@ -115,7 +148,8 @@ async function hooksFrom(options: TreeOptions): Promise<Hook[]> {
   const hooks: Hook[] = [];
   const driverLink = textToByteString(hookDirectory(options.driverLink, '--driver-link', false));
   if (options.driver) hooks.push(driverHook(driverLink));
-  if (options.cudaCompat !== undefined) hooks.push(cudaCompatHook(textToByteString(hookDirectory(options.cudaCompat, '--cuda-compat', false))));
+  if (options.cudaCompat !== undefined)
+    hooks.push(cudaCompatHook(textToByteString(hookDirectory(options.cudaCompat, '--cuda-compat', false))));
   if (options.removeStubs) {
     const patterns = options.stubsPattern?.map(textToByteString);
     // Compiled here so that a bad pattern is a usage error before any file is read.
@@ -132,15 +166,24 @@ async function hooksFrom(options: TreeOptions): Promise<Hook[]> {
     }
     hooks.push(...parseHookConfig(options.config, text));
   }
-  if (hooks.length === 0) throw new CudaPatchelfError('usage', 'no hooks: --no-driver without --cuda-compat, --drop-cuda-compat, --remove-stubs or --config leaves nothing to do');
+  if (hooks.length === 0)
+    throw new CudaPatchelfError(
+      'usage',
+      'no hooks: --no-driver without --cuda-compat, --drop-cuda-compat, --remove-stubs or --config leaves nothing to do',
+    );
   return orderHooks(hooks, BUILTIN_HOOK_NAMES);
 }
 
 function jobsOf(options: TreeOptions, io: CliIo): number {
   if (options.jobs === undefined) return defaultJobs(io.cpuCount);
   const jobs = Number(options.jobs);
-  if (!Number.isInteger(jobs) || jobs < 1) throw new CudaPatchelfError('usage', `--jobs takes a positive whole number, not "${options.jobs}"`);
-  if (jobs > MAX_JOBS) throw new CudaPatchelfError('usage', `--jobs takes at most ${MAX_JOBS} (no Linux machine has more CPUs; a number above this one's ${io.cpuCount} is capped at ${io.cpuCount}), not "${options.jobs}"`);
+  if (!Number.isInteger(jobs) || jobs < 1)
+    throw new CudaPatchelfError('usage', `--jobs takes a positive whole number, not "${options.jobs}"`);
+  if (jobs > MAX_JOBS)
+    throw new CudaPatchelfError(
+      'usage',
+      `--jobs takes at most ${MAX_JOBS} (no Linux machine has more CPUs; a number above this one's ${io.cpuCount} is capped at ${io.cpuCount}), not "${options.jobs}"`,
+    );
   return jobs;
 }
 
@@ -217,13 +260,17 @@ function verboseLines(outcome: FileOutcome, verb: string): string[] {
 }
 
 /** Under a file to patch that apply would refuse to write: what apply would say, worded as no failure. */
-const refusalLines = (outcome: PendingOutcome): string[] => (outcome.status === 'would-refuse' ? [`  apply would refuse it: ${oneLine(outcome.refusal)}`] : []);
+const refusalLines = (outcome: PendingOutcome): string[] =>
+  outcome.status === 'would-refuse' ? [`  apply would refuse it: ${oneLine(outcome.refusal)}`] : [];
 
 const text = (value: string | null): string => (value === null ? '(none)' : `"${oneLine(byteStringToText(value))}"`);
 
 function summaryLine(verb: string, s: BatchSummary): string {
   // Sorted, so the line reads the same whatever order the files finished in.
-  const counts = (record: Record<string, number>): string[] => Object.keys(record).sort().map((key) => `${record[key] ?? 0} ${key}`);
+  const counts = (record: Record<string, number>): string[] =>
+    Object.keys(record)
+      .sort()
+      .map((key) => `${record[key] ?? 0} ${key}`);
   const tiers = counts(s.patched);
   const skipped = counts(s.skipped);
   return [
@@ -294,7 +341,8 @@ function reportJson(io: CliIo, command: TreeCommandName, run: TreeRun, options: 
 type PendingOutcome = Extract<FileOutcome, { status: 'patched' | 'would-refuse' }>;
 
 /** The files a run patched, or in a dry run would patch or would have apply refuse: the files that need patching. */
-const pendingOf = (run: TreeRun): PendingOutcome[] => run.outcomes.filter((o): o is PendingOutcome => o.status === 'patched' || o.status === 'would-refuse');
+const pendingOf = (run: TreeRun): PendingOutcome[] =>
+  run.outcomes.filter((o): o is PendingOutcome => o.status === 'patched' || o.status === 'would-refuse');
 
 /** `check`'s last line: "nothing to do" only when no file needs patching and none failed. */
 function checkSummary(pending: number, s: BatchSummary): string {
@@ -312,13 +360,17 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
     .action(async (dirs: string[], options: TreeOptions, command: Command) => {
       const run = await runTree('apply', dirs, options, command, io);
       if (run.interrupted) {
-        io.err(`cuda-patchelf apply: interrupted: ${run.summary.visited} file(s) done (${patchedCount(run.summary)} patched), the others left untouched; apply again does the rest`);
+        io.err(
+          `cuda-patchelf apply: interrupted: ${run.summary.visited} file(s) done (${patchedCount(run.summary)} patched), the others left untouched; apply again does the rest`,
+        );
       }
       if (options.json) reportJson(io, 'apply', run, options);
       else if (!options.quiet) {
         io.out(`cuda-patchelf apply: ${summaryLine(run.dryRun ? 'would patch' : 'patched', run.summary)}`);
         if (run.summary.patchedWithOtherLinks > 0) {
-          io.out(`note: ${run.summary.patchedWithOtherLinks} ${run.dryRun ? 'file(s) to patch' : 'patched file(s)'} have other hard links; the change shows through every link`);
+          io.out(
+            `note: ${run.summary.patchedWithOtherLinks} ${run.dryRun ? 'file(s) to patch' : 'patched file(s)'} have other hard links; the change shows through every link`,
+          );
         }
       }
       io.setExitCode(run.interrupted ? EXIT.interrupted : run.summary.failed > 0 ? EXIT.someFilesFailed : EXIT.ok);

@@ -90,7 +90,12 @@ function x86Model(abi: MachineAbi, cpu: CpuInfo): CpuModel {
   return {
     platform,
     glibcHwcaps: [...levels].reverse(),
-    legacyNames: [...((hwcaps & HWCAP_X86_64) !== 0n ? ['x86_64'] : []), ...((hwcaps & HWCAP_X86_AVX512_1) !== 0n ? ['avx512_1'] : []), platform, 'tls'],
+    legacyNames: [
+      ...((hwcaps & HWCAP_X86_64) !== 0n ? ['x86_64'] : []),
+      ...((hwcaps & HWCAP_X86_AVX512_1) !== 0n ? ['avx512_1'] : []),
+      platform,
+      'tls',
+    ],
     acceptedHwcapBits: hwcaps | X86_PLATFORM_MASK | TLS_BIT,
     platformMask: X86_PLATFORM_MASK,
     platformBit: platformIndex < 0 ? null : 1n << BigInt(48 + platformIndex),

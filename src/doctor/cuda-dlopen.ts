@@ -85,7 +85,14 @@ async function candidates(emulation: LoadEmulation, strings: ObjectStrings): Pro
   const main = emulation.namespace.main;
   // The driver's own libraries name each other in .rodata; they are not programs with the runtime inside.
   const driverLibrary = main.facts.soname !== null && CUDA_DLOPEN_NAMES.includes(main.facts.soname);
-  const staticRuntime = driverLibrary ? null : await strings.firstInRodata(main.facts, 'libcuda-name', { maxLength: LIBCUDA.length, firstByte: (byte) => byte === LIBCUDA.charCodeAt(0) }, (text) => text === LIBCUDA);
+  const staticRuntime = driverLibrary
+    ? null
+    : await strings.firstInRodata(
+        main.facts,
+        'libcuda-name',
+        { maxLength: LIBCUDA.length, firstByte: (byte) => byte === LIBCUDA.charCodeAt(0) },
+        (text) => text === LIBCUDA,
+      );
   if (staticRuntime !== null) for (const name of CUDA_DLOPEN_NAMES) add(name, main, 'static-runtime');
   return result;
 }
@@ -95,7 +102,8 @@ async function tryDlopen(namespace: LinkNamespace, candidate: Candidate): Promis
   const trial = namespace.fork();
   const before = trial.maps.length;
   const resolution = await trial.mapObject(candidate.caller, candidate.name, 'dlopen');
-  const dependencies = resolution.kind === 'loaded' && resolution.how === 'new' ? await trial.loadDependencies(resolution.map, [], 'dlopen-dependency') : [];
+  const dependencies =
+    resolution.kind === 'loaded' && resolution.how === 'new' ? await trial.loadDependencies(resolution.map, [], 'dlopen-dependency') : [];
   return { call: { ...candidate, resolution, dependencies, loads: trial.maps.slice(before) }, trial };
 }
 
@@ -109,7 +117,10 @@ export async function resolveCudaDlopens(emulation: LoadEmulation, strings: Obje
     const { resolution } = call;
     if (candidate.name !== LIBCUDA || resolution.kind !== 'loaded' || drivers.has(resolution.map.facts.fileId)) continue;
     drivers.add(resolution.map.facts.fileId);
-    calls.push((await tryDlopen(trial, { name: 'libnvidia-ptxjitcompiler.so.1', caller: resolution.map, reason: 'driver', notePriority: null })).call);
+    calls.push(
+      (await tryDlopen(trial, { name: 'libnvidia-ptxjitcompiler.so.1', caller: resolution.map, reason: 'driver', notePriority: null }))
+        .call,
+    );
   }
   return calls;
 }

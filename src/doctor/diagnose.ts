@@ -8,7 +8,16 @@ import { CUDA_DLOPEN_NAMES, LIBCUDA, resolveCudaDlopens, type CallerReason, type
 import type { DriverVersion } from './driver-version.js';
 import type { LoaderRegistry } from './emulated-loader.js';
 import { emulateLoad, type LoadEmulation } from './emulate-load.js';
-import { dlopenFindings, driverPartsFindings, libcudaFindings, loadFindings, mixedInstallationsFinding, type Finding, type LibcudaChoice, type SearchedDirectory } from './findings.js';
+import {
+  dlopenFindings,
+  driverPartsFindings,
+  libcudaFindings,
+  loadFindings,
+  mixedInstallationsFinding,
+  type Finding,
+  type LibcudaChoice,
+  type SearchedDirectory,
+} from './findings.js';
 import { describeLibcuda, driverVersionInName } from './libcuda-facts.js';
 import type { LinkMap } from './link-namespace.js';
 import { ObjectStrings } from './object-strings.js';
@@ -37,15 +46,24 @@ export interface FileDiagnosis {
 /** Which caller's dlopen of libcuda runs first: the CUDA runtime's, dynamic or static, before anyone else's. */
 const CALLER_ORDER: readonly CallerReason[] = ['cuda-runtime', 'static-runtime', 'needs-cudart', 'needs-libcuda', 'dynstr', 'note'];
 
-async function chooseLibcuda(emulation: LoadEmulation, calls: readonly DlopenCall[], context: DoctorContext): Promise<LibcudaChoice | null> {
+async function chooseLibcuda(
+  emulation: LoadEmulation,
+  calls: readonly DlopenCall[],
+  context: DoctorContext,
+): Promise<LibcudaChoice | null> {
   const { root } = context.registry.settings;
   const needed = emulation.namespace.maps.find((map) => map.depth > 0 && (map.name === LIBCUDA || map.facts.soname === LIBCUDA));
-  if (needed !== undefined) return { map: needed, facts: await describeLibcuda(needed.path, needed.facts, root, context.strings), call: null };
+  if (needed !== undefined)
+    return { map: needed, facts: await describeLibcuda(needed.path, needed.facts, root, context.strings), call: null };
   const found = calls
     .filter((call) => call.name === LIBCUDA && call.resolution.kind === 'loaded')
     .sort((a, b) => CALLER_ORDER.indexOf(a.reason) - CALLER_ORDER.indexOf(b.reason))[0];
   if (found === undefined || found.resolution.kind !== 'loaded') return null;
-  return { map: found.resolution.map, facts: await describeLibcuda(found.resolution.map.path, found.resolution.map.facts, root, context.strings), call: found };
+  return {
+    map: found.resolution.map,
+    facts: await describeLibcuda(found.resolution.map.path, found.resolution.map.facts, root, context.strings),
+    call: found,
+  };
 }
 
 /** Whether a directory holds a CUDA runtime (libcudart.so…): then it is a CUDA installation of its own. */
@@ -69,7 +87,10 @@ function libcudaSearch(calls: readonly DlopenCall[], root: SystemRoot): Searched
     if (call.name !== LIBCUDA || call.resolution.kind !== 'missing') continue;
     for (const list of call.resolution.searched) {
       if (list.rule === 'cache' || list.rule === 'default') continue;
-      const listedBy = list.owner === null ? 'LD_LIBRARY_PATH' : `the ${list.rule === 'runpath' ? 'RUNPATH' : 'RPATH'} of ${byteStringToText(list.owner.path)}`;
+      const listedBy =
+        list.owner === null
+          ? 'LD_LIBRARY_PATH'
+          : `the ${list.rule === 'runpath' ? 'RUNPATH' : 'RPATH'} of ${byteStringToText(list.owner.path)}`;
       for (const directory of list.directories) {
         // A relative entry is the working directory's business.
         if (!directory.startsWith('/') || result.some((entry) => entry.directory === directory && entry.listedBy === listedBy)) continue;
@@ -85,14 +106,19 @@ function libcudaSearch(calls: readonly DlopenCall[], root: SystemRoot): Searched
 export async function diagnoseFile(hostPath: string, context: DoctorContext, ldLibraryPath: string | null): Promise<FileDiagnosis> {
   const emulation = await emulateLoad(hostPath, context.registry, ldLibraryPath);
   const dlopens = await resolveCudaDlopens(emulation, context.strings);
-  const usesCuda = dlopens.some((call) => call.name === LIBCUDA) || emulation.namespace.maps.some((map) => map.depth > 0 && map.name === LIBCUDA);
+  const usesCuda =
+    dlopens.some((call) => call.name === LIBCUDA) || emulation.namespace.maps.some((map) => map.depth > 0 && map.name === LIBCUDA);
   const libcuda = usesCuda ? await chooseLibcuda(emulation, dlopens, context) : null;
   const { root } = context.registry.settings;
   const realPath = (map: LinkMap): string => {
     const real = root.realPath(map.path);
     return typeof real === 'string' ? real : map.path;
   };
-  const mixed = mixedInstallationsFinding(emulation.namespace.maps, (map) => dirname(realPath(map)), (directory) => holdsCudaRuntime(root, directory));
+  const mixed = mixedInstallationsFinding(
+    emulation.namespace.maps,
+    (map) => dirname(realPath(map)),
+    (directory) => holdsCudaRuntime(root, directory),
+  );
   const findings = [
     ...loadFindings(emulation),
     ...libcudaFindings(dlopens, libcuda, usesCuda, context.driver, libcuda === null ? libcudaSearch(dlopens, root) : []),

@@ -112,7 +112,11 @@ function passedOver(resolution: Resolution): { path: string; reason: string }[] 
 
 function searched(resolution: Resolution): SearchedRecord[] {
   if (resolution.kind !== 'missing') return [];
-  return resolution.searched.map((list) => ({ rule: list.rule, owner: list.owner === null ? null : text(list.owner.path), directories: list.directories.map(text) }));
+  return resolution.searched.map((list) => ({
+    rule: list.rule,
+    owner: list.owner === null ? null : text(list.owner.path),
+    directories: list.directories.map(text),
+  }));
 }
 
 /** Each object once, where its first DT_NEEDED reference puts it: ld.so's breadth-first load order. */
@@ -146,7 +150,9 @@ function loadRecord(map: LinkMap, name: string, neededBy: LinkMap): LoadRecord {
 /** The dependency that stopped a dlopen's load (the last edge, when it is fatal). */
 function refusedDependency(call: DlopenCall): DlopenRecord['refused'] {
   const last = call.dependencies.at(-1);
-  return last?.resolution.kind === 'fatal' ? { name: text(last.name), path: text(last.resolution.path), message: last.resolution.message } : null;
+  return last?.resolution.kind === 'fatal'
+    ? { name: text(last.name), path: text(last.resolution.path), message: last.resolution.message }
+    : null;
 }
 
 function dlopenRecord(call: DlopenCall): DlopenRecord {
@@ -197,7 +203,12 @@ export async function fileReport(diagnosis: FileDiagnosis, wrapper: FileReport['
       name: text(edge.name),
       preload: edge.preload,
       status: status(edge.resolution),
-      path: edge.resolution.kind === 'loaded' ? text(edge.resolution.map.path) : edge.resolution.kind === 'fatal' ? text(edge.resolution.path) : null,
+      path:
+        edge.resolution.kind === 'loaded'
+          ? text(edge.resolution.map.path)
+          : edge.resolution.kind === 'fatal'
+            ? text(edge.resolution.path)
+            : null,
       message: edge.resolution.kind === 'fatal' ? edge.resolution.message : null,
       passedOver: passedOver(edge.resolution),
       searched: searched(edge.resolution),

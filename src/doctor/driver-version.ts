@@ -37,7 +37,8 @@ function readSmallFile(path: string): string | null {
 /** The loaded kernel module's version on this machine, or null when no NVIDIA module is loaded. */
 export function readKernelDriverVersion(): DriverVersion | null {
   const moduleVersion = readSmallFile('/sys/module/nvidia/version')?.trim();
-  if (moduleVersion !== undefined && isDriverVersion(moduleVersion)) return { version: moduleVersion, source: '/sys/module/nvidia/version' };
+  if (moduleVersion !== undefined && isDriverVersion(moduleVersion))
+    return { version: moduleVersion, source: '/sys/module/nvidia/version' };
   // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Release Build ..."
   const procVersion = /Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)*)/.exec(readSmallFile('/proc/driver/nvidia/version') ?? '')?.[1];
   return procVersion === undefined ? null : { version: procVersion, source: '/proc/driver/nvidia/version' };

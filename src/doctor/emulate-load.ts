@@ -35,7 +35,10 @@ function statOf(hostPath: string): Stats {
   try {
     return statSync(hostPath);
   } catch (error) {
-    throw new CudaPatchelfError('io', `cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { file: hostPath, cause: error });
+    throw new CudaPatchelfError('io', `cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
+      file: hostPath,
+      cause: error,
+    });
   }
 }
 
@@ -47,13 +50,19 @@ function preloadNames(root: SystemRoot, path: string): string[] {
   const found = root.lookUp(path);
   if (!found.ok || !found.stats.isFile()) return [];
   try {
-    return textToByteString(readFileSync(found.hostPath, 'utf8')).split(/[: \t\n]/).filter((name) => name !== '');
+    return textToByteString(readFileSync(found.hostPath, 'utf8'))
+      .split(/[: \t\n]/)
+      .filter((name) => name !== '');
   } catch {
     return [];
   }
 }
 
-async function loaderFor(registry: LoaderRegistry, facts: ObjectFacts, abi: MachineAbi): Promise<{ loader: EmulatedLoader; interpreter: InterpreterState }> {
+async function loaderFor(
+  registry: LoaderRegistry,
+  facts: ObjectFacts,
+  abi: MachineAbi,
+): Promise<{ loader: EmulatedLoader; interpreter: InterpreterState }> {
   const named = facts.interpreter;
   if (named !== null) {
     try {
@@ -64,7 +73,10 @@ async function loaderFor(registry: LoaderRegistry, facts: ObjectFacts, abi: Mach
       return { loader: await registry.loaderAt(abi.defaultLoader, abi, facts.littleEndian), interpreter: { path: named, found: false } };
     }
   }
-  return { loader: await registry.loaderAt(abi.defaultLoader, abi, facts.littleEndian), interpreter: { path: abi.defaultLoader, found: true } };
+  return {
+    loader: await registry.loaderAt(abi.defaultLoader, abi, facts.littleEndian),
+    interpreter: { path: abi.defaultLoader, found: true },
+  };
 }
 
 /**
@@ -74,10 +86,12 @@ async function loaderFor(registry: LoaderRegistry, facts: ObjectFacts, abi: Mach
 export async function emulateLoad(hostPath: string, registry: LoaderRegistry, ldLibraryPath: string | null): Promise<LoadEmulation> {
   const { root } = registry.settings;
   const path = root.pathOf(hostPath);
-  if (path === null) throw new CudaPatchelfError('usage', `outside --root ${root.hostRoot}: the loader of that system cannot see it`, { file: hostPath });
+  if (path === null)
+    throw new CudaPatchelfError('usage', `outside --root ${root.hostRoot}: the loader of that system cannot see it`, { file: hostPath });
   const facts = await registry.objects.get(hostPath, statOf(hostPath));
   const abi = machineAbi(facts.machine, facts.elfClass);
-  if (abi === null) throw new CudaPatchelfError('unsupported', 'doctor emulates the glibc loaders of x86_64, aarch64 and i386 only', { file: hostPath });
+  if (abi === null)
+    throw new CudaPatchelfError('unsupported', 'doctor emulates the glibc loaders of x86_64, aarch64 and i386 only', { file: hostPath });
   const { loader, interpreter } = await loaderFor(registry, facts, abi);
   const kind = facts.interpreter === null ? 'library' : 'program';
   const real = root.realPath(path);

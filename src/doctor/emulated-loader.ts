@@ -83,7 +83,10 @@ function cpuOf(settings: EmulationSettings, abi: MachineAbi, loaderHostPath: str
 async function readCacheState(root: SystemRoot, path: string, littleEndian: boolean): Promise<CacheState> {
   const found = root.lookUp(path);
   if (!found.ok && (found.code === 'ENOENT' || found.code === 'ENOTDIR')) return { path, cache: null };
-  if (!found.ok) throw new CudaPatchelfError('io', `cannot read the loader's cache (${found.code}); doctor cannot tell what ld.so finds through it`, { file: root.isHost ? path : `${root.hostRoot}${path}` });
+  if (!found.ok)
+    throw new CudaPatchelfError('io', `cannot read the loader's cache (${found.code}); doctor cannot tell what ld.so finds through it`, {
+      file: root.isHost ? path : `${root.hostRoot}${path}`,
+    });
   let source: FileByteSource | undefined;
   try {
     source = FileByteSource.open(found.hostPath);
@@ -122,10 +125,13 @@ export class LoaderRegistry {
     const found = root.lookUp(path);
     if (!found.ok) {
       // Files of another machine are looked at in a system root of that machine.
-      const hint = root.isHost && this.settings.hostAbi?.name !== abi.name ? `: ${abi.name} files need --root with an ${abi.name} system root` : '';
+      const hint =
+        root.isHost && this.settings.hostAbi?.name !== abi.name ? `: ${abi.name} files need --root with an ${abi.name} system root` : '';
       // Named by the loader, not by the file that needs it: every file of that machine fails the same
       // way, and the command says a line once however many files it fails (doctor-command.ts).
-      throw new CudaPatchelfError('io', `no dynamic loader there (${found.code})${hint}`, { file: root.isHost ? path : `${root.hostRoot}${path}` });
+      throw new CudaPatchelfError('io', `no dynamic loader there (${found.code})${hint}`, {
+        file: root.isHost ? path : `${root.hostRoot}${path}`,
+      });
     }
     const real = root.realPath(path);
     const ownDirectory = typeof real === 'string' ? `${real.slice(0, real.lastIndexOf('/'))}/` : '';

@@ -32,7 +32,8 @@ export interface LibcudaChoice {
 
 const text = byteStringToText;
 
-const DRIVER_FIX = 'put the driver directory in the runpath of the libraries that load CUDA (cuda-patchelf apply adds /run/opengl-driver/lib), or install the NVIDIA driver where the loader looks (ld.so.cache, the default directories)';
+const DRIVER_FIX =
+  'put the driver directory in the runpath of the libraries that load CUDA (cuda-patchelf apply adds /run/opengl-driver/lib), or install the NVIDIA driver where the loader looks (ld.so.cache, the default directories)';
 
 /** The directory the driver hook adds (DIR/lib, DIR-32/lib for i386; /run/opengl-driver by default): a runpath that names it already has what apply gives. */
 const DRIVER_LINK_DIRECTORY = /\/opengl-driver(-32)?\/lib\/?$/;
@@ -59,13 +60,36 @@ function libcudaMissingFinding(searched: readonly SearchedDirectory[]): Finding 
   // Each directory once, as people write it (without the loader's trailing '/'), with the lists that name it.
   const named = (entries: readonly SearchedDirectory[]): string =>
     [...new Set(entries.map((entry) => entry.directory))]
-      .map((directory) => `${text(directory).replace(/(.)\/$/, '$1')} (in ${entries.filter((entry) => entry.directory === directory).map((entry) => entry.listedBy).join(' and ')})`)
+      .map(
+        (directory) =>
+          `${text(directory).replace(/(.)\/$/, '$1')} (in ${entries
+            .filter((entry) => entry.directory === directory)
+            .map((entry) => entry.listedBy)
+            .join(' and ')})`,
+      )
       .join(', ');
   const linkMissing = driverLinks.filter((entry) => !entry.exists);
-  if (linkMissing.length > 0) return { severity: 'error', code: 'libcuda-missing', message: `${base}: ${named(linkMissing)} does not exist here`, fix: DRIVER_LINK_MISSING_FIX };
-  if (driverLinks.length > 0) return { severity: 'error', code: 'libcuda-missing', message: `${base}: ${named(driverLinks)} holds no ${LIBCUDA} here`, fix: DRIVER_LINK_EMPTY_FIX };
+  if (linkMissing.length > 0)
+    return {
+      severity: 'error',
+      code: 'libcuda-missing',
+      message: `${base}: ${named(linkMissing)} does not exist here`,
+      fix: DRIVER_LINK_MISSING_FIX,
+    };
+  if (driverLinks.length > 0)
+    return {
+      severity: 'error',
+      code: 'libcuda-missing',
+      message: `${base}: ${named(driverLinks)} holds no ${LIBCUDA} here`,
+      fix: DRIVER_LINK_EMPTY_FIX,
+    };
   const missing = searched.filter((entry) => !entry.exists);
-  return { severity: 'error', code: 'libcuda-missing', message: missing.length === 0 ? base : `${base}; ${named(missing)} ${missing.length === 1 ? 'does' : 'do'} not exist here`, fix: DRIVER_FIX };
+  return {
+    severity: 'error',
+    code: 'libcuda-missing',
+    message: missing.length === 0 ? base : `${base}; ${named(missing)} ${missing.length === 1 ? 'does' : 'do'} not exist here`,
+    fix: DRIVER_FIX,
+  };
 }
 
 /** Findings about the load itself: the interpreter, missing libraries, a load that stops. */
@@ -76,7 +100,7 @@ export function loadFindings(emulation: LoadEmulation): Finding[] {
       severity: 'error',
       code: 'interpreter-missing',
       message: `the interpreter ${text(emulation.interpreter.path)} does not exist: the kernel cannot start the program ("No such file or directory")`,
-      fix: 'install the C library the program was built against, or point PT_INTERP at this system\'s loader',
+      fix: "install the C library the program was built against, or point PT_INTERP at this system's loader",
     });
   }
   for (const edge of emulation.edges) {
@@ -116,18 +140,25 @@ export function loadFindings(emulation: LoadEmulation): Finding[] {
 }
 
 /** CUDA toolkit libraries besides the runtime (cuDNN and NCCL are released on their own, and left out). */
-const TOOLKIT_LIBRARY = /^lib(cublas|cublasLt|cufft|cufftw|curand|cusparse|cusolver|cusolverMg|nvrtc|nvJitLink|nvToolsExt|cupti|npp\w*|nvjpeg)\.so/;
+const TOOLKIT_LIBRARY =
+  /^lib(cublas|cublasLt|cufft|cufftw|curand|cusparse|cusolver|cusolverMg|nvrtc|nvJitLink|nvToolsExt|cupti|npp\w*|nvjpeg)\.so/;
 
 /**
  * Toolkit libraries loaded from another CUDA installation than the runtime: a directory that holds a
  * libcudart of its own is another installation. The one-package-per-directory layouts of pip wheels
  * (nvidia/cublas/lib…) and Nixpkgs (a store path per package) hold none there, and are fine.
  */
-export function mixedInstallationsFinding(maps: readonly LinkMap[], realDirectory: (map: LinkMap) => string, holdsRuntime: (directory: string) => boolean): Finding | null {
+export function mixedInstallationsFinding(
+  maps: readonly LinkMap[],
+  realDirectory: (map: LinkMap) => string,
+  holdsRuntime: (directory: string) => boolean,
+): Finding | null {
   const runtime = maps.find((map) => map.depth > 0 && /^libcudart\.so/.test(map.name));
   if (runtime === undefined) return null;
   const runtimeDirectory = realDirectory(runtime);
-  const foreign = maps.filter((map) => map.depth > 0 && TOOLKIT_LIBRARY.test(map.name) && realDirectory(map) !== runtimeDirectory && holdsRuntime(realDirectory(map)));
+  const foreign = maps.filter(
+    (map) => map.depth > 0 && TOOLKIT_LIBRARY.test(map.name) && realDirectory(map) !== runtimeDirectory && holdsRuntime(realDirectory(map)),
+  );
   if (foreign.length === 0) return null;
   const where = [...new Set(foreign.map(realDirectory))].map(text).join(', ');
   return {
@@ -142,10 +173,17 @@ export function mixedInstallationsFinding(maps: readonly LinkMap[], realDirector
  * The driver's other parts next to the libcuda in use: its PTX JIT compiler must be of the libcuda's
  * release (a compat libcuda brings its own), and NVML of the kernel driver's (it talks to the module).
  */
-export function driverPartsFindings(calls: readonly DlopenCall[], choice: LibcudaChoice | null, driver: DriverVersion | null, versionOf: (map: LinkMap) => string | null): Finding[] {
+export function driverPartsFindings(
+  calls: readonly DlopenCall[],
+  choice: LibcudaChoice | null,
+  driver: DriverVersion | null,
+  versionOf: (map: LinkMap) => string | null,
+): Finding[] {
   if (choice === null) return [];
   const findings: Finding[] = [];
-  const jit = calls.find((call) => call.reason === 'driver' && call.caller.facts.fileId === choice.map.facts.fileId && call.resolution.kind === 'loaded');
+  const jit = calls.find(
+    (call) => call.reason === 'driver' && call.caller.facts.fileId === choice.map.facts.fileId && call.resolution.kind === 'loaded',
+  );
   const jitVersion = jit?.resolution.kind === 'loaded' ? versionOf(jit.resolution.map) : null;
   if (jit?.resolution.kind === 'loaded' && jitVersion !== null && choice.facts.version !== null && jitVersion !== choice.facts.version) {
     findings.push({
@@ -177,7 +215,13 @@ function describeChoice(choice: LibcudaChoice): string {
  * Findings about the driver the program would use, given the kernel driver's version when known;
  * `searched`: the directories the dlopens of libcuda went through without finding it.
  */
-export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaChoice | null, usesCuda: boolean, driver: DriverVersion | null, searched: readonly SearchedDirectory[]): Finding[] {
+export function libcudaFindings(
+  calls: readonly DlopenCall[],
+  choice: LibcudaChoice | null,
+  usesCuda: boolean,
+  driver: DriverVersion | null,
+  searched: readonly SearchedDirectory[],
+): Finding[] {
   const findings: Finding[] = [];
   if (!usesCuda) return findings;
   if (choice === null) return [libcudaMissingFinding(searched)];
@@ -187,7 +231,7 @@ export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaCho
       severity: 'error',
       code: 'libcuda-stub',
       message: `${LIBCUDA} would be the link-time stub ${found}: CUDA fails with error 34 (CUDA driver is a stub library)`,
-      fix: 'remove the stubs directory from the runpath (cuda-patchelf apply --remove-stubs), so that the driver\'s libcuda is found',
+      fix: "remove the stubs directory from the runpath (cuda-patchelf apply --remove-stubs), so that the driver's libcuda is found",
     });
   }
   if (choice.facts.kind === 'compat') {
@@ -207,7 +251,12 @@ export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaCho
       });
     }
   }
-  if (choice.facts.kind === 'driver' && driver !== null && choice.facts.version !== null && compareDriverVersions(choice.facts.version, driver.version) !== 0) {
+  if (
+    choice.facts.kind === 'driver' &&
+    driver !== null &&
+    choice.facts.version !== null &&
+    compareDriverVersions(choice.facts.version, driver.version) !== 0
+  ) {
     findings.push({
       severity: 'error',
       code: 'driver-mismatch',
@@ -223,12 +272,16 @@ export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaCho
       severity: 'error',
       code: choice.facts.kind === 'compat' ? 'compat-dependency-missing' : 'libcuda-dependency-missing',
       message: `${found} needs ${dependencyFailures(failed)}: the dlopen of ${LIBCUDA} fails${choice.facts.kind === 'compat' ? ' (on Jetson the compat driver needs the L4T libraries libnvrm_gpu.so and libnvrm_mem.so)' : ''}`,
-      fix: choice.facts.kind === 'compat' ? 'make the L4T driver libraries findable (their directory in ld.so.cache or the runpath), or drop the cuda_compat hook' : `make ${names} load from ${text(choice.map.path)}`,
+      fix:
+        choice.facts.kind === 'compat'
+          ? 'make the L4T driver libraries findable (their directory in ld.so.cache or the runpath), or drop the cuda_compat hook'
+          : `make ${names} load from ${text(choice.map.path)}`,
     });
   }
   const others = new Map<string, DlopenCall>();
   for (const call of calls) {
-    if (call.name !== LIBCUDA || call.resolution.kind !== 'loaded' || call.resolution.map.facts.fileId === choice.map.facts.fileId) continue;
+    if (call.name !== LIBCUDA || call.resolution.kind !== 'loaded' || call.resolution.map.facts.fileId === choice.map.facts.fileId)
+      continue;
     others.set(call.resolution.map.facts.fileId, call);
   }
   for (const other of others.values()) {
@@ -251,7 +304,9 @@ export function libcudaFindings(calls: readonly DlopenCall[], choice: LibcudaCho
 function dependencyFailures(failed: readonly Edge[]): string {
   const missing = failed.filter((edge) => edge.resolution.kind === 'missing').map((edge) => text(edge.name));
   const parts = missing.length === 0 ? [] : [`${missing.join(', ')}, which ${missing.length === 1 ? 'is' : 'are'} not found`];
-  for (const edge of failed) if (edge.resolution.kind === 'fatal') parts.push(`${text(edge.name)}, which cannot be loaded (${text(edge.resolution.path)}: ${edge.resolution.message})`);
+  for (const edge of failed)
+    if (edge.resolution.kind === 'fatal')
+      parts.push(`${text(edge.name)}, which cannot be loaded (${text(edge.resolution.path)}: ${edge.resolution.message})`);
   return parts.join('; ');
 }
 
@@ -280,7 +335,10 @@ export function dlopenFindings(calls: readonly DlopenCall[]): Finding[] {
       severity: nvrtc || call.notePriority === 'required' ? 'error' : 'warning',
       code: 'dlopen-missing',
       message: `${text(call.caller.path)} opens ${text(call.name)} with dlopen, and ${what}${nvrtc ? ': runtime compilation (NVRTC) fails' : ` (its .note.dlopen says ${call.notePriority ?? ''})`}`,
-      fix: resolution.kind === 'missing' ? `put the directory of ${text(call.name)} in the runpath of ${text(call.caller.path)}` : `make ${text(call.name)} and what it needs load from ${text(call.caller.path)}`,
+      fix:
+        resolution.kind === 'missing'
+          ? `put the directory of ${text(call.name)} in the runpath of ${text(call.caller.path)}`
+          : `make ${text(call.name)} and what it needs load from ${text(call.caller.path)}`,
     });
   }
   return findings;

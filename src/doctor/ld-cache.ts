@@ -77,12 +77,16 @@ export async function readLdCache(source: ByteSource, littleEndian: boolean): Pr
 /** glibc's own plausibility test: the entry count must fit in the file, or the whole cache is ignored. */
 function checkEntriesFit(source: ByteSource, start: number, count: number, entrySize: number, what: string): void {
   if (Math.floor((source.size - start) / entrySize) < count) {
-    throw formatError(`truncated: the ${what} header announces ${count} entries (${count * entrySize} bytes) but the file has ${Math.max(0, source.size - start)} bytes after it; ld.so ignores this cache`, start);
+    throw formatError(
+      `truncated: the ${what} header announces ${count} entries (${count * entrySize} bytes) but the file has ${Math.max(0, source.size - start)} bytes after it; ld.so ignores this cache`,
+      start,
+    );
   }
 }
 
 async function readOldFormat(source: ByteSource, littleEndian: boolean): Promise<LdCache> {
-  if (source.size <= OLD_HEADER_SIZE) throw formatError(`truncated: ${source.size} bytes, no room for the old-format header; ld.so ignores this cache`);
+  if (source.size <= OLD_HEADER_SIZE)
+    throw formatError(`truncated: ${source.size} bytes, no room for the old-format header; ld.so ignores this cache`);
   const count = dataViewOf(await source.read(12, 4, 'old-format entry count')).getUint32(0, littleEndian);
   checkEntriesFit(source, OLD_HEADER_SIZE, count, OLD_ENTRY_SIZE, 'old-format');
   const entriesEnd = OLD_HEADER_SIZE + count * OLD_ENTRY_SIZE;
@@ -104,12 +108,16 @@ async function readOldFormat(source: ByteSource, littleEndian: boolean): Promise
 }
 
 async function readNewFormat(source: ByteSource, start: number, format: LdCacheFormat, littleEndian: boolean): Promise<LdCache> {
-  if (source.size - start <= NEW_HEADER_SIZE) throw formatError(`truncated: no room for the ${NEW_MAGIC} header; ld.so ignores this cache`, start);
+  if (source.size - start <= NEW_HEADER_SIZE)
+    throw formatError(`truncated: no room for the ${NEW_MAGIC} header; ld.so ignores this cache`, start);
   const header = dataViewOf(await source.read(start, NEW_HEADER_SIZE, 'cache header'));
   const endian = header.getUint8(28) & ENDIAN_MASK;
   const flagsByte = header.getUint8(28);
   if (flagsByte !== 0 && endian !== (littleEndian ? ENDIAN_LITTLE : ENDIAN_BIG)) {
-    throw formatError(`written for ${endian === ENDIAN_BIG ? 'a big-endian' : endian === ENDIAN_LITTLE ? 'a little-endian' : 'no valid'} byte order, not this system's; ld.so ignores this cache`, start + 28);
+    throw formatError(
+      `written for ${endian === ENDIAN_BIG ? 'a big-endian' : endian === ENDIAN_LITTLE ? 'a little-endian' : 'no valid'} byte order, not this system's; ld.so ignores this cache`,
+      start + 28,
+    );
   }
   const count = header.getUint32(20, littleEndian);
   checkEntriesFit(source, start + NEW_HEADER_SIZE, count, NEW_ENTRY_SIZE, NEW_MAGIC);

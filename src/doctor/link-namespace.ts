@@ -53,7 +53,16 @@ export class LinkMap {
   readonly matchesFileId: boolean;
   private lists = new Map<string, string[]>();
 
-  constructor(init: { name: string; path: string; facts: ObjectFacts; origin: string | null; loader: LinkMap | null; foundBy: FoundBy; depth: number; matchesFileId: boolean }) {
+  constructor(init: {
+    name: string;
+    path: string;
+    facts: ObjectFacts;
+    origin: string | null;
+    loader: LinkMap | null;
+    foundBy: FoundBy;
+    depth: number;
+    matchesFileId: boolean;
+  }) {
     this.name = init.name;
     this.path = init.path;
     this.facts = init.facts;
@@ -77,9 +86,19 @@ export class LinkMap {
 }
 
 export type Resolution =
-  | { readonly kind: 'loaded'; readonly map: LinkMap; readonly how: 'new' | 'already-loaded' | 'same-file'; readonly passedOver: readonly PassedOver[] }
+  | {
+      readonly kind: 'loaded';
+      readonly map: LinkMap;
+      readonly how: 'new' | 'already-loaded' | 'same-file';
+      readonly passedOver: readonly PassedOver[];
+    }
   /** `searched`: the lists the loader went through, in order (none for a name with a slash). */
-  | { readonly kind: 'missing'; readonly wrongClass: boolean; readonly passedOver: readonly PassedOver[]; readonly searched: readonly SearchedList[] }
+  | {
+      readonly kind: 'missing';
+      readonly wrongClass: boolean;
+      readonly passedOver: readonly PassedOver[];
+      readonly searched: readonly SearchedList[];
+    }
   /** The loader stops here: the program does not start, the dlopen fails. */
   | { readonly kind: 'fatal'; readonly path: string; readonly message: string };
 
@@ -124,7 +143,14 @@ export class LinkNamespace {
   /** Per directory (with subdirectory): whether it exists, as the loader caches it. */
   private readonly directoryStatus: Map<string, boolean>;
 
-  constructor(loader: EmulatedLoader, settings: EmulationSettings, objects: ObjectFactsCache, maps: LinkMap[], names: Map<LinkMap, Set<string>>, directoryStatus: Map<string, boolean>) {
+  constructor(
+    loader: EmulatedLoader,
+    settings: EmulationSettings,
+    objects: ObjectFactsCache,
+    maps: LinkMap[],
+    names: Map<LinkMap, Set<string>>,
+    directoryStatus: Map<string, boolean>,
+  ) {
     this.loader = loader;
     this.settings = settings;
     this.objects = objects;
@@ -192,7 +218,10 @@ export class LinkNamespace {
   }
 
   /** One candidate path: usable, passed over (logged when it exists), or the end of the load. */
-  private async tryCandidate(path: string, log: SearchLog): Promise<{ kind: 'found'; facts: ObjectFacts } | { kind: 'next'; errno: string } | { kind: 'fatal'; message: string }> {
+  private async tryCandidate(
+    path: string,
+    log: SearchLog,
+  ): Promise<{ kind: 'found'; facts: ObjectFacts } | { kind: 'next'; errno: string } | { kind: 'fatal'; message: string }> {
     const verdict = await verifyCandidate(this.settings.root, path, this.loader.abi, this.loader.littleEndian);
     if (verdict.kind === 'fatal') return verdict;
     if (verdict.kind === 'passed-over') {
@@ -248,7 +277,8 @@ export class LinkNamespace {
     const tried = await this.tryCandidate(cached, log);
     if (tried.kind === 'fatal') return { kind: 'fatal', path: cached, message: tried.message };
     if (tried.kind === 'next') {
-      if (!log.passedOver.some((p) => p.path === cached)) log.passedOver.push({ path: cached, reason: `ld.so.cache names it, but it cannot be opened (${tried.errno})` });
+      if (!log.passedOver.some((p) => p.path === cached))
+        log.passedOver.push({ path: cached, reason: `ld.so.cache names it, but it cannot be opened (${tried.errno})` });
       return { kind: 'none' };
     }
     return { kind: 'found', path: cached, directory: null, facts: tried.facts };
@@ -292,20 +322,38 @@ export class LinkNamespace {
   }
 
   /** A name with a slash: opened as it is, tokens substituted with the requester's values. */
-  private async openPath(requester: LinkMap | null, name: string, log: SearchLog): Promise<{ search: Search; rule: Rule; owner: LinkMap | null }> {
+  private async openPath(
+    requester: LinkMap | null,
+    name: string,
+    log: SearchLog,
+  ): Promise<{ search: Search; rule: Rule; owner: LinkMap | null }> {
     const { platform, lib } = this.tokens();
     const path = requester === null ? name : substituteTokens(name, { origin: requester.origin, platform, lib });
     if (path === null || path === '') return { search: { kind: 'none' }, rule: 'path', owner: null };
     const tried = await this.tryCandidate(path, log);
-    const search: Search = tried.kind === 'found' ? { kind: 'found', path, directory: null, facts: tried.facts } : tried.kind === 'fatal' ? { kind: 'fatal', path, message: tried.message } : { kind: 'none' };
+    const search: Search =
+      tried.kind === 'found'
+        ? { kind: 'found', path, directory: null, facts: tried.facts }
+        : tried.kind === 'fatal'
+          ? { kind: 'fatal', path, message: tried.message }
+          : { kind: 'none' };
     return { search, rule: 'path', owner: null };
   }
 
   /** The search of a bare name, rule by rule, until one finds it or stops the load. */
-  private async search(requester: LinkMap | null, name: string, log: SearchLog): Promise<{ search: Search; rule: Rule; owner: LinkMap | null }> {
+  private async search(
+    requester: LinkMap | null,
+    name: string,
+    log: SearchLog,
+  ): Promise<{ search: Search; rule: Rule; owner: LinkMap | null }> {
     const { platform, lib } = this.tokens();
     const main = this.main;
-    const inDirectories = (rule: SearchedList['rule'], owner: LinkMap | null, directories: readonly string[]) => ({ rule, owner, directories, run: () => this.searchDirectories(name, directories, log) });
+    const inDirectories = (rule: SearchedList['rule'], owner: LinkMap | null, directories: readonly string[]) => ({
+      rule,
+      owner,
+      directories,
+      run: () => this.searchDirectories(name, directories, log),
+    });
     const steps: (SearchedList & { run: () => Promise<Search> })[] = [];
     if (requester === null || requester.facts.runpath === null) {
       let mainInChain = false;
@@ -351,7 +399,12 @@ export class LinkNamespace {
         const name = needed.includes('$') ? substituteTokens(needed, { origin: map.origin, platform, lib }) : needed;
         // Only a token that expands to nothing stops the load; an empty name is the program's ("").
         if (name === null || (name === '' && needed !== '')) {
-          edges.push({ from: map, name: needed, resolution: { kind: 'fatal', path: needed, message: 'empty dynamic string token substitution' }, preload: false });
+          edges.push({
+            from: map,
+            name: needed,
+            resolution: { kind: 'fatal', path: needed, message: 'empty dynamic string token substitution' },
+            preload: false,
+          });
           return edges;
         }
         const resolution = await this.mapObject(map, name, mode);
@@ -363,4 +416,3 @@ export class LinkNamespace {
     return edges;
   }
 }
-

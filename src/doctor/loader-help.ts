@@ -43,11 +43,15 @@ function item(line: string): { name: string; marks: string[] } {
  */
 export function parseLoaderHelp(text: string): LoaderCpuView | null {
   const lines = text.split('\n');
-  const hwcaps = lines.includes('No subdirectories of glibc-hwcaps directories are searched.') ? [] : section(lines, 'Subdirectories of glibc-hwcaps directories, in priority order:');
+  const hwcaps = lines.includes('No subdirectories of glibc-hwcaps directories are searched.')
+    ? []
+    : section(lines, 'Subdirectories of glibc-hwcaps directories, in priority order:');
   if (hwcaps === null) return null;
   const legacy = section(lines, 'Legacy HWCAP subdirectories under library search path directories:');
   return {
-    glibcHwcaps: hwcaps.map(item).map(({ name, marks }) => ({ name, supported: marks.includes('supported'), searched: marks.includes('searched') })),
+    glibcHwcaps: hwcaps
+      .map(item)
+      .map(({ name, marks }) => ({ name, supported: marks.includes('supported'), searched: marks.includes('searched') })),
     legacy:
       legacy === null
         ? null
@@ -68,7 +72,13 @@ export function parseLoaderHelp(text: string): LoaderCpuView | null {
  */
 export function runLoaderHelp(hostPath: string): string | null {
   try {
-    return execFileSync(hostPath, ['--help'], { env: {}, encoding: 'latin1', stdio: ['ignore', 'pipe', 'ignore'], timeout: 10_000, maxBuffer: 1024 * 1024 });
+    return execFileSync(hostPath, ['--help'], {
+      env: {},
+      encoding: 'latin1',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 10_000,
+      maxBuffer: 1024 * 1024,
+    });
   } catch {
     return null;
   }

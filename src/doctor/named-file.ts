@@ -13,7 +13,17 @@ import { readShellWrapper } from './shell-wrapper.js';
 import type { SystemRoot } from './system-root.js';
 
 /** What a file is, when it is not a program or library the loader loads. */
-export type NotDynamicKind = 'script' | 'static' | 'static-pie' | 'relocatable' | 'core' | 'debug-info' | 'no-dynamic-section' | 'archive' | 'empty' | 'not-elf';
+export type NotDynamicKind =
+  | 'script'
+  | 'static'
+  | 'static-pie'
+  | 'relocatable'
+  | 'core'
+  | 'debug-info'
+  | 'no-dynamic-section'
+  | 'archive'
+  | 'empty'
+  | 'not-elf';
 
 export type FileNature =
   | { readonly kind: 'dynamic' }
@@ -41,7 +51,8 @@ export async function fileNature(hostPath: string): Promise<FileNature> {
   try {
     if (source.size === 0) return { kind: 'empty' };
     const head = bytesToByteString(await source.read(0, Math.min(source.size, MAX_SCRIPT), 'first bytes'));
-    if (head.startsWith(bytesToByteString(Uint8Array.from(ELF_MAGIC)))) return elfNature(await readElfImage(source, { emptyDynamic: 'absent' }));
+    if (head.startsWith(bytesToByteString(Uint8Array.from(ELF_MAGIC))))
+      return elfNature(await readElfImage(source, { emptyDynamic: 'absent' }));
     if (head.startsWith(ARCHIVE_MAGIC)) return { kind: 'archive' };
     if (head.startsWith('#!')) return { kind: 'script', text: source.size <= MAX_SCRIPT ? head : head.slice(0, head.indexOf('\n') + 1) };
     return { kind: 'not-elf' };
@@ -54,12 +65,27 @@ export async function fileNature(hostPath: string): Promise<FileNature> {
 
 /** What each kind is, in words, and what doctor can make of it. */
 const NOT_DYNAMIC: Readonly<Record<Exclude<NotDynamicKind, 'script'>, { what: string; fix: string }>> = {
-  static: { what: 'a statically linked program: no loader loads it, and it has no runpath', fix: 'nothing for the loader to find; a static program that uses CUDA opens libcuda.so.1 through LD_LIBRARY_PATH, ld.so.cache and the default directories only' },
-  'static-pie': { what: 'a static-pie program: it relocates itself, no loader loads it, and it has no runpath', fix: 'nothing for the loader to find; a static program that uses CUDA opens libcuda.so.1 through LD_LIBRARY_PATH, ld.so.cache and the default directories only' },
-  relocatable: { what: 'an object file (ET_REL): it is linked into a program, not loaded', fix: 'name the program or library it is linked into' },
+  static: {
+    what: 'a statically linked program: no loader loads it, and it has no runpath',
+    fix: 'nothing for the loader to find; a static program that uses CUDA opens libcuda.so.1 through LD_LIBRARY_PATH, ld.so.cache and the default directories only',
+  },
+  'static-pie': {
+    what: 'a static-pie program: it relocates itself, no loader loads it, and it has no runpath',
+    fix: 'nothing for the loader to find; a static program that uses CUDA opens libcuda.so.1 through LD_LIBRARY_PATH, ld.so.cache and the default directories only',
+  },
+  relocatable: {
+    what: 'an object file (ET_REL): it is linked into a program, not loaded',
+    fix: 'name the program or library it is linked into',
+  },
   core: { what: 'a core dump', fix: 'name the program that dumped it' },
-  'debug-info': { what: 'a debug-info file (objcopy --only-keep-debug): nothing loads it', fix: 'name the program or library it belongs to' },
-  'no-dynamic-section': { what: 'a library whose PT_DYNAMIC has no bytes: the loader refuses it ("object file has no dynamic section")', fix: 'rebuild or replace it' },
+  'debug-info': {
+    what: 'a debug-info file (objcopy --only-keep-debug): nothing loads it',
+    fix: 'name the program or library it belongs to',
+  },
+  'no-dynamic-section': {
+    what: 'a library whose PT_DYNAMIC has no bytes: the loader refuses it ("object file has no dynamic section")',
+    fix: 'rebuild or replace it',
+  },
   archive: { what: 'an archive (a static library): it is linked, not loaded', fix: 'name the program or library it is linked into' },
   empty: { what: 'an empty file', fix: 'name a program or library' },
   'not-elf': { what: 'not an ELF file', fix: 'name a program or library' },
@@ -94,8 +120,25 @@ function notDiagnosed(message: string, fix: string): Finding {
 }
 
 /** A script that doctor follows no further: what it is, and the findings with the one that says why. */
-function stopped(file: string, interpreter: string, findings: readonly Finding[], description: string, message: string, fix: string): FollowedFile {
-  return { named: { file, kind: 'script', description, interpreter, runs: null, findings: [...findings, notDiagnosed(`${file} is ${message}: ${LOADED_ONLY}`, fix)] }, program: null };
+function stopped(
+  file: string,
+  interpreter: string,
+  findings: readonly Finding[],
+  description: string,
+  message: string,
+  fix: string,
+): FollowedFile {
+  return {
+    named: {
+      file,
+      kind: 'script',
+      description,
+      interpreter,
+      runs: null,
+      findings: [...findings, notDiagnosed(`${file} is ${message}: ${LOADED_ONLY}`, fix)],
+    },
+    program: null,
+  };
 }
 
 /** The first line of a script, as text. */
@@ -110,10 +153,25 @@ function shebangOf(text: string): string {
  * wrapper that ends elsewhere, is a finding. `ldLibraryPath` is the emulated one the first script
  * starts with (a byte string, null when unset).
  */
-export async function followNamedFile(hostPath: string, nature: Exclude<FileNature, { kind: 'dynamic' }>, root: SystemRoot, ldLibraryPath: string | null): Promise<FollowedFile> {
+export async function followNamedFile(
+  hostPath: string,
+  nature: Exclude<FileNature, { kind: 'dynamic' }>,
+  root: SystemRoot,
+  ldLibraryPath: string | null,
+): Promise<FollowedFile> {
   if (nature.kind !== 'script') {
     const { what, fix } = NOT_DYNAMIC[nature.kind];
-    return { named: { file: hostPath, kind: nature.kind, description: what, interpreter: null, runs: null, findings: [notDiagnosed(`${hostPath} is ${what}: ${LOADED_ONLY}`, fix)] }, program: null };
+    return {
+      named: {
+        file: hostPath,
+        kind: nature.kind,
+        description: what,
+        interpreter: null,
+        runs: null,
+        findings: [notDiagnosed(`${hostPath} is ${what}: ${LOADED_ONLY}`, fix)],
+      },
+      program: null,
+    };
   }
   const interpreter = shebangOf(nature.text);
   const findings: Finding[] = [];
@@ -127,7 +185,14 @@ export async function followNamedFile(hostPath: string, nature: Exclude<FileNatu
     const reading = readShellWrapper(text, llp);
     if (reading === null || reading.program === null) {
       const ending = depth === 0 ? description : `${description}, a script (${shebangOf(text)})`;
-      return stopped(hostPath, interpreter, findings, ending, `${ending} that ends in no exec of a program doctor can follow`, "name the program the script runs (doctor follows a wrapper that ends in `exec /absolute/path`, as Nixpkgs' makeWrapper writes it)");
+      return stopped(
+        hostPath,
+        interpreter,
+        findings,
+        ending,
+        `${ending} that ends in no exec of a program doctor can follow`,
+        "name the program the script runs (doctor follows a wrapper that ends in `exec /absolute/path`, as Nixpkgs' makeWrapper writes it)",
+      );
     }
     const program = byteStringToText(reading.program);
     for (const line of reading.unfollowed) {
@@ -141,15 +206,41 @@ export async function followNamedFile(hostPath: string, nature: Exclude<FileNatu
     llp = reading.ldLibraryPath;
     description = depth === 0 ? `a shell wrapper (${interpreter}) that runs ${program}` : `${description}, a wrapper that runs ${program}`;
     const target = root.lookUp(reading.program);
-    if (!target.ok) return stopped(hostPath, interpreter, findings, description, `${description}, which does not exist here (${target.code})`, 'install the program the wrapper runs, or name the program');
+    if (!target.ok)
+      return stopped(
+        hostPath,
+        interpreter,
+        findings,
+        description,
+        `${description}, which does not exist here (${target.code})`,
+        'install the program the wrapper runs, or name the program',
+      );
     const next = await fileNature(target.hostPath);
     if (next.kind === 'dynamic') {
       const runs = { file: target.hostPath, path: program, ldLibraryPath: llp === null ? null : byteStringToText(llp) };
-      return { named: { file: hostPath, kind: 'script', description, interpreter, runs, findings }, program: { hostPath: target.hostPath, ldLibraryPath: llp } };
+      return {
+        named: { file: hostPath, kind: 'script', description, interpreter, runs, findings },
+        program: { hostPath: target.hostPath, ldLibraryPath: llp },
+      };
     }
-    if (next.kind !== 'script') return stopped(hostPath, interpreter, findings, description, `${description}, which is ${NOT_DYNAMIC[next.kind].what}`, NOT_DYNAMIC[next.kind].fix);
+    if (next.kind !== 'script')
+      return stopped(
+        hostPath,
+        interpreter,
+        findings,
+        description,
+        `${description}, which is ${NOT_DYNAMIC[next.kind].what}`,
+        NOT_DYNAMIC[next.kind].fix,
+      );
     text = next.text;
     current = program;
   }
-  return stopped(hostPath, interpreter, findings, description, `${description}: wrappers that run wrappers more than ${MAX_WRAPPERS} deep, which doctor stops following`, 'name the program the wrappers run');
+  return stopped(
+    hostPath,
+    interpreter,
+    findings,
+    description,
+    `${description}: wrappers that run wrappers more than ${MAX_WRAPPERS} deep, which doctor stops following`,
+    'name the program the wrappers run',
+  );
 }

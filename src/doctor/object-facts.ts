@@ -86,7 +86,9 @@ export async function readObjectFacts(hostPath: string, stats: Stats): Promise<O
       noOpen: (flags1 & DF_1.NOOPEN) !== 0,
       loadSegments: image.programHeaders.filter((ph) => ph.p_type === PT.PT_LOAD).length,
       dynamicSegment: dynamicSegmentOf(image),
-      codeBytes: image.programHeaders.filter((ph) => ph.p_type === PT.PT_LOAD && (ph.p_flags & PF_X) !== 0).reduce((sum, ph) => sum + ph.p_filesz, 0),
+      codeBytes: image.programHeaders
+        .filter((ph) => ph.p_type === PT.PT_LOAD && (ph.p_flags & PF_X) !== 0)
+        .reduce((sum, ph) => sum + ph.p_filesz, 0),
     };
   } catch (error) {
     throw error instanceof CudaPatchelfError ? error.withFile(hostPath) : error;

@@ -33,7 +33,14 @@ export interface StringShape {
  * Calls `visit` with each NUL-terminated string of [offset, offset+size) of that shape, in order, until it
  * returns true. One pass over the bytes: a call per NUL would cost seconds on a driver's 20 MiB .rodata.
  */
-export async function scanStrings(source: ByteSource, offset: number, size: number, what: string, shape: StringShape, visit: (text: string) => boolean): Promise<void> {
+export async function scanStrings(
+  source: ByteSource,
+  offset: number,
+  size: number,
+  what: string,
+  shape: StringShape,
+  visit: (text: string) => boolean,
+): Promise<void> {
   // The part of the current string read with earlier chunks, kept while it may still be wanted.
   let carry: Uint8Array = NOTHING;
   let length = 0;
@@ -85,7 +92,8 @@ async function readDlopenNotes(image: ElfImage): Promise<DlopenNote[]> {
       const descAt = nameAt + up(nameSize);
       if (descAt + descSize > bytes.length) break;
       const owner = bytesToByteString(bytes.subarray(nameAt, nameAt + Math.max(0, nameSize - 1)));
-      if (owner === FDO_OWNER && type === NT_FDO_DLOPEN_METADATA) notes.push(...parseDlopenPayload(bytes.subarray(descAt, descAt + descSize)));
+      if (owner === FDO_OWNER && type === NT_FDO_DLOPEN_METADATA)
+        notes.push(...parseDlopenPayload(bytes.subarray(descAt, descAt + descSize)));
       at = descAt + up(descSize);
     }
   }
@@ -105,7 +113,13 @@ function parseDlopenPayload(bytes: Uint8Array): DlopenNote[] {
     if (typeof entry !== 'object' || entry === null) return [];
     const { soname, priority, feature } = entry as { soname?: unknown; priority?: unknown; feature?: unknown };
     if (!Array.isArray(soname) || !soname.every((s): s is string => typeof s === 'string')) return [];
-    return [{ sonames: soname, priority: typeof priority === 'string' ? priority : 'recommended', feature: typeof feature === 'string' ? feature : null }];
+    return [
+      {
+        sonames: soname,
+        priority: typeof priority === 'string' ? priority : 'recommended',
+        feature: typeof feature === 'string' ? feature : null,
+      },
+    ];
   });
 }
 
@@ -137,7 +151,10 @@ export class ObjectStrings {
   constructor(dynstrNames: Iterable<string>) {
     this.dynstrNames = new Set(dynstrNames);
     const firstBytes = new Set([...this.dynstrNames].map((name) => name.charCodeAt(0)));
-    this.namesShape = { maxLength: Math.max(0, ...[...this.dynstrNames].map((name) => name.length)), firstByte: (byte) => firstBytes.has(byte) };
+    this.namesShape = {
+      maxLength: Math.max(0, ...[...this.dynstrNames].map((name) => name.length)),
+      firstByte: (byte) => firstBytes.has(byte),
+    };
   }
 
   private async withImage<T>(facts: ObjectFacts, work: (image: ElfImage) => Promise<T>): Promise<T> {

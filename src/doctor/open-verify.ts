@@ -4,7 +4,18 @@
 
 import type { Stats } from 'node:fs';
 import { dataViewOf, FileByteSource } from '../elf/byte-source.js';
-import { EI_NIDENT, ELF_MAGIC, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, EM_NAMES, ET, EV_CURRENT, nameOf } from '../elf/constants.js';
+import {
+  EI_NIDENT,
+  ELF_MAGIC,
+  ELFCLASS32,
+  ELFCLASS64,
+  ELFDATA2LSB,
+  ELFDATA2MSB,
+  EM_NAMES,
+  ET,
+  EV_CURRENT,
+  nameOf,
+} from '../elf/constants.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { describeFileType } from '../errors/io-error.js';
 import type { MachineAbi } from './machine-abi.js';
@@ -36,12 +47,22 @@ function identVerdict(ident: Uint8Array, abi: MachineAbi, littleEndian: boolean)
   const abiVersion = ident[8] ?? 0;
   const abiVersionOk = abiVersion === 0 || (osabi === ELFOSABI_GNU && abiVersion < GNU_ABI_VERSION_LIMIT);
   const paddingOk = ident.subarray(9, EI_NIDENT).every((byte) => byte === 0);
-  if (magicOk && ident[4] === elfClass && ident[5] === (littleEndian ? ELFDATA2LSB : ELFDATA2MSB) && ident[6] === EV_CURRENT && (osabi === ELFOSABI_SYSV || osabi === ELFOSABI_GNU) && abiVersionOk && paddingOk) {
+  if (
+    magicOk &&
+    ident[4] === elfClass &&
+    ident[5] === (littleEndian ? ELFDATA2LSB : ELFDATA2MSB) &&
+    ident[6] === EV_CURRENT &&
+    (osabi === ELFOSABI_SYSV || osabi === ELFOSABI_GNU) &&
+    abiVersionOk &&
+    paddingOk
+  ) {
     return null;
   }
   if (!magicOk) return { kind: 'fatal', message: 'invalid ELF header' };
-  if (ident[4] !== elfClass) return { kind: 'passed-over', errno: 'ENOENT', reason: `ELFCLASS${ident[4] === ELFCLASS64 ? 64 : 32}, not ELFCLASS${abi.elfClass}` };
-  if (ident[5] !== (littleEndian ? ELFDATA2LSB : ELFDATA2MSB)) return { kind: 'fatal', message: `ELF file data encoding not ${littleEndian ? 'little' : 'big'}-endian` };
+  if (ident[4] !== elfClass)
+    return { kind: 'passed-over', errno: 'ENOENT', reason: `ELFCLASS${ident[4] === ELFCLASS64 ? 64 : 32}, not ELFCLASS${abi.elfClass}` };
+  if (ident[5] !== (littleEndian ? ELFDATA2LSB : ELFDATA2MSB))
+    return { kind: 'fatal', message: `ELF file data encoding not ${littleEndian ? 'little' : 'big'}-endian` };
   if (ident[6] !== EV_CURRENT) return { kind: 'fatal', message: 'ELF file version ident does not match current one' };
   if (osabi !== ELFOSABI_SYSV && osabi !== ELFOSABI_GNU) return { kind: 'fatal', message: 'ELF file OS ABI invalid' };
   if (!abiVersionOk) return { kind: 'fatal', message: 'ELF file ABI version invalid' };

@@ -37,7 +37,9 @@ function loadLine(load: LoadRecord): string {
 
 /** The directories of a search list as people write them: no trailing '/', '""' for the working directory. */
 function directoriesText(directories: readonly string[]): string {
-  return directories.map((directory) => (directory === '' ? '""' : directory.length > 1 ? directory.replace(/\/$/, '') : directory)).join(':');
+  return directories
+    .map((directory) => (directory === '' ? '""' : directory.length > 1 ? directory.replace(/\/$/, '') : directory))
+    .join(':');
 }
 
 /** Where the loader looked for a name it did not find, in its order. */
@@ -66,7 +68,9 @@ interface DlopenGroup {
 function dlopenGroups(records: readonly DlopenRecord[]): DlopenGroup[] {
   const groups = new Map<string, DlopenRecord[]>();
   const names = [...new Set(records.map((r) => r.name))];
-  const ordered = [...records].sort((a, b) => names.indexOf(a.name) - names.indexOf(b.name) || REASON_ORDER.indexOf(a.reason) - REASON_ORDER.indexOf(b.reason));
+  const ordered = [...records].sort(
+    (a, b) => names.indexOf(a.name) - names.indexOf(b.name) || REASON_ORDER.indexOf(a.reason) - REASON_ORDER.indexOf(b.reason),
+  );
   for (const record of ordered) {
     const key = `${record.name}\0${record.status}\0${record.path ?? ''}`;
     groups.set(key, [...(groups.get(key) ?? []), record]);
@@ -79,14 +83,28 @@ function dlopenGroups(records: readonly DlopenRecord[]): DlopenGroup[] {
     const failsMatter = fails && members.some((member) => member.reason === 'nvrtc' || member.reason === 'note');
     if (record.status === 'missing') {
       // Each caller searches its own lists; said for the driver and the dlopens a finding may be about, not for the optional ones.
-      const searched = record.name !== LIBCUDA && !failsMatter ? [] : callers.flatMap((caller) => searchedLine(`    ${callers.length > 1 ? `by ${basename(caller)}: ` : ''}`, members.find((member) => member.caller === caller)?.searched ?? []));
+      const searched =
+        record.name !== LIBCUDA && !failsMatter
+          ? []
+          : callers.flatMap((caller) =>
+              searchedLine(
+                `    ${callers.length > 1 ? `by ${basename(caller)}: ` : ''}`,
+                members.find((member) => member.caller === caller)?.searched ?? [],
+              ),
+            );
       return { name: record.name, failsMatter, callers, lines: [`  ${record.name} => not found ${by}`, ...searched] };
     }
-    if (record.status === 'fatal') return { name: record.name, failsMatter, callers, lines: [`  ${record.name} => ${record.path ?? ''}: cannot be loaded ${by}`] };
+    if (record.status === 'fatal')
+      return { name: record.name, failsMatter, callers, lines: [`  ${record.name} => ${record.path ?? ''}: cannot be loaded ${by}`] };
     const how = record.rule === null ? 'already loaded' : ruleText(record.rule, record.owner, null);
     const missing = record.missing.length === 0 ? '' : `; needs ${record.missing.join(', ')}: not found`;
     const refused = record.refused === null ? '' : `; needs ${record.refused.name}: ${record.refused.path}: ${record.refused.message}`;
-    return { name: record.name, failsMatter, callers, lines: [`  ${record.name} => ${record.path ?? ''}  [${how}] ${by}${missing}${refused}`] };
+    return {
+      name: record.name,
+      failsMatter,
+      callers,
+      lines: [`  ${record.name} => ${record.path ?? ''}  [${how}] ${by}${missing}${refused}`],
+    };
   });
 }
 
@@ -115,14 +133,28 @@ function neededItems(report: FileReport): NeededItem[] {
   for (const needed of report.needed) {
     // The loads are these edges' first references to each object, in the same order.
     const candidate = report.loads[next];
-    const load = candidate !== undefined && candidate.name === needed.name && candidate.path === needed.path && candidate.neededBy === needed.from ? candidate : null;
+    const load =
+      candidate !== undefined && candidate.name === needed.name && candidate.path === needed.path && candidate.neededBy === needed.from
+        ? candidate
+        : null;
     if (load !== null) next++;
     const indent = '  '.repeat(depthOf(needed.from) + 1);
     const passed = needed.passedOver.map((p) => `${indent}  passed over ${p.path}: ${p.reason}`);
     const problem: string[] = [];
-    if (needed.status === 'missing') problem.push(`${indent}${needed.name} => not found (${needed.preload ? 'preloaded' : `needed by ${basename(needed.from)}`})`, ...searchedLine(`${indent}  `, needed.searched));
-    if (needed.status === 'fatal') problem.push(`${indent}${needed.name} => ${needed.path ?? ''}: ${needed.message ?? ''} (${needed.preload ? 'not preloaded; the loader goes on' : 'the loader stops here'})`);
-    items.push(problem.length > 0 ? { load, from: needed.from, problem: [...problem, ...passed], details: [] } : { load, from: needed.from, problem, details: passed });
+    if (needed.status === 'missing')
+      problem.push(
+        `${indent}${needed.name} => not found (${needed.preload ? 'preloaded' : `needed by ${basename(needed.from)}`})`,
+        ...searchedLine(`${indent}  `, needed.searched),
+      );
+    if (needed.status === 'fatal')
+      problem.push(
+        `${indent}${needed.name} => ${needed.path ?? ''}: ${needed.message ?? ''} (${needed.preload ? 'not preloaded; the loader goes on' : 'the loader stops here'})`,
+      );
+    items.push(
+      problem.length > 0
+        ? { load, from: needed.from, problem: [...problem, ...passed], details: [] }
+        : { load, from: needed.from, problem, details: passed },
+    );
   }
   return items;
 }
@@ -131,7 +163,10 @@ function headerLine(report: FileReport, shownPath: string): string {
   const glibc = report.loader.glibc === null ? 'glibc version unknown' : `glibc ${report.loader.glibc}`;
   // Another machine's CPU (a --root of another architecture) is assumed: its hwcaps subdirectories may not be the ones its loader searches.
   const cpu = report.loader.cpu === 'assumed' ? ', CPU assumed' : '';
-  const wrapper = report.wrapper === null ? '' : `; ${report.wrapper.ldLibraryPath === null ? 'LD_LIBRARY_PATH unset' : `LD_LIBRARY_PATH=${report.wrapper.ldLibraryPath}`} from the wrapper`;
+  const wrapper =
+    report.wrapper === null
+      ? ''
+      : `; ${report.wrapper.ldLibraryPath === null ? 'LD_LIBRARY_PATH unset' : `LD_LIBRARY_PATH=${report.wrapper.ldLibraryPath}`} from the wrapper`;
   return `${shownPath}: ${report.kind}, ${report.machine}, loader ${report.loader.path} (${glibc}${cpu}${report.interpreter.found ? '' : `; interpreter ${report.interpreter.path} missing`})${wrapper}`;
 }
 
@@ -139,15 +174,24 @@ function driverLine(report: FileReport): string[] {
   const libcuda = report.cuda.libcuda;
   if (libcuda === null) return [];
   const version = libcuda.version === null ? 'version unknown' : `version ${libcuda.version} (${libcuda.versionSource ?? ''})`;
-  return [`  CUDA driver: ${libcuda.path}${libcuda.realPath !== libcuda.path ? ` -> ${libcuda.realPath}` : ''}: ${libcuda.kind}, ${version}`];
+  return [
+    `  CUDA driver: ${libcuda.path}${libcuda.realPath !== libcuda.path ? ` -> ${libcuda.realPath}` : ''}: ${libcuda.kind}, ${version}`,
+  ];
 }
 
 function findingLines(report: { readonly findings: readonly Finding[] }): string[] {
-  return report.findings.flatMap((finding) => [`  ${finding.severity} (${finding.code}): ${finding.message}`, ...(finding.fix === null ? [] : [`    fix: ${finding.fix}`])]);
+  return report.findings.flatMap((finding) => [
+    `  ${finding.severity} (${finding.code}): ${finding.message}`,
+    ...(finding.fix === null ? [] : [`    fix: ${finding.fix}`]),
+  ]);
 }
 
 export function fileText(report: FileReport, shownPath: string): string {
-  const needed = neededItems(report).flatMap((item) => [...(item.load === null ? [] : [loadLine(item.load)]), ...item.problem, ...item.details]);
+  const needed = neededItems(report).flatMap((item) => [
+    ...(item.load === null ? [] : [loadLine(item.load)]),
+    ...item.problem,
+    ...item.details,
+  ]);
   const dlopens = dlopenGroups(report.dlopen).flatMap((group) => group.lines);
   return [headerLine(report, shownPath), ...needed, ...dlopens, ...driverLine(report), ...findingLines(report)].join('\n');
 }
@@ -181,14 +225,20 @@ export function problemsText(report: FileReport, shownPath: string): string | nu
   const byPath = new Map(report.loads.map((load) => [load.path, load] as const));
   const chained = new Set<string>();
   const chain = (path: string): void => {
-    for (let load = byPath.get(path); load !== undefined && !chained.has(load.path); load = byPath.get(load.neededBy)) chained.add(load.path);
+    for (let load = byPath.get(path); load !== undefined && !chained.has(load.path); load = byPath.get(load.neededBy))
+      chained.add(load.path);
   };
   for (const item of items) if (item.problem.length > 0) chain(item.from);
   for (const group of groups) for (const caller of group.callers) chain(caller);
   if (names.has(LIBCUDA)) for (const load of report.loads) if (load.name === LIBCUDA) chain(load.path);
-  const needed = items.flatMap((item) => [...(item.load !== null && chained.has(item.load.path) ? [loadLine(item.load)] : []), ...item.problem]);
+  const needed = items.flatMap((item) => [
+    ...(item.load !== null && chained.has(item.load.path) ? [loadLine(item.load)] : []),
+    ...item.problem,
+  ]);
   const driver = names.has(LIBCUDA) ? driverLine(report) : [];
-  return [headerLine(report, shownPath), ...needed, ...groups.flatMap((group) => group.lines), ...driver, ...findingLines(report)].join('\n');
+  return [headerLine(report, shownPath), ...needed, ...groups.flatMap((group) => group.lines), ...driver, ...findingLines(report)].join(
+    '\n',
+  );
 }
 
 /**
@@ -197,6 +247,9 @@ export function problemsText(report: FileReport, shownPath: string): string | nu
  */
 export function namedText(named: NamedFile, shownPath: string, problemsOnly: boolean): string | null {
   if (problemsOnly && named.findings.length === 0) return null;
-  const runs = named.runs === null ? '' : `: that program is diagnosed ${named.runs.ldLibraryPath === null ? 'with LD_LIBRARY_PATH unset' : `with LD_LIBRARY_PATH=${named.runs.ldLibraryPath}`}`;
+  const runs =
+    named.runs === null
+      ? ''
+      : `: that program is diagnosed ${named.runs.ldLibraryPath === null ? 'with LD_LIBRARY_PATH unset' : `with LD_LIBRARY_PATH=${named.runs.ldLibraryPath}`}`;
   return [`${shownPath}: ${named.description}${runs}`, ...findingLines(named)].join('\n');
 }

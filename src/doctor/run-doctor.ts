@@ -80,7 +80,8 @@ async function notDynamicReason(path: string): Promise<SkipReason | null> {
 /** Messages for a walk error that say what a person needs (a loop of links more than the errno text). */
 function walkError(path: string, error: unknown): unknown {
   const code = ((error as { cause?: NodeJS.ErrnoException }).cause ?? (error as NodeJS.ErrnoException)).code;
-  if (code === 'ELOOP') return new CudaPatchelfError('io', 'cannot follow: too many levels of symbolic links (a loop)', { file: path, cause: error });
+  if (code === 'ELOOP')
+    return new CudaPatchelfError('io', 'cannot follow: too many levels of symbolic links (a loop)', { file: path, cause: error });
   return error;
 }
 
@@ -94,13 +95,18 @@ export async function driverVersionOfLibrary(path: string, cwd: string): Promise
   const absolute = resolve(cwd, path);
   const facts = await new ObjectFactsCache().get(absolute, statSync(absolute));
   const described = await describeLibcuda(textToByteString(absolute), facts, emulationRoot({ root: null, cwd }), new ObjectStrings([]));
-  return described.version === null ? null : { version: described.version, source: `--driver-lib ${path} (${described.versionSource ?? ''})` };
+  return described.version === null
+    ? null
+    : { version: described.version, source: `--driver-lib ${path} (${described.versionSource ?? ''})` };
 }
 
 export async function* runDoctor(request: DoctorRequest): AsyncGenerator<TreeResult> {
   const root = emulationRoot(request);
   const ldLibraryPath = request.ldLibraryPath === null ? null : textToByteString(request.ldLibraryPath);
-  const registry = new LoaderRegistry({ root, ldLibraryPath, hostAbi: hostAbi(request.arch), cpuInfo: readCpuInfo() }, new ObjectFactsCache());
+  const registry = new LoaderRegistry(
+    { root, ldLibraryPath, hostAbi: hostAbi(request.arch), cpuInfo: readCpuInfo() },
+    new ObjectFactsCache(),
+  );
   const context = doctorContext(registry, request.driver);
   for (const path of request.paths) {
     const files: FileReport[] = [];
@@ -125,7 +131,13 @@ export async function* runDoctor(request: DoctorRequest): AsyncGenerator<TreeRes
             const followed = await followNamedFile(item.path, nature, root, ldLibraryPath);
             named = followed.named;
             const { program } = followed;
-            if (program !== null) files.push(await fileReport(await diagnoseFile(program.hostPath, context, program.ldLibraryPath), { file: item.path, ldLibraryPath: named.runs?.ldLibraryPath ?? null }));
+            if (program !== null)
+              files.push(
+                await fileReport(await diagnoseFile(program.hostPath, context, program.ldLibraryPath), {
+                  file: item.path,
+                  ldLibraryPath: named.runs?.ldLibraryPath ?? null,
+                }),
+              );
             continue;
           }
         } else if (!(await hasElfMagic(item.path)) || (await notDynamicReason(item.path)) !== null) {

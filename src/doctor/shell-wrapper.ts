@@ -83,7 +83,19 @@ class WordReader {
         const expanded = this.expansion();
         if (expanded === null) return null;
         result += expanded;
-      } else if (c === '`' || c === ' ' || c === '\t' || c === ';' || c === '&' || c === '|' || c === '(' || c === ')' || c === '<' || c === '>' || (literalOnly && '*?['.includes(c))) {
+      } else if (
+        c === '`' ||
+        c === ' ' ||
+        c === '\t' ||
+        c === ';' ||
+        c === '&' ||
+        c === '|' ||
+        c === '(' ||
+        c === ')' ||
+        c === '<' ||
+        c === '>' ||
+        (literalOnly && '*?['.includes(c))
+      ) {
         return null;
       } else {
         result += c;

@@ -25,5 +25,8 @@ export async function changedWhileRead(path: string, opened: Stats | null, failu
   const now = await stat(path).catch(() => null);
   if (now !== null && sameFile(now, opened)) return null;
   const sizes = `${opened.size} bytes when opened, ${now === null ? 'gone' : `${now.size}`} after the read`;
-  return new CudaPatchelfError('changed', `the file changed on disk while it was being read (${sizes}); left alone`, { file: path, cause: failure });
+  return new CudaPatchelfError('changed', `the file changed on disk while it was being read (${sizes}); left alone`, {
+    file: path,
+    cause: failure,
+  });
 }

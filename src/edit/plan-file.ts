@@ -82,7 +82,11 @@ export interface ListedFileContext {
  * and the files `apply` leaves alone (skipReason) come back skipped; a read failure of a file that
  * changed after it was opened is reported as that change. Nothing is written.
  */
-export async function planListedFile<T>(path: string, operations: EditOperations<T>, context: ListedFileContext = {}): Promise<PlannedFile<T> | SkippedFile> {
+export async function planListedFile<T>(
+  path: string,
+  operations: EditOperations<T>,
+  context: ListedFileContext = {},
+): Promise<PlannedFile<T> | SkippedFile> {
   const source = context.opened?.source ?? FileByteSource.openListed(path);
   try {
     const skipped = context.opened === undefined ? sniffOpenFile(source, context.inodes) : null;
@@ -164,7 +168,8 @@ export async function planEditOf<T>(image: ElfImage, operations: EditOperations<
   const answer = await operations(editor, image);
   const wanted = editor.wanted();
   const decided = await decide(image.source, facts, wanted);
-  const plan = decided.decision.tier === 'needs-rewrite' ? await planRewrite(image, decided.facts, decided.decision.why, wanted) : decided.decision;
+  const plan =
+    decided.decision.tier === 'needs-rewrite' ? await planRewrite(image, decided.facts, decided.decision.why, wanted) : decided.decision;
   if (plan.tier !== 'noop' && plan.tier !== 'rewrite') await checkReadsBack(image, plan, wanted.entries);
   return { facts: decided.facts, plan, answer };
 }
@@ -173,7 +178,11 @@ export async function planEditOf<T>(image: ElfImage, operations: EditOperations<
  * Plans on the facts read so far; when the plan asks for a fact read only on request (the .dynsym
  * names, the .symtab bytes), reads it and plans again: each is asked for once at most.
  */
-async function decide(source: ByteSource, first: EditFacts, wanted: WantedDynamic): Promise<{ facts: EditFacts; decision: Plan | NeedsRewrite }> {
+async function decide(
+  source: ByteSource,
+  first: EditFacts,
+  wanted: WantedDynamic,
+): Promise<{ facts: EditFacts; decision: Plan | NeedsRewrite }> {
   let facts = first;
   const asked = new Set<LaterFact>();
   for (;;) {
@@ -218,7 +227,8 @@ function firstMismatch(wanted: readonly WantedEntry[], got: readonly CurrentEntr
   if (got.length !== wanted.length) return `${got.length} dynamic entries instead of ${wanted.length}`;
   for (const [index, entry] of wanted.entries()) {
     const read = got[index];
-    if (read?.d_tag !== entry.d_tag || (isStringEntry(entry) && read.text !== entry.text)) return `dynamic entry ${index} does not read back as planned`;
+    if (read?.d_tag !== entry.d_tag || (isStringEntry(entry) && read.text !== entry.text))
+      return `dynamic entry ${index} does not read back as planned`;
   }
   return null;
 }

@@ -44,7 +44,8 @@ const SYMBOL_TABLE_LIMIT = 64 * 2 ** 20;
  */
 export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' = 'plan'): Promise<EditFacts> {
   const { source, header, programHeaders, dynamic, dynamicStrings, codec } = image;
-  if (image.debugInfo) throw new CudaPatchelfError('unsupported', 'a debug-info file (objcopy --only-keep-debug): it has no dynamic section to edit');
+  if (image.debugInfo)
+    throw new CudaPatchelfError('unsupported', 'a debug-info file (objcopy --only-keep-debug): it has no dynamic section to edit');
   if (dynamic === null) throw formatError('no dynamic section (PT_DYNAMIC): a static file has no runpath to edit');
   if (dynamicStrings === null) throw formatError('dynamic array has no string table (DT_STRTAB)', dynamic.offset);
   const dynstrBytes = await dynamicStrings.readAll();
@@ -69,7 +70,9 @@ export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' =
     if (movableRanges.some((range) => range.offset === ph.p_offset) || holdsMoreThanItself(ph, dynamic, sections)) continue;
     movableRanges.push({ offset: ph.p_offset, bytes: await bytesOf(ph.p_offset, ph.p_filesz, 'interpreter or note segment') });
   }
-  const symtab = sections.find((section) => section.sh_type === SHT.SHT_SYMTAB && section.sh_size > 0 && section.sh_size <= SYMBOL_TABLE_LIMIT);
+  const symtab = sections.find(
+    (section) => section.sh_type === SHT.SHT_SYMTAB && section.sh_size > 0 && section.sh_size <= SYMBOL_TABLE_LIMIT,
+  );
   if (symtab !== undefined) checkRange(source.size, symtab.sh_offset, symtab.sh_size, 'symbol table (.symtab)');
   const tagged = new Set(RELOCATABLE_SECTION_TAGS.map((tag) => dynamicValue(dynamic, tag)).filter((value) => value !== undefined));
   const relocatableSections: MovableRange[] = [];
@@ -77,7 +80,10 @@ export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' =
     const nextToTable = section.sh_offset < tableEnd + header.e_phentsize && section.sh_offset + section.sh_size > tableEnd;
     const inFile = section.sh_offset + section.sh_size <= source.size;
     if (!nextToTable || !inFile || section.sh_type === SHT.SHT_NOBITS || !tagged.has(section.sh_addr)) continue;
-    relocatableSections.push({ offset: section.sh_offset, bytes: await bytesOf(section.sh_offset, section.sh_size, `section ${section.name}`) });
+    relocatableSections.push({
+      offset: section.sh_offset,
+      bytes: await bytesOf(section.sh_offset, section.sh_size, `section ${section.name}`),
+    });
   }
   // The table grows by one entry at most: the planner looks that far past it for room.
   const after = Math.max(0, Math.min(header.e_phentsize, source.size - tableEnd));

@@ -18,7 +18,12 @@ async function machineOf(path: string): Promise<number | null> {
   }
 }
 
-export async function shrinkRunpath(runpath: string | null, needed: readonly string[], machine: number, allowedPrefixes: readonly string[]): Promise<string> {
+export async function shrinkRunpath(
+  runpath: string | null,
+  needed: readonly string[],
+  machine: number,
+  allowedPrefixes: readonly string[],
+): Promise<string> {
   const found = new Set<string>();
   const kept: string[] = [];
   for (const dir of splitRunpath(runpath)) {

@@ -23,7 +23,10 @@ export function dataViewOf(bytes: Uint8Array): DataView {
 /** Throws unless [position, position+length) lies inside a file of `size` bytes. */
 export function checkRange(size: number, position: number, length: number, what: string): void {
   if (!Number.isSafeInteger(position) || !Number.isSafeInteger(length) || position < 0 || length < 0) {
-    throw formatError(`${what} has an impossible offset or size (offset ${position}, size ${length})`, position >= 0 ? position : undefined);
+    throw formatError(
+      `${what} has an impossible offset or size (offset ${position}, size ${length})`,
+      position >= 0 ? position : undefined,
+    );
   }
   if (position + length > size) {
     throw formatError(
@@ -147,10 +150,16 @@ export class FileByteSource implements ByteSource {
 
   private static openFile(path: string, followLink: boolean): FileByteSource {
     try {
-      return new FileByteSource(path, openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | (followLink ? 0 : fsConstants.O_NOFOLLOW)));
+      return new FileByteSource(
+        path,
+        openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | (followLink ? 0 : fsConstants.O_NOFOLLOW)),
+      );
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ELOOP' && !followLink) {
-        throw new CudaPatchelfError('changed', 'is a symbolic link now, not the regular file the walk listed; left alone', { file: path, cause: error });
+        throw new CudaPatchelfError('changed', 'is a symbolic link now, not the regular file the walk listed; left alone', {
+          file: path,
+          cause: error,
+        });
       }
       throw ioError(path, 'open', error);
     }
@@ -219,7 +228,8 @@ export class FileByteSource implements ByteSource {
     checkRange(this.size, position, length, what);
     const end = position + length;
     for (const range of this.kept) {
-      if (position >= range.position && end <= range.position + range.bytes.length) return range.bytes.subarray(position - range.position, end - range.position);
+      if (position >= range.position && end <= range.position + range.bytes.length)
+        return range.bytes.subarray(position - range.position, end - range.position);
     }
     if (length === 0) return new Uint8Array(0);
     if (this.kept.length === 0 && end <= BLOCK) {

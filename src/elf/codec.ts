@@ -62,7 +62,13 @@ function place<N extends string>(fields: FieldList<N>, elfClass: ElfClass): Plac
     placed.push({ name, type, at, width: w });
     at += w;
   }
-  return { size: at, fields: placed, byName: new Map(placed.map((f) => [f.name, f])), read: compileReader(placed), write: compileWriter(placed) };
+  return {
+    size: at,
+    fields: placed,
+    byName: new Map(placed.map((f) => [f.name, f])),
+    read: compileReader(placed),
+    write: compileWriter(placed),
+  };
 }
 
 /** The expression that reads one field at `at + field.at` of `view`, in byte order `le`. */

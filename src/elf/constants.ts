@@ -7,10 +7,7 @@ export interface NameTable {
   readonly ranges: readonly { readonly low: number; readonly high: number; readonly base: string }[];
 }
 
-function table(
-  entries: Record<string, number>,
-  ranges: NameTable['ranges'] = [],
-): NameTable {
+function table(entries: Record<string, number>, ranges: NameTable['ranges'] = []): NameTable {
   const names = new Map<number, string>();
   for (const [name, value] of Object.entries(entries)) {
     // The first name given for a value wins (aliases such as DT_LOOS = DT_... come later).

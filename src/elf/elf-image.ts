@@ -5,7 +5,21 @@
 
 import { checkRange, type ByteSource } from './byte-source.js';
 import { DYN, EHDR, ElfCodec, PHDR, SHDR, type DynamicEntry, type ElfHeaderFields, type ProgramHeader } from './codec.js';
-import { AR_MAGIC, DF_1, DT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELF_MAGIC, EI_NIDENT, ET, PN_XNUM, PT, SHT } from './constants.js';
+import {
+  AR_MAGIC,
+  DF_1,
+  DT,
+  ELFCLASS32,
+  ELFCLASS64,
+  ELFDATA2LSB,
+  ELFDATA2MSB,
+  ELF_MAGIC,
+  EI_NIDENT,
+  ET,
+  PN_XNUM,
+  PT,
+  SHT,
+} from './constants.js';
 import { bytesToByteString } from './byte-string.js';
 import { readSectionHeaderTable } from './section-headers.js';
 import { StringTable } from './string-table.js';
@@ -89,16 +103,39 @@ export async function readElfImage(source: ByteSource, options: ReadOptions = {}
   const header: ElfHeader = Object.assign(fields, { osabi: ident[7] ?? 0, abiversion: ident[8] ?? 0, phnum: programHeaders.length });
   const table = { offset: fields.e_phoff, entrySize: codec.sizeOf(PHDR) };
   const dynamicHeader = onlyHeaderOfType(programHeaders, table, PT.PT_DYNAMIC, 'PT_DYNAMIC');
-  const debugInfoImage: ElfImage = { source, codec, header, programHeaders, dynamic: null, interpreter: null, dynamicStrings: null, debugInfo: true };
+  const debugInfoImage: ElfImage = {
+    source,
+    codec,
+    header,
+    programHeaders,
+    dynamic: null,
+    interpreter: null,
+    dynamicStrings: null,
+    debugInfo: true,
+  };
   if (dynamicHeader !== null && dynamicLeftOut(programHeaders, dynamicHeader)) return debugInfoImage;
   if (dynamicHeader !== null && dynamicHeader.p_filesz === 0 && options.emptyDynamic === 'absent') {
-    return { source, codec, header, programHeaders, dynamic: null, interpreter: await readInterpreter(source, programHeaders, table), dynamicStrings: null, debugInfo: false };
+    return {
+      source,
+      codec,
+      header,
+      programHeaders,
+      dynamic: null,
+      interpreter: await readInterpreter(source, programHeaders, table),
+      dynamicStrings: null,
+      debugInfo: false,
+    };
   }
   let dynamic: DynamicArray | null;
   try {
     dynamic = dynamicHeader === null ? null : await readDynamicArray(source, codec, dynamicHeader);
   } catch (error) {
-    if (dynamicHeader !== null && error instanceof CudaPatchelfError && error.kind === 'format' && (await dynamicSectionHasNoBytes(source, codec, fields, dynamicHeader))) {
+    if (
+      dynamicHeader !== null &&
+      error instanceof CudaPatchelfError &&
+      error.kind === 'format' &&
+      (await dynamicSectionHasNoBytes(source, codec, fields, dynamicHeader))
+    ) {
       return debugInfoImage;
     }
     throw error;
@@ -116,7 +153,9 @@ export async function readElfImage(source: ByteSource, options: ReadOptions = {}
  */
 function dynamicLeftOut(programHeaders: readonly ProgramHeader[], dynamic: ProgramHeader): boolean {
   if (dynamic.p_filesz !== 0 || dynamic.p_memsz === 0) return false;
-  return !programHeaders.some((ph) => ph.p_type === PT.PT_LOAD && dynamic.p_vaddr >= ph.p_vaddr && dynamic.p_vaddr < ph.p_vaddr + ph.p_filesz);
+  return !programHeaders.some(
+    (ph) => ph.p_type === PT.PT_LOAD && dynamic.p_vaddr >= ph.p_vaddr && dynamic.p_vaddr < ph.p_vaddr + ph.p_filesz,
+  );
 }
 
 /**
@@ -125,7 +164,12 @@ function dynamicLeftOut(programHeaders: readonly ProgramHeader[], dynamic: Progr
  * read as a dynamic array are the section headers asked, as readelf and patchelf decide it: the
  * section at PT_DYNAMIC's address is SHT_NOBITS. Section headers that cannot be read say nothing.
  */
-async function dynamicSectionHasNoBytes(source: ByteSource, codec: ElfCodec, fields: ElfHeaderFields, dynamic: ProgramHeader): Promise<boolean> {
+async function dynamicSectionHasNoBytes(
+  source: ByteSource,
+  codec: ElfCodec,
+  fields: ElfHeaderFields,
+  dynamic: ProgramHeader,
+): Promise<boolean> {
   try {
     const sections = await readSectionHeaderTable(source, codec, fields);
     return sections.some((section) => section.sh_type === SHT.SHT_NOBITS && section.sh_addr === dynamic.p_vaddr && section.sh_size > 0);
@@ -152,7 +196,10 @@ async function readProgramHeaders(source: ByteSource, codec: ElfCodec, fields: E
   if (count === 0) return [];
   const entrySize = codec.sizeOf(PHDR);
   if (fields.e_phentsize !== entrySize) {
-    throw formatError(`e_phentsize is ${fields.e_phentsize}, expected ${entrySize} for ELF${codec.elfClass}`, EI_NIDENT + codec.fieldOffset(EHDR, 'e_phentsize'));
+    throw formatError(
+      `e_phentsize is ${fields.e_phentsize}, expected ${entrySize} for ELF${codec.elfClass}`,
+      EI_NIDENT + codec.fieldOffset(EHDR, 'e_phentsize'),
+    );
   }
   if (count === PN_XNUM) count = await extendedProgramHeaderCount(source, codec, fields);
   checkRange(source.size, fields.e_phoff, count * entrySize, `program header table (${count} entries)`);
@@ -164,7 +211,11 @@ async function readProgramHeaders(source: ByteSource, codec: ElfCodec, fields: E
 
 /** With e_phnum = PN_XNUM the real count is section header 0's sh_info (gABI "extended numbering"). */
 async function extendedProgramHeaderCount(source: ByteSource, codec: ElfCodec, fields: ElfHeaderFields): Promise<number> {
-  if (fields.e_shoff === 0) throw formatError('e_phnum is PN_XNUM but there is no section header 0 holding the real count', EI_NIDENT + codec.fieldOffset(EHDR, 'e_phnum'));
+  if (fields.e_shoff === 0)
+    throw formatError(
+      'e_phnum is PN_XNUM but there is no section header 0 holding the real count',
+      EI_NIDENT + codec.fieldOffset(EHDR, 'e_phnum'),
+    );
   const bytes = await source.read(fields.e_shoff, codec.sizeOf(SHDR), 'section header 0 (extended program header count)');
   return codec.decode(SHDR, bytes, 0).sh_info;
 }
@@ -175,7 +226,12 @@ interface ProgramHeaderTable {
   readonly entrySize: number;
 }
 
-function onlyHeaderOfType(programHeaders: readonly ProgramHeader[], table: ProgramHeaderTable, type: number, name: string): ProgramHeader | null {
+function onlyHeaderOfType(
+  programHeaders: readonly ProgramHeader[],
+  table: ProgramHeaderTable,
+  type: number,
+  name: string,
+): ProgramHeader | null {
   let found: ProgramHeader | null = null;
   for (const [index, ph] of programHeaders.entries()) {
     if (ph.p_type !== type) continue;
@@ -207,7 +263,11 @@ async function readDynamicArray(source: ByteSource, codec: ElfCodec, ph: Program
   return { offset: ph.p_offset, vaddr: ph.p_vaddr, capacity: usable, bytes: bytes.subarray(0, usable * entrySize), entries, spareSlots };
 }
 
-async function readInterpreter(source: ByteSource, programHeaders: readonly ProgramHeader[], table: ProgramHeaderTable): Promise<string | null> {
+async function readInterpreter(
+  source: ByteSource,
+  programHeaders: readonly ProgramHeader[],
+  table: ProgramHeaderTable,
+): Promise<string | null> {
   const ph = onlyHeaderOfType(programHeaders, table, PT.PT_INTERP, 'PT_INTERP');
   if (ph === null) return null;
   const bytes = await source.read(ph.p_offset, ph.p_filesz, 'interpreter path (PT_INTERP)');
@@ -221,13 +281,26 @@ async function readInterpreter(source: ByteSource, programHeaders: readonly Prog
  * range may run on into the next PT_LOAD when that one continues it in both address and file offset
  * (patchelf's output of non-PIE executables has .dynsym across such a boundary).
  */
-export function fileOffsetOf(programHeaders: readonly ProgramHeader[], vaddr: number, length: number, what: string, namedAt?: number): number {
+export function fileOffsetOf(
+  programHeaders: readonly ProgramHeader[],
+  vaddr: number,
+  length: number,
+  what: string,
+  namedAt?: number,
+): number {
   // Addresses above 2^53 are rounded when decoded: range arithmetic on them is not exact and may not even
   // make progress, so such ranges and segments are treated as mapping nothing.
-  const exact = (ph: ProgramHeader): boolean => Number.isSafeInteger(ph.p_vaddr + ph.p_filesz) && Number.isSafeInteger(ph.p_offset + ph.p_filesz);
+  const exact = (ph: ProgramHeader): boolean =>
+    Number.isSafeInteger(ph.p_vaddr + ph.p_filesz) && Number.isSafeInteger(ph.p_offset + ph.p_filesz);
   const loads = programHeaders.filter((ph) => ph.p_type === PT.PT_LOAD && exact(ph));
-  const first = loads.find((ph) => vaddr >= ph.p_vaddr && vaddr <= ph.p_vaddr + ph.p_filesz && (length === 0 || vaddr < ph.p_vaddr + ph.p_filesz));
-  const outside = () => formatError(`${what} (0x${length.toString(16)} bytes at address 0x${vaddr.toString(16)}) is not inside the file part of the PT_LOAD segments`, namedAt);
+  const first = loads.find(
+    (ph) => vaddr >= ph.p_vaddr && vaddr <= ph.p_vaddr + ph.p_filesz && (length === 0 || vaddr < ph.p_vaddr + ph.p_filesz),
+  );
+  const outside = () =>
+    formatError(
+      `${what} (0x${length.toString(16)} bytes at address 0x${vaddr.toString(16)}) is not inside the file part of the PT_LOAD segments`,
+      namedAt,
+    );
   if (!Number.isSafeInteger(vaddr + length) || first === undefined) throw outside();
   const delta = first.p_offset - first.p_vaddr;
   let coveredEnd = first.p_vaddr + first.p_filesz;
@@ -245,12 +318,20 @@ export function dynamicValue(dynamic: DynamicArray, tag: number): number | undef
   return dynamic.entries.find((entry) => entry.d_tag === tag)?.d_val;
 }
 
-function locateDynamicStrings(source: ByteSource, codec: ElfCodec, programHeaders: readonly ProgramHeader[], dynamic: DynamicArray): StringTable | null {
+function locateDynamicStrings(
+  source: ByteSource,
+  codec: ElfCodec,
+  programHeaders: readonly ProgramHeader[],
+  dynamic: DynamicArray,
+): StringTable | null {
   const address = dynamicValue(dynamic, DT.DT_STRTAB);
   const size = dynamicValue(dynamic, DT.DT_STRSZ);
   if (address === undefined && size === undefined) return null;
   if (address === undefined || size === undefined) {
-    throw formatError(`dynamic array has ${address === undefined ? 'DT_STRSZ without DT_STRTAB' : 'DT_STRTAB without DT_STRSZ'}`, dynamic.offset);
+    throw formatError(
+      `dynamic array has ${address === undefined ? 'DT_STRSZ without DT_STRTAB' : 'DT_STRTAB without DT_STRSZ'}`,
+      dynamic.offset,
+    );
   }
   const strtabAt = dynamic.offset + dynamic.entries.findIndex((entry) => entry.d_tag === DT.DT_STRTAB) * codec.sizeOf(DYN);
   const offset = fileOffsetOf(programHeaders, address, size, 'dynamic string table (DT_STRTAB, DT_STRSZ)', strtabAt);

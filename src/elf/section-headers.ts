@@ -30,7 +30,8 @@ export async function readSectionHeaderTable(source: ByteSource, codec: ElfCodec
   }
   checkRange(source.size, header.e_shoff, entrySize, 'section header 0');
   // Extended numbering: e_shnum = 0 with a table present puts the count in section 0's sh_size.
-  const count = header.e_shnum === 0 ? codec.decode(SHDR, await source.read(header.e_shoff, entrySize, 'section header 0'), 0).sh_size : header.e_shnum;
+  const count =
+    header.e_shnum === 0 ? codec.decode(SHDR, await source.read(header.e_shoff, entrySize, 'section header 0'), 0).sh_size : header.e_shnum;
   checkRange(source.size, header.e_shoff, count * entrySize, `section header table (${count} entries)`);
   const bytes = await source.read(header.e_shoff, count * entrySize, 'section header table');
   const raw: SectionHeader[] = [];

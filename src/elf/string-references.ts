@@ -162,7 +162,10 @@ async function dynamicSymbolCount(image: ElfImage, sections: readonly Section[])
   const strtab = dynamicValue(dynamic, DT.DT_STRTAB) ?? 0;
   const entrySize = dynamicValue(dynamic, DT.DT_SYMENT) ?? (codec.elfClass === 64 ? 24 : 16);
   // The usual layout puts .dynstr right after .dynsym: the gap between them bounds the table.
-  const fromLayout = strtab > symtab && entrySize > 0 && strtab - symtab <= source.size && mapsInFile(image, symtab, strtab - symtab) ? Math.floor((strtab - symtab) / entrySize) : 0;
+  const fromLayout =
+    strtab > symtab && entrySize > 0 && strtab - symtab <= source.size && mapsInFile(image, symtab, strtab - symtab)
+      ? Math.floor((strtab - symtab) / entrySize)
+      : 0;
   const fromHash = gnuHash === undefined ? 0 : await gnuHashSymbolCount(image, gnuHash);
   return Math.max(fromHash, fromSection, gnuHash === undefined || fromHash <= 1 ? fromLayout : 0);
 }

@@ -57,7 +57,8 @@ export class StringTable {
     let at = index;
     for (let chunk = FIRST_CHUNK; at < this.size; chunk *= 2) {
       // Charged before the read, so that many lookups started at once see the budget run out.
-      if (this.size <= READ_WHOLE_UP_TO || this.whole !== null || this.spent >= this.size) return this.fromTable(await this.readAll(), index);
+      if (this.size <= READ_WHOLE_UP_TO || this.whole !== null || this.spent >= this.size)
+        return this.fromTable(await this.readAll(), index);
       const length = Math.min(chunk, this.size - at);
       this.spent += length;
       const bytes = await this.source.read(this.offset + at, length, this.what);
@@ -93,6 +94,10 @@ export function stringAt(table: Uint8Array, index: number, what = 'dynamic strin
     throw formatError(`string index ${index} is outside the ${what} (size ${table.length})`, fileOffset);
   }
   const nul = table.indexOf(0, index);
-  if (nul < 0) throw formatError(`string at index ${index} of the ${what} has no NUL terminator`, fileOffset === undefined ? undefined : fileOffset + index);
+  if (nul < 0)
+    throw formatError(
+      `string at index ${index} of the ${what} has no NUL terminator`,
+      fileOffset === undefined ? undefined : fileOffset + index,
+    );
   return bytesToByteString(table.subarray(index, nul));
 }

@@ -20,7 +20,14 @@ export const STRING_TAGS: ReadonlySet<number> = new Set([
  * section can be copied into the new segment and the tag switched to the copy. (.dynstr is left out:
  * the string placement edits it where it stands.)
  */
-export const RELOCATABLE_SECTION_TAGS: readonly number[] = [DT.DT_GNU_HASH, DT.DT_HASH, DT.DT_SYMTAB, DT.DT_VERSYM, DT.DT_VERNEED, DT.DT_VERDEF];
+export const RELOCATABLE_SECTION_TAGS: readonly number[] = [
+  DT.DT_GNU_HASH,
+  DT.DT_HASH,
+  DT.DT_SYMTAB,
+  DT.DT_VERSYM,
+  DT.DT_VERNEED,
+  DT.DT_VERDEF,
+];
 
 /** Tags whose value is an address in the file's image (what must never be moved over unawares). */
 export const ADDRESS_TAGS: readonly number[] = [

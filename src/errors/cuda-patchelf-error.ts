@@ -32,7 +32,11 @@ export class CudaPatchelfError extends Error {
   /** The same error attributed to a file, for errors raised below the layer that knows the path. */
   withFile(file: string): CudaPatchelfError {
     if (this.file !== undefined) return this;
-    const copy = new CudaPatchelfError(this.kind, this.message, { file, cause: this.cause, ...(this.offset === undefined ? {} : { offset: this.offset }) });
+    const copy = new CudaPatchelfError(this.kind, this.message, {
+      file,
+      cause: this.cause,
+      ...(this.offset === undefined ? {} : { offset: this.offset }),
+    });
     return copy;
   }
 }
@@ -44,5 +48,7 @@ export function formatError(message: string, offset?: number): CudaPatchelfError
 
 /** Control characters as escapes (\n, \t, \x1b …): an error line stays one line whatever a name holds. */
 export function oneLine(text: string): string {
-  return text.replace(/[\x00-\x1f\x7f]/g, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`));
+  return text.replace(/[\x00-\x1f\x7f]/g, (c) =>
+    c === '\n' ? '\\n' : c === '\t' ? '\\t' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
 }

@@ -36,7 +36,11 @@ function compiledSelector(selector: FileSelector): CompiledSelector {
   if (compiled === undefined) {
     const globs = (patterns: readonly string[] | undefined): ((path: string) => boolean) | null =>
       patterns === undefined || patterns.length === 0 ? null : picomatch([...patterns], { dot: true });
-    compiled = { include: globs(selector.include), exclude: globs(selector.exclude), excludeUnder: (selector.excludeUnder ?? []).map((dir) => resolve(dir)) };
+    compiled = {
+      include: globs(selector.include),
+      exclude: globs(selector.exclude),
+      excludeUnder: (selector.excludeUnder ?? []).map((dir) => resolve(dir)),
+    };
     compiledSelectors.set(selector, compiled);
   }
   return compiled;
@@ -79,7 +83,12 @@ function asReadByMapfile(entries: TracedEntry[]): TracedEntry[] {
   return entries.length > 0 && entries[entries.length - 1]?.dir === '' ? entries.slice(0, -1) : entries;
 }
 
-function replaceMatching(entries: TracedEntry[], transform: ReplaceMatching, added: readonly TracedEntry[], semantics: Semantics): TracedEntry[] {
+function replaceMatching(
+  entries: TracedEntry[],
+  transform: ReplaceMatching,
+  added: readonly TracedEntry[],
+  semantics: Semantics,
+): TracedEntry[] {
   const matches = matcherOf(transform);
   const spelling = semantics === 'default' ? normalizeRunpathEntry : (dir: string): string => dir;
   const replacements = new Set(added.map((entry) => spelling(entry.dir)));
@@ -142,7 +151,13 @@ function applyHookRuns(entries: TracedEntry[], hook: Hook, file: FileFacts, sema
  * hard-linked file and patches the shared inode once per name, so in nixpkgs-compat each hook runs
  * that many times (the default runs each once: it patches an inode once).
  */
-export function composeRunpath(orderedHooks: readonly Hook[], file: FileFacts, current: string | null, semantics: Semantics, names = 1): ComposedRunpath | null {
+export function composeRunpath(
+  orderedHooks: readonly Hook[],
+  file: FileFacts,
+  current: string | null,
+  semantics: Semantics,
+  names = 1,
+): ComposedRunpath | null {
   const applicable = orderedHooks.filter((hook) => selects(hook.files, file));
   if (applicable.length === 0) return null;
   // patchelf --print-rpath prints "" for no runpath, and "<dir>:" + "" is what Nixpkgs writes.

@@ -52,6 +52,8 @@ export function entriesPutBehindDriver(
   const old = (oldRunpath ?? '').split(':').map(spell);
   const oldDriverAt = old.findIndex((dir) => driverDirs.has(dir));
   const aheadOfDriver = new Set(oldDriverAt < 0 ? old : old.slice(0, oldDriverAt));
-  const behind = composed.slice(driverAt + 1).filter((dir) => aheadOfDriver.has(dir) && dir.startsWith('/') && !driverDirs.has(dir) && !isStubsDirectory(dir));
+  const behind = composed
+    .slice(driverAt + 1)
+    .filter((dir) => aheadOfDriver.has(dir) && dir.startsWith('/') && !driverDirs.has(dir) && !isStubsDirectory(dir));
   return behind.length === 0 ? null : { driver, behind: [...new Set(behind)] };
 }

@@ -10,7 +10,17 @@ import { BUILTIN_REMOVAL_HOOK_NAMES } from './builtin-hooks.js';
 import type { Hook, RunpathTransform } from './hook.js';
 import { hookDirectory } from './runpath-entry.js';
 
-const KNOWN_FIELDS = new Set(['name', 'prepend', 'append', 'removeMatching', 'include', 'exclude', 'sharedObjectsOnly', 'precedes', 'follows']);
+const KNOWN_FIELDS = new Set([
+  'name',
+  'prepend',
+  'append',
+  'removeMatching',
+  'include',
+  'exclude',
+  'sharedObjectsOnly',
+  'precedes',
+  'follows',
+]);
 /** Fields of older configs, refused with what to write instead (refuseRunOrder). */
 const RUN_ORDER_FIELDS = ['before', 'after'] as const;
 
@@ -20,7 +30,8 @@ function configError(file: string, message: string): CudaPatchelfError {
 
 function stringList(file: string, where: string, value: unknown): string[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) throw configError(file, `${where} must be an array of strings`);
+  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string'))
+    throw configError(file, `${where} must be an array of strings`);
   return value as string[];
 }
 
@@ -28,7 +39,8 @@ function transformOf(file: string, name: string, raw: Record<string, unknown>): 
   const given = ['prepend', 'append', 'removeMatching'].filter((key) => raw[key] !== undefined);
   if (given.length !== 1) throw configError(file, `hook "${name}" needs exactly one of prepend, append, removeMatching`);
   if (raw.removeMatching !== undefined) {
-    if (typeof raw.removeMatching !== 'string' || raw.removeMatching === '') throw configError(file, `hook "${name}": removeMatching must be a non-empty string`);
+    if (typeof raw.removeMatching !== 'string' || raw.removeMatching === '')
+      throw configError(file, `hook "${name}": removeMatching must be a non-empty string`);
     return { kind: 'remove-matching', fragment: textToByteString(raw.removeMatching) };
   }
   const kind = raw.prepend !== undefined ? 'prepend' : 'append';
@@ -58,18 +70,31 @@ function refuseRunOrder(file: string, name: string, raw: Record<string, unknown>
       transform.kind === 'remove-matching'
         ? 'leave it out: a removeMatching hook runs after every hook that adds entries'
         : `write "${ranAfter === (transform.kind === 'prepend') ? 'precedes' : 'follows'}": ${names} (where its entries go in the runpath)`;
-    throw configError(file, `hook "${name}": "${field}" is no longer read (it named the order hooks run in, not where their entries go); ${instead}`);
+    throw configError(
+      file,
+      `hook "${name}": "${field}" is no longer read (it named the order hooks run in, not where their entries go); ${instead}`,
+    );
   }
 }
 
 /** A constraint's hook names: a removal hook adds no entries that another hook's could come before or after. */
-function placementList(file: string, name: string, field: 'precedes' | 'follows', raw: Record<string, unknown>, transform: RunpathTransform): string[] {
+function placementList(
+  file: string,
+  name: string,
+  field: 'precedes' | 'follows',
+  raw: Record<string, unknown>,
+  transform: RunpathTransform,
+): string[] {
   const names = stringList(file, `hook "${name}": ${field}`, raw[field]);
   if (names.length > 0 && transform.kind === 'remove-matching') {
-    throw configError(file, `hook "${name}": a removeMatching hook adds no entries to place; leave "${field}" out (it runs after every hook that adds entries)`);
+    throw configError(
+      file,
+      `hook "${name}": a removeMatching hook adds no entries to place; leave "${field}" out (it runs after every hook that adds entries)`,
+    );
   }
   const removal = names.find((named) => BUILTIN_REMOVAL_HOOK_NAMES.has(named));
-  if (removal !== undefined) throw configError(file, `hook "${name}": ${field} names "${removal}", which adds no entries of its own to come before or after`);
+  if (removal !== undefined)
+    throw configError(file, `hook "${name}": ${field} names "${removal}", which adds no entries of its own to come before or after`);
   return names;
 }
 
@@ -82,15 +107,18 @@ export function parseHookConfig(file: string, text: string): Hook[] {
     throw configError(file, `not valid JSON (${error instanceof Error ? error.message : String(error)})`);
   }
   const hooks = (config as { hooks?: unknown } | null)?.hooks;
-  if (typeof config !== 'object' || config === null || !Array.isArray(hooks)) throw configError(file, 'expected an object with a "hooks" array');
+  if (typeof config !== 'object' || config === null || !Array.isArray(hooks))
+    throw configError(file, 'expected an object with a "hooks" array');
   return hooks.map((entry, i): Hook => {
     if (typeof entry !== 'object' || entry === null) throw configError(file, `hooks[${i}] is not an object`);
     const raw = entry as Record<string, unknown>;
     const unknown = Object.keys(raw).filter((key) => !KNOWN_FIELDS.has(key) && !(RUN_ORDER_FIELDS as readonly string[]).includes(key));
     if (unknown.length > 0) throw configError(file, `hooks[${i}] has unknown field(s): ${unknown.join(', ')}`);
-    if (typeof raw.name !== 'string' || !/^[A-Za-z0-9._-]+$/.test(raw.name)) throw configError(file, `hooks[${i}].name must be a word of letters, digits, . _ -`);
+    if (typeof raw.name !== 'string' || !/^[A-Za-z0-9._-]+$/.test(raw.name))
+      throw configError(file, `hooks[${i}].name must be a word of letters, digits, . _ -`);
     const name = raw.name;
-    if (raw.sharedObjectsOnly !== undefined && typeof raw.sharedObjectsOnly !== 'boolean') throw configError(file, `hook "${name}": sharedObjectsOnly must be true or false`);
+    if (raw.sharedObjectsOnly !== undefined && typeof raw.sharedObjectsOnly !== 'boolean')
+      throw configError(file, `hook "${name}": sharedObjectsOnly must be true or false`);
     const transform = transformOf(file, name, raw);
     refuseRunOrder(file, name, raw, transform);
     return {

@@ -45,25 +45,33 @@ export function orderHooks(hooks: readonly Hook[], absentAllowed: ReadonlySet<st
     if (a === 'prepend' && b === 'prepend') successors.get(second.name)?.add(first.name);
     else if (a === 'append' && b === 'append') successors.get(first.name)?.add(second.name);
     else if (a === 'append' && b === 'prepend') {
-      throw usage(`hook "${by}" puts the entries of "${first.name}" before those of "${second.name}", but "${first.name}" appends and "${second.name}" prepends: appended entries always come after prepended ones`);
+      throw usage(
+        `hook "${by}" puts the entries of "${first.name}" before those of "${second.name}", but "${first.name}" appends and "${second.name}" prepends: appended entries always come after prepended ones`,
+      );
     }
     // A prepended entry comes before an appended one whatever the run order.
   };
   /** The hooks a constraint of `owner` names: `*` is every other hook adding at its end that does not say `*` itself. */
   const named = (owner: Hook, name: string, field: 'precedes' | 'follows'): Hook[] => {
-    if (name === '*') return adding.filter((other) => other !== owner && other.transform.kind === owner.transform.kind && !other[field].includes('*'));
+    if (name === '*')
+      return adding.filter((other) => other !== owner && other.transform.kind === owner.transform.kind && !other[field].includes('*'));
     const hook = byName.get(name);
     if (hook === undefined) {
       if (absentAllowed.has(name)) return [];
       throw usage(`hook "${owner.name}" refers to unknown hook "${name}"`);
     }
-    if (stageOf(hook) !== 'add') throw usage(`hook "${owner.name}" ${field} hook "${name}", which adds no entries of its own to come before or after (hooks that remove entries run after every hook that adds them)`);
+    if (stageOf(hook) !== 'add')
+      throw usage(
+        `hook "${owner.name}" ${field} hook "${name}", which adds no entries of its own to come before or after (hooks that remove entries run after every hook that adds them)`,
+      );
     return [hook];
   };
   for (const hook of hooks) {
     const constraints = [...hook.precedes, ...hook.follows];
     if (stageOf(hook) !== 'add' && constraints.length > 0) {
-      throw usage(`hook "${hook.name}" adds no entries of its own, so it cannot precede or follow "${constraints.join('", "')}" (hooks that remove entries run after every hook that adds them)`);
+      throw usage(
+        `hook "${hook.name}" adds no entries of its own, so it cannot precede or follow "${constraints.join('", "')}" (hooks that remove entries run after every hook that adds them)`,
+      );
     }
     for (const name of hook.precedes) for (const other of named(hook, name, 'precedes')) place(hook, other, hook.name);
     for (const name of hook.follows) for (const other of named(hook, name, 'follows')) place(other, hook, hook.name);

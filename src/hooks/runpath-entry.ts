@@ -31,7 +31,10 @@ export function hookDirectory(value: string, where: string, allowOrigin: boolean
   if (value.includes(':')) throw new CudaPatchelfError('usage', `${where} "${value}" contains ':', the runpath separator`);
   if (value.includes('\0')) throw new CudaPatchelfError('usage', `${where} contains a NUL byte`);
   if (!value.startsWith('/') && !(allowOrigin && ORIGIN_PREFIX.test(value))) {
-    throw new CudaPatchelfError('usage', `${where} "${value}" is relative; it must be ${accepted} (a relative runpath entry is searched from the working directory of the process)`);
+    throw new CudaPatchelfError(
+      'usage',
+      `${where} "${value}" is relative; it must be ${accepted} (a relative runpath entry is searched from the working directory of the process)`,
+    );
   }
   return normalizeRunpathEntry(value);
 }

@@ -15,7 +15,10 @@ export function stubsMatcher(patterns: readonly string[]): (entry: string) => bo
   if (patterns.length === 0) throw new CudaPatchelfError('usage', 'no stubs pattern given');
   const sources = patterns.map((pattern) => {
     if (!/[^*?/]/.test(pattern)) {
-      throw new CudaPatchelfError('usage', `stubs pattern "${pattern}" would match every runpath entry; give one that names the stubs directory (default: ${NIXPKGS_STUBS_PATTERNS.join(' ')})`);
+      throw new CudaPatchelfError(
+        'usage',
+        `stubs pattern "${pattern}" would match every runpath entry; give one that names the stubs directory (default: ${NIXPKGS_STUBS_PATTERNS.join(' ')})`,
+      );
     }
     return pattern.replace(/[.*+?^${}()|[\]\\]/g, (char) => (char === '*' ? '[^]*' : char === '?' ? '[^]' : `\\${char}`));
   });

@@ -47,7 +47,8 @@ export interface EditableFile {
 
 export function checkEditable(programHeaders: readonly ProgramHeader[], dynamic: DynamicArray, file: EditableFile): void {
   for (const [index, ph] of programHeaders.entries()) {
-    for (const field of PROGRAM_HEADER_FIELDS) if (!Number.isSafeInteger(ph[field])) throw beyondExact(`program header ${index}'s ${field}`);
+    for (const field of PROGRAM_HEADER_FIELDS)
+      if (!Number.isSafeInteger(ph[field])) throw beyondExact(`program header ${index}'s ${field}`);
     if (!Number.isSafeInteger(ph.p_vaddr + ph.p_memsz)) throw beyondExact(`the end of program header ${index}'s memory range`);
     if (!Number.isSafeInteger(ph.p_offset + ph.p_filesz)) throw beyondExact(`the end of program header ${index}'s file range`);
   }
@@ -59,7 +60,8 @@ export function checkEditable(programHeaders: readonly ProgramHeader[], dynamic:
   }
   for (const tag of ONE_PER_FILE_TAGS) {
     const count = counts.get(tag) ?? 0;
-    if (count > 1) throw formatError(`the dynamic array has ${count} ${nameOf(DT_NAMES, tag)} entries, expected at most one`, dynamic.offset);
+    if (count > 1)
+      throw formatError(`the dynamic array has ${count} ${nameOf(DT_NAMES, tag)} entries, expected at most one`, dynamic.offset);
   }
   checkLoadSegments(programHeaders, file.fileSize);
   checkStringTable(dynamic, file);
@@ -77,7 +79,10 @@ function checkTablesOutsideHeaders(programHeaders: readonly ProgramHeader[], dyn
     if (!RELOCATABLE_SECTION_TAGS.includes(entry.d_tag)) continue;
     const offset = mappedOffset(programHeaders, entry.d_val);
     if (offset !== null && inHeaders(offset)) {
-      throw formatError(`${nameOf(DT_NAMES, entry.d_tag)} (0x${entry.d_val.toString(16)}) points into the ELF or program headers, which an edit rewrites`, dynamic.offset);
+      throw formatError(
+        `${nameOf(DT_NAMES, entry.d_tag)} (0x${entry.d_val.toString(16)}) points into the ELF or program headers, which an edit rewrites`,
+        dynamic.offset,
+      );
     }
   }
 }
@@ -99,11 +104,19 @@ function checkStringTable(dynamic: DynamicArray, file: EditableFile): void {
     throw formatError('the dynamic string table does not start and end with a NUL byte (DT_STRTAB or DT_STRSZ is off)', offset);
   }
   const overlaps = (start: number, end: number): boolean => offset < end && start < offset + bytes.length;
-  if (overlaps(0, file.ehsize) || overlaps(file.phoff, file.phEnd)) throw formatError('the dynamic string table lies over the ELF or program headers', offset);
-  if (overlaps(dynamic.offset, dynamic.offset + dynamic.bytes.length)) throw formatError('the dynamic string table lies over the dynamic array', offset);
-  const inside = dynamic.entries.find((entry) => entry.d_tag !== DT.DT_STRTAB && ADDRESS_TAGS.includes(entry.d_tag) && entry.d_val >= vaddr && entry.d_val < vaddr + bytes.length);
+  if (overlaps(0, file.ehsize) || overlaps(file.phoff, file.phEnd))
+    throw formatError('the dynamic string table lies over the ELF or program headers', offset);
+  if (overlaps(dynamic.offset, dynamic.offset + dynamic.bytes.length))
+    throw formatError('the dynamic string table lies over the dynamic array', offset);
+  const inside = dynamic.entries.find(
+    (entry) =>
+      entry.d_tag !== DT.DT_STRTAB && ADDRESS_TAGS.includes(entry.d_tag) && entry.d_val >= vaddr && entry.d_val < vaddr + bytes.length,
+  );
   if (inside !== undefined) {
-    throw formatError(`${nameOf(DT_NAMES, inside.d_tag)} (0x${inside.d_val.toString(16)}) points inside the dynamic string table (DT_STRSZ is too large or the tag is off)`, offset);
+    throw formatError(
+      `${nameOf(DT_NAMES, inside.d_tag)} (0x${inside.d_val.toString(16)}) points inside the dynamic string table (DT_STRSZ is too large or the tag is off)`,
+      offset,
+    );
   }
 }
 
@@ -116,12 +129,17 @@ function checkLoadSegments(programHeaders: readonly ProgramHeader[], fileSize: n
   let previous: { ph: ProgramHeader; index: number } | null = null;
   for (const [index, ph] of programHeaders.entries()) {
     if (ph.p_type !== PT.PT_LOAD) continue;
-    if (ph.p_filesz > ph.p_memsz) throw formatError(`PT_LOAD ${index} has p_filesz 0x${ph.p_filesz.toString(16)} above its p_memsz 0x${ph.p_memsz.toString(16)}`);
+    if (ph.p_filesz > ph.p_memsz)
+      throw formatError(`PT_LOAD ${index} has p_filesz 0x${ph.p_filesz.toString(16)} above its p_memsz 0x${ph.p_memsz.toString(16)}`);
     if (ph.p_offset + ph.p_filesz > fileSize) {
-      throw formatError(`PT_LOAD ${index} maps bytes up to 0x${(ph.p_offset + ph.p_filesz).toString(16)}, past the end of the file (0x${fileSize.toString(16)})`);
+      throw formatError(
+        `PT_LOAD ${index} maps bytes up to 0x${(ph.p_offset + ph.p_filesz).toString(16)}, past the end of the file (0x${fileSize.toString(16)})`,
+      );
     }
     if (previous !== null && previous.ph.p_vaddr + previous.ph.p_memsz > ph.p_vaddr) {
-      throw formatError(`PT_LOAD ${index} (at 0x${ph.p_vaddr.toString(16)}) is not above PT_LOAD ${previous.index}, which ends at 0x${(previous.ph.p_vaddr + previous.ph.p_memsz).toString(16)}`);
+      throw formatError(
+        `PT_LOAD ${index} (at 0x${ph.p_vaddr.toString(16)}) is not above PT_LOAD ${previous.index}, which ends at 0x${(previous.ph.p_vaddr + previous.ph.p_memsz).toString(16)}`,
+      );
     }
     previous = { ph, index };
   }

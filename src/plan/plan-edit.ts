@@ -31,7 +31,11 @@ function writeList(): Writes {
   return {
     add: (phase, offset, bytes, what) => writes.push({ phase, offset, bytes, what }),
     // Stable sort by phase: within a phase, writes keep the order they were added in.
-    list: () => writes.map((w, i) => ({ w, i })).sort((a, b) => order.indexOf(a.w.phase) - order.indexOf(b.w.phase) || a.i - b.i).map(({ w }) => w),
+    list: () =>
+      writes
+        .map((w, i) => ({ w, i }))
+        .sort((a, b) => order.indexOf(a.w.phase) - order.indexOf(b.w.phase) || a.i - b.i)
+        .map(({ w }) => w),
   };
 }
 
@@ -53,21 +57,28 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
   const facts = resume === null ? factsAsRead : withRepairedSections(factsAsRead, resume.sections);
   const table = facts.dynstr.bytes;
   const entries = wanted.entries.map((entry) => normalize(facts, entry));
-  const renamed = facts.references.versionRecords.filter((ref) => ref.source === 'version-need-file' && wanted.versionNeedRenames.has(stringAt(table, ref.index)));
-  if (resume === null && renamed.length === 0 && sameEntries(entries, facts.dynamic.entries)) return { tier: 'noop', writes: [], newSize: facts.fileSize };
+  const renamed = facts.references.versionRecords.filter(
+    (ref) => ref.source === 'version-need-file' && wanted.versionNeedRenames.has(stringAt(table, ref.index)),
+  );
+  if (resume === null && renamed.length === 0 && sameEntries(entries, facts.dynamic.entries))
+    return { tier: 'noop', writes: [], newSize: facts.fileSize };
 
   const symbolNames = facts.references.symbolNames;
   if (symbolNames === null && stringsMayBeFreed(facts, entries, renamed, resume)) return { tier: 'needs-facts', facts: 'dynamic-symbols' };
   const placement = placeWantedStrings(facts, symbolNames ?? new Uint32Array(0), entries, renamed, wanted, resume);
-  const dynamicEntries = entries.map((entry): DynamicEntry =>
-    isStringEntry(entry) ? { d_tag: entry.d_tag, d_val: placement.indexOf.get(entry.text) ?? 0 } : { d_tag: entry.d_tag, d_val: entry.d_val },
+  const dynamicEntries = entries.map(
+    (entry): DynamicEntry =>
+      isStringEntry(entry)
+        ? { d_tag: entry.d_tag, d_val: placement.indexOf.get(entry.text) ?? 0 }
+        : { d_tag: entry.d_tag, d_val: entry.d_val },
   );
   const places = placeTables(facts, placement, dynamicEntries.length);
   if ('tier' in places) return places;
   const { layout, table: newTable, dynamic } = places;
   // Section headers change address when tables move or an interrupted edit's stale ones are
   // repaired; the .symtab symbols defined in those sections follow them.
-  if (facts.symbolTable !== null && facts.symbolTable.bytes === null && (layout !== null || (resume?.sections.length ?? 0) > 0)) return { tier: 'needs-facts', facts: 'symbol-table' };
+  if (facts.symbolTable !== null && facts.symbolTable.bytes === null && (layout !== null || (resume?.sections.length ?? 0) > 0))
+    return { tier: 'needs-facts', facts: 'symbol-table' };
   const tableMoved = newTable.offset !== facts.dynstr.offset;
   const writes = writeList();
 
@@ -83,8 +94,20 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
 
   // Strings written into the live table before or as the switch (only when the table stays put).
   if (!tableMoved) {
-    for (const range of placement.slackWrites) writes.add('data', facts.dynstr.offset + range.start, placement.table.slice(range.start, range.end), 'new string in zeroed slack of .dynstr');
-    for (const range of placement.inPlaceWrites) writes.add('dynamic', facts.dynstr.offset + range.start, placement.table.slice(range.start, range.end), 'string rewritten in place in .dynstr');
+    for (const range of placement.slackWrites)
+      writes.add(
+        'data',
+        facts.dynstr.offset + range.start,
+        placement.table.slice(range.start, range.end),
+        'new string in zeroed slack of .dynstr',
+      );
+    for (const range of placement.inPlaceWrites)
+      writes.add(
+        'dynamic',
+        facts.dynstr.offset + range.start,
+        placement.table.slice(range.start, range.end),
+        'string rewritten in place in .dynstr',
+      );
   }
 
   // A plan that zeroes strings marks the dynamic array until it has (cleanup-mark.ts): the array that
@@ -99,8 +122,15 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
     const finished = layout.finish({ writable: dynamic.moves });
     newSize = finished.fileEnd;
     const withDynamic = (table: TableLayout): TableLayout =>
-      dynamic.moves ? { ...table, programHeaders: withMovedDynamic(table.programHeaders, dynamic.offset, dynamic.vaddr, dynamicSize) } : table;
-    addHeaderWrites(facts, { ...finished, ...withDynamic(finished), interim: finished.interim === null ? null : withDynamic(finished.interim) }, layout, writes);
+      dynamic.moves
+        ? { ...table, programHeaders: withMovedDynamic(table.programHeaders, dynamic.offset, dynamic.vaddr, dynamicSize) }
+        : table;
+    addHeaderWrites(
+      facts,
+      { ...finished, ...withDynamic(finished), interim: finished.interim === null ? null : withDynamic(finished.interim) },
+      layout,
+      writes,
+    );
   }
 
   const liveArray = movedArray ?? addDynamicWrites(facts, finalEntries, nullValue, writes);
@@ -108,7 +138,12 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
     const index = placement.indexOf.get(wanted.versionNeedRenames.get(stringAt(table, ref.index)) ?? '') ?? 0;
     // When the version needs moved out of the table's way, the rename goes to the copy.
     const range = moved.find((m) => ref.fieldOffset >= m.from && ref.fieldOffset < m.from + m.size);
-    writes.add('dynamic', ref.fieldOffset + (range === undefined ? 0 : range.to - range.from), encodeWord(facts, index), 'version need file name (vn_file)');
+    writes.add(
+      'dynamic',
+      ref.fieldOffset + (range === undefined ? 0 : range.to - range.from),
+      encodeWord(facts, index),
+      'version need file name (vn_file)',
+    );
   }
 
   addSectionWrites(facts, writes, {
@@ -133,7 +168,10 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
 
 /** Whether the wanted entries are the file's entries as they are (no string to place, no value changed). */
 function sameEntries(entries: readonly WantedEntry[], current: readonly DynamicEntry[]): boolean {
-  return entries.length === current.length && entries.every((entry, i) => !isStringEntry(entry) && entry.d_tag === current[i]?.d_tag && entry.d_val === current[i]?.d_val);
+  return (
+    entries.length === current.length &&
+    entries.every((entry, i) => !isStringEntry(entry) && entry.d_tag === current[i]?.d_tag && entry.d_val === current[i]?.d_val)
+  );
 }
 
 /**
@@ -142,7 +180,12 @@ function sameEntries(entries: readonly WantedEntry[], current: readonly DynamicE
  * in the table is long enough for a requested string (slack holds a string only where no symbol
  * points). Otherwise strings are only reused or appended, and the symbols do not matter.
  */
-function stringsMayBeFreed(facts: EditFacts, entries: readonly WantedEntry[], renamed: readonly StringReference[], resume: Resume | null): boolean {
+function stringsMayBeFreed(
+  facts: EditFacts,
+  entries: readonly WantedEntry[],
+  renamed: readonly StringReference[],
+  resume: Resume | null,
+): boolean {
   if (resume !== null || renamed.length > 0) return true;
   const kept = new Set(entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val));
   if (facts.dynamic.entries.some((e) => STRING_TAGS.has(e.d_tag) && !kept.has(e.d_val))) return true;
@@ -210,7 +253,8 @@ function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: n
   let table = unmoved.table;
   if (tableGrows) {
     // A table that already ends the file inside the segment being extended grows where it is.
-    const growsAtEnd = layout.extendsSegment && facts.dynstr.offset + placement.oldSize === facts.fileSize && region.endOffset === facts.fileSize;
+    const growsAtEnd =
+      layout.extendsSegment && facts.dynstr.offset + placement.oldSize === facts.fileSize && region.endOffset === facts.fileSize;
     if (growsAtEnd) {
       const tailAt = region.reserve(placement.table.length - placement.oldSize, 1);
       region.fill(tailAt, placement.table.subarray(placement.oldSize));
@@ -226,7 +270,13 @@ function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: n
 /** The facts with the repaired section headers in place of the stale ones. */
 function withRepairedSections(facts: EditFacts, repairs: readonly SectionRepair[]): EditFacts {
   const repaired = new Map(repairs.map((r) => [r.section.index, r.fields]));
-  return { ...facts, sections: facts.sections.map((section) => { const fields = repaired.get(section.index); return fields === undefined ? section : { ...section, ...fields }; }) };
+  return {
+    ...facts,
+    sections: facts.sections.map((section) => {
+      const fields = repaired.get(section.index);
+      return fields === undefined ? section : { ...section, ...fields };
+    }),
+  };
 }
 
 function encodeWord(facts: EditFacts, value: number): Uint8Array {
@@ -289,7 +339,8 @@ function addHeaderWrites(facts: EditFacts, finished: FinishedLayout, layout: Seg
     writes.add(phase, at, headerBytes.slice(at, end), what);
   };
   if (finished.strategy === 'move-table') layout.region.fill(finished.tableOffset, table);
-  if (finished.interim !== null) layout.region.fill(finished.interim.tableOffset, facts.codec.encodeRecords(PHDR, finished.interim.programHeaders));
+  if (finished.interim !== null)
+    layout.region.fill(finished.interim.tableOffset, facts.codec.encodeRecords(PHDR, finished.interim.programHeaders));
   writes.add('data', layout.region.start, layout.region.bytes(), 'appended tables');
 
   if (finished.strategy === 'move-table') {
@@ -297,7 +348,12 @@ function addHeaderWrites(facts: EditFacts, finished: FinishedLayout, layout: Seg
     return;
   }
   if (finished.interim !== null) {
-    pointHeaderAt('headers', finished.interim.tableOffset, finished.interim.programHeaders.length, 'ELF header (e_phoff, e_phnum): the table, moved for now');
+    pointHeaderAt(
+      'headers',
+      finished.interim.tableOffset,
+      finished.interim.programHeaders.length,
+      'ELF header (e_phoff, e_phnum): the table, moved for now',
+    );
     writes.add('settle', header.e_phoff, table, 'the grown program header table, in its place');
     pointHeaderAt('settle', header.e_phoff, finished.programHeaders.length, 'ELF header (e_phoff, e_phnum): back to the grown table');
     return;
@@ -339,14 +395,33 @@ function addSectionWrites(
   // Repairs first: a header this edit moves again is written once more, later in the same phase.
   for (const { section, fields } of moves.repairs) update(section, fields, `section header of ${section.name}, as the tags say`);
   for (const section of facts.sections) {
-    if (moves.table !== null && section.sh_type === SHT.SHT_STRTAB && section.sh_offset === facts.dynstr.offset && section.sh_addr === facts.dynstr.vaddr) {
-      update(section, { sh_offset: moves.table.offset, sh_addr: moves.table.vaddr, sh_size: moves.table.size }, 'section header of .dynstr');
+    if (
+      moves.table !== null &&
+      section.sh_type === SHT.SHT_STRTAB &&
+      section.sh_offset === facts.dynstr.offset &&
+      section.sh_addr === facts.dynstr.vaddr
+    ) {
+      update(
+        section,
+        { sh_offset: moves.table.offset, sh_addr: moves.table.vaddr, sh_size: moves.table.size },
+        'section header of .dynstr',
+      );
     } else if (moves.dynamic !== null && section.sh_type === SHT.SHT_DYNAMIC) {
-      update(section, { sh_offset: moves.dynamic.offset, sh_addr: moves.dynamic.vaddr, sh_size: moves.dynamic.size }, 'section header of .dynamic');
+      update(
+        section,
+        { sh_offset: moves.dynamic.offset, sh_addr: moves.dynamic.vaddr, sh_size: moves.dynamic.size },
+        'section header of .dynamic',
+      );
     } else {
-      const range = moves.moved.find((m) => section.sh_size > 0 && section.sh_offset >= m.from && section.sh_offset + section.sh_size <= m.from + m.size);
+      const range = moves.moved.find(
+        (m) => section.sh_size > 0 && section.sh_offset >= m.from && section.sh_offset + section.sh_size <= m.from + m.size,
+      );
       if (range !== undefined) {
-        update(section, { sh_offset: section.sh_offset + (range.to - range.from), sh_addr: section.sh_addr + range.vaddrDelta }, `section header of ${section.name}`);
+        update(
+          section,
+          { sh_offset: section.sh_offset + (range.to - range.from), sh_addr: section.sh_addr + range.vaddrDelta },
+          `section header of ${section.name}`,
+        );
       }
     }
   }

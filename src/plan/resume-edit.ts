@@ -40,10 +40,12 @@ export function resumeOf(facts: EditFacts): Resume | null {
 function staleHeaderRepairs(facts: EditFacts): Resume | null {
   const dynamicSection = facts.sections.find((s) => s.sh_type === SHT.SHT_DYNAMIC);
   const linked = dynamicSection === undefined ? undefined : facts.sections[dynamicSection.sh_link];
-  const stringsSection = linked?.sh_type === SHT.SHT_STRTAB ? linked : facts.sections.find((s) => s.sh_type === SHT.SHT_STRTAB && s.name === '.dynstr');
+  const stringsSection =
+    linked?.sh_type === SHT.SHT_STRTAB ? linked : facts.sections.find((s) => s.sh_type === SHT.SHT_STRTAB && s.name === '.dynstr');
   if (stringsSection === undefined) return null;
   const table = { sh_offset: facts.dynstr.offset, sh_addr: facts.dynstr.vaddr, sh_size: facts.dynstr.bytes.length };
-  if (stringsSection.sh_offset === table.sh_offset && stringsSection.sh_addr === table.sh_addr && stringsSection.sh_size === table.sh_size) return null;
+  if (stringsSection.sh_offset === table.sh_offset && stringsSection.sh_addr === table.sh_addr && stringsSection.sh_size === table.sh_size)
+    return null;
 
   const sections: SectionRepair[] = [{ section: stringsSection, fields: table }];
   const dynamic = { sh_offset: facts.dynamic.offset, sh_addr: facts.dynamic.vaddr, sh_size: dynamicSection?.sh_size ?? 0 };
@@ -54,7 +56,8 @@ function staleHeaderRepairs(facts: EditFacts): Resume | null {
   // The table the stale header describes, when the tags have left it: nothing refers to it any more.
   const left = { start: stringsSection.sh_offset, end: stringsSection.sh_offset + stringsSection.sh_size };
   const live = { start: facts.dynstr.offset, end: facts.dynstr.offset + facts.dynstr.bytes.length };
-  const tableLeft = stringsSection.sh_addr !== table.sh_addr && left.end <= facts.fileSize && (left.end <= live.start || live.end <= left.start);
+  const tableLeft =
+    stringsSection.sh_addr !== table.sh_addr && left.end <= facts.fileSize && (left.end <= live.start || live.end <= left.start);
   const overlapsDynamic = left.start < facts.dynamic.offset + facts.dynamic.bytes.length && facts.dynamic.offset < left.end;
   return { sections, deadFileRanges: tableLeft && !overlapsDynamic ? [left] : [] };
 }

@@ -138,17 +138,27 @@ const MAX_IDENTITY_HOLE = 64 * 2 ** 20;
  * T at exactly that address: it starts where that identity puts it, `reach` above every segment,
  * leaving a hole in the file when the file is shorter than the memory image.
  */
-function placeNewSegment(facts: EditFacts, reach: number, pageSize: number, executableTableMoves: boolean): { start: number; vaddr: number; align: number } | NeedsRewrite {
+function placeNewSegment(
+  facts: EditFacts,
+  reach: number,
+  pageSize: number,
+  executableTableMoves: boolean,
+): { start: number; vaddr: number; align: number } | NeedsRewrite {
   const loads = facts.programHeaders.filter(isLoad);
   const highestEnd = Math.max(...loads.map((ph) => ph.p_vaddr + ph.p_memsz));
   const lowestFree = highestEnd + reach;
-  if (!Number.isSafeInteger(lowestFree)) throw unsupported(`no room for a new segment below 2^53: the highest segment ends at 0x${highestEnd.toString(16)}, and it must start ${reach} bytes above (the largest dynamic symbol's size)`);
+  if (!Number.isSafeInteger(lowestFree))
+    throw unsupported(
+      `no room for a new segment below 2^53: the highest segment ends at 0x${highestEnd.toString(16)}, and it must start ${reach} bytes above (the largest dynamic symbol's size)`,
+    );
   if (!executableTableMoves) {
     return { start: facts.fileSize, vaddr: alignUp(lowestFree, pageSize) + (facts.fileSize % pageSize), align: pageSize };
   }
   const first = loads.reduce((low, ph) => (ph.p_vaddr < low.p_vaddr ? ph : low));
   if (first.p_offset !== 0) {
-    return needsRewrite('needs one more program header; the table cannot grow in place, and an executable whose first PT_LOAD does not start at offset 0 cannot have it moved (the kernel finds it by position)');
+    return needsRewrite(
+      'needs one more program header; the table cannot grow in place, and an executable whose first PT_LOAD does not start at offset 0 cannot have it moved (the kernel finds it by position)',
+    );
   }
   const delta = first.p_vaddr;
   const start = Math.max(alignUp(facts.fileSize, facts.codec.wordSize), alignUp(lowestFree, pageSize) - delta);
@@ -180,19 +190,28 @@ function newLoadLayout(facts: EditFacts, reach: number): SegmentLayout | NeedsRe
   const nullSlot = programHeaders.findIndex((ph) => ph.p_type === PT.PT_NULL);
   // The single write of header and grown table needs the table right after the ELF header.
   const growNow = nullSlot >= 0 || header.e_phoff !== header.e_ehsize ? null : roomAfterTable(facts, entrySize, facts.movableRanges);
-  const growLater = nullSlot >= 0 || growNow !== null ? null : roomAfterTable(facts, entrySize, [...facts.movableRanges, ...facts.relocatableSections]);
+  const growLater =
+    nullSlot >= 0 || growNow !== null ? null : roomAfterTable(facts, entrySize, [...facts.movableRanges, ...facts.relocatableSections]);
   const grow = growNow ?? growLater;
-  const strategy: TableStrategy = nullSlot >= 0 ? 'null-slot' : growNow !== null ? 'grow-in-place' : growLater !== null ? 'grow-after-move' : 'move-table';
+  const strategy: TableStrategy =
+    nullSlot >= 0 ? 'null-slot' : growNow !== null ? 'grow-in-place' : growLater !== null ? 'grow-after-move' : 'move-table';
   const isSharedObject = header.e_type === ET.ET_DYN && !programHeaders.some((ph) => ph.p_type === PT.PT_INTERP);
   const tableMoves = strategy === 'move-table' || strategy === 'grow-after-move';
-  const placed = placeNewSegment(facts, reach + (strategy === 'move-table' ? strippedBelow(facts) : 0), pageSize, tableMoves && !isSharedObject);
+  const placed = placeNewSegment(
+    facts,
+    reach + (strategy === 'move-table' ? strippedBelow(facts) : 0),
+    pageSize,
+    tableMoves && !isSharedObject,
+  );
   if ('why' in placed) return placed;
   const region = new AppendedRegion(placed.start);
   const vaddr = placed.vaddr;
   const vaddrOf = (offset: number): number => vaddr + (offset - region.start);
   // A generous bound on where the new segment ends: the file size again past its start.
-  if (codec.elfClass === 32 && vaddrOf(region.start + facts.fileSize) > 0xffffffff) throw unsupported('no room for a new segment in a 32-bit address space');
-  if (!Number.isSafeInteger(vaddrOf(region.start + facts.fileSize))) throw unsupported('no room for a new segment below 2^53: the highest segment ends too high');
+  if (codec.elfClass === 32 && vaddrOf(region.start + facts.fileSize) > 0xffffffff)
+    throw unsupported('no room for a new segment in a 32-bit address space');
+  if (!Number.isSafeInteger(vaddrOf(region.start + facts.fileSize)))
+    throw unsupported('no room for a new segment below 2^53: the highest segment ends too high');
   if (programHeaders.length + 2 >= 0xffff) throw unsupported('program header table is full (PN_XNUM)');
 
   const moved: MovedRange[] = (grow ?? []).map((range) => {
@@ -231,7 +250,12 @@ function newLoadLayout(facts: EditFacts, reach: number): SegmentLayout | NeedsRe
       const load = loadUpTo(region.endOffset);
       const shifted = programHeaders.map((ph) => shiftIntoMoved(ph, moved));
       const grown = (finalLoad: ProgramHeader): TableLayout => ({
-        programHeaders: [...shifted.map((ph) => (ph.p_type === PT.PT_PHDR ? { ...ph, p_filesz: ph.p_filesz + entrySize, p_memsz: ph.p_memsz + entrySize } : ph)), finalLoad],
+        programHeaders: [
+          ...shifted.map((ph) =>
+            ph.p_type === PT.PT_PHDR ? { ...ph, p_filesz: ph.p_filesz + entrySize, p_memsz: ph.p_memsz + entrySize } : ph,
+          ),
+          finalLoad,
+        ],
         tableOffset: header.e_phoff,
       });
       // The table in the new segment; PT_PHDR (first, as the gABI asks) tells glibc where it is.
@@ -253,7 +277,13 @@ function newLoadLayout(facts: EditFacts, reach: number): SegmentLayout | NeedsRe
       const fileEnd = region.endOffset;
       switch (strategy) {
         case 'null-slot':
-          return { programHeaders: [...shifted.filter((_, i) => i !== nullSlot), load], tableOffset: header.e_phoff, strategy, interim: null, fileEnd };
+          return {
+            programHeaders: [...shifted.filter((_, i) => i !== nullSlot), load],
+            tableOffset: header.e_phoff,
+            strategy,
+            interim: null,
+            fileEnd,
+          };
         case 'grow-in-place':
           return { ...grown(load), strategy, interim: null, fileEnd };
         case 'grow-after-move':
@@ -275,7 +305,12 @@ function vaddrAtOffset(facts: EditFacts, offset: number): number {
 function shiftIntoMoved(ph: ProgramHeader, moved: readonly MovedRange[]): ProgramHeader {
   const range = moved.find((m) => ph.p_type !== PT.PT_LOAD && ph.p_offset >= m.from && ph.p_offset + ph.p_filesz <= m.from + m.size);
   if (range === undefined) return ph;
-  return { ...ph, p_offset: ph.p_offset + (range.to - range.from), p_vaddr: ph.p_vaddr + range.vaddrDelta, p_paddr: ph.p_paddr + range.vaddrDelta };
+  return {
+    ...ph,
+    p_offset: ph.p_offset + (range.to - range.from),
+    p_vaddr: ph.p_vaddr + range.vaddrDelta,
+    p_paddr: ph.p_paddr + range.vaddrDelta,
+  };
 }
 
 /**
@@ -291,16 +326,23 @@ function roomAfterTable(facts: EditFacts, entrySize: number, units: readonly Mov
   if (covering === undefined) return null;
   const toMove = units.filter((range) => range.offset < windowEnd && range.offset + range.bytes.length > tableEnd);
   if (toMove.some((range) => range.offset < tableEnd)) return null;
-  const inside = (offset: number, size: number): boolean => toMove.some((r) => offset >= r.offset && offset + size <= r.offset + r.bytes.length);
+  const inside = (offset: number, size: number): boolean =>
+    toMove.some((r) => offset >= r.offset && offset + size <= r.offset + r.bytes.length);
   for (let offset = tableEnd; offset < windowEnd; offset++) {
     if (!inside(offset, 1) && facts.afterProgramHeaders[offset - tableEnd] !== 0) return null;
   }
   const overlapsWindow = (offset: number, size: number): boolean => offset < windowEnd && offset + size > tableEnd;
   const blocking = programHeaders.some(
-    (ph) => ph.p_type !== PT.PT_LOAD && ph.p_type !== PT.PT_PHDR && overlapsWindow(ph.p_offset, ph.p_filesz) && !inside(ph.p_offset, ph.p_filesz),
+    (ph) =>
+      ph.p_type !== PT.PT_LOAD && ph.p_type !== PT.PT_PHDR && overlapsWindow(ph.p_offset, ph.p_filesz) && !inside(ph.p_offset, ph.p_filesz),
   );
   const sectionInWay = sections.some(
-    (s) => (s.sh_flags & SHF_ALLOC) !== 0 && s.sh_size > 0 && s.sh_type !== SHT.SHT_NOBITS && overlapsWindow(s.sh_offset, s.sh_size) && !inside(s.sh_offset, s.sh_size),
+    (s) =>
+      (s.sh_flags & SHF_ALLOC) !== 0 &&
+      s.sh_size > 0 &&
+      s.sh_type !== SHT.SHT_NOBITS &&
+      overlapsWindow(s.sh_offset, s.sh_size) &&
+      !inside(s.sh_offset, s.sh_size),
   );
   return blocking || sectionInWay ? null : toMove;
 }

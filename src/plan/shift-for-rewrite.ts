@@ -11,7 +11,20 @@
 // position-independent one starts at address 0.
 
 import { EHDR, PHDR, SHDR, type ProgramHeader } from '../elf/codec.js';
-import { EI_NIDENT, ELF_MAGIC, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ET, EV_CURRENT, PF_R, PT, SHT, machinePageSize } from '../elf/constants.js';
+import {
+  EI_NIDENT,
+  ELF_MAGIC,
+  ELFCLASS32,
+  ELFCLASS64,
+  ELFDATA2LSB,
+  ELFDATA2MSB,
+  ET,
+  EV_CURRENT,
+  PF_R,
+  PT,
+  SHT,
+  machinePageSize,
+} from '../elf/constants.js';
 import type { EditFacts } from './edit-facts.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { PlannedWrite } from './plan.js';
@@ -38,7 +51,8 @@ export interface ShiftedFile {
  */
 export function shiftForRewrite(facts: EditFacts, why: string): ShiftedFile {
   const { codec, header, programHeaders } = facts;
-  const refuse = (reason: string): CudaPatchelfError => new CudaPatchelfError('unsupported', `${why}; nor can a whole-file rewrite help: ${reason}`);
+  const refuse = (reason: string): CudaPatchelfError =>
+    new CudaPatchelfError('unsupported', `${why}; nor can a whole-file rewrite help: ${reason}`);
   if (header.e_type !== ET.ET_EXEC) throw refuse('a position-independent file has no addresses free below its first segment');
   const pageSize = machinePageSize(header.e_machine);
   const loads = programHeaders.filter((ph) => ph.p_type === PT.PT_LOAD);
@@ -77,7 +91,14 @@ export function shiftForRewrite(facts: EditFacts, why: string): ShiftedFile {
   const table = [...moved.slice(0, firstLoad), headerLoad, ...moved.slice(firstLoad)];
 
   const ident = new Uint8Array(EI_NIDENT);
-  ident.set([...ELF_MAGIC, codec.elfClass === 64 ? ELFCLASS64 : ELFCLASS32, codec.littleEndian ? ELFDATA2LSB : ELFDATA2MSB, EV_CURRENT, header.osabi, header.abiversion]);
+  ident.set([
+    ...ELF_MAGIC,
+    codec.elfClass === 64 ? ELFCLASS64 : ELFCLASS32,
+    codec.littleEndian ? ELFDATA2LSB : ELFDATA2MSB,
+    EV_CURRENT,
+    header.osabi,
+    header.abiversion,
+  ]);
   const elfHeader = new Uint8Array(EI_NIDENT + codec.sizeOf(EHDR));
   elfHeader.set(ident);
   const shoff = header.e_shoff === 0 ? 0 : header.e_shoff + shift;
@@ -89,7 +110,12 @@ export function shiftForRewrite(facts: EditFacts, why: string): ShiftedFile {
   ];
   if (facts.sections.length > 0) {
     const sections = facts.sections.map((s) => (s.sh_type === SHT.SHT_NULL ? s : { ...s, sh_offset: s.sh_offset + shift }));
-    writes.push({ phase: 'data', offset: shoff, bytes: codec.encodeRecords(SHDR, sections), what: 'section headers of the rewritten file' });
+    writes.push({
+      phase: 'data',
+      offset: shoff,
+      bytes: codec.encodeRecords(SHDR, sections),
+      what: 'section headers of the rewritten file',
+    });
   }
   return { shift, size: facts.fileSize + shift, writes };
 }

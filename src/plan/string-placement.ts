@@ -106,7 +106,8 @@ function findSlack(table: Uint8Array, length: number, live: LiveIndices, taken: 
     // The string and its terminator must stay clear of a taken string and its terminator: two new
     // strings in one run of zeros would otherwise share a NUL and read as one.
     const withNul = { start: range.start, end: range.end + 1 };
-    if (live.firstIn(range.start, range.end - 1) === undefined && !taken.some((t) => overlaps({ start: t.start, end: t.end + 1 }, withNul))) return range.start;
+    if (live.firstIn(range.start, range.end - 1) === undefined && !taken.some((t) => overlaps({ start: t.start, end: t.end + 1 }, withNul)))
+      return range.start;
   }
   return undefined;
 }

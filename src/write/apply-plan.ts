@@ -27,7 +27,8 @@ export function applyPlan(fd: number, plan: Plan, options: ApplyOptions = {}): n
     written += done;
   }
   // Bytes written past the final size (an interim table) go once everything else is in place.
-  if (writes.length === plan.writes.length && writes.some((write) => write.offset + write.bytes.length > plan.newSize)) ftruncateSync(fd, plan.newSize);
+  if (writes.length === plan.writes.length && writes.some((write) => write.offset + write.bytes.length > plan.newSize))
+    ftruncateSync(fd, plan.newSize);
   if (options.durable && writes.length > 0) fsyncSync(fd);
   return written;
 }
@@ -44,7 +45,12 @@ export function joinAdjacent(writes: readonly PlannedWrite[]): PlannedWrite[] {
     const first = writes[i] as PlannedWrite;
     let end = i + 1;
     let size = first.bytes.length;
-    for (let next = writes[end]; next !== undefined && next.phase === first.phase && next.offset === first.offset + size; next = writes[++end]) size += next.bytes.length;
+    for (
+      let next = writes[end];
+      next !== undefined && next.phase === first.phase && next.offset === first.offset + size;
+      next = writes[++end]
+    )
+      size += next.bytes.length;
     if (end === i + 1) {
       joined.push(first);
     } else {

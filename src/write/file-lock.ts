@@ -41,7 +41,9 @@ async function acquire(path: string, stats: Stats): Promise<Server | null> {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') return null;
       if (Date.now() > deadline) {
-        throw new CudaPatchelfError('changed', `another process has been writing the file for ${WAIT_MS / 1000} s; left alone`, { file: path });
+        throw new CudaPatchelfError('changed', `another process has been writing the file for ${WAIT_MS / 1000} s; left alone`, {
+          file: path,
+        });
       }
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }

@@ -26,11 +26,19 @@ export interface OutputEdit {
 }
 
 function notRegular(output: string, stats: Stats): CudaPatchelfError {
-  return new CudaPatchelfError('io', `the output file is ${describeFileType(stats)}: --output names a regular file or a new one; left alone`, { file: output });
+  return new CudaPatchelfError(
+    'io',
+    `the output file is ${describeFileType(stats)}: --output names a regular file or a new one; left alone`,
+    { file: output },
+  );
 }
 
 function linkToNothing(output: string): CudaPatchelfError {
-  return new CudaPatchelfError('io', 'the output file is a symbolic link to nothing: --output names a regular file or a new one; left alone', { file: output });
+  return new CudaPatchelfError(
+    'io',
+    'the output file is a symbolic link to nothing: --output names a regular file or a new one; left alone',
+    { file: output },
+  );
 }
 
 /** The output's stats, following links; null where nothing is there. A link to nothing is refused. */

@@ -4,7 +4,21 @@
 // or the other (and at worst the temporary file, whose name says what it is). This tier alone copies
 // the whole file; the copy goes through a fixed-size buffer.
 
-import { closeSync, fchmodSync, fchownSync, fstatSync, fsyncSync, openSync, readSync, realpathSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ioError } from '../errors/io-error.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';

@@ -116,4 +116,3 @@ async function chmodOrThrow(path: string, mode: number): Promise<void> {
     throw ioError(path, 'change the mode of', error);
   }
 }
-

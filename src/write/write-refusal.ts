@@ -12,7 +12,9 @@ export function isReadOnly(mode: number): boolean {
 }
 
 export function readOnlyRefusal(path: string, mode: number): CudaPatchelfError {
-  return new CudaPatchelfError('io', `read-only file (mode ${(mode & 0o7777).toString(8)}); pass --make-writable to edit it anyway`, { file: path });
+  return new CudaPatchelfError('io', `read-only file (mode ${(mode & 0o7777).toString(8)}); pass --make-writable to edit it anyway`, {
+    file: path,
+  });
 }
 
 /** The refusal of a read-only file, unless `makeWritable`; null when it may be written. */
@@ -22,7 +24,11 @@ export function readOnlyRefusalOf(path: string, mode: number, makeWritable: bool
 
 /** A rewrite makes a new inode: under one name it would leave the file's other names on the old one. */
 export function splitsHardLinks(path: string, nlink: number): CudaPatchelfError {
-  return new CudaPatchelfError('unsupported', `the edit needs a whole-file rewrite, which would split the file's ${nlink} hard links; left alone`, { file: path });
+  return new CudaPatchelfError(
+    'unsupported',
+    `the edit needs a whole-file rewrite, which would split the file's ${nlink} hard links; left alone`,
+    { file: path },
+  );
 }
 
 /** Why a write of this tier to the file `stats` describes would be refused; null when it would go ahead. */

@@ -107,7 +107,13 @@ function runCli(cli: string, args: readonly string[], killAfterMs?: number): Pro
   });
 }
 
-const applyArgs = (tree: string, durable = false): string[] => ['apply', tree, '--cuda-compat', COMPAT_DIR, ...(durable ? ['--durable'] : [])];
+const applyArgs = (tree: string, durable = false): string[] => [
+  'apply',
+  tree,
+  '--cuda-compat',
+  COMPAT_DIR,
+  ...(durable ? ['--durable'] : []),
+];
 
 async function hashes(root: string, files: readonly ElfTreeFile[]): Promise<Map<string, string>> {
   const hashed = await mapLimited(files, 8, async (f) => [f.rel, await sha256File(join(root, f.rel))] as const);
@@ -131,7 +137,8 @@ async function restore(pristine: string, work: string): Promise<void> {
 }
 
 /** The plan apply makes for a file: its runpath set to the hooks' value, tag kind kept. */
-const planFor = (path: string, runpath: string): Promise<Plan> => planFile(path, (editor) => editor.setRunpath(textToByteString(runpath), 'keep'));
+const planFor = (path: string, runpath: string): Promise<Plan> =>
+  planFile(path, (editor) => editor.setRunpath(textToByteString(runpath), 'keep'));
 
 /**
  * The hashes of every state a kill can leave the file in: the original with the first k writes of the
@@ -153,7 +160,10 @@ function killStates(original: Uint8Array, plan: Plan): Map<string, string> {
   add(bytes, 'original');
   plan.writes.forEach((write, k) => {
     for (let cut = (Math.floor(write.offset / PAGE) + 1) * PAGE; cut < write.offset + write.bytes.length; cut += PAGE) {
-      add(laid(bytes, write, cut - write.offset), `${k} of ${plan.writes.length} writes, and write ${k + 1} (${write.what}) cut at 0x${cut.toString(16)}`);
+      add(
+        laid(bytes, write, cut - write.offset),
+        `${k} of ${plan.writes.length} writes, and write ${k + 1} (${write.what}) cut at 0x${cut.toString(16)}`,
+      );
     }
     bytes = laid(bytes, write, write.bytes.length);
     add(bytes, `${k + 1} of ${plan.writes.length} writes${k + 1 === plan.writes.length ? ', the file not yet cut to its final size' : ''}`);
@@ -221,12 +231,20 @@ interface RoundPlan {
   readonly durable: boolean;
 }
 
-async function round(config: KillCampaignConfig, ref: Reference, pristine: string, work: string, plan: RoundPlan, r: Rng): Promise<RoundResult> {
+async function round(
+  config: KillCampaignConfig,
+  ref: Reference,
+  pristine: string,
+  work: string,
+  plan: RoundPlan,
+  r: Rng,
+): Promise<RoundResult> {
   await restore(pristine, work);
   const killedRun = await runCli(config.cli, applyArgs(work, plan.durable), plan.delayMs);
   const killed = killedRun.signal === 'SIGKILL';
   const problems: string[] = [];
-  if (!killed && killedRun.code !== 0) problems.push(`apply (not killed) exited ${String(killedRun.code)}: ${killedRun.stderr.slice(0, 2000)}`);
+  if (!killed && killedRun.code !== 0)
+    problems.push(`apply (not killed) exited ${String(killedRun.code)}: ${killedRun.stderr.slice(0, 2000)}`);
   const now = await hashes(work, ref.files);
   let original = 0;
   let complete = 0;
@@ -244,7 +262,10 @@ async function round(config: KillCampaignConfig, ref: Reference, pristine: strin
     } else prefixes.push(file);
   }
   for (const file of prefixes) {
-    const states = killStates(new Uint8Array(await readFile(join(pristine, file.rel))), await planFor(join(pristine, file.rel), ref.newRunpath.get(file.rel) ?? ''));
+    const states = killStates(
+      new Uint8Array(await readFile(join(pristine, file.rel))),
+      await planFor(join(pristine, file.rel), ref.newRunpath.get(file.rel) ?? ''),
+    );
     const state = states.get(now.get(file.rel) ?? '');
     if (state === undefined) problems.push(`${file.rel}: neither the original, nor patched, nor any prefix of its plan's writes`);
     else if (state === 'complete') problems.push(`${file.rel}: the campaign's plan for it is not the one apply carried out`);

@@ -169,7 +169,14 @@ export async function runFuzz(config: FuzzConfig): Promise<{ figures: FuzzFigure
       const kinds = [...new Set(problems.map(problemKind))];
       for (const kind of kinds) figures.problemKinds[kind] = (figures.problemKinds[kind] ?? 0) + 1;
       if (kinds.some((kind) => (figures.problemKinds[kind] ?? 0) <= EXAMPLES_PER_KIND)) {
-        failures.push({ class: failure ?? 'wrong-result', iteration, base: base.fixture.id, operation: operation.name, mutation: what.join('; '), problems });
+        failures.push({
+          class: failure ?? 'wrong-result',
+          iteration,
+          base: base.fixture.id,
+          operation: operation.name,
+          mutation: what.join('; '),
+          problems,
+        });
         if (config.saveFailuresTo !== undefined) {
           await mkdir(config.saveFailuresTo, { recursive: true });
           await writeFile(join(config.saveFailuresTo, `${iteration}.input`), bytes);

@@ -55,7 +55,9 @@ function pathBytes(r: Rng, length: number): string {
 
 /** A byte string for the replay log: bytes outside printable ASCII as \xNN, so none is invisible. */
 function printable(value: string, limit = 80): string {
-  const shown = [...value.slice(0, limit)].map((c) => (c < ' ' || c > '~' ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}` : c)).join('');
+  const shown = [...value.slice(0, limit)]
+    .map((c) => (c < ' ' || c > '~' ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}` : c))
+    .join('');
   return value.length > limit ? `${shown}…(${value.length} bytes)` : shown;
 }
 
@@ -90,14 +92,16 @@ function arrayDifferences(wanted: readonly WantedEntry[], got: readonly CurrentE
     const g = got[i] as CurrentEntry;
     const same =
       w.d_tag === g.d_tag &&
-      (isStringEntry(w) ? STRING_TAGS.has(w.d_tag) ? g.text === w.text : true : MOVABLE_VALUE_TAGS.has(w.d_tag) || g.d_val === w.d_val);
+      (isStringEntry(w) ? (STRING_TAGS.has(w.d_tag) ? g.text === w.text : true) : MOVABLE_VALUE_TAGS.has(w.d_tag) || g.d_val === w.d_val);
     if (!same) problems.push(`entry ${i}: asked for ${describeEntry(w)}, reads back ${describeEntry(g)}`);
   }
   return problems;
 }
 
 /** Reads a written file back with the tool's own reader: header, dynamic array, its strings. */
-async function readBackEntries(path: string): Promise<{ entries: CurrentEntry[]; machine: number; type: number; interpreter: string | null }> {
+async function readBackEntries(
+  path: string,
+): Promise<{ entries: CurrentEntry[]; machine: number; type: number; interpreter: string | null }> {
   const source = FileByteSource.open(path);
   try {
     const image = await readElfImage(source);
@@ -114,7 +118,9 @@ async function readBackEntries(path: string): Promise<{ entries: CurrentEntry[];
  */
 export function expectedBytes(input: Uint8Array, plan: Plan): Uint8Array {
   const shift = plan.shift ?? 0;
-  const out = new Uint8Array(Math.max(plan.newSize, shift + input.length, ...plan.writes.map((write) => write.offset + write.bytes.length)));
+  const out = new Uint8Array(
+    Math.max(plan.newSize, shift + input.length, ...plan.writes.map((write) => write.offset + write.bytes.length)),
+  );
   out.set(input, shift);
   for (const write of plan.writes) out.set(write.bytes, write.offset);
   return out.subarray(0, plan.newSize);
@@ -210,10 +216,13 @@ export function editOperation(name: string, apply: (editor: DynamicEditor) => vo
       }
       const problems: string[] = [];
       const tier = plan.tier;
-      if (plan.newSize > largestEdit(input)) return { outcome: 'written', tier, problems: [`the plan grows the file from ${input.length} to ${plan.newSize} bytes`] };
+      if (plan.newSize > largestEdit(input))
+        return { outcome: 'written', tier, problems: [`the plan grows the file from ${input.length} to ${plan.newSize} bytes`] };
       const written = await readResult(path, input);
-      if ('tooLarge' in written) return { outcome: 'written', tier, problems: [`the written file grew from ${input.length} to ${written.tooLarge} bytes`] };
-      if (!sameBytes(written, expectedBytes(input, plan))) problems.push(`the file does not hold the input with the plan's ${plan.writes.length} writes laid over it`);
+      if ('tooLarge' in written)
+        return { outcome: 'written', tier, problems: [`the written file grew from ${input.length} to ${written.tooLarge} bytes`] };
+      if (!sameBytes(written, expectedBytes(input, plan)))
+        problems.push(`the file does not hold the input with the plan's ${plan.writes.length} writes laid over it`);
       try {
         const back = await readBackEntries(path);
         problems.push(...arrayDifferences(wanted, back.entries));
@@ -237,7 +246,10 @@ export function editOperation(name: string, apply: (editor: DynamicEditor) => vo
 
 /** apply's path: processFile with the built-in hooks, as the batch runs it. */
 export function hooksOperation(semantics: Semantics, removeStubs: boolean): Operation {
-  const hooks = orderHooks([driverHook(), cudaCompatHook(COMPAT_DIR), ...(removeStubs ? [removeStubsHook({ patterns: ['*/lib/stubs*'] })] : [])], BUILTIN_HOOK_NAMES);
+  const hooks = orderHooks(
+    [driverHook(), cudaCompatHook(COMPAT_DIR), ...(removeStubs ? [removeStubsHook({ patterns: ['*/lib/stubs*'] })] : [])],
+    BUILTIN_HOOK_NAMES,
+  );
   const options = { hooks, semantics, dryRun: false };
   return {
     name: `apply hooks (${semantics}${removeStubs ? ', remove-stubs' : ''})`,
@@ -247,7 +259,11 @@ export function hooksOperation(semantics: Semantics, removeStubs: boolean): Oper
       try {
         outcome = await processFile(item, options);
       } catch (error) {
-        return { outcome: 'refused', refusal: 'crash', problems: [`processFile threw: ${error instanceof Error ? `${error.message}\n${error.stack ?? ''}` : String(error)}`] };
+        return {
+          outcome: 'refused',
+          refusal: 'crash',
+          problems: [`processFile threw: ${error instanceof Error ? `${error.message}\n${error.stack ?? ''}` : String(error)}`],
+        };
       }
       const problems: string[] = [];
       switch (outcome.status) {
@@ -262,11 +278,13 @@ export function hooksOperation(semantics: Semantics, removeStubs: boolean): Oper
         case 'patched': {
           const tier = outcome.tier;
           const written = await readResult(path, input);
-          if ('tooLarge' in written) return { outcome: 'written', tier, problems: [`the written file grew from ${input.length} to ${written.tooLarge} bytes`] };
+          if ('tooLarge' in written)
+            return { outcome: 'written', tier, problems: [`the written file grew from ${input.length} to ${written.tooLarge} bytes`] };
           try {
             const back = await readBackEntries(path);
             const runpath = back.entries.find((e) => e.d_tag === DT.DT_RUNPATH) ?? back.entries.find((e) => e.d_tag === DT.DT_RPATH);
-            if (runpath?.text !== outcome.newRunpath) problems.push(`runpath reads back as "${runpath?.text ?? '(none)'}", apply reported "${outcome.newRunpath}"`);
+            if (runpath?.text !== outcome.newRunpath)
+              problems.push(`runpath reads back as "${runpath?.text ?? '(none)'}", apply reported "${outcome.newRunpath}"`);
             if (semantics === 'default') {
               const again = await processFile(item, { ...options, dryRun: true });
               if (again.status !== 'unchanged') problems.push(`apply again is not a noop: ${again.status}`);

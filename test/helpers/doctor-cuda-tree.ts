@@ -34,9 +34,19 @@ export async function cudaOutput(root: string, arch: BuildArch = 'x86_64', progr
   // A copy: apply edits it in place.
   await copyFile(cudaFixture(arch, 'libcudart11.0').path, cudart);
   const source = join(root, 'probe.c');
-  await writeFile(source, '#include <stdio.h>\nint cudaGetDeviceCount(int *);\nint main(void) { int n = 0; printf("%d\\n", cudaGetDeviceCount(&n)); return 0; }\n');
+  await writeFile(
+    source,
+    '#include <stdio.h>\nint cudaGetDeviceCount(int *);\nint main(void) { int n = 0; printf("%d\\n", cudaGetDeviceCount(&n)); return 0; }\n',
+  );
   const probe = join(root, 'bin/probe');
   await mkdir(dirname(probe), { recursive: true });
-  await mustExec(requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc'), ['-O1', '-o', probe, source, cudart, `-Wl,--enable-new-dtags,-rpath,${programRunpath}`]);
+  await mustExec(requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc'), [
+    '-O1',
+    '-o',
+    probe,
+    source,
+    cudart,
+    `-Wl,--enable-new-dtags,-rpath,${programRunpath}`,
+  ]);
   return { root, probe, cudart };
 }

@@ -91,7 +91,8 @@ export async function traceLoader(request: TraceRequest): Promise<LoaderTrace> {
   let args: string[];
   let env: NodeJS.ProcessEnv;
   if (request.arch === 'x86_64' && request.root === undefined) {
-    [file, args] = request.mode === 'run' ? [request.path, [...(request.args ?? [])]] : [requireTool('/lib64/ld-linux-x86-64.so.2'), [request.path]];
+    [file, args] =
+      request.mode === 'run' ? [request.path, [...(request.args ?? [])]] : [requireTool('/lib64/ld-linux-x86-64.so.2'), [request.path]];
     env = cleanEnv(vars);
   } else {
     if (request.root === undefined) throw new Error('an aarch64 trace needs the system root qemu runs in');

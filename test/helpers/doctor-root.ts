@@ -15,7 +15,9 @@ async function linkOrCopy(source: string, destination: string): Promise<void> {
 /** Directories without those inside another one of the list. */
 function outermost(directories: readonly string[]): string[] {
   const sorted = [...new Set(directories)].sort();
-  return sorted.filter((dir) => !sorted.some((other) => other !== dir && !relative(other, dir).startsWith('..') && relative(other, dir) !== ''));
+  return sorted.filter(
+    (dir) => !sorted.some((other) => other !== dir && !relative(other, dir).startsWith('..') && relative(other, dir) !== ''),
+  );
 }
 
 /**

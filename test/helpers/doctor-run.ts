@@ -6,12 +6,24 @@ import { runCli, type CliResult } from './run-cli.js';
 
 export interface DoctorJson {
   readonly version: number;
-  readonly settings: { readonly root: string | null; readonly ldLibraryPath: string | null; readonly driver: { version: string; source: string } | null };
+  readonly settings: {
+    readonly root: string | null;
+    readonly ldLibraryPath: string | null;
+    readonly driver: { version: string; source: string } | null;
+  };
   readonly files: readonly FileReport[];
   /** The files named on the command line that are not dynamic ELF files. */
   readonly notDynamic: readonly NamedFile[];
   readonly errors: readonly { readonly file: string; readonly error: { kind: string; message: string } }[];
-  readonly summary: readonly { readonly path: string; readonly files: number; readonly skipped: number; readonly errors: number; readonly warnings: number; readonly problems: number; readonly unreadable: number }[];
+  readonly summary: readonly {
+    readonly path: string;
+    readonly files: number;
+    readonly skipped: number;
+    readonly errors: number;
+    readonly warnings: number;
+    readonly problems: number;
+    readonly unreadable: number;
+  }[];
 }
 
 export interface DoctorResult {
@@ -21,7 +33,10 @@ export interface DoctorResult {
 
 /** `doctor --json ARGS…`; throws with everything it said when the output is not the JSON report. */
 export async function doctorJson(args: readonly string[], options: { cwd?: string; timeoutMs?: number } = {}): Promise<DoctorResult> {
-  const cli = await runCli(['doctor', '--json', ...args], { timeoutMs: options.timeoutMs ?? 120_000, ...(options.cwd === undefined ? {} : { cwd: options.cwd }) });
+  const cli = await runCli(['doctor', '--json', ...args], {
+    timeoutMs: options.timeoutMs ?? 120_000,
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+  });
   try {
     return { cli, json: JSON.parse(cli.stdout) as DoctorJson };
   } catch {

@@ -46,7 +46,12 @@ export function execTool(file: string, args: readonly string[], options: ExecOpt
           reject(new Error(`cannot run ${file} ${args.join(' ')}: ${failure.message}`));
           return;
         }
-        resolvePromise({ code: failure === null ? 0 : typeof failure.code === 'number' ? failure.code : null, signal: failure?.signal ?? null, stdout, stderr });
+        resolvePromise({
+          code: failure === null ? 0 : typeof failure.code === 'number' ? failure.code : null,
+          signal: failure?.signal ?? null,
+          stdout,
+          stderr,
+        });
       },
     );
   });

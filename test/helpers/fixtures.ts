@@ -132,7 +132,10 @@ export function requireTool(name: string): string {
   if (hit) return hit;
   const candidates = name.includes('/')
     ? [name]
-    : (process.env['PATH'] ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, name));
+    : (process.env['PATH'] ?? '')
+        .split(delimiter)
+        .filter(Boolean)
+        .map((dir) => join(dir, name));
   for (const candidate of candidates) {
     try {
       accessSync(candidate, constants.X_OK);
@@ -188,7 +191,13 @@ export function programVars(libraryPath: string | null | undefined, env: Readonl
  * <sysroot> for aarch64. `vars` reach the program only (qemu -E): LD_DEBUG or LD_LIBRARY_PATH must
  * not reach the host's loader that starts qemu. Never throws on failure: the result says what happened.
  */
-export function runOn(arch: Arch, file: string, args: readonly string[], vars: Readonly<Record<string, string>> = {}, timeoutMs = 60_000): Promise<ExecResult> {
+export function runOn(
+  arch: Arch,
+  file: string,
+  args: readonly string[],
+  vars: Readonly<Record<string, string>> = {},
+  timeoutMs = 60_000,
+): Promise<ExecResult> {
   switch (arch) {
     case 'x86_64':
       return execTool(file, args, { env: cleanEnv(vars), timeoutMs });
@@ -214,7 +223,12 @@ export function loaderOf(arch: Arch): string {
 }
 
 /** `ld.so --list FILE` with the architecture's loader; never throws on failure. */
-export function listDependencies(file: string, arch: Arch, libraryPath?: string | null, vars: Readonly<Record<string, string>> = {}): Promise<ExecResult> {
+export function listDependencies(
+  file: string,
+  arch: Arch,
+  libraryPath?: string | null,
+  vars: Readonly<Record<string, string>> = {},
+): Promise<ExecResult> {
   return runOn(arch, loaderOf(arch), ['--list', file], programVars(libraryPath, vars));
 }
 
@@ -296,7 +310,8 @@ export function debugInfoTree(variant: DebugInfoVariant): DebugInfoTree {
     .filter((line) => line !== '')
     .map((line): DebugInfoFile => {
       const [debug, source, tool] = line.split('\t');
-      if (debug === undefined || source === undefined || (tool !== 'objcopy' && tool !== 'eu-strip')) throw new Error(`${list}: cannot read the line "${line}"`);
+      if (debug === undefined || source === undefined || (tool !== 'objcopy' && tool !== 'eu-strip'))
+        throw new Error(`${list}: cannot read the line "${line}"`);
       return { path: join(root, debug), source: join(root, source), tool };
     });
   return { root, files };

@@ -12,8 +12,14 @@ type Predicate = (f: Fixture) => boolean;
  */
 const COMPILED_TARGETS: readonly [string, Predicate][] = [
   ...(['x86_64', 'aarch64', 'arm', 'ppc64'] as const).flatMap((arch): [string, Predicate][] => [
-    [`${arch} library with a runpath`, (f) => f.arch === arch && f.kind === 'shared' && f.linker === 'bfd' && f.tags.includes('runpath') && f.tags.length === 1],
-    [`${arch} PIE with a runpath`, (f) => f.arch === arch && f.kind === 'pie' && f.linker === 'bfd' && f.tags.includes('runpath') && f.tags.length === 1],
+    [
+      `${arch} library with a runpath`,
+      (f) => f.arch === arch && f.kind === 'shared' && f.linker === 'bfd' && f.tags.includes('runpath') && f.tags.length === 1,
+    ],
+    [
+      `${arch} PIE with a runpath`,
+      (f) => f.arch === arch && f.kind === 'pie' && f.linker === 'bfd' && f.tags.includes('runpath') && f.tags.length === 1,
+    ],
   ]),
   ['x86_64 executable with an rpath', (f) => f.arch === 'x86_64' && f.kind === 'exec' && f.tags.includes('rpath')],
   ['x86_64 library linked by lld', (f) => f.arch === 'x86_64' && f.kind === 'shared' && f.linker === 'lld'],

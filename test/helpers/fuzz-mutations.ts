@@ -80,9 +80,12 @@ function regionsOf(layout: RawLayout, size: number): Region[] {
     { name: 'ELF header', start: 0, end: layout.headerSize },
     { name: 'program header table', start: layout.phoff, end: layout.phoff + layout.phnum * layout.phentsize },
   ];
-  if (layout.dynamic !== null) regions.push({ name: 'dynamic array', start: layout.dynamic.offset, end: layout.dynamic.offset + layout.dynamic.filesz });
-  if (layout.dynstr !== null) regions.push({ name: '.dynstr', start: layout.dynstr.offset, end: layout.dynstr.offset + layout.dynstr.size });
-  if (layout.interp !== null) regions.push({ name: 'PT_INTERP', start: layout.interp.offset, end: layout.interp.offset + layout.interp.filesz });
+  if (layout.dynamic !== null)
+    regions.push({ name: 'dynamic array', start: layout.dynamic.offset, end: layout.dynamic.offset + layout.dynamic.filesz });
+  if (layout.dynstr !== null)
+    regions.push({ name: '.dynstr', start: layout.dynstr.offset, end: layout.dynstr.offset + layout.dynstr.size });
+  if (layout.interp !== null)
+    regions.push({ name: 'PT_INTERP', start: layout.interp.offset, end: layout.interp.offset + layout.interp.filesz });
   if (layout.shoff !== 0) regions.push({ name: 'section header table', start: layout.shoff, end: Math.min(size, layout.shoff + 64 * 40) });
   for (const [name, tag] of POINTED_AT) {
     const entry = layout.dynamic?.entries.find((e) => e.tag === tag);
@@ -221,7 +224,8 @@ export function mutate(base: Uint8Array, layout: RawLayout, r: Rng): Mutation {
           ['p_align', ph.at + f.p_filesz + (w === 8 ? 2 * w : 2 * w + 4), w],
           ['p_flags', ph.at + (w === 8 ? 4 : 24), 4],
         ] as const);
-        const value = name === 'p_type' ? r.pick(PROGRAM_TYPES) : name === 'p_flags' ? BigInt(r.below(8)) : BigInt.asUintN(width * 8, r.pick(values));
+        const value =
+          name === 'p_type' ? r.pick(PROGRAM_TYPES) : name === 'p_flags' ? BigInt(r.below(8)) : BigInt.asUintN(width * 8, r.pick(values));
         put(at, width, value, name);
         break;
       }
@@ -297,7 +301,14 @@ export function mutate(base: Uint8Array, layout: RawLayout, r: Rng): Mutation {
         // Two program headers swapped: PT_LOADs out of order, PT_PHDR not first.
         const a = layout.programHeaders[r.below(layout.programHeaders.length)];
         const b = layout.programHeaders[r.below(layout.programHeaders.length)];
-        if (a === undefined || b === undefined || a.at === b.at || a.at + layout.phentsize > bytes.length || b.at + layout.phentsize > bytes.length) break;
+        if (
+          a === undefined ||
+          b === undefined ||
+          a.at === b.at ||
+          a.at + layout.phentsize > bytes.length ||
+          b.at + layout.phentsize > bytes.length
+        )
+          break;
         const saved = bytes.slice(a.at, a.at + layout.phentsize);
         bytes.copyWithin(a.at, b.at, b.at + layout.phentsize);
         bytes.set(saved, b.at);

@@ -62,7 +62,8 @@ export async function buildHostileTree(base: string, owner?: { uid: number; gid:
   const library = fixture(HOSTILE_LIBRARY).path;
   const entries: HostileEntry[] = [];
   const rootBytes = Buffer.from(root);
-  const at = (name: Buffer | string): Buffer => Buffer.concat([rootBytes, Buffer.from('/'), Buffer.isBuffer(name) ? name : Buffer.from(name)]);
+  const at = (name: Buffer | string): Buffer =>
+    Buffer.concat([rootBytes, Buffer.from('/'), Buffer.isBuffer(name) ? name : Buffer.from(name)]);
   const add = (reported: string, onDisk: Buffer, file: boolean, asRoot: HostileExpectation, asUser = asRoot): void => {
     entries.push({ reported, onDisk, file, asRoot, asUser });
   };
@@ -150,7 +151,10 @@ export async function buildHostileTree(base: string, owner?: { uid: number; gid:
  */
 export async function buildTooDeepFile(root: string, levels: number, nameLength: number): Promise<string> {
   const name = 'd'.repeat(nameLength);
-  await writeFile(join(root, 'deep.sh'), `set -euo pipefail\ncd "$1"\nfor _ in $(seq ${levels}); do mkdir ${name}; cd ${name}; done\ncp "$2" lib.so\n`);
+  await writeFile(
+    join(root, 'deep.sh'),
+    `set -euo pipefail\ncd "$1"\nfor _ in $(seq ${levels}); do mkdir ${name}; cd ${name}; done\ncp "$2" lib.so\n`,
+  );
   await mustExec('bash', [join(root, 'deep.sh'), root, fixture(HOSTILE_LIBRARY).path]);
   return name;
 }
@@ -192,7 +196,8 @@ function installCutHook(fs: typeof import('node:fs'), syncBuiltinESMExports: () 
     pending.delete(file.path);
     truncateSync(file.path, file.size);
   };
-  const forWriting = (flags: unknown): boolean => (typeof flags === 'number' ? (flags & (constants.O_WRONLY | constants.O_RDWR)) !== 0 : flags !== undefined && flags !== 'r');
+  const forWriting = (flags: unknown): boolean =>
+    typeof flags === 'number' ? (flags & (constants.O_WRONLY | constants.O_RDWR)) !== 0 : flags !== undefined && flags !== 'r';
   const mutable = fs as unknown as Record<string, unknown>;
   mutable.openSync = (...args: Parameters<typeof openSync>): number => {
     const file = typeof args[0] === 'string' ? pending.get(args[0]) : undefined;

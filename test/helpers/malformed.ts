@@ -47,8 +47,36 @@ const PN_XNUM = 0xffff;
 /** Byte offsets of the fields this corpus touches, per class (the gABI Elf32 and Elf64 record layouts). */
 export function fieldOffsets(elfClass: 32 | 64) {
   return elfClass === 64
-    ? { e_phoff: 32, e_shoff: 40, e_phentsize: 54, e_phnum: 56, e_shentsize: 58, e_shnum: 60, p_offset: 8, p_filesz: 32, p_type: 0, word: 8, dyn: 16, sh_info: 44, shdr: 64 }
-    : { e_phoff: 28, e_shoff: 32, e_phentsize: 42, e_phnum: 44, e_shentsize: 46, e_shnum: 48, p_offset: 4, p_filesz: 16, p_type: 0, word: 4, dyn: 8, sh_info: 28, shdr: 40 };
+    ? {
+        e_phoff: 32,
+        e_shoff: 40,
+        e_phentsize: 54,
+        e_phnum: 56,
+        e_shentsize: 58,
+        e_shnum: 60,
+        p_offset: 8,
+        p_filesz: 32,
+        p_type: 0,
+        word: 8,
+        dyn: 16,
+        sh_info: 44,
+        shdr: 64,
+      }
+    : {
+        e_phoff: 28,
+        e_shoff: 32,
+        e_phentsize: 42,
+        e_phnum: 44,
+        e_shentsize: 46,
+        e_shnum: 48,
+        p_offset: 4,
+        p_filesz: 16,
+        p_type: 0,
+        word: 4,
+        dyn: 8,
+        sh_info: 28,
+        shdr: 40,
+      };
 }
 
 function view(bytes: Uint8Array): DataView {
@@ -102,7 +130,10 @@ export function rawLayout(bytes: Uint8Array): RawLayout {
       entries.push({ at, tag: readUnsigned(bytes, at, w, little), val: readUnsigned(bytes, at + w, w, little) });
     }
     dynamic = { offset: dynamicHeader.offset, filesz: dynamicHeader.filesz, entries };
-    const live = entries.slice(0, entries.findIndex((e) => e.tag === DT_NULL));
+    const live = entries.slice(
+      0,
+      entries.findIndex((e) => e.tag === DT_NULL),
+    );
     const strtab = live.find((e) => e.tag === DT_STRTAB)?.val;
     const strsz = live.find((e) => e.tag === DT_STRSZ)?.val;
     if (strtab !== undefined && strsz !== undefined) {
@@ -167,8 +198,16 @@ export function malformedCorpus(base: Uint8Array): MalformedCase[] {
   add('three-bytes', base.slice(0, 3), tooShort);
   add('three-bytes-not-elf', new TextEncoder().encode('ok\n'), { message: /not an ELF file/, offset: 0 });
   add('text-file', new TextEncoder().encode('#!/bin/sh\necho this is not an ELF file\n'), { message: /not an ELF file/, offset: 0 });
-  add('bad-class', edited((b) => (b[4] = 3)), { message: /unknown ELF class 3/, offset: 4 });
-  add('bad-byte-order', edited((b) => (b[5] = 0)), { message: /unknown byte order 0/, offset: 5 });
+  add(
+    'bad-class',
+    edited((b) => (b[4] = 3)),
+    { message: /unknown ELF class 3/, offset: 4 },
+  );
+  add(
+    'bad-byte-order',
+    edited((b) => (b[5] = 0)),
+    { message: /unknown byte order 0/, offset: 5 },
+  );
 
   // Truncations, in file order of the structures they cut.
   add('truncated-inside-ident', truncated(10), tooShort);
@@ -187,7 +226,10 @@ export function malformedCorpus(base: Uint8Array): MalformedCase[] {
     add('truncated-inside-dynamic-terminator', truncated(layout.dynamic.offset + layout.dynamic.filesz - 1), dynamicPastEnd);
   }
   if (layout.dynstr !== null) {
-    add('truncated-inside-dynstr', truncated(layout.dynstr.offset + Math.floor(layout.dynstr.size / 2)), { message: PAST_END, offset: 'any' });
+    add('truncated-inside-dynstr', truncated(layout.dynstr.offset + Math.floor(layout.dynstr.size / 2)), {
+      message: PAST_END,
+      offset: 'any',
+    });
   }
   if (layout.interp !== null) {
     add('truncated-inside-interpreter', truncated(layout.interp.offset + 5), { message: PAST_END, offset: 'any' });
@@ -195,17 +237,49 @@ export function malformedCorpus(base: Uint8Array): MalformedCase[] {
 
   // ELF header fields out of range.
   const past = base.length + 8;
-  add('e_phoff-past-end', edited((b) => writeUnsigned(b, f.e_phoff, w, le, past)), { ...pht, offset: past });
-  add('e_phoff-last-byte', edited((b) => writeUnsigned(b, f.e_phoff, w, le, base.length - 1)), { ...pht, offset: base.length - 1 });
+  add(
+    'e_phoff-past-end',
+    edited((b) => writeUnsigned(b, f.e_phoff, w, le, past)),
+    { ...pht, offset: past },
+  );
+  add(
+    'e_phoff-last-byte',
+    edited((b) => writeUnsigned(b, f.e_phoff, w, le, base.length - 1)),
+    { ...pht, offset: base.length - 1 },
+  );
   if (w === 8) {
-    add('e_phoff-2^63', edited((b) => writeUnsigned(b, f.e_phoff, 8, le, 2n ** 63n)), { message: /program header table.*has an impossible offset/, offset: 2n ** 63n });
-    add('e_phoff-all-ones', edited((b) => writeUnsigned(b, f.e_phoff, 8, le, 2n ** 64n - 1n)), { message: /program header table.*has an impossible offset/, offset: 'any' });
+    add(
+      'e_phoff-2^63',
+      edited((b) => writeUnsigned(b, f.e_phoff, 8, le, 2n ** 63n)),
+      { message: /program header table.*has an impossible offset/, offset: 2n ** 63n },
+    );
+    add(
+      'e_phoff-all-ones',
+      edited((b) => writeUnsigned(b, f.e_phoff, 8, le, 2n ** 64n - 1n)),
+      { message: /program header table.*has an impossible offset/, offset: 'any' },
+    );
   } else {
-    add('e_phoff-all-ones', edited((b) => writeUnsigned(b, f.e_phoff, 4, le, 0xffffffff)), { ...pht, offset: 0xffffffff });
+    add(
+      'e_phoff-all-ones',
+      edited((b) => writeUnsigned(b, f.e_phoff, 4, le, 0xffffffff)),
+      { ...pht, offset: 0xffffffff },
+    );
   }
-  add('e_phnum-0xfffe', edited((b) => writeUnsigned(b, f.e_phnum, 2, le, 0xfffe)), pht);
-  add('e_phentsize-0', edited((b) => writeUnsigned(b, f.e_phentsize, 2, le, 0)), { message: /e_phentsize is 0,/, offset: 'any' });
-  add('e_phentsize-0xffff', edited((b) => writeUnsigned(b, f.e_phentsize, 2, le, 0xffff)), { message: /e_phentsize is 65535/, offset: 'any' });
+  add(
+    'e_phnum-0xfffe',
+    edited((b) => writeUnsigned(b, f.e_phnum, 2, le, 0xfffe)),
+    pht,
+  );
+  add(
+    'e_phentsize-0',
+    edited((b) => writeUnsigned(b, f.e_phentsize, 2, le, 0)),
+    { message: /e_phentsize is 0,/, offset: 'any' },
+  );
+  add(
+    'e_phentsize-0xffff',
+    edited((b) => writeUnsigned(b, f.e_phentsize, 2, le, 0xffff)),
+    { message: /e_phentsize is 65535/, offset: 'any' },
+  );
   add(
     'e_phnum-pn_xnum-without-section-headers',
     edited((b) => {
@@ -256,15 +330,35 @@ export function malformedCorpus(base: Uint8Array): MalformedCase[] {
   if (dynamicHeader !== undefined && layout.dynamic !== null) {
     const dynamic = layout.dynamic;
     const dynOffsetField = dynamicHeader.at + f.p_offset;
-    add('pt_dynamic-filesz-0', edited((b) => writeUnsigned(b, dynamicHeader.at + f.p_filesz, w, le, 0)), { message: /too small for one entry/, offset: dynamic.offset });
-    add('pt_dynamic-past-end', edited((b) => writeUnsigned(b, dynOffsetField, w, le, past)), { message: /dynamic array.*runs past the end/, offset: past });
+    add(
+      'pt_dynamic-filesz-0',
+      edited((b) => writeUnsigned(b, dynamicHeader.at + f.p_filesz, w, le, 0)),
+      { message: /too small for one entry/, offset: dynamic.offset },
+    );
+    add(
+      'pt_dynamic-past-end',
+      edited((b) => writeUnsigned(b, dynOffsetField, w, le, past)),
+      { message: /dynamic array.*runs past the end/, offset: past },
+    );
     if (w === 8) {
-      add('pt_dynamic-offset-2^63', edited((b) => writeUnsigned(b, dynOffsetField, 8, le, 2n ** 63n)), { message: /impossible offset/, offset: 2n ** 63n });
+      add(
+        'pt_dynamic-offset-2^63',
+        edited((b) => writeUnsigned(b, dynOffsetField, 8, le, 2n ** 63n)),
+        { message: /impossible offset/, offset: 2n ** 63n },
+      );
     }
-    add('pt_dynamic-filesz-all-ones', edited((b) => writeUnsigned(b, dynamicHeader.at + f.p_filesz, w, le, 2n ** BigInt(w * 8) - 1n)), { message: /dynamic array/, offset: 'any' });
+    add(
+      'pt_dynamic-filesz-all-ones',
+      edited((b) => writeUnsigned(b, dynamicHeader.at + f.p_filesz, w, le, 2n ** BigInt(w * 8) - 1n)),
+      { message: /dynamic array/, offset: 'any' },
+    );
     const other = layout.programHeaders.find((p) => p.type !== PT_DYNAMIC && p.type !== PT_LOAD);
     if (other !== undefined) {
-      add('two-pt_dynamic', edited((b) => writeUnsigned(b, other.at + f.p_type, 4, le, PT_DYNAMIC)), { message: /2 PT_DYNAMIC program headers/, offset: 'any' });
+      add(
+        'two-pt_dynamic',
+        edited((b) => writeUnsigned(b, other.at + f.p_type, 4, le, PT_DYNAMIC)),
+        { message: /2 PT_DYNAMIC program headers/, offset: 'any' },
+      );
     }
     add(
       'dynamic-without-dt_null',
@@ -278,9 +372,21 @@ export function malformedCorpus(base: Uint8Array): MalformedCase[] {
     const needed = dynamic.entries.find((e) => e.tag === DT_NEEDED);
     if (strtab !== undefined && strsz !== undefined) {
       const unmapped = w === 8 ? 0x7fff_0000_0000 : 0xfff0_0000;
-      add('dt_strtab-unmapped', edited((b) => writeUnsigned(b, strtab.at + w, w, le, unmapped)), { message: /DT_STRTAB.*is not inside the file part of/, offset: 'any' });
-      add('dt_strsz-beyond-segment', edited((b) => writeUnsigned(b, strsz.at + w, w, le, base.length)), { message: /DT_STRTAB.*is not inside the file part of/, offset: 'any' });
-      add('dt_strsz-without-dt_strtab', edited((b) => writeUnsigned(b, strtab.at, w, le, DT_DEBUG)), { message: /DT_STRSZ without DT_STRTAB/, offset: dynamic.offset });
+      add(
+        'dt_strtab-unmapped',
+        edited((b) => writeUnsigned(b, strtab.at + w, w, le, unmapped)),
+        { message: /DT_STRTAB.*is not inside the file part of/, offset: 'any' },
+      );
+      add(
+        'dt_strsz-beyond-segment',
+        edited((b) => writeUnsigned(b, strsz.at + w, w, le, base.length)),
+        { message: /DT_STRTAB.*is not inside the file part of/, offset: 'any' },
+      );
+      add(
+        'dt_strsz-without-dt_strtab',
+        edited((b) => writeUnsigned(b, strtab.at, w, le, DT_DEBUG)),
+        { message: /DT_STRSZ without DT_STRTAB/, offset: dynamic.offset },
+      );
       if (w === 8) {
         // Two PT_LOADs that continue each other far above 2^53, where a double cannot hold every address:
         // the table [2^60, 2^60+1000) is covered by neither [2^60, 2^60+200) nor [2^60+256, 2^60+356).
@@ -303,21 +409,45 @@ export function malformedCorpus(base: Uint8Array): MalformedCase[] {
         }
       }
       // The string table starts on the dynamic array itself.
-      add('dt_strtab-over-dynamic', edited((b) => writeUnsigned(b, strtab.at + w, w, le, dynamicHeader.vaddr)), null);
+      add(
+        'dt_strtab-over-dynamic',
+        edited((b) => writeUnsigned(b, strtab.at + w, w, le, dynamicHeader.vaddr)),
+        null,
+      );
     }
     if (needed !== undefined && layout.dynstr !== null) {
       const dynstr = layout.dynstr;
-      add('dt_needed-index-past-dynstr', edited((b) => writeUnsigned(b, needed.at + w, w, le, 0xffffffff)), { message: /string index 4294967295 is outside the dynamic string table/, offset: dynstr.offset });
-      add('dynstr-without-nul', edited((b) => b.fill(0x41, dynstr.offset, dynstr.offset + dynstr.size)), { message: /no NUL terminator/, offset: 'any' });
+      add(
+        'dt_needed-index-past-dynstr',
+        edited((b) => writeUnsigned(b, needed.at + w, w, le, 0xffffffff)),
+        { message: /string index 4294967295 is outside the dynamic string table/, offset: dynstr.offset },
+      );
+      add(
+        'dynstr-without-nul',
+        edited((b) => b.fill(0x41, dynstr.offset, dynstr.offset + dynstr.size)),
+        { message: /no NUL terminator/, offset: 'any' },
+      );
     }
     // PT_DYNAMIC on top of the ELF header and program header table.
-    add('pt_dynamic-over-elf-header', edited((b) => writeUnsigned(b, dynOffsetField, w, le, 0)), null);
+    add(
+      'pt_dynamic-over-elf-header',
+      edited((b) => writeUnsigned(b, dynOffsetField, w, le, 0)),
+      null,
+    );
   }
   const interpHeader = ph(PT_INTERP);
   if (interpHeader !== undefined && layout.interp !== null) {
     const interp = layout.interp;
-    add('interpreter-without-nul', edited((b) => (b[interp.offset + interp.filesz - 1] = 0x2f)), { message: /interpreter path \(PT_INTERP\) has no NUL terminator/, offset: interp.offset });
-    add('interpreter-past-end', edited((b) => writeUnsigned(b, interpHeader.at + f.p_filesz, w, le, base.length)), { message: /interpreter path.*runs past the end/, offset: interp.offset });
+    add(
+      'interpreter-without-nul',
+      edited((b) => (b[interp.offset + interp.filesz - 1] = 0x2f)),
+      { message: /interpreter path \(PT_INTERP\) has no NUL terminator/, offset: interp.offset },
+    );
+    add(
+      'interpreter-past-end',
+      edited((b) => writeUnsigned(b, interpHeader.at + f.p_filesz, w, le, base.length)),
+      { message: /interpreter path.*runs past the end/, offset: interp.offset },
+    );
   }
   return cases;
 }

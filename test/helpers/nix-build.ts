@@ -58,10 +58,18 @@ export async function openNixRun(options: NixRunOptions): Promise<NixRun> {
   };
   const args = [
     NIX_FILE,
-    '--argstr', 'cudaPatchelf', cliPath,
-    '--argstr', 'path', `${dirname(process.execPath)}:/usr/bin:/bin`,
-    '--argstr', 'driverLink', options.driverLink,
-    '--argstr', 'runId', randomUUID(),
+    '--argstr',
+    'cudaPatchelf',
+    cliPath,
+    '--argstr',
+    'path',
+    `${dirname(process.execPath)}:/usr/bin:/bin`,
+    '--argstr',
+    'driverLink',
+    options.driverLink,
+    '--argstr',
+    'runId',
+    randomUUID(),
     ...(options.system === undefined ? [] : ['--argstr', 'system', options.system]),
     ...(options.cc === undefined ? [] : ['--argstr', 'cc', options.cc]),
     ...(options.qemuLdPrefix === undefined ? [] : ['--argstr', 'qemuLdPrefix', options.qemuLdPrefix]),
@@ -80,7 +88,10 @@ export async function openNixRun(options: NixRunOptions): Promise<NixRun> {
     build: (attrs) => mustExec(nixBuild, ['--no-out-link', ...args, ...attrs.flatMap((attr) => ['-A', attr])], { env, timeoutMs: 300_000 }),
     references: async (storePath) => {
       const result = await mustExec(nixStore, ['--query', '--references', storePath], { env });
-      return result.stdout.split('\n').filter((line) => line.length > 0).sort();
+      return result.stdout
+        .split('\n')
+        .filter((line) => line.length > 0)
+        .sort();
     },
     remove: async () => {
       const invalid = await mustExec(nixStore, ['--check-validity', '--print-invalid', ...allPaths], { env });

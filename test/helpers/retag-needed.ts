@@ -16,7 +16,8 @@ export async function retagNeeded(file: string, name: string, change: { tag: num
   const layout = rawLayout(bytes);
   if (layout.dynamic === null || layout.dynstr === null) throw new Error(`${file}: no dynamic array`);
   const { dynstr } = layout;
-  const stringAt = (offset: number): string => Buffer.from(bytes.subarray(dynstr.offset + offset, bytes.indexOf(0, dynstr.offset + offset))).toString('latin1');
+  const stringAt = (offset: number): string =>
+    Buffer.from(bytes.subarray(dynstr.offset + offset, bytes.indexOf(0, dynstr.offset + offset))).toString('latin1');
   const entry = layout.dynamic.entries.find((e) => e.tag === DT_NEEDED && stringAt(e.val) === name);
   if (entry === undefined) throw new Error(`${file}: no DT_NEEDED ${name}`);
   const word = layout.elfClass === 64 ? 8 : 4;

@@ -19,7 +19,13 @@ export async function scratchDir(prefix: string): Promise<{ dir: string; remove:
  * Compiles and links `sources` (file name → text, written into `dir`) into `dir/output` with the given
  * compiler driver flags. Returns the output path.
  */
-export async function compile(arch: BuildArch, dir: string, output: string, sources: Record<string, string>, flags: readonly string[] = []): Promise<string> {
+export async function compile(
+  arch: BuildArch,
+  dir: string,
+  output: string,
+  sources: Record<string, string>,
+  flags: readonly string[] = [],
+): Promise<string> {
   const names: string[] = [];
   for (const [name, text] of Object.entries(sources)) {
     await writeFile(join(dir, name), text);
@@ -76,7 +82,8 @@ const hexNumber = (text: string): number => Number(BigInt(text.startsWith('0x') 
 export async function segments(file: string): Promise<SegmentRow[]> {
   const text = (await mustExec(requireTool('readelf'), ['-lW', file])).stdout;
   const rows: SegmentRow[] = [];
-  const pattern = /^\s+(\S+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+([RWE ]{3})\s+(0x[0-9a-f]+|\d+)\s*$/;
+  const pattern =
+    /^\s+(\S+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+([RWE ]{3})\s+(0x[0-9a-f]+|\d+)\s*$/;
   for (const line of text.split('\n')) {
     const m = pattern.exec(line);
     if (m === null) continue;
@@ -108,7 +115,13 @@ export async function sectionRows(file: string): Promise<SectionRow[]> {
   for (const line of text.split('\n')) {
     const m = /^\s*\[\s*\d+\]\s+(\S*)\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s/.exec(line);
     if (m === null || m[2] === 'NULL') continue;
-    rows.push({ name: m[1] as string, type: m[2] as string, addr: hexNumber(m[3] as string), offset: hexNumber(m[4] as string), size: hexNumber(m[5] as string) });
+    rows.push({
+      name: m[1] as string,
+      type: m[2] as string,
+      addr: hexNumber(m[3] as string),
+      offset: hexNumber(m[4] as string),
+      size: hexNumber(m[5] as string),
+    });
   }
   return rows;
 }

@@ -132,7 +132,8 @@ export function relocateProgramHeaders(original: Uint8Array, options: RelocateOp
     s.p_filesz = count * PHDR_SIZE;
     s.p_memsz = count * PHDR_SIZE;
   }
-  for (let i = 0; i < options.spareNullEntries; i++) moved.push({ p_type: PT_NULL, p_flags: 0, p_offset: 0, p_vaddr: 0, p_paddr: 0, p_filesz: 0, p_memsz: 0, p_align: 0 });
+  for (let i = 0; i < options.spareNullEntries; i++)
+    moved.push({ p_type: PT_NULL, p_flags: 0, p_offset: 0, p_vaddr: 0, p_paddr: 0, p_filesz: 0, p_memsz: 0, p_align: 0 });
 
   // The old place: zeroed, then optionally given to a live range.
   bytes.fill(0, phoff, phoff + segments.length * PHDR_SIZE);

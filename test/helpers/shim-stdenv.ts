@@ -168,7 +168,11 @@ export async function buildWithHooks(packages: Packages, options: BuildOptions):
   const wrapper = join(bin, 'cuda-patchelf');
   await mkdir(bin);
   // One line per call: the arguments, NUL-separated.
-  await writeFile(wrapper, `#!/usr/bin/env bash\nprintf '%s\\0' "$@" >> ${shellQuote(callLog)}\necho >> ${shellQuote(callLog)}\nexec ${shellQuote(process.execPath)} ${shellQuote(cliPath)} "$@"\n`, { mode: 0o755 });
+  await writeFile(
+    wrapper,
+    `#!/usr/bin/env bash\nprintf '%s\\0' "$@" >> ${shellQuote(callLog)}\necho >> ${shellQuote(callLog)}\nexec ${shellQuote(process.execPath)} ${shellQuote(cliPath)} "$@"\n`,
+    { mode: 0o755 },
+  );
   await writeFile(callLog, '');
 
   const flavour = options.flavour ?? 'shims';
@@ -188,9 +192,11 @@ export async function buildWithHooks(packages: Packages, options: BuildOptions):
     depsBuildBuild: list(options.depsBuildBuild),
     nativeBuildInputs: list(options.hooks, cli === 'nativeBuildInputs' ? [dir] : []),
     buildInputs: list(options.buildInputs, cli === 'buildInputs' ? [dir] : []),
-    ...(options.nixLogFd ?? true ? { NIX_LOG_FD: '2' } : {}),
+    ...((options.nixLogFd ?? true) ? { NIX_LOG_FD: '2' } : {}),
     ...(cli === 'env' ? { CUDA_PATCHELF: wrapper } : {}),
-    ...(options.envPaths ?? true ? { CUDA_PATCHELF_DRIVER_LINK: packages.driverLink, CUDA_PATCHELF_CUDA_COMPAT: packages.cudaCompat } : {}),
+    ...((options.envPaths ?? true)
+      ? { CUDA_PATCHELF_DRIVER_LINK: packages.driverLink, CUDA_PATCHELF_CUDA_COMPAT: packages.cudaCompat }
+      : {}),
     ...options.attrs,
   };
   const result = await execTool(requireTool('bash'), ['-c', 'source "$0" && genericBuild', STDENV_SETUP], { env, timeoutMs: 60_000 });
@@ -212,7 +218,12 @@ export async function buildWithHooks(packages: Packages, options: BuildOptions):
 }
 
 /** Installs a hook file as makeSetupHook does: PARENT/NAME/nix-support/setup-hook with each @key@ replaced. */
-export async function installHook(parent: string, name: string, file: string, substitutions: Readonly<Record<string, string>>): Promise<string> {
+export async function installHook(
+  parent: string,
+  name: string,
+  file: string,
+  substitutions: Readonly<Record<string, string>>,
+): Promise<string> {
   let text = await readFile(file, 'utf8');
   for (const [key, value] of Object.entries(substitutions)) text = text.replaceAll(`@${key}@`, value);
   const pkg = join(parent, name);
@@ -278,7 +289,10 @@ export function elfSearchPaths(build: Build): Promise<Record<string, SearchPath>
  * A debug file goes by the name of the file it is for (lib/debug/.build-id/<libgreet.so>.debug): its build
  * ID differs from one build to the next.
  */
-export async function outputSearchPaths(outputs: Readonly<Record<string, string>>, rename: Readonly<Record<string, string>>): Promise<Record<string, SearchPath>> {
+export async function outputSearchPaths(
+  outputs: Readonly<Record<string, string>>,
+  rename: Readonly<Record<string, string>>,
+): Promise<Record<string, SearchPath>> {
   const result: Record<string, SearchPath> = {};
   for (const [name, root] of Object.entries(outputs)) {
     const debugNames = await debugFileNames(root);
@@ -310,7 +324,9 @@ async function debugFileNames(root: string): Promise<Map<string, string>> {
  * no empty entry, and an empty runpath (which searches nothing) the same as none.
  */
 export function dedupedRunpaths(paths: Readonly<Record<string, SearchPath>>): Record<string, string | null> {
-  return Object.fromEntries(Object.entries(paths).map(([file, { runpath }]) => [file, runpath === null ? null : dedupeRunpath(runpath) || null]));
+  return Object.fromEntries(
+    Object.entries(paths).map(([file, { runpath }]) => [file, runpath === null ? null : dedupeRunpath(runpath) || null]),
+  );
 }
 
 /** The files under lib/debug of the debug output (the .debug files separateDebugInfo wrote), by path. */

@@ -128,7 +128,15 @@ export async function buildCudaTree(root: string, options: CudaTreeOptions): Pro
     await mkdir(scratch, { recursive: true });
     const greetDir = join(root, a('lib'));
     const stubsUser = join(scratch, 'stubs-user');
-    await mustExec(cc, ['-O1', '-o', stubsUser, sourceFile('prog.c'), `-L${greetDir}`, '-l:libgreet.so.1', `-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib:${STUBS_ENTRY}`]);
+    await mustExec(cc, [
+      '-O1',
+      '-o',
+      stubsUser,
+      sourceFile('prog.c'),
+      `-L${greetDir}`,
+      '-l:libgreet.so.1',
+      `-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib:${STUBS_ENTRY}`,
+    ]);
     // runProgram only needs a fixture of the right architecture; the path is the tree's.
     await put(a('bin/stubs-user'), stubsUser, {
       expect: 'dynamic',
@@ -136,7 +144,17 @@ export async function buildCudaTree(root: string, options: CudaTreeOptions): Pro
       program: { fixture: compiled(v.main, 'pie-runpath'), expectedOutput: GREETING, libraryDir: null },
     });
     const stubsLib = join(scratch, 'libstubs-rpath.so');
-    await mustExec(cc, ['-shared', '-fPIC', '-O1', '-o', stubsLib, sourceFile('user.c'), `-L${greetDir}`, '-l:libgreet.so.1', `-Wl,--disable-new-dtags,-rpath,${STUBS_ENTRY}:$ORIGIN`]);
+    await mustExec(cc, [
+      '-shared',
+      '-fPIC',
+      '-O1',
+      '-o',
+      stubsLib,
+      sourceFile('user.c'),
+      `-L${greetDir}`,
+      '-l:libgreet.so.1',
+      `-Wl,--disable-new-dtags,-rpath,${STUBS_ENTRY}:$ORIGIN`,
+    ]);
     await library('lib/libstubs-rpath.so', stubsLib);
 
     // A relocatable object and a static archive of it.
@@ -196,7 +214,8 @@ export function expectedSkips(tree: CudaTree): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const entry of tree.entries) if (entry.expect !== 'dynamic') counts[entry.expect] = (counts[entry.expect] ?? 0) + 1;
   const groups = new Map<string, number>();
-  for (const entry of tree.entries) if (entry.hardLinkGroup !== undefined) groups.set(entry.hardLinkGroup, (groups.get(entry.hardLinkGroup) ?? 0) + 1);
+  for (const entry of tree.entries)
+    if (entry.hardLinkGroup !== undefined) groups.set(entry.hardLinkGroup, (groups.get(entry.hardLinkGroup) ?? 0) + 1);
   const extraNames = [...groups.values()].reduce((sum, n) => sum + n - 1, 0);
   if (extraNames > 0) counts['hard-link'] = extraNames;
   return counts;

@@ -70,7 +70,10 @@ fi
 `;
 
 /** Writes the script to `path` and runs it over the outputs with the real patchelf. */
-export async function runNixpkgsHooks(path: string, options: { driverLink: string; cudaCompat: string | null; outputs: readonly string[] }): Promise<ExecResult> {
+export async function runNixpkgsHooks(
+  path: string,
+  options: { driverLink: string; cudaCompat: string | null; outputs: readonly string[] },
+): Promise<ExecResult> {
   await writeFile(path, SCRIPT, { mode: 0o755 });
   return execTool(requireTool('bash'), [path, requireTool('patchelf'), options.driverLink, options.cudaCompat ?? '', ...options.outputs], {
     env: cleanEnv(),

@@ -66,15 +66,28 @@ export interface TreeReport {
  */
 export function parseReport(stdout: string): TreeReport {
   const report = JSON.parse(stdout) as TreeReport & { summary: { wouldPatch?: Record<string, number> } };
-  if (report.version !== 3 || !Array.isArray(report.files) || typeof report.summary !== 'object' || typeof report.jobs?.asked !== 'number' || typeof report.jobs.limit !== 'number') {
+  if (
+    report.version !== 3 ||
+    !Array.isArray(report.files) ||
+    typeof report.summary !== 'object' ||
+    typeof report.jobs?.asked !== 'number' ||
+    typeof report.jobs.limit !== 'number'
+  ) {
     throw new Error(`not a version 3 tree report:\n${stdout.slice(0, 2000)}`);
   }
   const [present, absent, wrongStatus] = report.dryRun
     ? (['wouldPatch', 'patched', ['patched']] as const)
     : (['patched', 'wouldPatch', ['would-patch', 'would-refuse']] as const);
   const dryRunKeys = report.dryRun === 'wouldRefuse' in report.summary;
-  if (!(present in report.summary) || absent in report.summary || !dryRunKeys || report.files.some((file) => (wrongStatus as readonly string[]).includes(file.status))) {
-    throw new Error(`a ${report.dryRun ? 'dry-run' : 'real'} report must count files under "${present}" and never say ${wrongStatus.join(' or ')}:\n${stdout.slice(0, 2000)}`);
+  if (
+    !(present in report.summary) ||
+    absent in report.summary ||
+    !dryRunKeys ||
+    report.files.some((file) => (wrongStatus as readonly string[]).includes(file.status))
+  ) {
+    throw new Error(
+      `a ${report.dryRun ? 'dry-run' : 'real'} report must count files under "${present}" and never say ${wrongStatus.join(' or ')}:\n${stdout.slice(0, 2000)}`,
+    );
   }
   const { wouldPatch, ...summary } = report.summary;
   return { ...report, summary: { ...summary, patched: wouldPatch ?? summary.patched } };
@@ -155,7 +168,8 @@ export function parsePlan(stdout: string): PlanBlock[] {
     const head = /^(\/.*) \(([\w-]+)\)$/.exec(lines[i] as string);
     const old = /^ {2}old: (.*)$/.exec(lines[i + 1] ?? '');
     const now = /^ {2}new: (.*)$/.exec(lines[i + 2] ?? '');
-    if (head === null || old === null || now === null) throw new Error(`unexpected plan output at line ${i + 1}:\n${lines.slice(i, i + 3).join('\n')}`);
+    if (head === null || old === null || now === null)
+      throw new Error(`unexpected plan output at line ${i + 1}:\n${lines.slice(i, i + 3).join('\n')}`);
     i += 3;
     const entries: ReportEntry[] = [];
     for (let entry = /^ {4}(.*) {2}<- (\S+)$/.exec(lines[i] ?? ''); entry !== null; entry = /^ {4}(.*) {2}<- (\S+)$/.exec(lines[i] ?? '')) {
@@ -164,7 +178,14 @@ export function parsePlan(stdout: string): PlanBlock[] {
     }
     const refusal = REFUSAL.exec(lines[i] ?? '');
     if (refusal !== null) i++;
-    blocks.push({ path: head[1] as string, tier: head[2] as string, old: quoted(old[1] as string), new: quoted(now[1] as string) ?? '', entries, refusal: refusal?.[1] ?? null });
+    blocks.push({
+      path: head[1] as string,
+      tier: head[2] as string,
+      old: quoted(old[1] as string),
+      new: quoted(now[1] as string) ?? '',
+      entries,
+      refusal: refusal?.[1] ?? null,
+    });
   }
   if (i !== lines.length - 1) throw new Error(`plan output does not end with its summary line:\n${stdout}`);
   return blocks;

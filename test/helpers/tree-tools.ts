@@ -20,7 +20,15 @@ export async function copyTree(source: string, destination: string): Promise<voi
 }
 
 export type EntrySnapshot =
-  | { readonly type: 'file'; readonly sha256: string; readonly size: number; readonly mode: number; readonly mtimeNs: bigint; readonly ino: bigint; readonly nlink: number }
+  | {
+      readonly type: 'file';
+      readonly sha256: string;
+      readonly size: number;
+      readonly mode: number;
+      readonly mtimeNs: bigint;
+      readonly ino: bigint;
+      readonly nlink: number;
+    }
   | { readonly type: 'symlink'; readonly target: string; readonly mtimeNs: bigint }
   | { readonly type: 'dir' }
   | { readonly type: 'other' };
@@ -71,8 +79,10 @@ export function contentDifferences(a: TreeSnapshot, b: TreeSnapshot): string[] {
     const y = b.get(path);
     if (x === undefined || y === undefined) differences.push(`${path}: only in ${x === undefined ? 'second' : 'first'}`);
     else if (x.type !== y.type) differences.push(`${path}: ${x.type} vs ${y.type}`);
-    else if (x.type === 'file' && y.type === 'file' && (x.sha256 !== y.sha256 || x.mode !== y.mode)) differences.push(`${path}: content or mode differs`);
-    else if (x.type === 'symlink' && y.type === 'symlink' && x.target !== y.target) differences.push(`${path}: link target ${x.target} vs ${y.target}`);
+    else if (x.type === 'file' && y.type === 'file' && (x.sha256 !== y.sha256 || x.mode !== y.mode))
+      differences.push(`${path}: content or mode differs`);
+    else if (x.type === 'symlink' && y.type === 'symlink' && x.target !== y.target)
+      differences.push(`${path}: link target ${x.target} vs ${y.target}`);
   }
   return differences.sort();
 }

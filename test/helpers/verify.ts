@@ -43,7 +43,12 @@ const DT_STRSZ = 10;
 export const MACHINE_PAGE_SIZE: Readonly<Record<Arch, number>> = { x86_64: 0x1000, aarch64: 0x10000, arm: 0x1000, ppc64: 0x10000 };
 
 /** Run-time page sizes a loader may use on the machine (aarch64 kernels run 4 KiB or 64 KiB pages). */
-const RUNTIME_PAGE_SIZES: Readonly<Record<Arch, readonly number[]>> = { x86_64: [0x1000], aarch64: [0x1000, 0x10000], arm: [0x1000], ppc64: [0x10000] };
+const RUNTIME_PAGE_SIZES: Readonly<Record<Arch, readonly number[]>> = {
+  x86_64: [0x1000],
+  aarch64: [0x1000, 0x10000],
+  arm: [0x1000],
+  ppc64: [0x10000],
+};
 
 /** Architectures whose files this machine can load (natively or under qemu-user). */
 export const LOADABLE_ARCHES: readonly Arch[] = ['x86_64', 'aarch64'];
@@ -131,7 +136,8 @@ export async function cliEdit(args: readonly string[], files: readonly string[])
     throw new Error(`cuda-patchelf ${args.join(' ')} ${files.join(' ')}: exit ${String(result.code)}\n${result.err}`);
   }
   const records = JSON.parse(result.out) as EditRecord[];
-  if (records.length !== files.length) throw new Error(`cuda-patchelf ${args.join(' ')}: ${records.length} records for ${files.length} files`);
+  if (records.length !== files.length)
+    throw new Error(`cuda-patchelf ${args.join(' ')}: ${records.length} records for ${files.length} files`);
   return records;
 }
 
@@ -187,12 +193,24 @@ export const stripAfterMovedTable = new Set<string>();
 const RELOCATABLE_TAGS: readonly number[] = [0x6ffffef5, 4, 6, 0x6ffffff0, 0x6ffffffe, 0x6ffffffc];
 
 /** Whether the original's section at `oldAddress` has the same bytes as the patched file at `newAddress`. */
-async function sameSectionBytes(original: string, before: ReadBack, oldAddress: number, patched: string, after: ReadBack, newAddress: number): Promise<boolean> {
+async function sameSectionBytes(
+  original: string,
+  before: ReadBack,
+  oldAddress: number,
+  patched: string,
+  after: ReadBack,
+  newAddress: number,
+): Promise<boolean> {
   const section = before.sections.find((s) => s.sh_addr === oldAddress && s.sh_size > 0);
   if (section === undefined) return false;
   const [a, b] = await Promise.all([readFile(original), readFile(patched)]);
   const newOffset = fileOffsetOf(after.image.programHeaders, newAddress, section.sh_size, 'moved section');
-  return Buffer.compare(a.subarray(section.sh_offset, section.sh_offset + section.sh_size), b.subarray(newOffset, newOffset + section.sh_size)) === 0;
+  return (
+    Buffer.compare(
+      a.subarray(section.sh_offset, section.sh_offset + section.sh_size),
+      b.subarray(newOffset, newOffset + section.sh_size),
+    ) === 0
+  );
 }
 
 export async function readBack(path: string): Promise<ReadBack> {
@@ -241,7 +259,10 @@ function versionLines(output: string): string[] {
 
 /** The dynamic symbol table as readelf prints it, names and versions resolved through .dynstr. */
 function dynamicSymbolLines(output: string): string[] {
-  return output.split('\n').filter((line) => /^\s*\d+: /.test(line)).map((line) => line.trimEnd());
+  return output
+    .split('\n')
+    .filter((line) => /^\s*\d+: /.test(line))
+    .map((line) => line.trimEnd());
 }
 
 const readelfCache = new Map<string, Promise<ExecResult>>();
@@ -326,7 +347,8 @@ const describePh = (ph: ProgramHeader): string =>
 /** The LOAD whose file part holds [offset, offset+size) at a consistent address, if any. */
 function mappingLoad(phs: readonly ProgramHeader[], offset: number, size: number, vaddr: number): ProgramHeader | undefined {
   return phs.find(
-    (ph) => isLoad(ph) && offset >= ph.p_offset && offset + size <= ph.p_offset + ph.p_filesz && vaddr - ph.p_vaddr === offset - ph.p_offset,
+    (ph) =>
+      isLoad(ph) && offset >= ph.p_offset && offset + size <= ph.p_offset + ph.p_filesz && vaddr - ph.p_vaddr === offset - ph.p_offset,
   );
 }
 
@@ -369,26 +391,30 @@ export function layoutProblems(arch: Arch, original: ReadBack, patched: ReadBack
 
   for (const ph of after) {
     if (ph.p_type === PT_NULL || ph.p_type === PT_GNU_STACK) continue;
-    if (ph.p_offset + ph.p_filesz > patched.size) problems.push(`segment runs past the end of the file (size ${hex(patched.size)}): ${describePh(ph)}`);
+    if (ph.p_offset + ph.p_filesz > patched.size)
+      problems.push(`segment runs past the end of the file (size ${hex(patched.size)}): ${describePh(ph)}`);
   }
   for (const ph of loads) {
     if (ph.p_filesz > ph.p_memsz) problems.push(`PT_LOAD with p_filesz > p_memsz: ${describePh(ph)}`);
     if (ph.p_align > 1) {
       if ((ph.p_align & (ph.p_align - 1)) !== 0) problems.push(`PT_LOAD p_align is not a power of two: ${describePh(ph)}`);
-      if (ph.p_vaddr % ph.p_align !== ph.p_offset % ph.p_align) problems.push(`PT_LOAD with p_vaddr ≢ p_offset (mod p_align): ${describePh(ph)}`);
+      if (ph.p_vaddr % ph.p_align !== ph.p_offset % ph.p_align)
+        problems.push(`PT_LOAD with p_vaddr ≢ p_offset (mod p_align): ${describePh(ph)}`);
     }
   }
   for (let i = 1; i < loads.length; i++) {
     const previous = loads[i - 1] as ProgramHeader;
     const current = loads[i] as ProgramHeader;
-    if (current.p_vaddr < previous.p_vaddr) problems.push(`PT_LOADs not sorted by p_vaddr: ${describePh(previous)} before ${describePh(current)}`);
+    if (current.p_vaddr < previous.p_vaddr)
+      problems.push(`PT_LOADs not sorted by p_vaddr: ${describePh(previous)} before ${describePh(current)}`);
     if (current.p_vaddr < previous.p_vaddr + previous.p_memsz && previous.p_vaddr < current.p_vaddr + current.p_memsz) {
       problems.push(`PT_LOADs overlap: ${describePh(previous)} and ${describePh(current)}`);
     }
   }
 
   // Every original LOAD is still there, where it was.
-  const same = (a: ProgramHeader, b: ProgramHeader): boolean => a.p_offset === b.p_offset && a.p_vaddr === b.p_vaddr && a.p_align === b.p_align;
+  const same = (a: ProgramHeader, b: ProgramHeader): boolean =>
+    a.p_offset === b.p_offset && a.p_vaddr === b.p_vaddr && a.p_align === b.p_align;
   let extended = false;
   for (const old of before.filter(isLoad)) {
     const now = loads.find((ph) => same(ph, old));
@@ -398,7 +424,8 @@ export function layoutProblems(arch: Arch, original: ReadBack, patched: ReadBack
     }
     if (now.p_filesz !== old.p_filesz || now.p_memsz !== old.p_memsz) {
       const endedFile = old.p_offset + old.p_filesz === original.size && old.p_filesz === old.p_memsz;
-      if (!endedFile || now.p_filesz < old.p_filesz) problems.push(`original PT_LOAD changed size: ${describePh(old)} → ${describePh(now)}`);
+      if (!endedFile || now.p_filesz < old.p_filesz)
+        problems.push(`original PT_LOAD changed size: ${describePh(old)} → ${describePh(now)}`);
       else extended = true;
     }
     if ((now.p_flags & ~PF_W) !== (old.p_flags & ~PF_W) || ((old.p_flags & PF_W) !== 0 && (now.p_flags & PF_W) === 0)) {
@@ -406,7 +433,8 @@ export function layoutProblems(arch: Arch, original: ReadBack, patched: ReadBack
     }
   }
   const newLoads = loads.filter((ph) => !before.some((old) => isLoad(old) && same(ph, old)));
-  if (newLoads.length + (extended ? 1 : 0) > 1) problems.push(`more than one segment added or extended by one edit: ${newLoads.map(describePh).join('; ')}`);
+  if (newLoads.length + (extended ? 1 : 0) > 1)
+    problems.push(`more than one segment added or extended by one edit: ${newLoads.map(describePh).join('; ')}`);
   for (const ph of newLoads) {
     if (ph.p_align < pageSize) problems.push(`new PT_LOAD aligned below the ${arch} page size ${hex(pageSize)}: ${describePh(ph)}`);
     if (ph.p_offset < original.size) problems.push(`new PT_LOAD maps bytes of the original file: ${describePh(ph)}`);
@@ -433,7 +461,10 @@ export function layoutProblems(arch: Arch, original: ReadBack, patched: ReadBack
     // The kernel before 5.18 (first PT_LOAD's p_vaddr - p_offset + e_phoff) and qemu-user (lowest
     // PT_LOAD's p_vaddr + e_phoff) tell the program where its table is without looking at PT_PHDR.
     const first = loads[0];
-    const lowest = loads.reduce<ProgramHeader | undefined>((low, ph) => (low === undefined || ph.p_vaddr < low.p_vaddr ? ph : low), undefined);
+    const lowest = loads.reduce<ProgramHeader | undefined>(
+      (low, ph) => (low === undefined || ph.p_vaddr < low.p_vaddr ? ph : low),
+      undefined,
+    );
     const kernel = first === undefined ? null : first.p_vaddr - first.p_offset + header.e_phoff;
     const qemu = lowest === undefined ? null : lowest.p_vaddr + header.e_phoff;
     if (phdrEntry === undefined || kernel !== phdrEntry.p_vaddr || qemu !== phdrEntry.p_vaddr) {
@@ -447,13 +478,16 @@ export function layoutProblems(arch: Arch, original: ReadBack, patched: ReadBack
   if (phdrIndex >= 0) {
     const phdr = after[phdrIndex] as ProgramHeader;
     if (after.filter((ph) => ph.p_type === PT_PHDR).length > 1) problems.push('more than one PT_PHDR');
-    if (firstLoad >= 0 && phdrIndex > firstLoad) problems.push(`PT_PHDR (entry ${phdrIndex}) comes after the first PT_LOAD (entry ${firstLoad})`);
+    if (firstLoad >= 0 && phdrIndex > firstLoad)
+      problems.push(`PT_PHDR (entry ${phdrIndex}) comes after the first PT_LOAD (entry ${firstLoad})`);
     if (phdr.p_offset !== header.e_phoff || phdr.p_filesz !== tableSize) {
       problems.push(`PT_PHDR does not describe the table (e_phoff ${hex(header.e_phoff)}, ${hex(tableSize)} bytes): ${describePh(phdr)}`);
     }
-    if (mappingLoad(after, phdr.p_offset, phdr.p_filesz, phdr.p_vaddr) === undefined) problems.push(`PT_PHDR is not mapped by a PT_LOAD: ${describePh(phdr)}`);
+    if (mappingLoad(after, phdr.p_offset, phdr.p_filesz, phdr.p_vaddr) === undefined)
+      problems.push(`PT_PHDR is not mapped by a PT_LOAD: ${describePh(phdr)}`);
   }
-  if (tableMoved && phdrIndex !== 0) problems.push(`the program header table moved but entry 0 is not a PT_PHDR for it (found at ${phdrIndex})`);
+  if (tableMoved && phdrIndex !== 0)
+    problems.push(`the program header table moved but entry 0 is not a PT_PHDR for it (found at ${phdrIndex})`);
   if (phdrIndex < 0) {
     // glibc takes the table from the first LOAD whose page-rounded file range covers e_phoff (docs/design.md, The ELF facts the edits rely on).
     for (const page of RUNTIME_PAGE_SIZES[arch]) {
@@ -464,16 +498,20 @@ export function layoutProblems(arch: Arch, original: ReadBack, patched: ReadBack
       });
       const originalCovered = original.image.programHeaders.some((ph) => isLoad(ph) && ph.p_offset <= original.image.header.e_phoff);
       if (covering === undefined) {
-        if (originalCovered && (tableMoved || tableGrown)) problems.push(`no PT_LOAD covers the program header table at ${hex(header.e_phoff)} (page ${hex(page)})`);
+        if (originalCovered && (tableMoved || tableGrown))
+          problems.push(`no PT_LOAD covers the program header table at ${hex(header.e_phoff)} (page ${hex(page)})`);
       } else if (header.e_phoff < covering.p_offset || header.e_phoff + tableSize > covering.p_offset + covering.p_filesz) {
-        problems.push(`without PT_PHDR, glibc (page ${hex(page)}) finds the table in the page tail of ${describePh(covering)}, outside its file bytes`);
+        problems.push(
+          `without PT_PHDR, glibc (page ${hex(page)}) finds the table in the page tail of ${describePh(covering)}, outside its file bytes`,
+        );
       }
     }
   }
 
   // Segments that lay inside a LOAD still do, at consistent addresses; PT_DYNAMIC stays writable.
   for (const ph of after) {
-    if (ph.p_type === PT_LOAD || ph.p_type === PT_NULL || ph.p_type === PT_GNU_STACK || ph.p_type === PT_GNU_RELRO || ph.p_filesz === 0) continue;
+    if (ph.p_type === PT_LOAD || ph.p_type === PT_NULL || ph.p_type === PT_GNU_STACK || ph.p_type === PT_GNU_RELRO || ph.p_filesz === 0)
+      continue;
     const old = before.find((o) => o.p_type === ph.p_type && (o.p_offset === ph.p_offset || o.p_filesz === ph.p_filesz));
     const wasMapped = old === undefined || mappingLoad(before, old.p_offset, old.p_filesz, old.p_vaddr) !== undefined;
     const load = mappingLoad(after, ph.p_offset, ph.p_filesz, ph.p_vaddr);
@@ -499,16 +537,21 @@ function sectionProblems(original: ReadBack, patched: ReadBack, dynamicTable: { 
   const after = patched.image.programHeaders;
   patched.sections.forEach((section, i) => {
     const old = original.sections[i] as Section;
-    if (section.name !== old.name || section.sh_type !== old.sh_type) problems.push(`section ${i} changed name or type: ${old.name} → ${section.name}`);
+    if (section.name !== old.name || section.sh_type !== old.sh_type)
+      problems.push(`section ${i} changed name or type: ${old.name} → ${section.name}`);
     if ((section.sh_flags & SHF_ALLOC) === 0 || section.sh_type === SHT_NOBITS || section.sh_size === 0) return;
     const wasMapped = mappingLoad(before, old.sh_offset, old.sh_size, old.sh_addr) !== undefined;
     if (wasMapped && mappingLoad(after, section.sh_offset, section.sh_size, section.sh_addr) === undefined) {
-      problems.push(`section ${byteStringToText(section.name)} (offset ${hex(section.sh_offset)} addr ${hex(section.sh_addr)} size ${hex(section.sh_size)}) is not mapped where it says`);
+      problems.push(
+        `section ${byteStringToText(section.name)} (offset ${hex(section.sh_offset)} addr ${hex(section.sh_addr)} size ${hex(section.sh_size)}) is not mapped where it says`,
+      );
     }
   });
   const strtabBefore = original.image.dynamic?.entries.find((e) => e.d_tag === DT_STRTAB)?.d_val;
   const strszBefore = original.image.dynamic?.entries.find((e) => e.d_tag === DT_STRSZ)?.d_val;
-  const dynstrIndex = original.sections.findIndex((s) => s.sh_type === SHT_STRTAB && s.sh_addr === strtabBefore && s.sh_size === strszBefore);
+  const dynstrIndex = original.sections.findIndex(
+    (s) => s.sh_type === SHT_STRTAB && s.sh_addr === strtabBefore && s.sh_size === strszBefore,
+  );
   const dynstr = patched.sections[dynstrIndex];
   if (dynstr !== undefined && (dynstr.sh_addr !== dynamicTable.strtab || dynstr.sh_size !== dynamicTable.strsz)) {
     problems.push(
@@ -548,7 +591,13 @@ export type LoadCheck =
    * loader a tag glibc's start-up asserts it does not have (DT_RUNPATH, DT_RPATH), stop with that
    * assertion: the loader was mapped and got as far as reading the edited dynamic array.
    */
-  | { readonly kind: 'loader'; readonly program: string; readonly libraryPath?: string | null; readonly output: string; readonly refusal?: string };
+  | {
+      readonly kind: 'loader';
+      readonly program: string;
+      readonly libraryPath?: string | null;
+      readonly output: string;
+      readonly refusal?: string;
+    };
 
 /** The compiled dlopen probe of an architecture (dlopen RTLD_NOW: every symbol bound, constructors run). */
 function dlopenProbe(arch: Arch): string {
@@ -574,10 +623,12 @@ export async function loadProblems(file: string, arch: Arch, load: LoadCheck, or
       if (original !== undefined) {
         const key = `${original}\0${load.libraryPath ?? ''}`;
         let originalLoads = dlopenCache.get(key);
-        if (originalLoads === undefined) dlopenCache.set(key, (originalLoads = dlopen(original, arch, load.libraryPath).then((r) => r.code === 0)));
+        if (originalLoads === undefined)
+          dlopenCache.set(key, (originalLoads = dlopen(original, arch, load.libraryPath).then((r) => r.code === 0)));
         if (await originalLoads) {
           const result = await dlopen(file, arch, load.libraryPath);
-          if (result.code !== 0 || result.stdout.trim() !== 'dlopen-probe: 1 loaded') problems.push(describeExec(`dlopen(${file}, RTLD_NOW) failed`, result));
+          if (result.code !== 0 || result.stdout.trim() !== 'dlopen-probe: 1 loaded')
+            problems.push(describeExec(`dlopen(${file}, RTLD_NOW) failed`, result));
         }
       }
       return problems;
@@ -656,17 +707,23 @@ export async function collectProblems(input: VerifyInput): Promise<{ problems: s
   try {
     after = await readBack(patched);
   } catch (error) {
-    return { problems: [...problems, `our reader cannot read the result: ${String(error)}`], report: { newLoads: [], extended: false, tableMoved: false, tableGrown: false, notApplicable } };
+    return {
+      problems: [...problems, `our reader cannot read the result: ${String(error)}`],
+      report: { newLoads: [], extended: false, tableMoved: false, tableGrown: false, notApplicable },
+    };
   }
   const s = after.summary;
   const o = before.summary;
-  if (wanted.runpath !== undefined && text(s.runpath) !== wanted.runpath) problems.push(`reader: DT_RUNPATH is ${JSON.stringify(text(s.runpath))}, expected ${JSON.stringify(wanted.runpath)}`);
-  if (wanted.rpath !== undefined && text(s.rpath) !== wanted.rpath) problems.push(`reader: DT_RPATH is ${JSON.stringify(text(s.rpath))}, expected ${JSON.stringify(wanted.rpath)}`);
+  if (wanted.runpath !== undefined && text(s.runpath) !== wanted.runpath)
+    problems.push(`reader: DT_RUNPATH is ${JSON.stringify(text(s.runpath))}, expected ${JSON.stringify(wanted.runpath)}`);
+  if (wanted.rpath !== undefined && text(s.rpath) !== wanted.rpath)
+    problems.push(`reader: DT_RPATH is ${JSON.stringify(text(s.rpath))}, expected ${JSON.stringify(wanted.rpath)}`);
   if (wanted.needed !== undefined && JSON.stringify(s.needed.map(byteStringToText)) !== JSON.stringify(wanted.needed)) {
     problems.push(`reader: DT_NEEDED is ${JSON.stringify(s.needed.map(byteStringToText))}, expected ${JSON.stringify(wanted.needed)}`);
   }
   for (const field of ['class', 'byteOrder', 'machine', 'type', 'interpreter', 'soname', 'flags', 'flags1'] as const) {
-    if (JSON.stringify(s[field]) !== JSON.stringify(o[field])) problems.push(`reader: ${field} changed: ${JSON.stringify(o[field])} → ${JSON.stringify(s[field])}`);
+    if (JSON.stringify(s[field]) !== JSON.stringify(o[field]))
+      problems.push(`reader: ${field} changed: ${JSON.stringify(o[field])} → ${JSON.stringify(s[field])}`);
   }
   const liveTags = (r: ReadBack): number[] => (r.image.dynamic?.entries ?? []).map((e) => e.d_tag);
   const untouched = (tags: number[]): number[] => tags.filter((t) => t !== 1 && t !== 15 && t !== 29 && t !== DT_STRTAB && t !== DT_STRSZ);
@@ -679,8 +736,14 @@ export async function collectProblems(input: VerifyInput): Promise<{ problems: s
     if (same !== undefined && same.d_val === entry.d_val) continue;
     // A section after the program header table may move out of its way: then its tag follows it,
     // and what it points at must be the same bytes.
-    const moved = same !== undefined && RELOCATABLE_TAGS.includes(entry.d_tag) ? await sameSectionBytes(original, before, entry.d_val, patched, after, same.d_val) : null;
-    if (moved !== true) problems.push(`reader: dynamic entry ${hex(entry.d_tag)} = ${hex(entry.d_val)} changed or went missing${moved === false ? ' (and the bytes it points at differ)' : ''}`);
+    const moved =
+      same !== undefined && RELOCATABLE_TAGS.includes(entry.d_tag)
+        ? await sameSectionBytes(original, before, entry.d_val, patched, after, same.d_val)
+        : null;
+    if (moved !== true)
+      problems.push(
+        `reader: dynamic entry ${hex(entry.d_tag)} = ${hex(entry.d_val)} changed or went missing${moved === false ? ' (and the bytes it points at differ)' : ''}`,
+      );
   }
 
   // 2. readelf.
@@ -697,12 +760,15 @@ export async function collectProblems(input: VerifyInput): Promise<{ problems: s
     return row === undefined ? null : rowNumber(row, patched);
   };
   const dyn = { ...dynamicFacts(dynamicRowsAfter), strtab: lastNumber('STRTAB'), strsz: lastNumber('STRSZ') };
-  if (wanted.runpath !== undefined && dyn.runpath !== wanted.runpath) problems.push(`readelf: RUNPATH is ${JSON.stringify(dyn.runpath)}, expected ${JSON.stringify(wanted.runpath)}`);
-  if (wanted.rpath !== undefined && dyn.rpath !== wanted.rpath) problems.push(`readelf: RPATH is ${JSON.stringify(dyn.rpath)}, expected ${JSON.stringify(wanted.rpath)}`);
+  if (wanted.runpath !== undefined && dyn.runpath !== wanted.runpath)
+    problems.push(`readelf: RUNPATH is ${JSON.stringify(dyn.runpath)}, expected ${JSON.stringify(wanted.runpath)}`);
+  if (wanted.rpath !== undefined && dyn.rpath !== wanted.rpath)
+    problems.push(`readelf: RPATH is ${JSON.stringify(dyn.rpath)}, expected ${JSON.stringify(wanted.rpath)}`);
   if (wanted.needed !== undefined && JSON.stringify(dyn.needed) !== JSON.stringify(wanted.needed)) {
     problems.push(`readelf: NEEDED is ${JSON.stringify(dyn.needed)}, expected ${JSON.stringify(wanted.needed)}`);
   }
-  if (dyn.soname !== text(o.soname)) problems.push(`readelf: SONAME is ${JSON.stringify(dyn.soname)}, expected ${JSON.stringify(text(o.soname))}`);
+  if (dyn.soname !== text(o.soname))
+    problems.push(`readelf: SONAME is ${JSON.stringify(dyn.soname)}, expected ${JSON.stringify(text(o.soname))}`);
   let versionsBefore = versionLines(partsBefore.versions);
   for (const [from, to] of Object.entries(wanted.renamed ?? {})) {
     versionsBefore = versionsBefore.map((line) => line.replace(new RegExp(`File: ${escapeRegExp(from)}(\\s)`), `File: ${to}$1`));
@@ -759,7 +825,8 @@ export async function collectProblems(input: VerifyInput): Promise<{ problems: s
       const was = countOccurrences(originalBytes, gone);
       const now = countOccurrences(patchedBytes, gone);
       if (was === 0) problems.push(`test error: ${JSON.stringify(gone)} is not in the original`);
-      else if (now >= was || (was === 1 && now !== 0)) problems.push(`removed string ${JSON.stringify(gone)} is still in the file (${was} → ${now} occurrences)`);
+      else if (now >= was || (was === 1 && now !== 0))
+        problems.push(`removed string ${JSON.stringify(gone)} is still in the file (${was} → ${now} occurrences)`);
     }
   }
 
@@ -773,7 +840,8 @@ export async function collectProblems(input: VerifyInput): Promise<{ problems: s
   if (record?.error !== undefined) problems.push(`applying the edit again failed: ${record.error.kind}: ${record.error.message}`);
   else if (record?.tier !== 'noop') problems.push(`applying the edit again took tier ${String(record?.tier)}, expected noop`);
   const statAfter = await stat(patched);
-  if (statAfter.mtimeMs !== statBefore.mtimeMs || statAfter.size !== statBefore.size) problems.push('applying the edit again touched the file (mtime or size changed)');
+  if (statAfter.mtimeMs !== statBefore.mtimeMs || statAfter.size !== statBefore.size)
+    problems.push('applying the edit again touched the file (mtime or size changed)');
   if ((await digestOf(patched)) !== digestBefore) problems.push('applying the edit again changed bytes');
 
   // 8. strip, where strip takes the original.
@@ -804,8 +872,10 @@ export async function collectProblems(input: VerifyInput): Promise<{ problems: s
             if (layout.facts.tableMoved) stripAfterMovedTable.add(original);
             else problems.push(`after strip: PT_LOADs now share a ${hex(page)} page: ${added.join('; ')}`);
           }
-          if (wanted.runpath !== undefined && text(back.summary.runpath) !== wanted.runpath) problems.push(`after strip: DT_RUNPATH is ${JSON.stringify(text(back.summary.runpath))}`);
-          if (wanted.rpath !== undefined && text(back.summary.rpath) !== wanted.rpath) problems.push(`after strip: DT_RPATH is ${JSON.stringify(text(back.summary.rpath))}`);
+          if (wanted.runpath !== undefined && text(back.summary.runpath) !== wanted.runpath)
+            problems.push(`after strip: DT_RUNPATH is ${JSON.stringify(text(back.summary.runpath))}`);
+          if (wanted.rpath !== undefined && text(back.summary.rpath) !== wanted.rpath)
+            problems.push(`after strip: DT_RPATH is ${JSON.stringify(text(back.summary.rpath))}`);
           if (wanted.needed !== undefined && JSON.stringify(back.summary.needed.map(byteStringToText)) !== JSON.stringify(wanted.needed)) {
             problems.push(`after strip: DT_NEEDED is ${JSON.stringify(back.summary.needed.map(byteStringToText))}`);
           }

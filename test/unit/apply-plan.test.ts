@@ -13,7 +13,12 @@ import { applyPlan, joinAdjacent } from '../../src/write/apply-plan.js';
 const dir = mkdtempSync(join(tmpdir(), 'apply-plan-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const write = (phase: WritePhase, offset: number, text: string): PlannedWrite => ({ phase, offset, bytes: Buffer.from(text, 'latin1'), what: `${phase} at ${offset}` });
+const write = (phase: WritePhase, offset: number, text: string): PlannedWrite => ({
+  phase,
+  offset,
+  bytes: Buffer.from(text, 'latin1'),
+  what: `${phase} at ${offset}`,
+});
 
 const WRITES: readonly PlannedWrite[] = [
   write('data', 8, 'AB'),
@@ -37,10 +42,42 @@ function oneByOne(initial: string, writes: readonly PlannedWrite[]): string {
 describe('joinAdjacent', () => {
   it.each([
     { case: 'one phase, each write where the one before ends', writes: WRITES.slice(0, 3), calls: [[8, 'ABCDE']] },
-    { case: 'the next phase, though adjacent', writes: WRITES.slice(2, 4), calls: [[12, 'E'], [13, 'F']] },
-    { case: 'a later write that ends where an earlier one starts', writes: WRITES.slice(6, 8), calls: [[4, 'I'], [3, 'J']] },
-    { case: 'a gap between two writes', writes: [WRITES[6], WRITES[8]] as PlannedWrite[], calls: [[4, 'I'], [6, 'K']] },
-    { case: 'the whole list', writes: WRITES, calls: [[8, 'ABCDE'], [13, 'F'], [0, 'GH'], [4, 'I'], [3, 'J'], [6, 'K']] },
+    {
+      case: 'the next phase, though adjacent',
+      writes: WRITES.slice(2, 4),
+      calls: [
+        [12, 'E'],
+        [13, 'F'],
+      ],
+    },
+    {
+      case: 'a later write that ends where an earlier one starts',
+      writes: WRITES.slice(6, 8),
+      calls: [
+        [4, 'I'],
+        [3, 'J'],
+      ],
+    },
+    {
+      case: 'a gap between two writes',
+      writes: [WRITES[6], WRITES[8]] as PlannedWrite[],
+      calls: [
+        [4, 'I'],
+        [6, 'K'],
+      ],
+    },
+    {
+      case: 'the whole list',
+      writes: WRITES,
+      calls: [
+        [8, 'ABCDE'],
+        [13, 'F'],
+        [0, 'GH'],
+        [4, 'I'],
+        [3, 'J'],
+        [6, 'K'],
+      ],
+    },
   ])('$case', ({ writes, calls }) => {
     const joined = joinAdjacent(writes);
     expect(joined.map((w) => [w.offset, Buffer.from(w.bytes).toString('latin1')])).toEqual(calls);

@@ -17,7 +17,7 @@ const dir = mkdtempSync(join(tmpdir(), 'byte-source-'));
 const path = join(dir, 'file');
 writeFileSync(path, content);
 const elfPath = join(dir, 'elf');
-const elfContent = Uint8Array.from({ length: 10_000 }, (_, i) => (i < 4 ? [0x7f, 0x45, 0x4c, 0x46][i] ?? 0 : (i * 7) & 0xff));
+const elfContent = Uint8Array.from({ length: 10_000 }, (_, i) => (i < 4 ? ([0x7f, 0x45, 0x4c, 0x46][i] ?? 0) : (i * 7) & 0xff));
 writeFileSync(elfPath, elfContent);
 const shortPath = join(dir, 'short');
 writeFileSync(shortPath, content.subarray(0, 3));

@@ -28,7 +28,12 @@ function edgeValue(type: FieldType, width: number, index: number): number {
 }
 
 /** What a reference writer makes of `record`, field by field. */
-function referenceBytes(fields: readonly (readonly [string, FieldType])[], elfClass: 32 | 64, le: boolean, record: Record<string, number>): Uint8Array {
+function referenceBytes(
+  fields: readonly (readonly [string, FieldType])[],
+  elfClass: 32 | 64,
+  le: boolean,
+  record: Record<string, number>,
+): Uint8Array {
   const sizes = fields.map(([, type]) => widthOf(type, elfClass));
   const bytes = new Uint8Array(sizes.reduce((a, b) => a + b, 0));
   const view = new DataView(bytes.buffer);

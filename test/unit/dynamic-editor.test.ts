@@ -44,13 +44,48 @@ describe('a tag given twice: the last is the one the loader uses', () => {
 
 describe('setRunpath: the tag each policy writes', () => {
   const cases: readonly { start: readonly CurrentEntry[]; policy: RunpathTagPolicy; tags: [number, string | null][] }[] = [
-    { start: [STRTAB], policy: 'keep', tags: [[DT.DT_STRTAB, null], [DT.DT_RUNPATH, '/new']] },
-    { start: [STRTAB], policy: 'rpath', tags: [[DT.DT_STRTAB, null], [DT.DT_RPATH, '/new']] },
-    { start: [RPATH, STRTAB], policy: 'keep', tags: [[DT.DT_RPATH, '/new'], [DT.DT_STRTAB, null]] },
-    { start: [RPATH, STRTAB], policy: 'runpath', tags: [[DT.DT_RUNPATH, '/new'], [DT.DT_STRTAB, null]] },
+    {
+      start: [STRTAB],
+      policy: 'keep',
+      tags: [
+        [DT.DT_STRTAB, null],
+        [DT.DT_RUNPATH, '/new'],
+      ],
+    },
+    {
+      start: [STRTAB],
+      policy: 'rpath',
+      tags: [
+        [DT.DT_STRTAB, null],
+        [DT.DT_RPATH, '/new'],
+      ],
+    },
+    {
+      start: [RPATH, STRTAB],
+      policy: 'keep',
+      tags: [
+        [DT.DT_RPATH, '/new'],
+        [DT.DT_STRTAB, null],
+      ],
+    },
+    {
+      start: [RPATH, STRTAB],
+      policy: 'runpath',
+      tags: [
+        [DT.DT_RUNPATH, '/new'],
+        [DT.DT_STRTAB, null],
+      ],
+    },
     { start: [RUNPATH], policy: 'rpath', tags: [[DT.DT_RPATH, '/new']] },
     // Both kinds: 'keep' sets both; a forced kind keeps the first entry, converted, and drops the other.
-    { start: [RPATH, RUNPATH], policy: 'keep', tags: [[DT.DT_RPATH, '/new'], [DT.DT_RUNPATH, '/new']] },
+    {
+      start: [RPATH, RUNPATH],
+      policy: 'keep',
+      tags: [
+        [DT.DT_RPATH, '/new'],
+        [DT.DT_RUNPATH, '/new'],
+      ],
+    },
     { start: [RPATH, RUNPATH], policy: 'runpath', tags: [[DT.DT_RUNPATH, '/new']] },
   ];
   it.each(cases)('$start.length entries, policy $policy', ({ start, policy, tags }) => {
@@ -95,7 +130,10 @@ describe('DT_NEEDED', () => {
   it('adds first when there is none', () => {
     const editor = new DynamicEditor([STRTAB]);
     editor.addNeeded('libnew.so');
-    expect(tagsAndTexts(editor)).toEqual([[DT.DT_NEEDED, 'libnew.so'], [DT.DT_STRTAB, null]]);
+    expect(tagsAndTexts(editor)).toEqual([
+      [DT.DT_NEEDED, 'libnew.so'],
+      [DT.DT_STRTAB, null],
+    ]);
   });
 
   it('removes every entry of a name', () => {

@@ -32,7 +32,16 @@ describe('drop-cuda-compat', () => {
       '/usr/local/cuda-12.8/compat',
       '/opt/cuda-compat-12-8/compat',
     ];
-    const kept = [DRIVER, '$ORIGIN', '$ORIGIN/../compat', STUBS, '/opt/compat', '/usr/local/cuda/lib64', '/nix/store/22222222222222222222222222222222-cudnn-9/lib', `${COMPAT}/more`];
+    const kept = [
+      DRIVER,
+      '$ORIGIN',
+      '$ORIGIN/../compat',
+      STUBS,
+      '/opt/compat',
+      '/usr/local/cuda/lib64',
+      '/nix/store/22222222222222222222222222222222-cudnn-9/lib',
+      `${COMPAT}/more`,
+    ];
     for (const dir of compat) expect(compose([dropCudaCompatHook()], `${dir}:/a`)?.value, dir).toBe('/a');
     expect(compose([dropCudaCompatHook()], kept.join(':'))?.value).toBe(kept.join(':'));
   });
@@ -54,14 +63,20 @@ describe('drop-cuda-compat', () => {
   });
 
   it('is a removal: a constraint cannot name it', () => {
-    expect(() => orderHooks([dropCudaCompatHook(), { ...driverHook(), precedes: ['drop-cuda-compat'] }])).toThrow(/adds no entries of its own/);
+    expect(() => orderHooks([dropCudaCompatHook(), { ...driverHook(), precedes: ['drop-cuda-compat'] }])).toThrow(
+      /adds no entries of its own/,
+    );
   });
 });
 
 describe('entriesPutBehindDriver', () => {
   const driverOnly = orderHooks([driverHook()]);
   const dirs = driverDirectories(driverOnly);
-  const behind = (old: string | null, hooks: readonly Hook[] = driverOnly, semantics: Semantics = 'default'): ReturnType<typeof entriesPutBehindDriver> =>
+  const behind = (
+    old: string | null,
+    hooks: readonly Hook[] = driverOnly,
+    semantics: Semantics = 'default',
+  ): ReturnType<typeof entriesPutBehindDriver> =>
     entriesPutBehindDriver(old, composeRunpath(orderHooks(hooks), FILE, old, semantics)?.entries ?? [], driverDirectories(hooks));
 
   it("knows every spelling of the driver's directory the hooks add: per machine, and the stubs replacement's", () => {
@@ -84,7 +99,9 @@ describe('entriesPutBehindDriver', () => {
     expect(behind(`${COMPAT}:${STUBS}`, [removeStubsHook()])).toBeNull();
     expect(behind('$ORIGIN:lib')).toBeNull();
     // Stubs belong behind the driver (some stub directories hold a libcuda.so.1 too).
-    expect(behind(`${STUBS}:/opt/stubs:/nix/store/33333333333333333333333333333333-cuda12.8-libcublas-12.8.4.1-stubs/lib:${COMPAT}`)).toEqual({ driver: DRIVER, behind: [COMPAT] });
+    expect(
+      behind(`${STUBS}:/opt/stubs:/nix/store/33333333333333333333333333333333-cuda12.8-libcublas-12.8.4.1-stubs/lib:${COMPAT}`),
+    ).toEqual({ driver: DRIVER, behind: [COMPAT] });
     expect(entriesPutBehindDriver(COMPAT, [{ dir: COMPAT, hook: null }], dirs)).toBeNull();
   });
 });

@@ -31,7 +31,12 @@ function hook(name: string, fields: Partial<Omit<Hook, 'name'>> = {}): Hook {
 
 const names = (hooks: readonly Hook[]): string[] => hooks.map((h) => h.name);
 
-function compose(hooks: readonly Hook[], current: string | null, semantics: Semantics = 'default', facts: FileFacts = file()): string | null {
+function compose(
+  hooks: readonly Hook[],
+  current: string | null,
+  semantics: Semantics = 'default',
+  facts: FileFacts = file(),
+): string | null {
   return composeRunpath(orderHooks(hooks), facts, current, semantics)?.value ?? null;
 }
 
@@ -50,14 +55,17 @@ function usageError(run: () => unknown): CudaPatchelfError {
 describe('orderHooks', () => {
   const builtins = (): Hook[] => [driverHook(), cudaCompatHook(COMPAT), removeStubsHook()];
 
-  it.each(permutations([0, 1, 2]).map((order) => ({ order })))('driver, cuda-compat, remove-stubs declared as $order: same order, same runpath', ({ order }) => {
-    const declared = order.map((i) => builtins()[i] as Hook);
-    const ordered = orderHooks(declared);
-    expect(names(ordered)).toEqual(['driver', 'cuda-compat', 'remove-stubs']);
-    const composed = composeRunpath(ordered, file(), `$ORIGIN:${STUBS}:/opt/lib`, 'default');
-    expect(composed?.value).toBe(`${COMPAT}/compat:${DRIVER}:$ORIGIN:/opt/lib`);
-    expect(composed?.applied).toEqual(['driver', 'cuda-compat', 'remove-stubs']);
-  });
+  it.each(permutations([0, 1, 2]).map((order) => ({ order })))(
+    'driver, cuda-compat, remove-stubs declared as $order: same order, same runpath',
+    ({ order }) => {
+      const declared = order.map((i) => builtins()[i] as Hook);
+      const ordered = orderHooks(declared);
+      expect(names(ordered)).toEqual(['driver', 'cuda-compat', 'remove-stubs']);
+      const composed = composeRunpath(ordered, file(), `$ORIGIN:${STUBS}:/opt/lib`, 'default');
+      expect(composed?.value).toBe(`${COMPAT}/compat:${DRIVER}:$ORIGIN:/opt/lib`);
+      expect(composed?.applied).toEqual(['driver', 'cuda-compat', 'remove-stubs']);
+    },
+  );
 
   it('keeps declaration order among hooks the constraints leave free: each later hook prepends to what the earlier ones made', () => {
     expect(names(orderHooks([hook('a'), hook('b'), hook('c')]))).toEqual(['a', 'b', 'c']);
@@ -73,8 +81,10 @@ describe('orderHooks', () => {
   });
 
   it('places prepended entries as precedes and follows say, whatever the declaration order', () => {
-    for (const declared of permutations([driverHook(), hook('mine', { precedes: ['driver'] })])) expect(compose(declared, '$ORIGIN')).toBe(`/mine:${DRIVER}:$ORIGIN`);
-    for (const declared of permutations([driverHook(), hook('mine', { follows: ['driver'] })])) expect(compose(declared, '$ORIGIN')).toBe(`${DRIVER}:/mine:$ORIGIN`);
+    for (const declared of permutations([driverHook(), hook('mine', { precedes: ['driver'] })]))
+      expect(compose(declared, '$ORIGIN')).toBe(`/mine:${DRIVER}:$ORIGIN`);
+    for (const declared of permutations([driverHook(), hook('mine', { follows: ['driver'] })]))
+      expect(compose(declared, '$ORIGIN')).toBe(`${DRIVER}:/mine:$ORIGIN`);
     // Said from either side, the same constraint.
     expect(names(orderHooks([hook('late', { precedes: ['early'] }), hook('early')]))).toEqual(['early', 'late']);
     expect(names(orderHooks([hook('late'), hook('early', { follows: ['late'] })]))).toEqual(['early', 'late']);
@@ -84,11 +94,14 @@ describe('orderHooks', () => {
       expect(compose(declared, null)).toBe('/c:/b:/a');
     }
     // Between cuda-compat and the driver: the compat entry stays first.
-    expect(compose([driverHook(), cudaCompatHook(COMPAT), hook('mine', { follows: ['cuda-compat'], precedes: ['driver'] })], null)).toBe(`${COMPAT}/compat:/mine:${DRIVER}`);
+    expect(compose([driverHook(), cudaCompatHook(COMPAT), hook('mine', { follows: ['cuda-compat'], precedes: ['driver'] })], null)).toBe(
+      `${COMPAT}/compat:/mine:${DRIVER}`,
+    );
   });
 
   it('places appended entries as precedes and follows say: an appending hook that precedes another runs first', () => {
-    const tail = (name: string, fields: Partial<Omit<Hook, 'name'>> = {}): Hook => hook(name, { transform: { kind: 'append', dirs: [`/${name}`] }, ...fields });
+    const tail = (name: string, fields: Partial<Omit<Hook, 'name'>> = {}): Hook =>
+      hook(name, { transform: { kind: 'append', dirs: [`/${name}`] }, ...fields });
     for (const declared of permutations([tail('a', { follows: ['b'] }), tail('b'), tail('c', { precedes: ['b'] })])) {
       expect(compose(declared, '/old')).toBe('/old:/c:/b:/a');
     }
@@ -96,8 +109,12 @@ describe('orderHooks', () => {
     expect(compose([tail('t', { follows: ['driver'] }), driverHook()], '/old')).toBe(`${DRIVER}:/old:/t`);
     expect(compose([hook('p', { precedes: ['t'] }), tail('t')], '/old')).toBe('/p:/old:/t');
     const impossible = usageError(() => orderHooks([tail('t', { precedes: ['driver'] }), driverHook()]));
-    expect(impossible.message).toBe('hook "t" puts the entries of "t" before those of "driver", but "t" appends and "driver" prepends: appended entries always come after prepended ones');
-    expect(usageError(() => orderHooks([hook('p', { follows: ['t'] }), tail('t')])).message).toBe('hook "p" puts the entries of "t" before those of "p", but "t" appends and "p" prepends: appended entries always come after prepended ones');
+    expect(impossible.message).toBe(
+      'hook "t" puts the entries of "t" before those of "driver", but "t" appends and "driver" prepends: appended entries always come after prepended ones',
+    );
+    expect(usageError(() => orderHooks([hook('p', { follows: ['t'] }), tail('t')])).message).toBe(
+      'hook "p" puts the entries of "t" before those of "p", but "t" appends and "p" prepends: appended entries always come after prepended ones',
+    );
   });
 
   it('rejects an unknown hook name as a usage error naming both hooks', () => {
@@ -121,7 +138,9 @@ describe('orderHooks', () => {
     expect(two.message).not.toContain('free');
     const self = usageError(() => orderHooks([hook('loop', { follows: ['loop'] })]));
     expect(self.message).toContain('loop');
-    const three = usageError(() => orderHooks([hook('x', { follows: ['y'] }), hook('y', { follows: ['z'] }), hook('z', { follows: ['x'] })]));
+    const three = usageError(() =>
+      orderHooks([hook('x', { follows: ['y'] }), hook('y', { follows: ['z'] }), hook('z', { follows: ['x'] })]),
+    );
     for (const name of ['x', 'y', 'z']) expect(three.message).toContain(name);
   });
 
@@ -131,7 +150,9 @@ describe('orderHooks', () => {
     expect(on.message).toContain('driver');
     const drop = hook('drop', { transform: { kind: 'remove-matching', fragment: '/build/' } });
     const naming = usageError(() => orderHooks([drop, hook('mine', { precedes: ['drop'] })]));
-    expect(naming.message).toBe('hook "mine" precedes hook "drop", which adds no entries of its own to come before or after (hooks that remove entries run after every hook that adds them)');
+    expect(naming.message).toBe(
+      'hook "mine" precedes hook "drop", which adds no entries of its own to come before or after (hooks that remove entries run after every hook that adds them)',
+    );
   });
 
   it('rejects two hooks with one name', () => {
@@ -186,11 +207,15 @@ describe('composeRunpath', () => {
     expect(compose([driverHook()], '', 'nixpkgs-compat')).toBe(`${DRIVER}:`);
     expect(compose([driverHook(), cudaCompatHook(COMPAT)], null, 'nixpkgs-compat')).toBe(`${COMPAT}/compat:${DRIVER}:`);
     // No dedupe, empty entries kept.
-    expect(compose([driverHook(), cudaCompatHook(COMPAT)], `${DRIVER}:a::a`, 'nixpkgs-compat')).toBe(`${COMPAT}/compat:${DRIVER}:${DRIVER}:a::a`);
+    expect(compose([driverHook(), cudaCompatHook(COMPAT)], `${DRIVER}:a::a`, 'nixpkgs-compat')).toBe(
+      `${COMPAT}/compat:${DRIVER}:${DRIVER}:a::a`,
+    );
     expect(compose([driverHook(), cudaCompatHook(COMPAT)], '$ORIGIN', 'nixpkgs-compat')).toBe(`${COMPAT}/compat:${DRIVER}:$ORIGIN`);
     // Applying twice prepends twice, as running the Nixpkgs hooks twice would.
     const once = compose([driverHook(), cudaCompatHook(COMPAT)], '$ORIGIN', 'nixpkgs-compat');
-    expect(compose([driverHook(), cudaCompatHook(COMPAT)], once, 'nixpkgs-compat')).toBe(`${COMPAT}/compat:${DRIVER}:${COMPAT}/compat:${DRIVER}:$ORIGIN`);
+    expect(compose([driverHook(), cudaCompatHook(COMPAT)], once, 'nixpkgs-compat')).toBe(
+      `${COMPAT}/compat:${DRIVER}:${COMPAT}/compat:${DRIVER}:$ORIGIN`,
+    );
   });
 
   it('gives i386 files the -32 driver directory by default, and, as Nixpkgs (one link per derivation), not in nixpkgs-compat', () => {
@@ -218,7 +243,12 @@ describe('composeRunpath', () => {
     const sibling = composeRunpath(orderHooks(all()), file({ path: `${COMPAT}-dev/lib/libcuda.so` }), null, 'default');
     expect(sibling?.value).toBe(`${COMPAT}/compat:${DRIVER}`);
     // A relative spelling of the same directory is the same directory.
-    const relative = composeRunpath(orderHooks([driverHook(), cudaCompatHook(`${COMPAT}/../${COMPAT.split('/').pop() ?? ''}`)]), file({ path: `${COMPAT}/compat/libcuda.so.1` }), null, 'default');
+    const relative = composeRunpath(
+      orderHooks([driverHook(), cudaCompatHook(`${COMPAT}/../${COMPAT.split('/').pop() ?? ''}`)]),
+      file({ path: `${COMPAT}/compat/libcuda.so.1` }),
+      null,
+      'default',
+    );
     expect(relative?.applied).toEqual(['driver']);
   });
 
@@ -257,7 +287,10 @@ describe('composeRunpath', () => {
   });
 
   it('applies a hook only to the files its selector names', () => {
-    const onlyLib = hook('origin', { transform: { kind: 'prepend', dirs: ['$ORIGIN/../lib'] }, files: { include: ['lib/**'], exclude: ['lib/stubs/**'] } });
+    const onlyLib = hook('origin', {
+      transform: { kind: 'prepend', dirs: ['$ORIGIN/../lib'] },
+      files: { include: ['lib/**'], exclude: ['lib/stubs/**'] },
+    });
     const sharedOnly = hook('so', { transform: { kind: 'append', dirs: ['/so'] }, files: { sharedObjectsOnly: true } });
     const hooks = [driverHook(), onlyLib, sharedOnly];
     expect(compose(hooks, null, 'default', file({ relativePath: 'lib/libx.so' }))).toBe(`$ORIGIN/../lib:${DRIVER}:/so`);

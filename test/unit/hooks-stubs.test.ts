@@ -26,8 +26,10 @@ describe('remove-stubs, as Nixpkgs', () => {
     expect(NIXPKGS_STUBS_PATTERNS).toEqual(['*-cuda*/lib/stubs', '*-cuda*-stubs/lib*']);
     expect(removeStubsHook().transform).toEqual({ kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: [DRIVER] });
     const isStubs = stubsMatcher(NIXPKGS_STUBS_PATTERNS);
-    for (const entry of [STUBS, STUBS_OUTPUT, `${STUBS_OUTPUT}64`, '/nix/store/x-cudatoolkit-12/lib/stubs']) expect(isStubs(entry), entry).toBe(true);
-    for (const entry of ['/usr/local/cuda/lib64/stubs', `${STUBS}/more`, '/opt/lib/stubs', DRIVER, '$ORIGIN']) expect(isStubs(entry), entry).toBe(false);
+    for (const entry of [STUBS, STUBS_OUTPUT, `${STUBS_OUTPUT}64`, '/nix/store/x-cudatoolkit-12/lib/stubs'])
+      expect(isStubs(entry), entry).toBe(true);
+    for (const entry of ['/usr/local/cuda/lib64/stubs', `${STUBS}/more`, '/opt/lib/stubs', DRIVER, '$ORIGIN'])
+      expect(isStubs(entry), entry).toBe(false);
   });
 
   it('replaces the first stubs entry with the driver directory, even with the driver hook off, and drops the others', () => {
@@ -63,7 +65,9 @@ describe('remove-stubs, as Nixpkgs', () => {
     expect(compose([removeStubsHook({ patterns: ['*/lib64/stubs'] })], `/usr/local/cuda/lib64/stubs:${STUBS}`)).toBe(`${DRIVER}:${STUBS}`);
     expect(compose([removeStubsHook({ patterns: ['/opt/?/stubs'] })], '/opt/a/stubs:/opt/ab/stubs')).toBe(`${DRIVER}:/opt/ab/stubs`);
     // Regular-expression characters are plain characters in a pattern.
-    expect(compose([removeStubsHook({ patterns: ['/opt/a.b+(c)/stubs'] })], '/opt/a.b+(c)/stubs:/opt/aXb+(c)/stubs')).toBe(`${DRIVER}:/opt/aXb+(c)/stubs`);
+    expect(compose([removeStubsHook({ patterns: ['/opt/a.b+(c)/stubs'] })], '/opt/a.b+(c)/stubs:/opt/aXb+(c)/stubs')).toBe(
+      `${DRIVER}:/opt/aXb+(c)/stubs`,
+    );
     for (const bad of ['', '/', '*', '/*', '**/', '?']) {
       expect(() => stubsMatcher([bad]), bad).toThrow(CudaPatchelfError);
       expect(() => stubsMatcher([bad]), bad).toThrow(/would match every runpath entry/);
@@ -95,7 +99,9 @@ describe('runpath entries', () => {
   it('are taken from people only absolute (or under $ORIGIN where allowed), and normalised', () => {
     expect(hookDirectory('/run/opengl-driver/', '--driver-link', false)).toBe('/run/opengl-driver');
     expect(hookDirectory('$ORIGIN/../lib', 'x', true)).toBe('$ORIGIN/../lib');
-    expect(() => hookDirectory('$ORIGIN/../lib', '--cuda-compat', false)).toThrow(/--cuda-compat "\$ORIGIN\/..\/lib" is relative; it must be an absolute path/);
+    expect(() => hookDirectory('$ORIGIN/../lib', '--cuda-compat', false)).toThrow(
+      /--cuda-compat "\$ORIGIN\/..\/lib" is relative; it must be an absolute path/,
+    );
     expect(() => hookDirectory('', '--driver-link', false)).toThrow(/--driver-link is empty/);
     expect(() => hookDirectory('./cc', '--cuda-compat', false)).toThrow(/is relative/);
     expect(() => hookDirectory('/a:/b', '--cuda-compat', false)).toThrow(/contains ':'/);
@@ -104,7 +110,8 @@ describe('runpath entries', () => {
 
 describe('isOneHookRun (check --nixpkgs-compat)', () => {
   const hooks = orderHooks([driverHook(), cudaCompatHook(COMPAT)]);
-  const once = (current: string | null, h: readonly Hook[] = hooks): string => composeRunpath(h, FILE, current, 'nixpkgs-compat')?.value ?? '';
+  const once = (current: string | null, h: readonly Hook[] = hooks): string =>
+    composeRunpath(h, FILE, current, 'nixpkgs-compat')?.value ?? '';
 
   it('is true of what one run of the hooks makes of any runpath, twice included', () => {
     const withStubs = orderHooks([driverHook(), cudaCompatHook(COMPAT), removeStubsHook()]);
@@ -144,11 +151,23 @@ describe('a file with many names, against running each hook once per name', () =
     { name: 'append', transform: { kind: 'append', dirs: ['/z'] }, files: {}, precedes: [], follows: [] },
     { name: 'append-stubs', transform: { kind: 'append', dirs: [STUBS] }, files: {}, precedes: [], follows: [] },
     { name: 'drop-build', transform: { kind: 'remove-matching', fragment: '/build/' }, files: {}, precedes: [], follows: [] },
-    { name: 'two-for-stubs', transform: { kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: ['/r1', '/r2'] }, files: {}, precedes: [], follows: [] },
+    {
+      name: 'two-for-stubs',
+      transform: { kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: ['/r1', '/r2'] },
+      files: {},
+      precedes: [],
+      follows: [],
+    },
     { name: 'two-first', transform: { kind: 'prepend', dirs: ['/p1', '/p2'] }, files: {}, precedes: [], follows: [] },
     { name: 'two-last', transform: { kind: 'append', dirs: ['/z', '/y'] }, files: {}, precedes: [], follows: [] },
     // Replacements that match the pattern themselves, and a filter that drops what other hooks add.
-    { name: 'stubs-for-stubs', transform: { kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: [STUBS_OUTPUT, '/r1'] }, files: {}, precedes: [], follows: [] },
+    {
+      name: 'stubs-for-stubs',
+      transform: { kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: [STUBS_OUTPUT, '/r1'] },
+      files: {},
+      precedes: [],
+      follows: [],
+    },
     { name: 'drop-compat', transform: { kind: 'remove-matching', fragment: 'cuda_compat' }, files: {}, precedes: [], follows: [] },
   ];
   const hookPool = [driverHook(), cudaCompatHook(COMPAT), removeStubsHook(), ...extraHooks];
@@ -176,7 +195,10 @@ describe('a file with many names, against running each hook once per name', () =
       const base = randomRunpath(random);
       const composed = composeRunpath(hooks, FILE, base, 'nixpkgs-compat', names);
       expect(composed?.value, `round ${round}`).toBe(referenceCompose(hooks, base, names));
-      expect(composed?.entries.map((entry) => entry.hook), `round ${round}`).toEqual(composeRunpath(runEachName(hooks, names), FILE, base, 'nixpkgs-compat', 1)?.entries.map((entry) => entry.hook));
+      expect(
+        composed?.entries.map((entry) => entry.hook),
+        `round ${round}`,
+      ).toEqual(composeRunpath(runEachName(hooks, names), FILE, base, 'nixpkgs-compat', 1)?.entries.map((entry) => entry.hook));
       const madeByOneRun = composed?.value ?? '';
       const entries = madeByOneRun.split(':');
       entries.splice(random.below(entries.length + 1), random.below(2), ...(random.below(2) === 1 ? [random.pick(entryPool)] : []));

@@ -133,7 +133,10 @@ function blankOut(source: string, blankStrings: boolean): string {
       out += ch;
       i++;
       templateText();
-    } else if (ch === '/' && /(?:^|[(,=:[!&|?{};+\-*%<>~^]|\b(?:return|typeof|case|in|of|delete|void|throw|new))\s*$/.test(out.slice(-40))) {
+    } else if (
+      ch === '/' &&
+      /(?:^|[(,=:[!&|?{};+\-*%<>~^]|\b(?:return|typeof|case|in|of|delete|void|throw|new))\s*$/.test(out.slice(-40))
+    ) {
       let j = i + 1;
       let inClass = false;
       while (j < n && source[j] !== '\n' && (inClass || source[j] !== '/')) {
@@ -177,7 +180,10 @@ function clauseIsTypeOnly(typeKeyword: boolean, clause: string): boolean {
   if (typeKeyword) return true;
   const named = /^\s*\{([^}]*)\}\s*$/.exec(clause);
   if (named === null) return false;
-  const names = (named[1] ?? '').split(',').map((name) => name.trim()).filter((name) => name !== '');
+  const names = (named[1] ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
   return names.length > 0 && names.every((name) => /^type\s/.test(name));
 }
 
@@ -192,7 +198,12 @@ function importsOf(source: string): ImportSite[] {
   for (const m of code.matchAll(/\b(import|export)(\s+type\b)?([^;'"`]*?)\bfrom\s*(['"])([^'"\n]+)\4/g)) {
     const keyword = m[1] ?? '';
     if (!isCode(m.index, keyword)) continue;
-    sites.push({ specifier: m[5] ?? '', typeOnly: clauseIsTypeOnly(m[2] !== undefined, m[3] ?? ''), line: lineAt(m.index), kind: 'static' });
+    sites.push({
+      specifier: m[5] ?? '',
+      typeOnly: clauseIsTypeOnly(m[2] !== undefined, m[3] ?? ''),
+      line: lineAt(m.index),
+      kind: 'static',
+    });
   }
   for (const m of code.matchAll(/\bimport\s*(['"])([^'"\n]+)\1/g)) {
     if (isCode(m.index, 'import')) sites.push({ specifier: m[2] ?? '', typeOnly: false, line: lineAt(m.index), kind: 'side-effect' });
@@ -204,7 +215,8 @@ function importsOf(source: string): ImportSite[] {
     dynamicLiterals++;
     sites.push({ specifier: m[2] ?? '', typeOnly: false, line: lineAt(m.index), kind: 'dynamic' });
   }
-  if (dynamicCalls !== dynamicLiterals) throw new Error(`an import() whose module is not a string literal cannot be checked (${dynamicCalls - dynamicLiterals} of them)`);
+  if (dynamicCalls !== dynamicLiterals)
+    throw new Error(`an import() whose module is not a string literal cannot be checked (${dynamicCalls - dynamicLiterals} of them)`);
   for (const m of code.matchAll(/\bnew\s+URL\s*\(\s*(['"])(\.[^'"\n]+)\1\s*,\s*import\.meta\.url\s*\)/g)) {
     if (isCode(m.index, 'new')) sites.push({ specifier: m[2] ?? '', typeOnly: false, line: lineAt(m.index), kind: 'url' });
   }
@@ -239,7 +251,8 @@ const sources = new Map(files.map((file) => [file, readFileSync(join(SRC, file),
 
 const edges: Edge[] = files.flatMap((file) =>
   importsOf(sources.get(file) ?? '').map((site): Edge => {
-    if (!site.specifier.startsWith('.')) return { from: file, to: site.specifier, internal: false, typeOnly: site.typeOnly, line: site.line };
+    if (!site.specifier.startsWith('.'))
+      return { from: file, to: site.specifier, internal: false, typeOnly: site.typeOnly, line: site.line };
     const target = resolve(SRC, dirname(file), site.specifier.replace(/\.c?js$/, '.ts'));
     return { from: file, to: inSrc(target), internal: true, typeOnly: site.typeOnly, line: site.line };
   }),
@@ -271,9 +284,9 @@ const processUsers = files.filter((file) => /(?<![\w$.])process\s*\??\.\s*[A-Za-
 describe('the import scan', () => {
   it('reads multi-line, type-only, re-export, side-effect and dynamic imports, and skips comments and strings', () => {
     const sample = [
-      "import {",
-      "  a,",
-      "  type B,",
+      'import {',
+      '  a,',
+      '  type B,',
       "} from './one.js';",
       "import type { C } from '../two.js';",
       "import { type D, type E } from './three.js';",
@@ -282,11 +295,11 @@ describe('the import scan', () => {
       "import './six.js';",
       "// import { g } from './not-me.js';",
       "/* export { h } from './nor-me.js'; */",
-      "const s = \"import { i } from './not-a-string.js'\";",
+      'const s = "import { i } from \'./not-a-string.js\'";',
       "const t = `${x} import('./not-template-text.js') ${await import('./seven.js')}`;",
       "const r = /\\/'/;",
       "const worker = new URL('./eight.js', import.meta.url);",
-      "export const u = 1;",
+      'export const u = 1;',
     ].join('\n');
     expect(importsOf(sample).map((s) => [s.specifier, s.typeOnly, s.line, s.kind])).toEqual([
       ['./one.js', false, 1, 'static'],
@@ -325,10 +338,12 @@ describe('the dependency rule', () => {
   });
 
   it('no import goes against the one-way flow, beyond the known debts', () => {
-    const breaches = edges.filter((edge) => edge.internal && !isKnownDebt(edge)).flatMap((edge) => {
-      const why = breach(edge);
-      return why === null ? [] : [describeEdge(edge, why)];
-    });
+    const breaches = edges
+      .filter((edge) => edge.internal && !isKnownDebt(edge))
+      .flatMap((edge) => {
+        const why = breach(edge);
+        return why === null ? [] : [describeEdge(edge, why)];
+      });
     expect(breaches).toEqual([]);
   });
 
@@ -341,7 +356,9 @@ describe('the dependency rule', () => {
   });
 
   it('every known debt is still owed (delete the ones that are paid)', () => {
-    const paid = KNOWN_DEBTS.filter((debt) => !edges.some((edge) => edge.from === debt.from && edge.to === debt.to && breach(edge) !== null));
+    const paid = KNOWN_DEBTS.filter(
+      (debt) => !edges.some((edge) => edge.from === debt.from && edge.to === debt.to && breach(edge) !== null),
+    );
     expect(paid.map((debt) => `${debt.from} → ${debt.to}: ${debt.why}`)).toEqual([]);
   });
 });

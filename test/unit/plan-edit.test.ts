@@ -6,7 +6,15 @@ import { describe, expect, it } from 'vitest';
 import type { Tier } from '../../src/plan/plan.js';
 import { CORPUS, type CorpusFile } from './corpus-table.js';
 import { corpusBytes } from './helpers/corpus.js';
-import { applyInMemory, applyPlanInMemory, contains, dynamicStrings, planOn, type DynamicStrings, type Operations } from './helpers/plan-in-memory.js';
+import {
+  applyInMemory,
+  applyPlanInMemory,
+  contains,
+  dynamicStrings,
+  planOn,
+  type DynamicStrings,
+  type Operations,
+} from './helpers/plan-in-memory.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat-12.8/lib:/run/opengl-driver/lib';
 
@@ -56,7 +64,12 @@ const EDITS: readonly Edit[] = [
   },
 ];
 
-const before = (file: CorpusFile): DynamicStrings => ({ needed: file.needed, soname: file.soname, runpath: file.runpath, rpath: file.rpath });
+const before = (file: CorpusFile): DynamicStrings => ({
+  needed: file.needed,
+  soname: file.soname,
+  runpath: file.runpath,
+  rpath: file.rpath,
+});
 
 describe.each(CORPUS)('$name', (file) => {
   describe.each(EDITS)('$label', (edit) => {

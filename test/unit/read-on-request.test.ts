@@ -29,7 +29,11 @@ const CASES: readonly Case[] = [
 ];
 
 /** Plans as the pipeline does: facts read on request, in the order the planner asks for them. */
-async function planOnRequest(bytes: Uint8Array, first: EditFacts, operations: Operations): Promise<{ asked: LaterFact[]; decision: PlanDecision }> {
+async function planOnRequest(
+  bytes: Uint8Array,
+  first: EditFacts,
+  operations: Operations,
+): Promise<{ asked: LaterFact[]; decision: PlanDecision }> {
   const image = await readImage(bytes);
   const editor = new DynamicEditor(currentEntries(first));
   operations(editor);
@@ -69,5 +73,4 @@ describe.each(CORPUS)('$name', (file) => {
     const sectionsMove = plan.tier === 'append';
     expect(asked.includes('symbol-table')).toBe(sectionsMove && first.symbolTable !== null);
   });
-
 });

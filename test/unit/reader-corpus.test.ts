@@ -17,7 +17,10 @@ describe.each(CORPUS)('$name', (file) => {
 
   it('reads the ELF header', async () => {
     const { codec, header } = await corpusImage(file.name);
-    expect({ elfClass: codec.elfClass, littleEndian: codec.littleEndian }).toEqual({ elfClass: file.elfClass, littleEndian: file.littleEndian });
+    expect({ elfClass: codec.elfClass, littleEndian: codec.littleEndian }).toEqual({
+      elfClass: file.elfClass,
+      littleEndian: file.littleEndian,
+    });
     expect({ machine: header.e_machine, type: header.e_type, entry: header.e_entry, phnum: header.phnum }).toEqual({
       machine: file.machine,
       type: file.type,
@@ -28,7 +31,9 @@ describe.each(CORPUS)('$name', (file) => {
 
   it('reads the program headers', async () => {
     const { programHeaders } = await corpusImage(file.name);
-    expect(programHeaders.map((ph) => [ph.p_type, ph.p_offset, ph.p_vaddr, ph.p_filesz, ph.p_memsz, ph.p_flags, ph.p_align])).toEqual(file.programHeaders);
+    expect(programHeaders.map((ph) => [ph.p_type, ph.p_offset, ph.p_vaddr, ph.p_filesz, ph.p_memsz, ph.p_flags, ph.p_align])).toEqual(
+      file.programHeaders,
+    );
   });
 
   it('reads the dynamic array and its strings', async () => {

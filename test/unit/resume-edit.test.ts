@@ -44,7 +44,11 @@ describe.each(CORPUS.filter((file) => file.runpath !== null || file.rpath !== nu
     const facts = await factsOf(cutShort);
     const resume = resumeOf(facts);
     expect(resume?.sections[0]?.section.name).toBe('.dynstr');
-    expect(resume?.sections[0]?.fields).toEqual({ sh_offset: facts.dynstr.offset, sh_addr: facts.dynstr.vaddr, sh_size: facts.dynstr.bytes.length });
+    expect(resume?.sections[0]?.fields).toEqual({
+      sh_offset: facts.dynstr.offset,
+      sh_addr: facts.dynstr.vaddr,
+      sh_size: facts.dynstr.bytes.length,
+    });
 
     const next = await planOn(cutShort, setLong);
     expect(next.plan.tier).not.toBe('noop');
@@ -86,7 +90,10 @@ describe.each(CORPUS.filter((file) => file.runpath !== null || file.rpath !== nu
     for (let cut = dynamic.offset; cut < switchWrite.offset + switchWrite.bytes.length; cut += size) {
       if (cut <= switchWrite.offset) continue;
       const part = { ...switchWrite, bytes: switchWrite.bytes.subarray(0, cut - switchWrite.offset) };
-      const array = applyInMemory(bytes, [...plan.writes.slice(0, switchAt), part], plan.newSize).subarray(dynamic.offset, dynamic.offset + dynamic.bytes.length);
+      const array = applyInMemory(bytes, [...plan.writes.slice(0, switchAt), part], plan.newSize).subarray(
+        dynamic.offset,
+        dynamic.offset + dynamic.bytes.length,
+      );
       const entries = [];
       for (let at = 0; codec.decode(DYN, array, at).d_tag !== DT.DT_NULL; at += size) entries.push(codec.decode(DYN, array, at));
       expect(cleanupMarked(codec, { ...dynamic, bytes: array, entries }), `the switch cut at 0x${cut.toString(16)}`).toBe(true);

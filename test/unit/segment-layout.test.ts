@@ -49,7 +49,8 @@ describe.each(CORPUS)('$name', (file) => {
     if (added === undefined) return;
     expect(added.p_vaddr % page).toBe(added.p_offset % page);
     if (executable) expect(added.p_vaddr - added.p_offset).toBe(0); // the first PT_LOAD's, in the corpus PIE
-    for (const ph of file.programHeaders.filter(([type]) => type === PT.PT_LOAD)) expect(added.p_vaddr).toBeGreaterThanOrEqual(ph[2] + ph[4]);
+    for (const ph of file.programHeaders.filter(([type]) => type === PT.PT_LOAD))
+      expect(added.p_vaddr).toBeGreaterThanOrEqual(ph[2] + ph[4]);
     expect(layout.vaddrOf(at)).toBe(added.p_vaddr + (at - added.p_offset));
     expect(finished.fileEnd).toBe(added.p_offset + added.p_filesz);
   });

@@ -8,8 +8,12 @@ const wrapper = (...lines: string[]): string => ['#! /bin/bash -e', ...lines, ''
 
 describe('readShellWrapper', () => {
   it('the program of the last exec, in the forms makeWrapper has written over the years', () => {
-    expect(readShellWrapper(wrapper('exec -a "$0" "/nix/store/x-foo/bin/.foo-wrapped"  "$@" '), null)?.program).toBe('/nix/store/x-foo/bin/.foo-wrapped');
-    expect(readShellWrapper(wrapper("exec '/nix/store/x-foo/bin/.foo-wrapped' \"${extraFlagsArray[@]}\" \"$@\""), null)?.program).toBe('/nix/store/x-foo/bin/.foo-wrapped');
+    expect(readShellWrapper(wrapper('exec -a "$0" "/nix/store/x-foo/bin/.foo-wrapped"  "$@" '), null)?.program).toBe(
+      '/nix/store/x-foo/bin/.foo-wrapped',
+    );
+    expect(readShellWrapper(wrapper('exec \'/nix/store/x-foo/bin/.foo-wrapped\' "${extraFlagsArray[@]}" "$@"'), null)?.program).toBe(
+      '/nix/store/x-foo/bin/.foo-wrapped',
+    );
     expect(readShellWrapper(wrapper('exec /usr/bin/python3 "$@"'), null)?.program).toBe('/usr/bin/python3');
   });
 
@@ -21,13 +25,30 @@ describe('readShellWrapper', () => {
   });
 
   it('the lines on LD_LIBRARY_PATH it does not follow are named, and leave the value as it was', () => {
-    const reading = readShellWrapper(wrapper("export LD_LIBRARY_PATH='/a'", 'export LD_LIBRARY_PATH=$(cat /etc/libs)', 'LD_LIBRARY_PATH=$HOME/lib', 'exec /x'), null);
+    const reading = readShellWrapper(
+      wrapper("export LD_LIBRARY_PATH='/a'", 'export LD_LIBRARY_PATH=$(cat /etc/libs)', 'LD_LIBRARY_PATH=$HOME/lib', 'exec /x'),
+      null,
+    );
     expect(reading?.ldLibraryPath).toBe('/a');
     expect(reading?.unfollowed).toEqual(['export LD_LIBRARY_PATH=$(cat /etc/libs)', 'LD_LIBRARY_PATH=$HOME/lib']);
   });
 
   it('an assignment inside a condition it cannot evaluate, or after else, is not followed', () => {
-    const reading = readShellWrapper(wrapper('if [ -d /opt ]; then', "  export LD_LIBRARY_PATH='/opt/lib'", 'fi', 'if [[ $LD_LIBRARY_PATH != *\':/b:\'* ]]; then', "  LD_LIBRARY_PATH=$LD_LIBRARY_PATH'/b'", 'else', "  LD_LIBRARY_PATH='/c'", 'fi', 'export LD_LIBRARY_PATH', 'exec /x'), null);
+    const reading = readShellWrapper(
+      wrapper(
+        'if [ -d /opt ]; then',
+        "  export LD_LIBRARY_PATH='/opt/lib'",
+        'fi',
+        "if [[ $LD_LIBRARY_PATH != *':/b:'* ]]; then",
+        "  LD_LIBRARY_PATH=$LD_LIBRARY_PATH'/b'",
+        'else',
+        "  LD_LIBRARY_PATH='/c'",
+        'fi',
+        'export LD_LIBRARY_PATH',
+        'exec /x',
+      ),
+      null,
+    );
     expect(reading?.ldLibraryPath).toBe('/b');
     expect(reading?.unfollowed).toEqual(["export LD_LIBRARY_PATH='/opt/lib'", "LD_LIBRARY_PATH='/c'"]);
   });

@@ -132,16 +132,24 @@ describe.each(CASES)('$name', (c) => {
     expect(placement.deadRanges).toEqual(c.deadRanges ?? []);
     for (const range of placement.deadRanges) expect(placement.table.subarray(range.start, range.end).every((b) => b === 0)).toBe(true);
     // The live strings read as before.
-    for (const index of live) expect(text(placement.table.subarray(index, placement.table.indexOf(0, index)))).toBe(text(table.subarray(index, table.indexOf(0, index))));
+    for (const index of live)
+      expect(text(placement.table.subarray(index, placement.table.indexOf(0, index)))).toBe(
+        text(table.subarray(index, table.indexOf(0, index))),
+      );
   });
 });
 
 it('places each distinct text once, however many entries ask for it', () => {
   const { table } = tableOf(['/old']);
-  const placement = placeStrings(table, [], [], [
-    { text: '/lib', previous: null },
-    { text: '/lib', previous: null },
-  ]);
+  const placement = placeStrings(
+    table,
+    [],
+    [],
+    [
+      { text: '/lib', previous: null },
+      { text: '/lib', previous: null },
+    ],
+  );
   expect([...placement.indexOf]).toEqual([['/lib', table.length]]);
   expect(text(placement.table.subarray(table.length))).toBe('/lib\0');
 });
@@ -167,10 +175,15 @@ it('fills many slack runs over a large live set (past the scans, a sorted copy a
 // one's terminator, so the first read as both joined ("xyzw") and the read-back refused the edit.
 it('keeps a NUL between two new strings placed in the same slack run', () => {
   const { table } = tableOf(['a'], 12);
-  const placement = placeStrings(table, [[1]], [], [
-    { text: 'xy', previous: null },
-    { text: 'zw', previous: null },
-  ]);
+  const placement = placeStrings(
+    table,
+    [[1]],
+    [],
+    [
+      { text: 'xy', previous: null },
+      { text: 'zw', previous: null },
+    ],
+  );
   for (const request of ['xy', 'zw']) {
     const index = placement.indexOf.get(request) ?? -1;
     expect(text(placement.table.subarray(index, index + request.length + 1)), request).toBe(`${request}\0`);

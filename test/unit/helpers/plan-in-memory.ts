@@ -60,7 +60,12 @@ export interface DynamicStrings {
 export async function dynamicStrings(bytes: Uint8Array): Promise<DynamicStrings> {
   const image = await readImage(bytes);
   const one = async (tag: number): Promise<string | null> => (await dynamicStringsOf(image, tag))[0] ?? null;
-  return { needed: await dynamicStringsOf(image, DT.DT_NEEDED), soname: await one(DT.DT_SONAME), runpath: await one(DT.DT_RUNPATH), rpath: await one(DT.DT_RPATH) };
+  return {
+    needed: await dynamicStringsOf(image, DT.DT_NEEDED),
+    soname: await one(DT.DT_SONAME),
+    runpath: await one(DT.DT_RUNPATH),
+    rpath: await one(DT.DT_RPATH),
+  };
 }
 
 /** Whether `text` occurs anywhere in the bytes (a dead path left in the file). */
