@@ -107,7 +107,7 @@ describe('Ctrl-C (SIGINT) during apply', () => {
     let seen = 0;
     const run = await applyAndInterrupt(
       [root, '--verbose', '--jobs', String(jobs)],
-      async (line) => line !== null && line.startsWith('patched ') && ++seen >= BEFORE_SIGNAL,
+      async (line) => (line?.startsWith('patched ') ?? false) && ++seen >= BEFORE_SIGNAL,
     );
     expect({ code: run.code, signal: run.signal }, run.stderr).toEqual({ code: 130, signal: null });
 

@@ -52,7 +52,7 @@ describe(`read → plan → write on mutated real files (seed 0x${SEED.toString(
     expect(figures.iterations).toBe(ITERATIONS);
     // Mutations every planner accepts, or none accepts, would prove little.
     expect(figures.written).toBeGreaterThan(ITERATIONS / 5);
-    expect(figures.refused['format'] ?? 0).toBeGreaterThan(ITERATIONS / 5);
+    expect(figures.refused.format ?? 0).toBeGreaterThan(ITERATIONS / 5);
     expect(figures.noop).toBeGreaterThan(0);
     expect(figures.distinctInputs).toBeGreaterThan(ITERATIONS * 0.9);
   });

@@ -103,7 +103,7 @@ const HOOK_ATTRIBUTES: Readonly<Record<string, HookName>> = {
  */
 function hookListsOfNixDoc(text: string): Record<List, HookName[]> {
   const section = text.split(/^## In a derivation$/m)[1] ?? '';
-  const example = /```nix\n([^]*?)```/.exec(section)?.[1] ?? '';
+  const example = /```nix\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
   const lists: Record<List, HookName[]> = { depsBuildBuild: [], nativeBuildInputs: [], buildInputs: [] };
   for (const [, list, value] of example.matchAll(/\b(depsBuildBuild|nativeBuildInputs|buildInputs)\s*=([^;]*);/g)) {
     for (const [, attribute] of (value ?? '').matchAll(/cuda-patchelf\.(\w+)/g)) {

@@ -350,7 +350,7 @@ describe('apply --config', () => {
 
 describe('the examples of docs/hooks.md', () => {
   /** Each ```json block followed by "Resulting runpath[, with `FLAGS`][, of `START`]: `RESULT`". */
-  const EXAMPLE = /```json\n([^]*?)```\n\nResulting runpath(?:, with `([^`]*)`)?(?:, of `([^`]*)`)?: `([^`]*)`/g;
+  const EXAMPLE = /```json\n([\s\S]*?)```\n\nResulting runpath(?:, with `([^`]*)`)?(?:, of `([^`]*)`)?: `([^`]*)`/g;
   let work = '';
 
   beforeAll(async () => {

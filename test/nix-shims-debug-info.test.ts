@@ -13,7 +13,7 @@ import { openNixRun, type NixRun } from './helpers/nix-build.js';
 import { cliPath } from './helpers/run-cli.js';
 import { VERSION, greetReport, outputSearchPaths, type SearchPath } from './helpers/shim-stdenv.js';
 import { makeTempDir, sha256File } from './helpers/tree-tools.js';
-import { type ExecResult } from './helpers/exec.js';
+import type { ExecResult } from './helpers/exec.js';
 
 const OURS = ['greetDebug', 'greetDebugReversed', 'greetDebugTwice'] as const;
 const NIXPKGS = 'greetDebugNixpkgs';

@@ -361,7 +361,7 @@ describe('the installed hooks in the stdenv harness', () => {
 describe('nix/package.nix', () => {
   const standIns = join(REPO_ROOT, 'nix', 'tests', 'package-stand-ins.nix');
   const nixEnv = (): NodeJS.ProcessEnv =>
-    cleanEnv({ PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/root', NIX_CONFIG });
+    cleanEnv({ PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', NIX_CONFIG });
 
   interface HookSummary {
     readonly name: string;
@@ -501,7 +501,7 @@ describe('nix/package.nix', () => {
 
   it('fills the cuda_compat hook with nothing where cudaPackages has no cuda_compat (every platform but Jetson)', async () => {
     const summary = await evaluate(null);
-    expect(summary.hooks.autoAddCudaCompatRunpathHook.substitutions['cudaCompat']).toBe('');
+    expect(summary.hooks.autoAddCudaCompatRunpathHook.substitutions.cudaCompat).toBe('');
   });
 
   it('builds the package laid out as Nixpkgs installs it, and its hook packages fix up a build', async () => {

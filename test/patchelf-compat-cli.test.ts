@@ -23,7 +23,7 @@ const DT_SONAME = 14;
 const DT_RUNPATH = 29;
 /** How an edit line says the file was written, whichever way the planner found. */
 const WRITTEN = String.raw`\((?:edited in place|tables copied to the end of the file|file rewritten whole), \d+ bytes? written\)`;
-const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 let patchelf: string;
 
@@ -264,7 +264,7 @@ describe('--help documents the patchelf-compatible mode', () => {
       '--output FILE',
       '--debug',
     ]) {
-      expect(result.stdout).toMatch(new RegExp(`^ +${escape(flag)} `, 'm'));
+      expect(result.stdout).toMatch(new RegExp(`^ +${escapeRegExp(flag)} `, 'm'));
     }
     expect(result.stdout).toContain('@FILE as the value of --set-rpath, --add-rpath, --add-needed, --remove-needed or --output');
     expect(result.stdout).toContain("Exit status 0, or 1 on any failure (a wrong command line included), as patchelf's.");
@@ -340,7 +340,7 @@ describe('output: silent as patchelf, and lines that say what was done', () => {
     const result = await runCli([...args, 'lib.so'], { cwd: dir });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toBe('');
-    expect(stderrLines(result)).toEqual([expect.stringMatching(new RegExp(`^lib\\.so: ${escape(what)} ${WRITTEN}$`))]);
+    expect(stderrLines(result)).toEqual([expect.stringMatching(new RegExp(`^lib\\.so: ${escapeRegExp(what)} ${WRITTEN}$`))]);
   });
 
   it.each([
@@ -360,7 +360,7 @@ describe('output: silent as patchelf, and lines that say what was done', () => {
     const dir = await workDir('edit-line', LIBRARY);
     const result = await runCli([...args, 'lib.so'], { cwd: dir });
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout.split('\n')).toEqual([expect.stringMatching(new RegExp(`^lib\\.so: ${escape(what)} ${WRITTEN}$`)), '']);
+    expect(result.stdout.split('\n')).toEqual([expect.stringMatching(new RegExp(`^lib\\.so: ${escapeRegExp(what)} ${WRITTEN}$`)), '']);
   });
 
   it.each([

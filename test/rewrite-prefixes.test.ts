@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
 import { byteStringToText, textToByteString } from '../src/elf/byte-string.js';
 import { readElfImage } from '../src/elf/elf-image.js';
-import { DynamicEditor, addRunpathEntries, splitRunpath } from '../src/plan/dynamic-editor.js';
+import { type DynamicEditor, addRunpathEntries, splitRunpath } from '../src/plan/dynamic-editor.js';
 import { planEditOf } from '../src/edit/plan-file.js';
 import type { Plan } from '../src/plan/plan.js';
 import { applyPlan } from '../src/write/apply-plan.js';

@@ -430,7 +430,7 @@ describe.each(ARCHES)('%s', (arch) => {
       const needsBefore = (await mustExec(requireTool('readelf'), ['-VW', old])).stdout;
       await copyFile(library, join(sub, 'libver-renamed.so.1'));
       await cli(['replace-needed', 'libver.so.1', 'libver-renamed.so.1', old]);
-      await cli(['set-runpath', LONG_RUNPATH + ':$ORIGIN', old]);
+      await cli(['set-runpath', `${LONG_RUNPATH}:$ORIGIN`, old]);
       const needsAfter = (await mustExec(requireTool('readelf'), ['-VW', old])).stdout;
       expect(needsAfter).toBe(needsBefore.replace('File: libver.so.1 ', 'File: libver-renamed.so.1 '));
       expect(needsAfter).not.toBe(needsBefore);

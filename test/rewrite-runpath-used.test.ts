@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GREETING, fixture, requireTool, runOn, type Fixture } from './helpers/fixtures.js';
 import { copyFixture, describeExec, escapeRegExp, makeTempDir, readBack, spawnBuiltCli } from './helpers/verify.js';
-import { type ExecResult } from './helpers/exec.js';
+import type { ExecResult } from './helpers/exec.js';
 import { byteStringToText } from '../src/elf/byte-string.js';
 
 const VARIANTS = ['x86_64', 'aarch64-64k', 'aarch64-4k'] as const;

@@ -351,7 +351,7 @@ describe.each(ARCHES)('%s', (arch) => {
     console.info(`${arch} rewrite fuzz: ${JSON.stringify(figures)}`);
     expect(failures.map((f) => `iteration ${f.iteration}: ${f.mutation}; ${f.operation}: ${f.problems.join('; ')}`)).toEqual([]);
     expect(figures.crashes + figures.hangs + figures.wrongResults + figures.memoryOverruns).toBe(0);
-    expect(figures.writtenTiers['rewrite'] ?? 0).toBeGreaterThan(FUZZ_ITERATIONS / 10);
+    expect(figures.writtenTiers.rewrite ?? 0).toBeGreaterThan(FUZZ_ITERATIONS / 10);
   }, 300_000);
 
   it('killed at random moments (--durable), the file is always its original or the finished result', async () => {

@@ -25,7 +25,7 @@ const GAP = 8;
 const PANEL_HEAD = 44;
 const AXIS = 22;
 
-const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escapeXml = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 interface Axis {
   readonly x: (value: number) => number;
@@ -50,18 +50,18 @@ function axisOf(panel: Panel): Axis {
 
 function panelSvg(panel: Panel, top: number): { svg: string; height: number } {
   const axis = axisOf(panel);
-  const parts: string[] = [`<text x="16" y="${top + 24}" class="panel">${escape(panel.title)}</text>`];
+  const parts: string[] = [`<text x="16" y="${top + 24}" class="panel">${escapeXml(panel.title)}</text>`];
   const plotTop = top + PANEL_HEAD;
   const plotHeight = panel.bars.length * (BAR + GAP);
   for (const tick of axis.ticks) {
     const x = LABEL + axis.x(tick);
     parts.push(`<line x1="${x}" y1="${plotTop - 4}" x2="${x}" y2="${plotTop + plotHeight}" class="grid"/>`);
-    parts.push(`<text x="${x}" y="${plotTop + plotHeight + 16}" class="tick">${escape(panel.format(tick))}</text>`);
+    parts.push(`<text x="${x}" y="${plotTop + plotHeight + 16}" class="tick">${escapeXml(panel.format(tick))}</text>`);
   }
   panel.bars.forEach((bar, i) => {
     const y = plotTop + i * (BAR + GAP);
     const width = Math.max(1, axis.x(bar.value));
-    parts.push(`<text x="${LABEL - 10}" y="${y + BAR * 0.72}" class="label">${escape(bar.label)}</text>`);
+    parts.push(`<text x="${LABEL - 10}" y="${y + BAR * 0.72}" class="label">${escapeXml(bar.label)}</text>`);
     parts.push(`<rect x="${LABEL}" y="${y}" width="${width.toFixed(1)}" height="${BAR}" class="${bar.accent ? 'ours' : 'theirs'}"/>`);
     if (bar.min !== undefined && bar.max !== undefined && bar.max > bar.min) {
       const [x1, x2, mid] = [LABEL + axis.x(bar.min), LABEL + axis.x(bar.max), y + BAR / 2];
@@ -70,7 +70,7 @@ function panelSvg(panel: Panel, top: number): { svg: string; height: number } {
       );
     }
     const end = LABEL + Math.max(width, axis.x(bar.max ?? bar.value));
-    parts.push(`<text x="${(end + 6).toFixed(1)}" y="${y + BAR * 0.72}" class="value">${escape(panel.format(bar.value))}</text>`);
+    parts.push(`<text x="${(end + 6).toFixed(1)}" y="${y + BAR * 0.72}" class="value">${escapeXml(panel.format(bar.value))}</text>`);
   });
   return { svg: parts.join('\n'), height: PANEL_HEAD + plotHeight + AXIS + 12 };
 }
@@ -90,8 +90,8 @@ export function barChartSvg(title: string, subtitle: string, panels: readonly Pa
     '.grid{stroke:#ddd}.ours{fill:#2a7ab8}.theirs{fill:#b0b0b0}.whisker{stroke:#222;stroke-width:1.2;fill:none}',
     '</style>',
     `<rect width="${WIDTH}" height="${y + 8}" fill="#fff"/>`,
-    `<text x="16" y="26" class="title">${escape(title)}</text>`,
-    `<text x="16" y="44" class="subtitle">${escape(subtitle)}</text>`,
+    `<text x="16" y="26" class="title">${escapeXml(title)}</text>`,
+    `<text x="16" y="44" class="subtitle">${escapeXml(subtitle)}</text>`,
     ...bodies,
     '</svg>',
     '',

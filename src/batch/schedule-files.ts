@@ -58,7 +58,7 @@ interface WaitingFile {
 }
 
 /** The most threads that patch files at once: --jobs, never more than the CPUs (see above). */
-export function threadLimit(jobs: number, cpuCount: number): number {
+function threadLimit(jobs: number, cpuCount: number): number {
   return Math.max(1, Math.min(jobs, cpuCount));
 }
 
@@ -110,7 +110,8 @@ export class FileScheduler {
     if (!this.threaded)
       return { outcome: await processFile(item, this.options, { inodes: this.inodes, ...(sniffed === null ? {} : { opened: sniffed }) }) };
     sniffed?.source.close();
-    const pool = (this.pool ??= new WorkerPool(this.options, this.maxThreads));
+    this.pool ??= new WorkerPool(this.options, this.maxThreads);
+    const pool = this.pool;
     this.queued++;
     pool.growTo(this.queued);
     const outcome = this.waitOrSend(pool, item);

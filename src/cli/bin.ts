@@ -13,7 +13,7 @@ import { compileBundle, runBundle, writeCodeCache } from './code-cache.js';
 const BUNDLE = fileURLToPath(new URL('./main.cjs', import.meta.url));
 
 const script = compileBundle(BUNDLE);
-if (process.env['CUDA_PATCHELF_WRITE_CODE_CACHE'] !== undefined) {
+if (process.env.CUDA_PATCHELF_WRITE_CODE_CACHE !== undefined) {
   // At exit, so that the functions the run compiled are in the cache too.
   process.on('exit', () => writeCodeCache(script, BUNDLE));
 }

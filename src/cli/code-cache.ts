@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 import { Script } from 'node:vm';
 
 /** Where the cache of a bundle lives: beside it. */
-export function codeCachePath(bundle: string): string {
+function codeCachePath(bundle: string): string {
   return `${bundle}.code-cache`;
 }
 

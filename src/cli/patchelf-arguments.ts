@@ -75,7 +75,7 @@ const OWN_OPTIONS = new Set(['-h', '--help', '-V', '--version']);
  */
 export function isPatchelfInvocation(argv: readonly string[]): boolean {
   const first = argv[0];
-  if (first !== undefined && first.startsWith('-') && !OWN_OPTIONS.has(first)) return true;
+  if (first?.startsWith('-') && !OWN_OPTIONS.has(first)) return true;
   return argv.some((arg) => SPEC_OF.has(arg) || NOT_TAKEN.has(arg));
 }
 

@@ -54,7 +54,7 @@ interface TreeOptions {
  * anew), so one thread per CPU oversubscribes them: measured on 2 CPUs, --jobs 1 beats --jobs 2; on 16,
  * --jobs 8 beats --jobs 16 (docs/benchmarks.md, Threads).
  */
-export function defaultJobs(cpuCount: number): number {
+function defaultJobs(cpuCount: number): number {
   return Math.max(1, Math.floor(cpuCount / 2));
 }
 

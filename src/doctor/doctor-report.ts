@@ -120,7 +120,7 @@ function searched(resolution: Resolution): SearchedRecord[] {
 }
 
 /** Each object once, where its first DT_NEEDED reference puts it: ld.so's breadth-first load order. */
-export function loadOrder(edges: readonly Edge[]): { map: LinkMap; name: string; neededBy: LinkMap }[] {
+function loadOrder(edges: readonly Edge[]): { map: LinkMap; name: string; neededBy: LinkMap }[] {
   const listed = new Set<LinkMap>();
   const order: { map: LinkMap; name: string; neededBy: LinkMap }[] = [];
   for (const edge of edges) {

@@ -12,7 +12,7 @@ import type { CacheLookupTarget } from './ld-cache-lookup.js';
 import { readLoaderFacts, type LoaderFacts } from './loader-facts.js';
 import { parseLoaderHelp, runLoaderHelp } from './loader-help.js';
 import type { MachineAbi } from './machine-abi.js';
-import { ObjectFactsCache, type ObjectFacts } from './object-facts.js';
+import type { ObjectFactsCache, ObjectFacts } from './object-facts.js';
 import type { SystemRoot } from './system-root.js';
 
 export interface EmulationSettings {

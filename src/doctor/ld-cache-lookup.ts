@@ -23,7 +23,7 @@ export interface CacheLookupTarget {
 }
 
 /** glibc's _dl_cache_libcmp: runs of digits compare as numbers, so libfoo.so.10 sorts after libfoo.so.9. */
-export function cacheNameCompare(a: string, b: string): number {
+function cacheNameCompare(a: string, b: string): number {
   let i = 0;
   let j = 0;
   const isDigit = (s: string, k: number): boolean => k < s.length && s.charCodeAt(k) >= 0x30 && s.charCodeAt(k) <= 0x39;

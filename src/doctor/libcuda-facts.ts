@@ -32,7 +32,7 @@ function directories(path: string): string[] {
   return path.split('/').slice(0, -1);
 }
 
-export function libcudaKind(path: string, realPath: string, codeBytes: number): LibcudaKind {
+function libcudaKind(path: string, realPath: string, codeBytes: number): LibcudaKind {
   const dirs = [...directories(path), ...directories(realPath)];
   if (dirs.includes('stubs') || codeBytes < STUB_CODE_BYTES) return 'stub';
   if (dirs.includes('compat') || /cuda[-_]compat/.test(path) || /cuda[-_]compat/.test(realPath)) return 'compat';

@@ -96,12 +96,16 @@ export async function readLoaderFacts(image: ElfImage, abi: MachineAbi, ownDirec
   const rodata = await rodataOf(image);
   const strings = rodata === null ? [] : stringsOf(rodata);
   const assumed: string[] = [];
-  const systemDirs = systemDirsIn(strings, ownDirectory) ?? (assumed.push('systemDirs'), debianSystemDirs(abi));
+  const foundDirs = systemDirsIn(strings, ownDirectory);
+  if (foundDirs === null) assumed.push('systemDirs');
+  const systemDirs = foundDirs ?? debianSystemDirs(abi);
   const cache = strings.find((s) => s.text.startsWith('/') && s.text.endsWith('/ld.so.cache'))?.text;
   if (cache === undefined) assumed.push('cachePath');
   const preload = strings.find((s) => s.text.startsWith('/') && s.text.endsWith('/ld.so.preload'))?.text;
   if (preload === undefined) assumed.push('preloadPath');
-  const dstLib = dstLibIn(strings) ?? (assumed.push('dstLib'), `lib/${abi.multiarch}`);
+  const foundLib = dstLibIn(strings);
+  if (foundLib === null) assumed.push('dstLib');
+  const dstLib = foundLib ?? `lib/${abi.multiarch}`;
   const release = strings.map((s) => /release version (\d+)\.(\d+)/.exec(s.text)).find((m) => m !== null);
   if (release === undefined) assumed.push('glibc');
   return {

@@ -57,12 +57,12 @@ export function mappingRefusal(facts: ObjectFacts, dlopen: boolean): string | nu
   return null;
 }
 
-export function fileIdOf(stats: Stats): string {
+function fileIdOf(stats: Stats): string {
   return `${stats.dev}:${stats.ino}`;
 }
 
 /** Reads the facts of the file at `hostPath` (already stat'ed by the caller). */
-export async function readObjectFacts(hostPath: string, stats: Stats): Promise<ObjectFacts> {
+async function readObjectFacts(hostPath: string, stats: Stats): Promise<ObjectFacts> {
   const source = FileByteSource.open(hostPath);
   try {
     const image = await readElfImage(source, { emptyDynamic: 'absent' });

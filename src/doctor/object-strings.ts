@@ -33,7 +33,7 @@ export interface StringShape {
  * Calls `visit` with each NUL-terminated string of [offset, offset+size) of that shape, in order, until it
  * returns true. One pass over the bytes: a call per NUL would cost seconds on a driver's 20 MiB .rodata.
  */
-export async function scanStrings(
+async function scanStrings(
   source: ByteSource,
   offset: number,
   size: number,

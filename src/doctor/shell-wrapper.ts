@@ -211,7 +211,7 @@ function execProgram(line: string): string | null {
   const word = match?.[1];
   if (word === undefined) return null;
   const program = evaluate(word, null);
-  return program !== null && program.startsWith('/') && !word.includes('$') ? program : null;
+  return program?.startsWith('/') && !word.includes('$') ? program : null;
 }
 
 /**

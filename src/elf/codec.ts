@@ -201,7 +201,7 @@ export class ElfCodec {
   encodeRecords<N extends string>(layout: RecordLayout<N>, records: readonly Record<N, number>[], count = records.length): Uint8Array {
     const size = this.sizeOf(layout);
     const bytes = new Uint8Array(count * size);
-    records.forEach((record, i) => this.encode(layout, record, bytes, i * size));
+    for (const [i, record] of records.entries()) this.encode(layout, record, bytes, i * size);
     return bytes;
   }
 

@@ -78,10 +78,6 @@ export const PT = {
   PT_GNU_PROPERTY: 0x6474e553,
   PT_ARM_EXIDX: 0x70000001,
 } as const;
-export const PT_NAMES = table(PT, [
-  { low: 0x60000000, high: 0x6fffffff, base: 'PT_LOOS' },
-  { low: 0x70000000, high: 0x7fffffff, base: 'PT_LOPROC' },
-]);
 
 export const PF_X = 1;
 export const PF_W = 2;
@@ -188,11 +184,6 @@ export const SHT = {
   SHT_GNU_VERNEED: 0x6ffffffe,
   SHT_GNU_VERSYM: 0x6fffffff,
 } as const;
-export const SHT_NAMES = table(SHT, [
-  { low: 0x60000000, high: 0x6fffffff, base: 'SHT_LOOS' },
-  { low: 0x70000000, high: 0x7fffffff, base: 'SHT_LOPROC' },
-  { low: 0x80000000, high: 0xffffffff, base: 'SHT_LOUSER' },
-]);
 
 /** sh_flags: the section occupies memory at run time. */
 export const SHF_ALLOC = 0x2;

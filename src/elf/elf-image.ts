@@ -180,7 +180,7 @@ async function dynamicSectionHasNoBytes(
 }
 
 /** Class and byte order from e_ident, or a format error saying why this is not an ELF file we read. */
-export function codecFromIdent(ident: Uint8Array): ElfCodec {
+function codecFromIdent(ident: Uint8Array): ElfCodec {
   for (let i = 0; i < ELF_MAGIC.length; i++) {
     if (ident[i] !== ELF_MAGIC[i]) throw formatError('not an ELF file (no \\x7fELF magic)', 0);
   }

@@ -40,7 +40,7 @@ export interface ElfSummary {
   readonly skipReason: string | null;
 }
 
-export function segmentFlags(p_flags: number): string {
+function segmentFlags(p_flags: number): string {
   return [(p_flags & 4) !== 0 ? 'R' : ' ', (p_flags & 2) !== 0 ? 'W' : ' ', (p_flags & 1) !== 0 ? 'E' : ' '].join('');
 }
 

@@ -48,6 +48,7 @@ export function formatError(message: string, offset?: number): CudaPatchelfError
 
 /** Control characters as escapes (\n, \t, \x1b …): an error line stays one line whatever a name holds. */
 export function oneLine(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this escapes.
   return text.replace(/[\x00-\x1f\x7f]/g, (c) =>
     c === '\n' ? '\\n' : c === '\t' ? '\\t' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
   );

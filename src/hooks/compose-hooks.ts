@@ -50,7 +50,7 @@ function selects(selector: FileSelector, file: FileFacts): boolean {
   if (selector.sharedObjectsOnly && !file.isSharedObject) return false;
   const { include, exclude, excludeUnder } = compiledSelector(selector);
   if (include !== null && !include(file.relativePath)) return false;
-  if (exclude !== null && exclude(file.relativePath)) return false;
+  if (exclude?.(file.relativePath)) return false;
   if (excludeUnder.length === 0) return true;
   const absolute = resolve(file.path);
   return !excludeUnder.some((dir) => absolute === dir || absolute.startsWith(dir + sep));
@@ -70,8 +70,10 @@ const matchers = new WeakMap<PatternTransform, (entry: string) => boolean>();
 
 /** The stubs patterns' rules (stubsMatcher) are those of every transform with shell-style patterns. */
 function matcherOf(transform: PatternTransform): (entry: string) => boolean {
-  let matcher = matchers.get(transform);
-  if (matcher === undefined) matchers.set(transform, (matcher = stubsMatcher(transform.patterns)));
+  const known = matchers.get(transform);
+  if (known !== undefined) return known;
+  const matcher = stubsMatcher(transform.patterns);
+  matchers.set(transform, matcher);
   return matcher;
 }
 

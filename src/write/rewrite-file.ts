@@ -30,7 +30,7 @@ import { splitsHardLinks } from './write-refusal.js';
 const COPY_CHUNK = 1 << 20;
 
 /** The name the new file has until it replaces `path`. */
-export function rewriteTempPath(path: string): string {
+function rewriteTempPath(path: string): string {
   return join(dirname(path), `.${basename(path)}.cuda-patchelf-rewrite-${process.pid}`);
 }
 

@@ -72,7 +72,7 @@ export interface FuzzFigures {
 }
 
 /** A problem without its numbers: the same bug on different inputs gives the same kind. */
-export function problemKind(problem: string): string {
+function problemKind(problem: string): string {
   return (problem.split('\n')[0] ?? '')
     .replace(/"[^"]*"/g, '"…"')
     .replace(/0x[0-9a-f]+|\d+/g, 'N')

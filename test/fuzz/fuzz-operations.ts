@@ -4,6 +4,7 @@
 // to do when the same edit is asked again.
 
 import { readFile, stat } from 'node:fs/promises';
+import type { FileOutcome } from '../../src/batch/file-outcome.js';
 import { processFile } from '../../src/batch/process-file.js';
 import { FileByteSource } from '../../src/elf/byte-source.js';
 import { DT, PT } from '../../src/elf/constants.js';
@@ -116,7 +117,7 @@ async function readBackEntries(
  * The plan's writes laid over the input (behind `shift` zero bytes for a rewrite): what the file must
  * hold afterwards, byte for byte.
  */
-export function expectedBytes(input: Uint8Array, plan: Plan): Uint8Array {
+function expectedBytes(input: Uint8Array, plan: Plan): Uint8Array {
   const shift = plan.shift ?? 0;
   const out = new Uint8Array(
     Math.max(plan.newSize, shift + input.length, ...plan.writes.map((write) => write.offset + write.bytes.length)),
@@ -184,7 +185,7 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 /** What a refusal must look like: the tool's own error, a kind a bad file may get, a readable message. */
-export function refusalProblems(error: unknown): string[] {
+function refusalProblems(error: unknown): string[] {
   if (!(error instanceof CudaPatchelfError)) {
     return [`not a CudaPatchelfError: ${error instanceof Error ? `${error.name}: ${error.message}\n${error.stack ?? ''}` : String(error)}`];
   }
@@ -255,7 +256,7 @@ export function hooksOperation(semantics: Semantics, removeStubs: boolean): Oper
     name: `apply hooks (${semantics}${removeStubs ? ', remove-stubs' : ''})`,
     async run(path, input) {
       const item = { kind: 'file', path, relativePath: 'lib/input.so' } as const;
-      let outcome;
+      let outcome: FileOutcome;
       try {
         outcome = await processFile(item, options);
       } catch (error) {

@@ -90,7 +90,7 @@ function newFormat(entries: readonly CacheEntrySpec[], fileOffset: number): Buff
     extension.writeUInt32LE(0, 12);
     extension.writeUInt32LE(arrayAt, 16);
     extension.writeUInt32LE(4 * nameOffsets.length, 20);
-    nameOffsets.forEach((offset, i) => extension.writeUInt32LE(offset, 24 + 4 * i));
+    for (const [i, offset] of nameOffsets.entries()) extension.writeUInt32LE(offset, 24 + 4 * i);
   }
   const header = Buffer.alloc(48);
   header.write('glibc-ld.so.cache1.1', 0, 'latin1');

@@ -38,19 +38,22 @@ export function parseLdDebug(stderr: string, listed: boolean): RealLoad[] {
   let first = true;
   for (const raw of stderr.split('\n')) {
     const line = raw.replace(/^\s*\d+:\s?/, '');
-    let match: RegExpExecArray | null;
-    if ((match = /^file=(.*) \[\d+\];\s+dynamically loaded by (.*) \[\d+\]$/.exec(line)) !== null) {
-      dlopenedBy = match[2] ?? null;
-      dlopen = { name: match[1] ?? '', caller: dlopenedBy ?? '' };
-    } else if ((match = /^file=(.*) \[\d+\];\s+needed by /.exec(line)) !== null) {
+    const dlopened = /^file=(.*) \[\d+\];\s+dynamically loaded by (.*) \[\d+\]$/.exec(line);
+    const search = /^find library=(.*) \[\d+\]; searching$/.exec(line);
+    const tried = /^\s*trying file=(.*)$/.exec(line);
+    const mapped = /^file=(.*) \[\d+\];\s+generating link map$/.exec(line);
+    if (dlopened !== null) {
+      dlopenedBy = dlopened[2] ?? null;
+      dlopen = { name: dlopened[1] ?? '', caller: dlopenedBy ?? '' };
+    } else if (/^file=(.*) \[\d+\];\s+needed by /.test(line)) {
       dlopenedBy = null;
-    } else if ((match = /^find library=(.*) \[\d+\]; searching$/.exec(line)) !== null) {
-      searching = match[1] ?? null;
+    } else if (search !== null) {
+      searching = search[1] ?? null;
       trying = null;
-    } else if ((match = /^\s*trying file=(.*)$/.exec(line)) !== null) {
-      trying = match[1] ?? null;
-    } else if ((match = /^file=(.*) \[\d+\];\s+generating link map$/.exec(line)) !== null) {
-      const name = match[1] ?? '';
+    } else if (tried !== null) {
+      trying = tried[1] ?? null;
+    } else if (mapped !== null) {
+      const name = mapped[1] ?? '';
       if (listed && first) {
         first = false;
         continue;
@@ -84,9 +87,9 @@ export interface TraceRequest {
 export async function traceLoader(request: TraceRequest): Promise<LoaderTrace> {
   // ':' separates LD_DEBUG's words as ',' does, and qemu's -E splits its argument at commas.
   const vars: Record<string, string> = { LD_DEBUG: 'libs:files' };
-  if (request.libraryPath) vars['LD_LIBRARY_PATH'] = request.libraryPath;
+  if (request.libraryPath) vars.LD_LIBRARY_PATH = request.libraryPath;
   // `ld.so --list` stops at the first library it cannot find; trace mode goes on.
-  if (request.mode === 'list') vars['LD_TRACE_LOADED_OBJECTS'] = '1';
+  if (request.mode === 'list') vars.LD_TRACE_LOADED_OBJECTS = '1';
   let file: string;
   let args: string[];
   let env: NodeJS.ProcessEnv;

@@ -8,8 +8,8 @@ import { cleanEnv, execTool, mustExec, type ExecResult } from './exec.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** fixtures/build.sh writes here (CUDA_PATCHELF_FIXTURES_CACHE moves the cache for both). */
-export const CACHE_DIR = resolve(process.env['CUDA_PATCHELF_FIXTURES_CACHE'] ?? join(REPO_ROOT, 'fixtures', '.cache'));
-export const MANIFEST_PATH = join(CACHE_DIR, 'manifest.json');
+export const CACHE_DIR = resolve(process.env.CUDA_PATCHELF_FIXTURES_CACHE ?? join(REPO_ROOT, 'fixtures', '.cache'));
+const MANIFEST_PATH = join(CACHE_DIR, 'manifest.json');
 
 export type Arch = 'x86_64' | 'aarch64' | 'arm' | 'ppc64';
 /** The architectures whose code the tests compile and run here (x86_64 natively, aarch64 under qemu-aarch64); arm and ppc64 files are only read and edited. */
@@ -132,7 +132,7 @@ export function requireTool(name: string): string {
   if (hit) return hit;
   const candidates = name.includes('/')
     ? [name]
-    : (process.env['PATH'] ?? '')
+    : (process.env.PATH ?? '')
         .split(delimiter)
         .filter(Boolean)
         .map((dir) => join(dir, name));
@@ -211,7 +211,7 @@ export function runOn(
 }
 
 /** The dynamic loader of an architecture, as a path that runOn can execute. */
-export function loaderOf(arch: Arch): string {
+function loaderOf(arch: Arch): string {
   switch (arch) {
     case 'x86_64':
       return requireTool('/lib64/ld-linux-x86-64.so.2');

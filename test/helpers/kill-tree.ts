@@ -3,6 +3,7 @@
 // under one root with their relative paths, regular files only, each at most a given size so that the
 // tree can be restored between rounds in a moment.
 
+import type { Dirent } from 'node:fs';
 import { copyFile, mkdir, open, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { CACHE_DIR } from './fixtures.js';
@@ -55,7 +56,7 @@ async function elfMachine(path: string): Promise<TreeArch | null> {
 /** Regular files under `dir` (links not followed), in path order. */
 async function regularFiles(dir: string, relative = ''): Promise<{ rel: string; path: string }[]> {
   const found: { rel: string; path: string }[] = [];
-  let entries;
+  let entries: Dirent[];
   try {
     entries = await readdir(join(dir, relative), { withFileTypes: true });
   } catch {

@@ -51,8 +51,8 @@ export async function openNixRun(options: NixRunOptions): Promise<NixRun> {
   const nixInstantiate = requireTool('nix-instantiate');
   const nixStore = requireTool('nix-store');
   const env: NodeJS.ProcessEnv = {
-    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-    HOME: process.env['HOME'] ?? '/root',
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/root',
     LC_ALL: 'C',
     NIX_CONFIG: [...NIX_CONFIG, ...(options.config ?? [])].join('\n'),
   };

@@ -11,11 +11,11 @@ const E_SHNUM = 0x3c;
 const PHDR_SIZE = 56;
 const SHDR_SIZE = 64;
 
-export const PT_NULL = 0;
-export const PT_LOAD = 1;
-export const PT_INTERP = 3;
-export const PT_NOTE = 4;
-export const PT_PHDR = 6;
+const PT_NULL = 0;
+const PT_LOAD = 1;
+const PT_INTERP = 3;
+const PT_NOTE = 4;
+const PT_PHDR = 6;
 
 export interface RawSegment {
   p_type: number;
@@ -37,7 +37,7 @@ function check(bytes: Uint8Array): void {
   if (view(bytes).getUint16(E_PHENTSIZE, true) !== PHDR_SIZE) throw new Error('unexpected e_phentsize');
 }
 
-export function readSegments(bytes: Uint8Array): { phoff: number; segments: RawSegment[] } {
+function readSegments(bytes: Uint8Array): { phoff: number; segments: RawSegment[] } {
   check(bytes);
   const v = view(bytes);
   const phoff = Number(v.getBigUint64(E_PHOFF, true));

@@ -19,7 +19,7 @@ import { readDynamic, tagKind, type TagKind } from './readelf-dynamic.js';
 import { execTool, mustExec, type ExecResult } from './exec.js';
 
 export const HOOKS_DIR = join(REPO_ROOT, 'hooks');
-export const STDENV_SETUP = join(REPO_ROOT, 'fixtures', 'nix', 'setup.sh');
+const STDENV_SETUP = join(REPO_ROOT, 'fixtures', 'nix', 'setup.sh');
 export const NIXPKGS_HOOKS_DIR = join(REPO_ROOT, 'fixtures', 'nix', 'nixpkgs');
 const BUILD_GREET = join(REPO_ROOT, 'fixtures', 'nix', 'build-greet.sh');
 
@@ -105,7 +105,7 @@ export function usePackages(): () => Packages {
 }
 
 function buildGreet(args: readonly string[]): Promise<ExecResult> {
-  return mustExec(requireTool('bash'), [BUILD_GREET, ...args], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', LC_ALL: 'C' } });
+  return mustExec(requireTool('bash'), [BUILD_GREET, ...args], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' } });
 }
 
 /** A hook by name (this flavour's file), or any other setup hook: a file, or a package with nix-support/setup-hook. */
@@ -161,7 +161,7 @@ export interface Build {
 export async function buildWithHooks(packages: Packages, options: BuildOptions): Promise<Build> {
   const dir = await mkdtemp(join(packages.root, 'build-'));
   const outputs: Record<string, string> = { out: join(dir, 'out'), lib: join(dir, 'lib') };
-  if (options.attrs?.['separateDebugInfo'] !== undefined) outputs['debug'] = join(dir, 'debug');
+  if (options.attrs?.separateDebugInfo !== undefined) outputs.debug = join(dir, 'debug');
 
   const bin = join(dir, 'bin');
   const callLog = join(dir, 'calls.log');
@@ -206,8 +206,8 @@ export async function buildWithHooks(packages: Packages, options: BuildOptions):
     .map((line) => line.split('\0').slice(0, -1));
   return {
     dir,
-    out: outputs['out'] as string,
-    lib: outputs['lib'] as string,
+    out: outputs.out as string,
+    lib: outputs.lib as string,
     debug: join(dir, 'debug'),
     outputs,
     greet: join(dir, 'out', 'bin', 'greet'),

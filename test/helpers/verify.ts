@@ -62,7 +62,7 @@ export function describeExec(what: string, result: ExecResult): string {
 }
 
 /** Problems with an `ld.so --list` result: a failure or a dependency that was not found. */
-export function listProblems(file: string, result: ExecResult, resolves: readonly string[] = []): string[] {
+function listProblems(file: string, result: ExecResult, resolves: readonly string[] = []): string[] {
   const problems: string[] = [];
   const text = `${result.stdout}\n${result.stderr}`;
   if (result.code !== 0 || /=> not found|cannot open shared object|error while loading/.test(text)) {
@@ -130,7 +130,7 @@ export function spawnBuiltCli(args: readonly string[], timeoutMs = 120_000): Ret
  * Runs one edit subcommand on FILES with --json; returns one record per file. A failing file gives a
  * record with `error` (and exit status 3), anything else unexpected throws.
  */
-export async function cliEdit(args: readonly string[], files: readonly string[]): Promise<EditRecord[]> {
+async function cliEdit(args: readonly string[], files: readonly string[]): Promise<EditRecord[]> {
   const result = await runCliInProcess([...args, '--json', ...files]);
   if (result.code !== 0 && result.code !== 3) {
     throw new Error(`cuda-patchelf ${args.join(' ')} ${files.join(' ')}: exit ${String(result.code)}\n${result.err}`);
@@ -272,10 +272,16 @@ const toolReadsCache = new Map<string, Promise<boolean>>();
 /** readelf over everything the edit may touch; cached for originals (fixtures never change). */
 function readelfAll(path: string, cache: boolean): Promise<ExecResult> {
   const run = (): Promise<ExecResult> => execTool(requireTool('readelf'), ['-W', '-h', '-l', '-d', '-S', '-V', '--dyn-syms', path]);
-  if (!cache) return run();
-  let hit = readelfCache.get(path);
-  if (hit === undefined) readelfCache.set(path, (hit = run()));
-  return hit;
+  return cache ? remembered(readelfCache, path, run) : run();
+}
+
+/** The promise `cache` holds for `key`, made by `make` the first time. */
+function remembered<T>(cache: Map<string, Promise<T>>, key: string, make: () => Promise<T>): Promise<T> {
+  const known = cache.get(key);
+  if (known !== undefined) return known;
+  const made = make();
+  cache.set(key, made);
+  return made;
 }
 
 function splitReadelf(output: string): { dynamic: string; versions: string; symbols: string } {
@@ -306,16 +312,12 @@ async function elflintLines(path: string): Promise<Set<string>> {
 }
 
 function originalElflint(path: string): Promise<Set<string>> {
-  let hit = elflintCache.get(path);
-  if (hit === undefined) elflintCache.set(path, (hit = elflintLines(path)));
-  return hit;
+  return remembered(elflintCache, path, () => elflintLines(path));
 }
 
 /** Whether a tool accepts the original at all (patchelf 0.14 and strip need section headers). */
 function toolReadsOriginal(key: string, run: () => Promise<ExecResult>): Promise<boolean> {
-  let hit = toolReadsCache.get(key);
-  if (hit === undefined) toolReadsCache.set(key, (hit = run().then((r) => r.code === 0)));
-  return hit;
+  return remembered(toolReadsCache, key, () => run().then((r) => r.code === 0));
 }
 
 async function bytesOf(path: string): Promise<Buffer> {
@@ -622,9 +624,7 @@ export async function loadProblems(file: string, arch: Arch, load: LoadCheck, or
       const problems = listProblems(file, await listDependencies(file, arch, load.libraryPath), load.resolves ?? []);
       if (original !== undefined) {
         const key = `${original}\0${load.libraryPath ?? ''}`;
-        let originalLoads = dlopenCache.get(key);
-        if (originalLoads === undefined)
-          dlopenCache.set(key, (originalLoads = dlopen(original, arch, load.libraryPath).then((r) => r.code === 0)));
+        const originalLoads = remembered(dlopenCache, key, () => dlopen(original, arch, load.libraryPath).then((r) => r.code === 0));
         if (await originalLoads) {
           const result = await dlopen(file, arch, load.libraryPath);
           if (result.code !== 0 || result.stdout.trim() !== 'dlopen-probe: 1 loaded')
@@ -696,7 +696,7 @@ export async function verifyPatched(input: VerifyInput): Promise<VerifyReport> {
   return report;
 }
 
-export async function collectProblems(input: VerifyInput): Promise<{ problems: string[]; report: VerifyReport }> {
+async function collectProblems(input: VerifyInput): Promise<{ problems: string[]; report: VerifyReport }> {
   const { original, patched, arch, expect: wanted } = input;
   const problems: string[] = [...(input.problems ?? [])];
   const notApplicable: string[] = [];

@@ -64,7 +64,7 @@ const EDITS: readonly Edit[] = [
   },
 ];
 
-const before = (file: CorpusFile): DynamicStrings => ({
+const stringsBefore = (file: CorpusFile): DynamicStrings => ({
   needed: file.needed,
   soname: file.soname,
   runpath: file.runpath,
@@ -74,7 +74,7 @@ const before = (file: CorpusFile): DynamicStrings => ({
 describe.each(CORPUS)('$name', (file) => {
   describe.each(EDITS)('$label', (edit) => {
     const tier = edit.tier[file.name] ?? edit.tier.otherwise;
-    const wanted: DynamicStrings = { ...before(file), ...edit.expect(file) };
+    const wanted: DynamicStrings = { ...stringsBefore(file), ...edit.expect(file) };
 
     it(`plans the ${tier} tier and reads back as asked`, async () => {
       const bytes = corpusBytes(file.name);
@@ -94,7 +94,7 @@ describe.each(CORPUS)('$name', (file) => {
     it('leaves the old or the new search path and DT_NEEDED list after every prefix of its writes', async () => {
       const bytes = corpusBytes(file.name);
       const { plan } = await planOn(bytes, edit.operations);
-      const old = before(file);
+      const old = stringsBefore(file);
       const searchPath = (strings: DynamicStrings): string | null => strings.runpath ?? strings.rpath;
       const furthest = Math.max(bytes.length, ...plan.writes.map((write) => write.offset + write.bytes.length));
       for (let count = 0; count < plan.writes.length; count++) {

@@ -168,7 +168,7 @@ it('fills many slack runs over a large live set (past the scans, a sorted copy a
     const index = placement.indexOf.get(request) ?? -1;
     expect(text(placement.table.subarray(index, index + request.length + 1)), request).toBe(`${request}\0`);
   }
-  live.forEach((s, i) => expect(text(placement.table.subarray(liveAt[i], (liveAt[i] ?? 0) + s.length + 1))).toBe(`${s}\0`));
+  for (const [i, s] of live.entries()) expect(text(placement.table.subarray(liveAt[i], (liveAt[i] ?? 0) + s.length + 1))).toBe(`${s}\0`);
 });
 
 // Two new strings placed in one long run of slack once got adjacent ranges, the second on the first
