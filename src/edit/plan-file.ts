@@ -4,9 +4,9 @@
 // only in the options they pass and in what they make of the result.
 
 import type { Stats } from 'node:fs';
-import { FileByteSource, type ByteSource } from '../elf/byte-source.js';
-import { AR_MAGIC, ELF_MAGIC } from '../elf/constants.js';
-import { readElfImage, skipReason, startsWith, type ElfImage, type SkipReason } from '../elf/elf-image.js';
+import { FileByteSource, FileHead, type ByteSource } from '../elf/byte-source.js';
+import { readElfImage, skipReason, type ElfImage, type SkipReason } from '../elf/elf-image.js';
+import { fileKind, KIND_BYTES, type FileKind } from '../elf/file-kind.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { DynamicEditor } from '../plan/dynamic-editor.js';
 import { currentEntries, type CurrentEntry, type EditFacts, type LaterFact } from '../plan/edit-facts.js';
@@ -87,16 +87,16 @@ export async function planListedFile<T>(
   operations: EditOperations<T>,
   context: ListedFileContext = {},
 ): Promise<PlannedFile<T> | SkippedFile> {
-  const source = context.opened?.source ?? FileByteSource.openListed(path);
+  const sniffed = context.opened ?? sniffHead(FileHead.openListed(path), context.inodes);
+  if (sniffed.kind === 'skipped') return sniffed;
+  const { source } = sniffed;
   try {
-    const skipped = context.opened === undefined ? sniffOpenFile(source, context.inodes) : null;
-    if (skipped !== null) return skipped;
     const image = await readElfImage(source);
     const reason = skipReason(image);
     if (reason !== null) return { kind: 'skipped', reason };
     return await planOpenFile(source, image, operations);
   } catch (error) {
-    const changed = await changedWhileRead(path, source.statsIfTaken, error);
+    const changed = await changedWhileRead(path, source.stats, error);
     throw changed ?? (error instanceof CudaPatchelfError ? error.withFile(path) : error);
   } finally {
     source.close();
@@ -105,17 +105,36 @@ export async function planListedFile<T>(
 
 /**
  * Archives and files that are not ELF, told by their first bytes alone (no stat), and the later names
- * of a hard-linked ELF file; null for an ELF file this batch patches under this name.
+ * of a hard-linked ELF file (after the stat); an ELF file this batch patches under this name comes
+ * back open. The head is closed unless it comes back open; errors name the file.
  */
-function sniffOpenFile(source: FileByteSource, inodes: InodeNames | undefined): SkippedFile | null {
-  const head = source.firstBytes(AR_MAGIC.length);
-  if (startsWith(head, AR_MAGIC)) return { kind: 'skipped', reason: 'archive' };
-  if (!startsWith(head, ELF_MAGIC)) return { kind: 'skipped', reason: 'not-elf' };
-  const first = inodes?.firstName(source.path, source.stats) ?? null;
-  return first === null ? null : { kind: 'skipped', reason: 'hard-link', detail: first };
+function sniffHead(head: FileHead, inodes: InodeNames | undefined): SkippedFile | SniffedElf {
+  let kind: FileKind;
+  let source: FileByteSource | null = null;
+  try {
+    kind = fileKind(head.firstBytes(KIND_BYTES));
+    if (kind === 'elf') source = head.statNow();
+  } catch (error) {
+    head.close();
+    throw error;
+  }
+  if (source === null) {
+    head.close();
+    return { kind: 'skipped', reason: kind === 'archive' ? 'archive' : 'not-elf' };
+  }
+  let first: string | null;
+  try {
+    first = inodes?.firstName(source.path, source.stats) ?? null;
+  } catch (error) {
+    source.close();
+    throw error;
+  }
+  if (first === null) return { kind: 'elf', source };
+  source.close();
+  return { kind: 'skipped', reason: 'hard-link', detail: first };
 }
 
-/** A listed file that its first block shows is ELF, left open for planListedFile or closed by whoever got it. */
+/** A listed file that its first block shows is ELF, open and stat'ed, for planListedFile or closed by whoever got it. */
 export interface SniffedElf {
   readonly kind: 'elf';
   readonly source: FileByteSource;
@@ -127,22 +146,11 @@ export interface SniffedElf {
  * file that cannot be opened or read (planListedFile then says what is wrong with it).
  */
 export function sniffListedFile(path: string, inodes?: InodeNames): SkippedFile | SniffedElf | null {
-  let source: FileByteSource;
   try {
-    source = FileByteSource.openListed(path);
+    return sniffHead(FileHead.openListed(path), inodes);
   } catch {
     return null;
   }
-  let skipped: SkippedFile | null;
-  try {
-    skipped = sniffOpenFile(source, inodes);
-  } catch {
-    source.close();
-    return null;
-  }
-  if (skipped === null) return { kind: 'elf', source };
-  source.close();
-  return skipped;
 }
 
 async function planOpenFile<T>(source: FileByteSource, image: ElfImage, operations: EditOperations<T>): Promise<PlannedFile<T>> {

@@ -5,22 +5,9 @@
 
 import { checkRange, type ByteSource } from './byte-source.js';
 import { DYN, EHDR, ElfCodec, PHDR, SHDR, type DynamicEntry, type ElfHeaderFields, type ProgramHeader } from './codec.js';
-import {
-  AR_MAGIC,
-  DF_1,
-  DT,
-  ELFCLASS32,
-  ELFCLASS64,
-  ELFDATA2LSB,
-  ELFDATA2MSB,
-  ELF_MAGIC,
-  EI_NIDENT,
-  ET,
-  PN_XNUM,
-  PT,
-  SHT,
-} from './constants.js';
+import { DF_1, DT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELF_MAGIC, EI_NIDENT, ET, PN_XNUM, PT, SHT } from './constants.js';
 import { bytesToByteString } from './byte-string.js';
+import { fileKind, startsWith } from './file-kind.js';
 import { readSectionHeaderTable } from './section-headers.js';
 import { StringTable } from './string-table.js';
 import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
@@ -80,17 +67,14 @@ export interface ReadOptions {
   readonly emptyDynamic?: 'error' | 'absent';
 }
 
-export function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
-  return bytes.length >= prefix.length && prefix.every((byte, i) => bytes[i] === byte);
-}
-
 /** Reads the header and the dynamic structures of an ELF file, with a few small positional reads. */
 export async function readElfImage(source: ByteSource, options: ReadOptions = {}): Promise<ElfImage> {
   if (source.size === 0) throw formatError('empty file, not an ELF file');
   const ident = await source.read(0, Math.min(ELF_HEADER_READ, source.size), 'ELF header');
   // A static library is the non-ELF file most often named by mistake: say what it is.
-  if (startsWith(ident, AR_MAGIC)) throw formatError('an ar archive (static library), not an ELF file', 0);
-  if (!ELF_MAGIC.subarray(0, Math.min(ident.length, ELF_MAGIC.length)).every((byte, i) => ident[i] === byte)) {
+  if (fileKind(ident) === 'archive') throw formatError('an ar archive (static library), not an ELF file', 0);
+  // A file shorter than the magic that starts as it does is a truncated ELF file, said so below.
+  if (!startsWith(ident, ELF_MAGIC.subarray(0, Math.min(ident.length, ELF_MAGIC.length)))) {
     throw formatError('not an ELF file (no \\x7fELF magic)', 0);
   }
   if (source.size < EI_NIDENT) throw formatError(`truncated ELF file: ${source.size} bytes, shorter than e_ident`);
@@ -181,9 +165,6 @@ async function dynamicSectionHasNoBytes(
 
 /** Class and byte order from e_ident, or a format error saying why this is not an ELF file we read. */
 function codecFromIdent(ident: Uint8Array): ElfCodec {
-  for (let i = 0; i < ELF_MAGIC.length; i++) {
-    if (ident[i] !== ELF_MAGIC[i]) throw formatError('not an ELF file (no \\x7fELF magic)', 0);
-  }
   const elfClass = ident[4];
   const data = ident[5];
   if (elfClass !== ELFCLASS32 && elfClass !== ELFCLASS64) throw formatError(`unknown ELF class ${elfClass} in e_ident[EI_CLASS]`, 4);
