@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import { byteStringToText } from '../elf/byte-string.js';
 import { withElfImage } from '../elf/open-elf.js';
-import { summarize, type ElfSummary } from '../elf/summary.js';
+import { summarize, type ElfSummary } from '../edit/summary.js';
 import { forEachFile, rejectEmptyPaths } from './report.js';
 import type { CliIo } from './cli-io.js';
 import { docPath } from './package-files.js';

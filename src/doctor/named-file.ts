@@ -6,7 +6,8 @@
 import { FileByteSource } from '../elf/byte-source.js';
 import { byteStringToText, bytesToByteString } from '../elf/byte-string.js';
 import { ELF_MAGIC, ET, PT } from '../elf/constants.js';
-import { readElfImage, skipReason, type ElfImage } from '../elf/elf-image.js';
+import { readElfImage, type ElfImage } from '../elf/elf-image.js';
+import { skipReason } from '../edit/skip-reason.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Finding } from './findings.js';
 import { readShellWrapper } from './shell-wrapper.js';

@@ -5,7 +5,7 @@
 
 import type { Stats } from 'node:fs';
 import { FileByteSource, FileHead, type ByteSource } from '../elf/byte-source.js';
-import { readElfImage, skipReason, type ElfImage, type SkipReason } from '../elf/elf-image.js';
+import { readElfImage, type ElfImage } from '../elf/elf-image.js';
 import { fileKind, KIND_BYTES, type FileKind } from '../elf/file-kind.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { DynamicEditor } from '../plan/dynamic-editor.js';
@@ -18,6 +18,7 @@ import { ShiftedByteSource } from '../plan/shifted-byte-source.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from '../plan/wanted.js';
 import { changedWhileRead } from './changed-while-read.js';
 import { readEditFacts, readLaterFact } from './read-edit-facts.js';
+import { skipReason, type SkipReason } from './skip-reason.js';
 
 /**
  * The operations to carry out on a file's dynamic array, run once per file; they may read the image

@@ -5,7 +5,7 @@
 
 import { checkRange, type ByteSource } from './byte-source.js';
 import { DYN, EHDR, ElfCodec, PHDR, SHDR, type DynamicEntry, type ElfHeaderFields, type ProgramHeader } from './codec.js';
-import { DF_1, DT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELF_MAGIC, EI_NIDENT, ET, PN_XNUM, PT, SHT } from './constants.js';
+import { DT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELF_MAGIC, EI_NIDENT, PN_XNUM, PT, SHT } from './constants.js';
 import { bytesToByteString } from './byte-string.js';
 import { fileKind, startsWith } from './file-kind.js';
 import { readSectionHeaderTable } from './section-headers.js';
@@ -339,23 +339,4 @@ export async function dynamicStringsOf(image: ElfImage, tag: number): Promise<st
  */
 export async function lastDynamicString(image: ElfImage, tag: number): Promise<string | null> {
   return (await dynamicStringsOf(image, tag)).at(-1) ?? null;
-}
-
-/** Readable ELF files `apply` leaves alone (skipReason). */
-export type SkipReason = 'relocatable' | 'core' | 'debug-info' | 'static' | 'static-pie';
-
-/**
- * Why `apply` would leave a readable ELF file alone, or null when it would visit it. A static-pie has
- * a dynamic section (for relocating itself) but no interpreter; glibc's start-up code asserts it has
- * no DT_RUNPATH/DT_RPATH, so giving it one makes it crash before main. A debug-info file has no
- * dynamic array to patch, and nothing ever loads it.
- */
-export function skipReason(image: ElfImage): SkipReason | null {
-  if (image.header.e_type === ET.ET_REL) return 'relocatable';
-  if (image.header.e_type === ET.ET_CORE) return 'core';
-  if (image.debugInfo) return 'debug-info';
-  if (image.dynamic === null) return 'static';
-  const pie = ((dynamicValue(image.dynamic, DT.DT_FLAGS_1) ?? 0) & DF_1.PIE) !== 0;
-  if (pie && image.interpreter === null) return 'static-pie';
-  return null;
 }
