@@ -4,7 +4,8 @@
 // only in the options they pass and in what they make of the result.
 
 import type { Stats } from 'node:fs';
-import { FileByteSource, FileHead, type ByteSource } from '../elf/byte-source.js';
+import { FileHead, type ByteSource, type FileByteSource } from '../elf/byte-source.js';
+import { ElfFile, withElfFile } from '../elf/elf-file.js';
 import { readElfImage, type ElfImage } from '../elf/elf-image.js';
 import { fileKind, KIND_BYTES, type FileKind } from '../elf/file-kind.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
@@ -54,20 +55,8 @@ export interface InodeNames {
  * A file named on the command line: a symbolic link is followed, as patchelf does, and a file that
  * cannot be edited (not ELF, static, debug-info…) fails. Nothing is written. Errors name the file.
  */
-export async function planNamedFile<T>(path: string, operations: EditOperations<T>): Promise<PlannedFile<T>> {
-  let source: FileByteSource;
-  try {
-    source = FileByteSource.open(path, {});
-  } catch (error) {
-    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
-  }
-  try {
-    return await planOpenFile(source, await readElfImage(source), operations);
-  } catch (error) {
-    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
-  } finally {
-    source.close();
-  }
+export function planNamedFile<T>(path: string, operations: EditOperations<T>): Promise<PlannedFile<T>> {
+  return withElfFile(path, (file) => planOpenFile(file, operations));
 }
 
 /** How planListedFile reaches a file: the batch's names of each inode, and the file when sniffed already. */
@@ -92,10 +81,10 @@ export async function planListedFile<T>(
   if (sniffed.kind === 'skipped') return sniffed;
   const { source } = sniffed;
   try {
-    const image = await readElfImage(source);
-    const reason = skipReason(image);
+    const file = await ElfFile.read(source);
+    const reason = skipReason(file.image);
     if (reason !== null) return { kind: 'skipped', reason };
-    return await planOpenFile(source, image, operations);
+    return await planOpenFile(file, operations);
   } catch (error) {
     const changed = await changedWhileRead(path, source.stats, error);
     throw changed ?? (error instanceof CudaPatchelfError ? error.withFile(path) : error);
@@ -154,8 +143,8 @@ export function sniffListedFile(path: string, inodes?: InodeNames): SkippedFile 
   }
 }
 
-async function planOpenFile<T>(source: FileByteSource, image: ElfImage, operations: EditOperations<T>): Promise<PlannedFile<T>> {
-  return { kind: 'planned', stats: source.stats, ...(await planEditOf(image, operations)) };
+async function planOpenFile<T>(file: ElfFile, operations: EditOperations<T>): Promise<PlannedFile<T>> {
+  return { kind: 'planned', stats: file.stats, ...(await planEditOf(file.image, operations)) };
 }
 
 export interface PlannedEdit<T = void> {

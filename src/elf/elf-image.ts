@@ -67,10 +67,15 @@ export interface ReadOptions {
   readonly emptyDynamic?: 'error' | 'absent';
 }
 
+/** The file's first bytes, where the identification and the ELF header are (the first read of readElfImage). */
+export function readHeaderBytes(source: ByteSource): Promise<Uint8Array> {
+  return source.read(0, Math.min(ELF_HEADER_READ, source.size), 'ELF header');
+}
+
 /** Reads the header and the dynamic structures of an ELF file, with a few small positional reads. */
 export async function readElfImage(source: ByteSource, options: ReadOptions = {}): Promise<ElfImage> {
   if (source.size === 0) throw formatError('empty file, not an ELF file');
-  const ident = await source.read(0, Math.min(ELF_HEADER_READ, source.size), 'ELF header');
+  const ident = await readHeaderBytes(source);
   // A static library is the non-ELF file most often named by mistake: say what it is.
   if (fileKind(ident) === 'archive') throw formatError('an ar archive (static library), not an ELF file', 0);
   // A file shorter than the magic that starts as it does is a truncated ELF file, said so below.
