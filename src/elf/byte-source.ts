@@ -301,3 +301,15 @@ export class FileByteSource implements ByteSource {
     closeSync(this.fd);
   }
 }
+
+/** Runs `work` on the regular file at `path`, open for positional reads, and closes it; errors name the file. */
+export async function withFileByteSource<T>(path: string, work: (source: FileByteSource) => Promise<T>): Promise<T> {
+  const source = FileByteSource.open(path);
+  try {
+    return await work(source);
+  } catch (error) {
+    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
+  } finally {
+    source.close();
+  }
+}
