@@ -55,14 +55,14 @@ export interface InodeNames {
  * A file named on the command line: a symbolic link is followed, as patchelf does, and a file that
  * cannot be edited (not ELF, static, debug-info…) fails. Nothing is written. Errors name the file.
  */
-export function planNamedFile<T>(path: string, operations: EditOperations<T>): Promise<PlannedFile<T>> {
+export function planCommandLineFile<T>(path: string, operations: EditOperations<T>): Promise<PlannedFile<T>> {
   return withElfFile(path, (file) => planOpenFile(file, operations));
 }
 
-/** How planListedFile reaches a file: the batch's names of each inode, and the file when sniffed already. */
-export interface ListedFileContext {
+/** How planWalkedFile reaches a file: the batch's names of each inode, and the file when sniffed already. */
+export interface WalkedFileContext {
   readonly inodes?: InodeNames;
-  /** The file open, sniffed by sniffListedFile (planListedFile closes it). */
+  /** The file open, sniffed by sniffWalkedFile (planWalkedFile closes it). */
   readonly opened?: SniffedElf;
 }
 
@@ -72,12 +72,12 @@ export interface ListedFileContext {
  * and the files `apply` leaves alone (skipReason) come back skipped; a read failure of a file that
  * changed after it was opened is reported as that change. Nothing is written.
  */
-export async function planListedFile<T>(
+export async function planWalkedFile<T>(
   path: string,
   operations: EditOperations<T>,
-  context: ListedFileContext = {},
+  context: WalkedFileContext = {},
 ): Promise<PlannedFile<T> | SkippedFile> {
-  const sniffed = context.opened ?? sniffHead(FileHead.openListed(path), context.inodes);
+  const sniffed = context.opened ?? sniffHead(FileHead.openWalked(path), context.inodes);
   if (sniffed.kind === 'skipped') return sniffed;
   const { source } = sniffed;
   try {
@@ -124,20 +124,20 @@ function sniffHead(head: FileHead, inodes: InodeNames | undefined): SkippedFile 
   return { kind: 'skipped', reason: 'hard-link', detail: first };
 }
 
-/** A listed file that its first block shows is ELF, open and stat'ed, for planListedFile or closed by whoever got it. */
+/** A walked file that its first block shows is ELF, open and stat'ed, for planWalkedFile or closed by whoever got it. */
 export interface SniffedElf {
   readonly kind: 'elf';
   readonly source: FileByteSource;
 }
 
 /**
- * The first step of planListedFile alone, synchronous: an archive, a file that is not ELF or a later
+ * The first step of planWalkedFile alone, synchronous: an archive, a file that is not ELF or a later
  * name of a hard-linked one comes back skipped (and closed); an ELF file comes back open; null for a
- * file that cannot be opened or read (planListedFile then says what is wrong with it).
+ * file that cannot be opened or read (planWalkedFile then says what is wrong with it).
  */
-export function sniffListedFile(path: string, inodes?: InodeNames): SkippedFile | SniffedElf | null {
+export function sniffWalkedFile(path: string, inodes?: InodeNames): SkippedFile | SniffedElf | null {
   try {
-    return sniffHead(FileHead.openListed(path), inodes);
+    return sniffHead(FileHead.openWalked(path), inodes);
   } catch {
     return null;
   }

@@ -167,7 +167,7 @@ export class FileHead {
     this.fd = fd;
   }
 
-  static openListed(path: string): FileHead {
+  static openWalked(path: string): FileHead {
     return new FileHead(path, openDescriptor(path, false));
   }
 

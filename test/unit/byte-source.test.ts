@@ -99,8 +99,8 @@ describe('FileByteSource', () => {
 
   describe('a file a walk listed (FileHead)', () => {
     it('tells a file by its first bytes with one read and no stat; after the stat the source reads the first block again', async () => {
-      const head = FileHead.openListed(elfPath);
-      const short = FileHead.openListed(shortPath);
+      const head = FileHead.openWalked(elfPath);
+      const short = FileHead.openWalked(shortPath);
       try {
         expect(head.firstBytes(8)).toEqual(elfContent.subarray(0, 8));
         expect(short.firstBytes(8)).toEqual(content.subarray(0, 3));
@@ -124,13 +124,13 @@ describe('FileByteSource', () => {
     });
 
     it('refuses a directory when its stat is taken, and a symbolic link at the open', () => {
-      const directory = FileHead.openListed(directoryPath);
+      const directory = FileHead.openWalked(directoryPath);
       try {
         expect(() => directory.statNow()).toThrow(/not a regular file \(a directory\)/);
       } finally {
         directory.close();
       }
-      expect(() => FileHead.openListed(linkPath)).toThrow(/is a symbolic link now/);
+      expect(() => FileHead.openWalked(linkPath)).toThrow(/is a symbolic link now/);
     });
   });
 });
