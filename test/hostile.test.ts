@@ -245,7 +245,7 @@ describe('files truncated while apply walks the tree', () => {
   // section header table). The CLI's own process makes each cut at its moment (cutHookModule), so every
   // run sees the same cuts, whatever the timing.
   const CLEAR = /truncated|too short|runs past the end of the file|shrank|changed on disk|empty file|not an ELF file/;
-  /** What apply reads of a file before its stat: the first block (FileByteSource.openListed). */
+  /** What apply reads of a file before its stat: the first block (FileHead.openWalked). */
   const FIRST_BLOCK = 4096;
 
   it.each([1, 2])(

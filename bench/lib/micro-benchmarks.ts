@@ -10,7 +10,7 @@ import { FileByteSource } from '../../src/elf/byte-source.js';
 import { currentEntries, type EditFacts } from '../../src/plan/edit-facts.js';
 import { readEditFacts, readLaterFact } from '../../src/edit/read-edit-facts.js';
 import { readElfImage } from '../../src/elf/elf-image.js';
-import { summarize } from '../../src/elf/summary.js';
+import { summarize } from '../../src/edit/summary.js';
 import { BUILTIN_HOOK_NAMES, cudaCompatHook, driverHook, removeStubsHook } from '../../src/hooks/builtin-hooks.js';
 import { composeRunpath } from '../../src/hooks/compose-hooks.js';
 import { parseHookConfig } from '../../src/hooks/hook-config.js';

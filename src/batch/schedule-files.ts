@@ -30,7 +30,7 @@
 // lets the event loop turn every few milliseconds.
 
 import pLimit, { type LimitFunction } from 'p-limit';
-import { sniffListedFile } from '../edit/plan-file.js';
+import { sniffWalkedFile } from '../edit/plan-file.js';
 import type { FileOutcome } from './file-outcome.js';
 import { FirstNames } from './first-names.js';
 import { processFile, skippedOutcome, type FileItem, type FileOptions } from './process-file.js';
@@ -104,7 +104,7 @@ export class FileScheduler {
       this.lastTurn = performance.now();
       if (this.pool?.ready === true) this.sendWaiting(this.pool);
     }
-    const sniffed = sniffListedFile(item.path, this.inodes);
+    const sniffed = sniffWalkedFile(item.path, this.inodes);
     if (sniffed?.kind === 'skipped') return { outcome: skippedOutcome(item.path, sniffed) };
     // An ELF file, open; or null, one that could not be read, which processFile reports.
     if (!this.threaded)

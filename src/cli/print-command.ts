@@ -2,8 +2,8 @@
 
 import type { Command } from 'commander';
 import { byteStringToText } from '../elf/byte-string.js';
-import { withElfImage } from '../elf/open-elf.js';
-import { summarize, type ElfSummary } from '../elf/summary.js';
+import { withElfFile } from '../elf/elf-file.js';
+import { summarize, type ElfSummary } from '../edit/summary.js';
 import { forEachFile, rejectEmptyPaths } from './report.js';
 import type { CliIo } from './cli-io.js';
 import { docPath } from './package-files.js';
@@ -61,7 +61,7 @@ export function registerPrint(program: Command, io: CliIo): void {
     .action(async (files: string[], options: { json?: boolean }) => {
       rejectEmptyPaths(files, 'files to describe');
       await forEachFile(io, files, options.json === true, async (file) => {
-        const summary = await withElfImage(file, summarize);
+        const summary = await withElfFile(file, (elf) => summarize(elf.image));
         return { json: { file, ...summaryForOutput(summary) }, text: humanLines(file, summary).join('\n') };
       });
     });

@@ -4,7 +4,7 @@
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Plan, Tier } from '../plan/plan.js';
 import { commitPlan } from '../write/write-plan.js';
-import { planNamedFile, type EditOperations } from './plan-file.js';
+import { planCommandLineFile, type EditOperations } from './plan-file.js';
 
 export type { EditOperations } from './plan-file.js';
 
@@ -32,7 +32,7 @@ export interface EditResult {
  * file; a refused file is left byte-identical.
  */
 export async function editElfFile(path: string, operations: EditOperations, options: EditOptions = {}): Promise<EditResult> {
-  const { plan, facts, stats } = await planNamedFile(path, operations);
+  const { plan, facts, stats } = await planCommandLineFile(path, operations);
   let bytesWritten = 0;
   if (!options.dryRun) {
     try {

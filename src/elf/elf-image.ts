@@ -5,22 +5,9 @@
 
 import { checkRange, type ByteSource } from './byte-source.js';
 import { DYN, EHDR, ElfCodec, PHDR, SHDR, type DynamicEntry, type ElfHeaderFields, type ProgramHeader } from './codec.js';
-import {
-  AR_MAGIC,
-  DF_1,
-  DT,
-  ELFCLASS32,
-  ELFCLASS64,
-  ELFDATA2LSB,
-  ELFDATA2MSB,
-  ELF_MAGIC,
-  EI_NIDENT,
-  ET,
-  PN_XNUM,
-  PT,
-  SHT,
-} from './constants.js';
+import { DT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELF_MAGIC, EI_NIDENT, PN_XNUM, PT, SHT } from './constants.js';
 import { bytesToByteString } from './byte-string.js';
+import { fileKind, startsWith } from './file-kind.js';
 import { readSectionHeaderTable } from './section-headers.js';
 import { StringTable } from './string-table.js';
 import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
@@ -80,17 +67,19 @@ export interface ReadOptions {
   readonly emptyDynamic?: 'error' | 'absent';
 }
 
-export function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
-  return bytes.length >= prefix.length && prefix.every((byte, i) => bytes[i] === byte);
+/** The file's first bytes, where the identification and the ELF header are (the first read of readElfImage). */
+export function readHeaderBytes(source: ByteSource): Promise<Uint8Array> {
+  return source.read(0, Math.min(ELF_HEADER_READ, source.size), 'ELF header');
 }
 
 /** Reads the header and the dynamic structures of an ELF file, with a few small positional reads. */
 export async function readElfImage(source: ByteSource, options: ReadOptions = {}): Promise<ElfImage> {
   if (source.size === 0) throw formatError('empty file, not an ELF file');
-  const ident = await source.read(0, Math.min(ELF_HEADER_READ, source.size), 'ELF header');
+  const ident = await readHeaderBytes(source);
   // A static library is the non-ELF file most often named by mistake: say what it is.
-  if (startsWith(ident, AR_MAGIC)) throw formatError('an ar archive (static library), not an ELF file', 0);
-  if (!ELF_MAGIC.subarray(0, Math.min(ident.length, ELF_MAGIC.length)).every((byte, i) => ident[i] === byte)) {
+  if (fileKind(ident) === 'archive') throw formatError('an ar archive (static library), not an ELF file', 0);
+  // A file shorter than the magic that starts as it does is a truncated ELF file, said so below.
+  if (!startsWith(ident, ELF_MAGIC.subarray(0, Math.min(ident.length, ELF_MAGIC.length)))) {
     throw formatError('not an ELF file (no \\x7fELF magic)', 0);
   }
   if (source.size < EI_NIDENT) throw formatError(`truncated ELF file: ${source.size} bytes, shorter than e_ident`);
@@ -181,9 +170,6 @@ async function dynamicSectionHasNoBytes(
 
 /** Class and byte order from e_ident, or a format error saying why this is not an ELF file we read. */
 function codecFromIdent(ident: Uint8Array): ElfCodec {
-  for (let i = 0; i < ELF_MAGIC.length; i++) {
-    if (ident[i] !== ELF_MAGIC[i]) throw formatError('not an ELF file (no \\x7fELF magic)', 0);
-  }
   const elfClass = ident[4];
   const data = ident[5];
   if (elfClass !== ELFCLASS32 && elfClass !== ELFCLASS64) throw formatError(`unknown ELF class ${elfClass} in e_ident[EI_CLASS]`, 4);
@@ -358,23 +344,4 @@ export async function dynamicStringsOf(image: ElfImage, tag: number): Promise<st
  */
 export async function lastDynamicString(image: ElfImage, tag: number): Promise<string | null> {
   return (await dynamicStringsOf(image, tag)).at(-1) ?? null;
-}
-
-/** Readable ELF files `apply` leaves alone (skipReason). */
-export type SkipReason = 'relocatable' | 'core' | 'debug-info' | 'static' | 'static-pie';
-
-/**
- * Why `apply` would leave a readable ELF file alone, or null when it would visit it. A static-pie has
- * a dynamic section (for relocating itself) but no interpreter; glibc's start-up code asserts it has
- * no DT_RUNPATH/DT_RPATH, so giving it one makes it crash before main. A debug-info file has no
- * dynamic array to patch, and nothing ever loads it.
- */
-export function skipReason(image: ElfImage): SkipReason | null {
-  if (image.header.e_type === ET.ET_REL) return 'relocatable';
-  if (image.header.e_type === ET.ET_CORE) return 'core';
-  if (image.debugInfo) return 'debug-info';
-  if (image.dynamic === null) return 'static';
-  const pie = ((dynamicValue(image.dynamic, DT.DT_FLAGS_1) ?? 0) & DF_1.PIE) !== 0;
-  if (pie && image.interpreter === null) return 'static-pie';
-  return null;
 }

@@ -15,7 +15,7 @@ import { byteStringToText } from '../../src/elf/byte-string.js';
 import type { ProgramHeader } from '../../src/elf/codec.js';
 import { fileOffsetOf, readElfImage, type ElfImage } from '../../src/elf/elf-image.js';
 import { readSectionHeaders, type Section } from '../../src/elf/section-headers.js';
-import { summarize, type ElfSummary } from '../../src/elf/summary.js';
+import { summarize, type ElfSummary } from '../../src/edit/summary.js';
 import { runCli as runCliMain } from '../../src/cli/program.js';
 import { crossTool, fixture, listDependencies, programVars, requireTool, runOn, type Arch, type Fixture } from './fixtures.js';
 import { assertCliBuilt, runCli } from './run-cli.js';

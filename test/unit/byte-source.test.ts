@@ -2,14 +2,14 @@
 // them and served again from memory, large ones are read as asked, and a file that makes the reader
 // visit many places keeps a bounded number of blocks (the reads after that are made as asked). The
 // first block is read through one buffer shared by every file and kept whole only for an ELF file.
-// A file a walk listed is opened without a stat, which is taken only when its size is first needed;
-// what was read before it is read again after it.
+// A file a walk listed is opened without a stat (FileHead), which is taken as a step of its own
+// (statNow); what was read before it is read again after it.
 
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FileByteSource } from '../../src/elf/byte-source.js';
+import { FileByteSource, FileHead } from '../../src/elf/byte-source.js';
 
 const SIZE = 1024 * 1024 + 123;
 const content = Uint8Array.from({ length: SIZE }, (_, i) => (i * 131 + (i >> 12)) & 0xff);
@@ -97,38 +97,40 @@ describe('FileByteSource', () => {
     }
   });
 
-  describe('a file a walk listed (openListed)', () => {
-    it('tells a file by its first bytes with one read and no stat, takes the stat when the size is asked for, and reads again after it', async () => {
-      const elf = FileByteSource.openListed(elfPath);
-      const short = FileByteSource.openListed(shortPath);
+  describe('a file a walk listed (FileHead)', () => {
+    it('tells a file by its first bytes with one read and no stat; after the stat the source reads the first block again', async () => {
+      const head = FileHead.openWalked(elfPath);
+      const short = FileHead.openWalked(shortPath);
       try {
-        expect(elf.firstBytes(8)).toEqual(elfContent.subarray(0, 8));
+        expect(head.firstBytes(8)).toEqual(elfContent.subarray(0, 8));
         expect(short.firstBytes(8)).toEqual(content.subarray(0, 3));
-        expect([elf.statsIfTaken, short.statsIfTaken]).toEqual([null, null]);
-        expect([elf.bytesRead, short.bytesRead]).toEqual([4096, 3]);
-        // The size comes with the stat, and what is read after it was read after it: the first block
-        // is read again, once, and serves the reads after that.
+        expect([head.bytesRead, short.bytesRead]).toEqual([4096, 3]);
+      } finally {
+        short.close();
+      }
+      // The size comes with the stat, and what is read after it was read after it: the first block
+      // is read again, once, and serves the reads after that.
+      const elf = head.statNow();
+      try {
+        expect(elf.stats.size).toBe(10_000);
         expect(await elf.read(100, 1000, 'program headers')).toEqual(elfContent.subarray(100, 1100));
-        expect(elf.statsIfTaken?.size).toBe(10_000);
         expect(elf.bytesRead).toBe(8192);
         expect(await elf.read(0, 64, 'ELF header')).toEqual(elfContent.subarray(0, 64));
         expect(elf.bytesRead).toBe(8192);
         expect(elf.size).toBe(10_000);
       } finally {
         elf.close();
-        short.close();
       }
     });
 
-    it('refuses a directory when its stat is taken, and a symbolic link at the open', async () => {
-      const directory = FileByteSource.openListed(directoryPath);
+    it('refuses a directory when its stat is taken, and a symbolic link at the open', () => {
+      const directory = FileHead.openWalked(directoryPath);
       try {
-        expect(() => directory.size).toThrow(/not a regular file \(a directory\)/);
-        await expect(directory.read(0, 4, 'magic')).rejects.toThrow(/not a regular file \(a directory\)/);
+        expect(() => directory.statNow()).toThrow(/not a regular file \(a directory\)/);
       } finally {
         directory.close();
       }
-      expect(() => FileByteSource.openListed(linkPath)).toThrow(/is a symbolic link now/);
+      expect(() => FileHead.openWalked(linkPath)).toThrow(/is a symbolic link now/);
     });
   });
 });

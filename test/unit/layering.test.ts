@@ -34,7 +34,8 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   edit: { elf: {}, plan: {}, write: {}, errors: {} },
   // Walking, scheduling and the summary: a file's path through elf/ and plan/ is edit/'s pipeline.
   batch: { elf: { modules: ['constants.ts'] }, edit: {}, plan: { modules: ['plan.ts'], typeOnly: true }, hooks: {}, write: {}, errors: {} },
-  doctor: { elf: {}, errors: {} },
+  // The pipeline's skip policy, which doctor applies to the files of a tree as apply does.
+  doctor: { elf: {}, edit: { modules: ['skip-reason.ts'] }, errors: {} },
   cli: 'any',
 };
 
