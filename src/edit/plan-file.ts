@@ -45,8 +45,11 @@ export interface SkippedFile {
  * is patched once, through the first of its names that shows it is an ELF file.
  */
 export interface InodeNames {
-  /** The name this inode was first seen under, or null when that is `path` itself. */
-  firstName(path: string, stats: Stats): string | null;
+  /**
+   * Records `path` as a name of the inode `stats` describes, and returns the name the inode was first
+   * recorded under, or null when that is `path` itself (the name to patch it through).
+   */
+  recordName(path: string, stats: Stats): string | null;
 }
 
 /**
@@ -111,7 +114,7 @@ function sniffOpenFile(source: FileByteSource, inodes: InodeNames | undefined): 
   const head = source.firstBytes(AR_MAGIC.length);
   if (startsWith(head, AR_MAGIC)) return { kind: 'skipped', reason: 'archive' };
   if (!startsWith(head, ELF_MAGIC)) return { kind: 'skipped', reason: 'not-elf' };
-  const first = inodes?.firstName(source.path, source.stats) ?? null;
+  const first = inodes?.recordName(source.path, source.stats) ?? null;
   return first === null ? null : { kind: 'skipped', reason: 'hard-link', detail: first };
 }
 
