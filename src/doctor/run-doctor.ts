@@ -8,7 +8,7 @@ import { FileByteSource } from '../elf/byte-source.js';
 import { textToByteString } from '../elf/byte-string.js';
 import { ELF_MAGIC } from '../elf/constants.js';
 import { readElfImage, skipReason, type SkipReason } from '../elf/elf-image.js';
-import { walkTrees } from '../batch/walk-trees.js';
+import { walkTrees } from '../walk/walk-trees.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { readCpuInfo } from './cpu-model.js';
 import { diagnoseFile, doctorContext } from './diagnose.js';

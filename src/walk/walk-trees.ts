@@ -18,7 +18,7 @@ import { readdirSync, statSync, type Dirent, type Stats } from 'node:fs';
 import { relative, resolve, sep } from 'node:path';
 import { ioError } from '../errors/io-error.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import { isRewriteTemporary } from '../write/rewrite-file.js';
+import { isRewriteTemporary } from './rewrite-temporary.js';
 
 export type WalkItem =
   | {
