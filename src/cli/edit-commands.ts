@@ -4,6 +4,7 @@
 
 import type { Command } from 'commander';
 import { textToByteString } from '../elf/byte-string.js';
+import { runpathFields } from '../elf/runpath-list.js';
 import { editElfFile, type EditOperations, type EditOptions, type EditResult } from '../edit/edit-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { addRunpathEntries, removeRunpathEntries, type RunpathTagPolicy } from '../plan/dynamic-editor.js';
@@ -74,7 +75,7 @@ async function editFiles(io: CliIo, files: readonly string[], operations: EditOp
 }
 
 const policyOf = (options: CommonOptions): RunpathTagPolicy => (options.forceRpath ? 'rpath' : 'keep');
-const dirsOf = (value: string): string[] => textToByteString(value).split(':');
+const dirsOf = (value: string): string[] => runpathFields(textToByteString(value));
 
 export function registerEditCommands(program: Command, io: CliIo): void {
   withRunpathOptions(program.command('set-runpath'))

@@ -6,7 +6,8 @@
 import { byteStringToText } from '../elf/byte-string.js';
 import { DT_NAMES, nameOf } from '../elf/constants.js';
 import type { EditOperations, EditResult } from '../edit/edit-file.js';
-import { splitRunpath, type DynamicEditor } from '../plan/dynamic-editor.js';
+import { joinRunpath, splitRunpath } from '../elf/runpath-list.js';
+import type { DynamicEditor } from '../plan/dynamic-editor.js';
 import type { Tier } from '../plan/plan.js';
 
 interface DynamicState {
@@ -59,11 +60,11 @@ function runpathChange(before: DynamicState, after: DynamicState): string | null
   const now = splitRunpath(after.runpath);
   const grown = now.length - old.length;
   if (old.length > 0 && grown > 0 && sameList(now.slice(grown), old))
-    return `${quoted(now.slice(0, grown).join(':'))} prepended to the runpath`;
+    return `${quoted(joinRunpath(now.slice(0, grown)))} prepended to the runpath`;
   if (old.length > 0 && grown > 0 && sameList(now.slice(0, old.length), old))
-    return `${quoted(now.slice(old.length).join(':'))} appended to the runpath`;
+    return `${quoted(joinRunpath(now.slice(old.length)))} appended to the runpath`;
   const removed = grown < 0 ? removedFrom(old, now) : null;
-  if (removed !== null) return `${quoted(removed.join(':'))} removed from the runpath`;
+  if (removed !== null) return `${quoted(joinRunpath(removed))} removed from the runpath`;
   return `runpath set to ${quoted(after.runpath)}`;
 }
 

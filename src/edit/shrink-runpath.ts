@@ -4,7 +4,7 @@
 import { FileByteSource } from '../elf/byte-source.js';
 import { byteStringToText } from '../elf/byte-string.js';
 import { readElfImage } from '../elf/elf-image.js';
-import { splitRunpath } from '../plan/dynamic-editor.js';
+import { joinRunpath, splitRunpath } from '../elf/runpath-list.js';
 
 async function machineOf(path: string): Promise<number | null> {
   let source: FileByteSource | undefined;
@@ -44,5 +44,5 @@ export async function shrinkRunpath(
     }
     if (useful) kept.push(dir);
   }
-  return kept.join(':');
+  return joinRunpath(kept);
 }
