@@ -41,11 +41,11 @@ function withRunpathOptions(command: Command): Command {
 
 const FILES = 'ELF files to edit (a symbolic link is followed)';
 
-function resultJson(result: EditResult, changes: readonly string[]): object {
+function resultJson(result: EditResult<readonly string[]>): object {
   return {
     file: result.file,
     tier: result.tier,
-    changes,
+    changes: result.answer,
     bytesWritten: result.bytesWritten,
     plannedBytes: bytesWritten(result.plan),
     sizeBefore: result.oldSize,
@@ -67,10 +67,8 @@ async function editFiles(io: CliIo, files: readonly string[], operations: EditOp
   };
   rejectEmptyPaths(files, 'files to edit');
   await forEachFile(io, files, options.json === true, async (file) => {
-    const watched = watchChanges(operations);
-    const result = await editElfFile(file, watched.operations, editOptions);
-    const changes = watched.changes();
-    return { json: resultJson(result, changes), text: editLine(result, changes, editOptions.dryRun === true) };
+    const result = await editElfFile(file, watchChanges(operations), editOptions);
+    return { json: resultJson(result), text: editLine(result, editOptions.dryRun === true) };
   });
 }
 
