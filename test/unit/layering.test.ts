@@ -76,7 +76,6 @@ const BIN_LOADER = 'cli/bin.ts';
 const WORKER_ENTRY_POINTS: readonly string[] = ['batch/patch-worker.ts'];
 /** Other modules that use `process` today; each should get what it needs from cli/main.ts instead. */
 const PROCESS_DEBTS: readonly { readonly file: string; readonly why: string }[] = [
-  { file: 'cli/doctor-command.ts', why: 'process.cwd() and process.arch, which could come through CliIo as cpuCount does' },
   { file: 'write/rewrite-file.ts', why: 'process.pid names the rewrite temporary file' },
 ];
 
