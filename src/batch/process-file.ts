@@ -10,7 +10,7 @@ import type { Hook } from '../hooks/hook.js';
 import { writeRefusal } from '../write/write-refusal.js';
 import type { FileOutcome, RunpathChange } from './file-outcome.js';
 import { isInterrupted, type InterruptFlag } from './interrupt.js';
-import type { WalkItem } from './walk-trees.js';
+import type { WalkItem } from '../walk/walk-trees.js';
 
 export type FileItem = Extract<WalkItem, { kind: 'file' }>;
 

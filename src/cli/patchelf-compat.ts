@@ -96,12 +96,11 @@ async function patchelfFile(file: string, request: PatchelfRequest, io: CliIo): 
   if (debugInfo && request.addNeeded.length === 0) return keepDebugInfo(file, stats, request, io);
   // patchelf always writes --output, changed or not.
   if (!hasEdits(request) && request.output === undefined) return;
-  const watched = watchChanges(editsOf(request));
-  const result = await editElfFile(file, watched.operations, {
+  const result = await editElfFile(file, watchChanges(editsOf(request)), {
     makeWritable: request.makeWritable,
     ...(request.output === undefined ? {} : { output: request.output }),
   });
-  if (request.debug) io.err(editLine(result, watched.changes(), false));
+  if (request.debug) io.err(editLine(result, false));
 }
 
 export async function runPatchelfCompat(argv: readonly string[], io: CliIo): Promise<void> {

@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { textToByteString } from '../elf/byte-string.js';
 import { ElfFile } from '../elf/elf-file.js';
 import { skipReason } from '../edit/skip-reason.js';
-import { walkTrees } from '../batch/walk-trees.js';
+import { walkTrees } from '../walk/walk-trees.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { readCpuInfo } from './cpu-model.js';
 import { diagnoseFile, doctorContext, type DoctorContext } from './diagnose.js';

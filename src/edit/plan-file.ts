@@ -47,8 +47,11 @@ export interface SkippedFile {
  * is patched once, through the first of its names that shows it is an ELF file.
  */
 export interface InodeNames {
-  /** The name this inode was first seen under, or null when that is `path` itself. */
-  firstName(path: string, stats: Stats): string | null;
+  /**
+   * Records `path` as a name of the inode `stats` describes, and returns the name the inode was first
+   * recorded under, or null when that is `path` itself (the name to patch it through).
+   */
+  recordName(path: string, stats: Stats): string | null;
 }
 
 /**
@@ -114,7 +117,7 @@ function sniffHead(head: FileHead, inodes: InodeNames | undefined): SkippedFile 
   }
   let first: string | null;
   try {
-    first = inodes?.firstName(source.path, source.stats) ?? null;
+    first = inodes?.recordName(source.path, source.stats) ?? null;
   } catch (error) {
     source.close();
     throw error;

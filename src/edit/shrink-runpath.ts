@@ -3,7 +3,7 @@
 
 import { byteStringToText } from '../elf/byte-string.js';
 import { ElfFile } from '../elf/elf-file.js';
-import { splitRunpath } from '../plan/dynamic-editor.js';
+import { joinRunpath, splitRunpath } from '../elf/runpath-list.js';
 
 /** The e_machine of the ELF file at `path`; null for a file that is missing, not ELF or unreadable. */
 async function machineOf(path: string): Promise<number | null> {
@@ -39,5 +39,5 @@ export async function shrinkRunpath(
     }
     if (useful) kept.push(dir);
   }
-  return kept.join(':');
+  return joinRunpath(kept);
 }

@@ -8,7 +8,7 @@ import { chmod } from 'node:fs/promises';
 import { ioError } from '../errors/io-error.js';
 import type { Plan } from '../plan/plan.js';
 import { applyPlan } from './apply-plan.js';
-import { withFileLock } from './file-lock.js';
+import { lockName, takeLock } from './file-lock.js';
 import { outputIsInput, writeOutput } from './output-file.js';
 import { rewriteFile } from './rewrite-file.js';
 import { changedSincePlanned, sameFile } from './same-file.js';
@@ -38,7 +38,14 @@ export async function commitPlan(path: string, plan: Plan, planned: Stats, optio
     return writeOutput(path, options.output, { plan, planned, ...(options.durable === undefined ? {} : { durable: options.durable }) });
   }
   if (plan.tier === 'noop') return 0;
-  return withFileLock(path, planned, () => writePlan(path, plan, planned, options));
+  const lock = await takeLock(lockName(planned), path);
+  // Without the lock (the system will not bind its socket) the file is written all the same: writePlan's
+  // check still refuses a file that changed since it was planned, and only the gap after it is open.
+  try {
+    return await writePlan(path, plan, planned, options);
+  } finally {
+    if (lock.kind === 'locked') lock.release();
+  }
 }
 
 /**
