@@ -8,7 +8,7 @@ import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
 import { stringAt } from '../elf/string-table.js';
 import { dataViewOf } from '../elf/byte-source.js';
 import type { Section } from '../elf/section-headers.js';
-import type { NeedsFacts, NeedsRewrite, PlanDecision, PlannedWrite, WritePhase } from './plan.js';
+import { needsFacts, planned, type NoPlan, type PlanDecision, type PlannedWrite, type WritePhase } from './plan.js';
 import { byteStringToBytes } from '../elf/byte-string.js';
 import { layoutSegment, type FinishedLayout, type MovedRange, type SegmentLayout, type TableLayout } from './segment-layout.js';
 import { resumeOf, stringStarts, type Resume, type SectionRepair } from './resume-edit.js';
@@ -61,10 +61,10 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
     (ref) => ref.source === 'version-need-file' && wanted.versionNeedRenames.has(stringAt(table, ref.index)),
   );
   if (resume === null && renamed.length === 0 && sameEntries(entries, facts.dynamic.entries))
-    return { tier: 'noop', writes: [], newSize: facts.fileSize };
+    return planned({ tier: 'noop', writes: [], newSize: facts.fileSize });
 
   const symbolNames = facts.references.symbolNames;
-  if (symbolNames === null && stringsMayBeFreed(facts, entries, renamed, resume)) return { tier: 'needs-facts', facts: 'dynamic-symbols' };
+  if (symbolNames === null && stringsMayBeFreed(facts, entries, renamed, resume)) return needsFacts('dynamic-symbols');
   const placement = placeWantedStrings(facts, symbolNames ?? new Uint32Array(0), entries, renamed, wanted, resume);
   const dynamicEntries = entries.map(
     (entry): DynamicEntry =>
@@ -73,12 +73,12 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
         : { d_tag: entry.d_tag, d_val: entry.d_val },
   );
   const places = placeTables(facts, placement, dynamicEntries.length);
-  if ('tier' in places) return places;
+  if ('kind' in places) return places;
   const { layout, table: newTable, dynamic } = places;
   // Section headers change address when tables move or an interrupted edit's stale ones are
   // repaired; the .symtab symbols defined in those sections follow them.
   if (facts.symbolTable !== null && facts.symbolTable.bytes === null && (layout !== null || (resume?.sections.length ?? 0) > 0))
-    return { tier: 'needs-facts', facts: 'symbol-table' };
+    return needsFacts('symbol-table');
   const tableMoved = newTable.offset !== facts.dynstr.offset;
   const writes = writeList();
 
@@ -163,7 +163,7 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
     const cleared = withNullValues(facts.codec, liveArray, finalEntries.length, 0);
     addChangedSpan(writes, 'unmark', dynamic.offset, liveArray, cleared, 'dynamic array DT_NULL values: the cleanup is done');
   }
-  return { tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize };
+  return planned({ tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize });
 }
 
 /** Whether the wanted entries are the file's entries as they are (no string to place, no value changed). */
@@ -232,7 +232,7 @@ interface TablePlaces {
   readonly dynamic: { readonly moves: boolean; readonly offset: number; readonly vaddr: number; readonly capacity: number };
 }
 
-function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: number): TablePlaces | NeedsRewrite | NeedsFacts {
+function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: number): TablePlaces | NoPlan {
   const tableGrows = placement.table.length > placement.oldSize;
   const dynamicMoves = entryCount + 1 > facts.dynamic.capacity;
   const unmoved: TablePlaces = {
@@ -242,7 +242,7 @@ function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: n
   };
   if (!tableGrows && !dynamicMoves) return unmoved;
   const layout = layoutSegment(facts);
-  if ('tier' in layout) return layout;
+  if ('kind' in layout) return layout;
   const region = layout.region;
   let dynamic = unmoved.dynamic;
   if (dynamicMoves) {

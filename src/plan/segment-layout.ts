@@ -4,8 +4,7 @@
 import type { ProgramHeader } from '../elf/codec.js';
 import { ET, PF_R, PF_W, PF_X, PT, SHF_ALLOC, SHT, machinePageSize } from '../elf/constants.js';
 import type { EditFacts, MovableRange } from './edit-facts.js';
-import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import { needsRewrite, type NeedsFacts, type NeedsRewrite } from './plan.js';
+import { needsFacts, needsRewrite, unsupported, type NoPlan, type NeedsRewrite, type Unsupported } from './plan.js';
 import { AppendedRegion, alignUp } from './region.js';
 
 /** What the appended data is mapped by. */
@@ -83,19 +82,16 @@ function extendableSegment(facts: EditFacts): number | null {
   return endsAtEof && ph.p_filesz === ph.p_memsz && (ph.p_flags & PF_X) === 0 ? highest : null;
 }
 
-function unsupported(message: string): CudaPatchelfError {
-  return new CudaPatchelfError('unsupported', message);
-}
-
 /**
  * Chooses how the region at the end of the file will be mapped, or says that only the whole-file
- * rewrite can: an executable's program header table that can neither grow where it is nor move to
- * where the kernel looks for it. A new segment's place needs the largest .dynsym size (NeedsFacts).
+ * rewrite can (an executable's program header table that can neither grow where it is nor move to
+ * where the kernel looks for it), or that no tier can (no room for a new segment). A new segment's
+ * place needs the largest .dynsym size (NeedsFacts).
  */
-export function layoutSegment(facts: EditFacts): SegmentLayout | NeedsRewrite | NeedsFacts {
+export function layoutSegment(facts: EditFacts): SegmentLayout | NoPlan {
   const extend = extendableSegment(facts);
   if (extend !== null) return extendLayout(facts, extend);
-  if (facts.largestSymbolSize === null) return { tier: 'needs-facts', facts: 'dynamic-symbols' };
+  if (facts.largestSymbolSize === null) return needsFacts('dynamic-symbols');
   return newLoadLayout(facts, facts.largestSymbolSize);
 }
 
@@ -143,12 +139,12 @@ function placeNewSegment(
   reach: number,
   pageSize: number,
   executableTableMoves: boolean,
-): { start: number; vaddr: number; align: number } | NeedsRewrite {
+): { start: number; vaddr: number; align: number } | NeedsRewrite | Unsupported {
   const loads = facts.programHeaders.filter(isLoad);
   const highestEnd = Math.max(...loads.map((ph) => ph.p_vaddr + ph.p_memsz));
   const lowestFree = highestEnd + reach;
   if (!Number.isSafeInteger(lowestFree))
-    throw unsupported(
+    return unsupported(
       `no room for a new segment below 2^53: the highest segment ends at 0x${highestEnd.toString(16)}, and it must start ${reach} bytes above (the largest dynamic symbol's size)`,
     );
   if (!executableTableMoves) {
@@ -182,10 +178,10 @@ function strippedBelow(facts: EditFacts): number {
   return Math.max(0, facts.fileSize - loadedEnd);
 }
 
-function newLoadLayout(facts: EditFacts, reach: number): SegmentLayout | NeedsRewrite {
+function newLoadLayout(facts: EditFacts, reach: number): SegmentLayout | NeedsRewrite | Unsupported {
   const { header, programHeaders, codec } = facts;
   const pageSize = machinePageSize(header.e_machine);
-  if (!programHeaders.some(isLoad)) throw unsupported('no PT_LOAD segment to place new data after');
+  if (!programHeaders.some(isLoad)) return unsupported('no PT_LOAD segment to place new data after');
   const entrySize = header.e_phentsize;
   const nullSlot = programHeaders.findIndex((ph) => ph.p_type === PT.PT_NULL);
   // The single write of header and grown table needs the table right after the ELF header.
@@ -203,21 +199,23 @@ function newLoadLayout(facts: EditFacts, reach: number): SegmentLayout | NeedsRe
     pageSize,
     tableMoves && !isSharedObject,
   );
-  if ('why' in placed) return placed;
+  if ('kind' in placed) return placed;
   const region = new AppendedRegion(placed.start);
   const vaddr = placed.vaddr;
   const vaddrOf = (offset: number): number => vaddr + (offset - region.start);
   // A generous bound on where the new segment ends: the file size again past its start.
   if (codec.elfClass === 32 && vaddrOf(region.start + facts.fileSize) > 0xffffffff)
-    throw unsupported('no room for a new segment in a 32-bit address space');
+    return unsupported('no room for a new segment in a 32-bit address space');
   if (!Number.isSafeInteger(vaddrOf(region.start + facts.fileSize)))
-    throw unsupported('no room for a new segment below 2^53: the highest segment ends too high');
-  if (programHeaders.length + 2 >= 0xffff) throw unsupported('program header table is full (PN_XNUM)');
+    return unsupported('no room for a new segment below 2^53: the highest segment ends too high');
+  if (programHeaders.length + 2 >= 0xffff) return unsupported('program header table is full (PN_XNUM)');
+  const unmapped = (grow ?? []).find((range) => vaddrAtOffset(facts, range.offset) === null);
+  if (unmapped !== undefined) return unsupported(`bytes at 0x${unmapped.offset.toString(16)} are not in any PT_LOAD`);
 
   const moved: MovedRange[] = (grow ?? []).map((range) => {
     const to = region.reserve(range.bytes.length, 16);
     region.fill(to, range.bytes);
-    const fromVaddr = vaddrAtOffset(facts, range.offset);
+    const fromVaddr = vaddrAtOffset(facts, range.offset) as number;
     return { from: range.offset, fromVaddr, to, size: range.bytes.length, vaddrDelta: vaddrOf(to) - fromVaddr };
   });
   const hasPhdr = programHeaders.some((ph) => ph.p_type === PT.PT_PHDR);
@@ -295,10 +293,10 @@ function newLoadLayout(facts: EditFacts, reach: number): SegmentLayout | NeedsRe
   };
 }
 
-function vaddrAtOffset(facts: EditFacts, offset: number): number {
+/** The address of a file offset, through the PT_LOAD that maps it; null where none does. */
+function vaddrAtOffset(facts: EditFacts, offset: number): number | null {
   const load = facts.programHeaders.find((ph) => isLoad(ph) && offset >= ph.p_offset && offset < ph.p_offset + ph.p_filesz);
-  if (load === undefined) throw unsupported(`bytes at 0x${offset.toString(16)} are not in any PT_LOAD`);
-  return load.p_vaddr + (offset - load.p_offset);
+  return load === undefined ? null : load.p_vaddr + (offset - load.p_offset);
 }
 
 /** A program header whose range lies inside a moved range follows it. */

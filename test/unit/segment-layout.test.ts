@@ -1,10 +1,14 @@
 // layoutSegment over the corpus: how the program header table gets its new entry, where the new
 // PT_LOAD goes (page-congruent, the largest dynamic symbol size above every segment, the machine's
-// page size), and a second append extending the segment the first one added. AppendedRegion's
-// alignment on the side.
+// page size), a refusal where none fits, and a second append extending the segment the first one
+// added. AppendedRegion's alignment on the side.
 
 import { describe, expect, it } from 'vitest';
-import { PF_R, PF_W, PT, machinePageSize } from '../../src/elf/constants.js';
+import { ET, PF_R, PF_W, PT, machinePageSize } from '../../src/elf/constants.js';
+import { DynamicEditor } from '../../src/plan/dynamic-editor.js';
+import { currentEntries } from '../../src/plan/edit-facts.js';
+import { planEdit } from '../../src/plan/plan-edit.js';
+import { shiftForRewrite } from '../../src/plan/shift-for-rewrite.js';
 import { AppendedRegion, alignUp } from '../../src/plan/region.js';
 import type { EditFacts } from '../../src/plan/edit-facts.js';
 import { layoutSegment, type SegmentLayout, type TableStrategy } from '../../src/plan/segment-layout.js';
@@ -19,9 +23,10 @@ const STRATEGY: Readonly<Record<string, TableStrategy>> = { 'x86_64-lib-lld.so':
 /** The append tier's layout; every corpus file has one (none needs the whole-file rewrite), from every fact. */
 function layoutFor(facts: EditFacts): SegmentLayout {
   const layout = layoutSegment(facts);
-  if ('why' in layout) throw new Error(`the edit needs the whole-file rewrite: ${layout.why}`);
-  if ('facts' in layout) throw new Error(`the layout asks for ${layout.facts}, which factsOf reads`);
-  return layout;
+  if (!('kind' in layout)) return layout;
+  if (layout.kind === 'needs-rewrite') throw new Error(`the edit needs the whole-file rewrite: ${layout.why}`);
+  if (layout.kind === 'needs-facts') throw new Error(`the layout asks for ${layout.facts}, which factsOf reads`);
+  throw new Error(`the edit is refused: ${layout.why}`);
 }
 
 describe.each(CORPUS)('$name', (file) => {
@@ -98,6 +103,20 @@ describe.each(CORPUS)('$name', (file) => {
       expect(added?.p_vaddr, `a tail ${longer} bytes longer`).toBeGreaterThanOrEqual(bound);
       expect(added?.p_vaddr, `a tail ${longer} bytes longer`).toBeLessThan(alignUp(bound, page) + page);
     }
+  });
+
+  // No tier fits: a returned value the pipeline turns into the file's `unsupported` error, not an exception.
+  it('returns a refusal, not an exception, when no new segment fits below 2^53 or in a first page of its own', async () => {
+    const facts = await factsOf(corpusBytes(file.name));
+    const editor = new DynamicEditor(currentEntries(facts));
+    editor.setRunpath(`/${'x'.repeat(4000)}`);
+    const decision = planEdit({ ...facts, largestSymbolSize: 2 ** 53 }, editor.wanted());
+    expect(decision).toMatchObject({ kind: 'unsupported', why: expect.stringMatching(/^no room for a new segment below 2\^53/) });
+    expect(file.type).toBe(ET.ET_DYN);
+    expect(shiftForRewrite(facts, 'the table cannot grow')).toEqual({
+      kind: 'unsupported',
+      why: 'the table cannot grow; nor can a whole-file rewrite help: a position-independent file has no addresses free below its first segment',
+    });
   });
 
   it('extends the segment an earlier edit appended', async () => {
