@@ -1,8 +1,8 @@
 // The planner: from what a file has (EditFacts) and what it should have (WantedDynamic) to an ordered
 // list of positional writes, cheapest tier first. Pure: it reads nothing and writes nothing.
 
-import { DYN, EHDR, PHDR, SHDR, SYM, type DynamicEntry, type ProgramHeader } from '../elf/codec.js';
-import { DT, EI_NIDENT, PT, SHT } from '../elf/constants.js';
+import { DYN, SHDR, SYM, type DynamicEntry } from '../elf/codec.js';
+import { DT, PT, SHT } from '../elf/constants.js';
 import type { EditFacts } from './edit-facts.js';
 import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
 import { stringAt } from '../elf/string-table.js';
@@ -10,7 +10,10 @@ import { dataViewOf } from '../elf/byte-source.js';
 import type { Section } from '../elf/section-headers.js';
 import { needsFacts, planned, type NoPlan, type PlanDecision, type PlannedWrite, type WritePhase } from './plan.js';
 import { byteStringToBytes } from '../elf/byte-string.js';
-import { layoutSegment, type FinishedLayout, type MovedRange, type SegmentLayout, type TableLayout } from './segment-layout.js';
+import { chooseSegment, layOutRegion, type BlockRequest, type MovedRange, type Place, type RegionLayout } from './segment-layout.js';
+import { appendWrites } from './append-writes.js';
+import type { RegionPart } from './region.js';
+import { changedSpanWrites, inPhaseOrder } from './write-list.js';
 import { resumeOf, stringStarts, type Resume, type SectionRepair } from './resume-edit.js';
 import { placeStrings, type StringPlacement, type StringRequest } from './string-placement.js';
 import { CLEANUP_MARK, encodeDynamicArray, withNullValues } from './cleanup-mark.js';
@@ -27,15 +30,9 @@ interface Writes {
 
 function writeList(): Writes {
   const writes: PlannedWrite[] = [];
-  const order: WritePhase[] = ['data', 'headers', 'dynamic', 'cleanup', 'sections', 'unmark', 'settle'];
   return {
     add: (phase, offset, bytes, what) => writes.push({ phase, offset, bytes, what }),
-    // Stable sort by phase: within a phase, writes keep the order they were added in.
-    list: () =>
-      writes
-        .map((w, i) => ({ w, i }))
-        .sort((a, b) => order.indexOf(a.w.phase) - order.indexOf(b.w.phase) || a.i - b.i)
-        .map(({ w }) => w),
+    list: () => inPhaseOrder(writes),
   };
 }
 
@@ -73,8 +70,8 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
         : { d_tag: entry.d_tag, d_val: entry.d_val },
   );
   const places = placeTables(facts, placement, dynamicEntries.length);
-  if ('kind' in places) return places;
-  const { layout, table: newTable, dynamic } = places;
+  if (places.kind !== 'places') return places;
+  const { region: layout, table: newTable, dynamic } = places;
   // Section headers change address when tables move or an interrupted edit's stale ones are
   // repaired; the .symtab symbols defined in those sections follow them.
   if (facts.symbolTable !== null && facts.symbolTable.bytes === null && (layout !== null || (resume?.sections.length ?? 0) > 0))
@@ -116,21 +113,9 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
   const nullValue = marked ? CLEANUP_MARK : 0;
   const dynamicSize = dynamic.capacity * facts.codec.sizeOf(DYN);
   const movedArray = dynamic.moves ? encodeDynamicArray(facts.codec, finalEntries, dynamic.capacity, nullValue) : null;
-  let newSize = facts.fileSize;
   if (layout !== null) {
-    if (movedArray !== null) layout.region.fill(dynamic.offset, movedArray);
-    const finished = layout.finish({ writable: dynamic.moves });
-    newSize = finished.fileEnd;
-    const withDynamic = (table: TableLayout): TableLayout =>
-      dynamic.moves
-        ? { ...table, programHeaders: withMovedDynamic(table.programHeaders, dynamic.offset, dynamic.vaddr, dynamicSize) }
-        : table;
-    addHeaderWrites(
-      facts,
-      { ...finished, ...withDynamic(finished), interim: finished.interim === null ? null : withDynamic(finished.interim) },
-      layout,
-      writes,
-    );
+    const parts = [...places.appendedStrings, ...(movedArray === null ? [] : [{ offset: dynamic.offset, bytes: movedArray }])];
+    for (const write of appendWrites(facts, layout, parts)) writes.add(write.phase, write.offset, write.bytes, write.what);
   }
 
   const liveArray = movedArray ?? addDynamicWrites(facts, finalEntries, nullValue, writes);
@@ -163,7 +148,7 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
     const cleared = withNullValues(facts.codec, liveArray, finalEntries.length, 0);
     addChangedSpan(writes, 'unmark', dynamic.offset, liveArray, cleared, 'dynamic array DT_NULL values: the cleanup is done');
   }
-  return planned({ tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize });
+  return planned({ tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize: layout?.fileEnd ?? facts.fileSize });
 }
 
 /** Whether the wanted entries are the file's entries as they are (no string to place, no value changed). */
@@ -224,47 +209,51 @@ function placeWantedStrings(
   return placeStrings(table, live, released, requests);
 }
 
-/** Where the string table and the dynamic array will be, and the appended segment when either needs one. */
+/** Where the string table and the dynamic array will be, and the appended region when either moves or grows. */
 interface TablePlaces {
+  readonly kind: 'places';
   /** Null when both stay where they are (the in-place tier). */
-  readonly layout: SegmentLayout | null;
-  readonly table: { readonly offset: number; readonly vaddr: number };
+  readonly region: RegionLayout | null;
+  readonly table: Place;
   readonly dynamic: { readonly moves: boolean; readonly offset: number; readonly vaddr: number; readonly capacity: number };
+  /** The string bytes the region holds: the whole table, moved, or the tail of one that grows where it ends the file. */
+  readonly appendedStrings: readonly RegionPart[];
 }
 
 function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: number): TablePlaces | NoPlan {
   const tableGrows = placement.table.length > placement.oldSize;
   const dynamicMoves = entryCount + 1 > facts.dynamic.capacity;
   const unmoved: TablePlaces = {
-    layout: null,
+    kind: 'places',
+    region: null,
     table: { offset: facts.dynstr.offset, vaddr: facts.dynstr.vaddr },
     dynamic: { moves: false, offset: facts.dynamic.offset, vaddr: facts.dynamic.vaddr, capacity: facts.dynamic.capacity },
+    appendedStrings: [],
   };
   if (!tableGrows && !dynamicMoves) return unmoved;
-  const layout = layoutSegment(facts);
-  if ('kind' in layout) return layout;
-  const region = layout.region;
-  let dynamic = unmoved.dynamic;
-  if (dynamicMoves) {
-    const capacity = entryCount + 1 + SPARE_DYNAMIC_SLOTS;
-    const offset = region.reserve(capacity * facts.codec.sizeOf(DYN), facts.codec.wordSize);
-    dynamic = { moves: true, offset, vaddr: layout.vaddrOf(offset), capacity };
-  }
-  let table = unmoved.table;
-  if (tableGrows) {
-    // A table that already ends the file inside the segment being extended grows where it is.
-    const growsAtEnd =
-      layout.extendsSegment && facts.dynstr.offset + placement.oldSize === facts.fileSize && region.endOffset === facts.fileSize;
-    if (growsAtEnd) {
-      const tailAt = region.reserve(placement.table.length - placement.oldSize, 1);
-      region.fill(tailAt, placement.table.subarray(placement.oldSize));
-    } else {
-      const offset = region.reserve(placement.table.length, 1);
-      table = { offset, vaddr: layout.vaddrOf(offset) };
-      region.fill(offset, placement.table);
-    }
-  }
-  return { layout, table, dynamic };
+  const segment = chooseSegment(facts);
+  if (segment.kind !== 'segment') return segment;
+  const capacity = entryCount + 1 + SPARE_DYNAMIC_SLOTS;
+  // A table that already ends the file, inside the segment being extended, grows where it is (unless the
+  // dynamic array, laid out first, takes the bytes after it).
+  const growsAtEnd =
+    tableGrows && !dynamicMoves && segment.strategy === 'extend' && facts.dynstr.offset + placement.oldSize === facts.fileSize;
+  const strings = growsAtEnd ? placement.table.subarray(placement.oldSize) : placement.table;
+  const blocks: BlockRequest[] = [
+    ...(dynamicMoves
+      ? [{ size: capacity * facts.codec.sizeOf(DYN), align: facts.codec.wordSize, mappedBy: PT.PT_DYNAMIC, writable: true }]
+      : []),
+    ...(tableGrows ? [{ size: strings.length, align: 1, writable: false }] : []),
+  ];
+  const region = layOutRegion(facts, segment, blocks);
+  const [dynamicPlace, stringsPlace] = dynamicMoves ? region.blocks : [undefined, ...region.blocks];
+  return {
+    kind: 'places',
+    region,
+    table: stringsPlace === undefined || growsAtEnd ? unmoved.table : stringsPlace,
+    dynamic: dynamicPlace === undefined ? unmoved.dynamic : { moves: true, ...dynamicPlace, capacity },
+    appendedStrings: stringsPlace === undefined ? [] : [{ offset: stringsPlace.offset, bytes: strings }],
+  };
 }
 
 /** The facts with the repaired section headers in place of the stale ones. */
@@ -285,20 +274,9 @@ function encodeWord(facts: EditFacts, value: number): Uint8Array {
   return bytes;
 }
 
-/** The smallest [first, end) outside which `next` equals `old` (same length); null when equal. */
-function changedSpan(old: Uint8Array, next: Uint8Array): { first: number; end: number } | null {
-  let first = 0;
-  while (first < next.length && next[first] === old[first]) first++;
-  if (first === next.length) return null;
-  let end = next.length;
-  while (end > first && next[end - 1] === old[end - 1]) end--;
-  return { first, end };
-}
-
 /** One write of the span where `next` differs from `old`, the bytes at `offset`; none when they are equal. */
 function addChangedSpan(writes: Writes, phase: WritePhase, offset: number, old: Uint8Array, next: Uint8Array, what: string): void {
-  const span = changedSpan(old, next);
-  if (span !== null) writes.add(phase, offset + span.first, next.slice(span.first, span.end), what);
+  for (const write of changedSpanWrites(phase, offset, old, next, what)) writes.add(write.phase, write.offset, write.bytes, write.what);
 }
 
 /**
@@ -314,62 +292,6 @@ function addDynamicWrites(facts: EditFacts, entries: readonly DynamicEntry[], nu
   const next = encodeDynamicArray(codec, entries, dynamic.capacity, nullValue);
   addChangedSpan(writes, 'dynamic', dynamic.offset, before, next, 'dynamic array entries');
   return next;
-}
-
-function withMovedDynamic(programHeaders: ProgramHeader[], offset: number, vaddr: number, size: number): ProgramHeader[] {
-  return programHeaders.map((ph) =>
-    ph.p_type === PT.PT_DYNAMIC ? { ...ph, p_offset: offset, p_vaddr: vaddr, p_paddr: vaddr, p_filesz: size, p_memsz: size } : ph,
-  );
-}
-
-/**
- * The appended region first (invisible until mapped), then the program headers that map it. A table
- * that grows in place goes out together with the ELF header in one write, so e_phnum and the entries
- * change at once; a moved table becomes live with the one ELF header write that points at it; a table
- * that grows after moving settles back once the dynamic tags no longer point at what it grows over.
- */
-function addHeaderWrites(facts: EditFacts, finished: FinishedLayout, layout: SegmentLayout, writes: Writes): void {
-  const { codec, header } = facts;
-  const table = facts.codec.encodeRecords(PHDR, finished.programHeaders);
-  const pointHeaderAt = (phase: WritePhase, tableOffset: number, count: number, what: string): void => {
-    const headerBytes = new Uint8Array(EI_NIDENT + codec.sizeOf(EHDR));
-    codec.encode(EHDR, { ...header, e_phoff: tableOffset, e_phnum: count }, headerBytes, EI_NIDENT);
-    const at = EI_NIDENT + codec.fieldOffset(EHDR, 'e_phoff');
-    const end = EI_NIDENT + codec.fieldOffset(EHDR, 'e_shentsize');
-    writes.add(phase, at, headerBytes.slice(at, end), what);
-  };
-  if (finished.strategy === 'move-table') layout.region.fill(finished.tableOffset, table);
-  if (finished.interim !== null)
-    layout.region.fill(finished.interim.tableOffset, facts.codec.encodeRecords(PHDR, finished.interim.programHeaders));
-  writes.add('data', layout.region.start, layout.region.bytes(), 'appended tables');
-
-  if (finished.strategy === 'move-table') {
-    pointHeaderAt('headers', finished.tableOffset, finished.programHeaders.length, 'ELF header (e_phoff, e_phnum)');
-    return;
-  }
-  if (finished.interim !== null) {
-    pointHeaderAt(
-      'headers',
-      finished.interim.tableOffset,
-      finished.interim.programHeaders.length,
-      'ELF header (e_phoff, e_phnum): the table, moved for now',
-    );
-    writes.add('settle', header.e_phoff, table, 'the grown program header table, in its place');
-    pointHeaderAt('settle', header.e_phoff, finished.programHeaders.length, 'ELF header (e_phoff, e_phnum): back to the grown table');
-    return;
-  }
-  if (finished.strategy === 'grow-in-place') {
-    const headerBytes = new Uint8Array(EI_NIDENT + codec.sizeOf(EHDR));
-    codec.encode(EHDR, { ...header, e_phnum: finished.programHeaders.length }, headerBytes, EI_NIDENT);
-    const at = EI_NIDENT + codec.fieldOffset(EHDR, 'e_phnum');
-    const combined = new Uint8Array(header.e_phoff + table.length - at);
-    combined.set(headerBytes.subarray(at), 0);
-    combined.set(table, header.e_phoff - at);
-    writes.add('headers', at, combined, 'ELF header e_phnum and the grown program header table');
-    return;
-  }
-  // Same number of entries in place: write the span that changed.
-  addChangedSpan(writes, 'headers', header.e_phoff, facts.codec.encodeRecords(PHDR, facts.programHeaders), table, 'program headers');
 }
 
 interface MovedTable {
