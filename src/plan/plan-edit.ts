@@ -1,154 +1,93 @@
 // The planner: from what a file has (EditFacts) and what it should have (WantedDynamic) to an ordered
 // list of positional writes, cheapest tier first. Pure: it reads nothing and writes nothing.
+//
+// In three steps. What the edit changes (WantedChange), with an edit cut short finished first. Where
+// each new byte goes: strings into the string table (string-placement.ts), and when a table must move
+// or grow, the blocks the appended region holds (placeTables: the region laid out by
+// segment-layout.ts). Then the writes, each part's own (editPlan), put in phase order (write-list.ts):
+// every prefix of them leaves a file that loads. Where a step needs a fact read only on request, or no
+// tier fits, it returns that instead of a plan.
 
-import { DYN, SHDR, SYM, type DynamicEntry } from '../elf/codec.js';
-import { DT, PT, SHT } from '../elf/constants.js';
-import type { EditFacts } from './edit-facts.js';
-import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
-import { stringAt } from '../elf/string-table.js';
-import { dataViewOf } from '../elf/byte-source.js';
-import type { Section } from '../elf/section-headers.js';
-import { needsFacts, planned, type NoPlan, type PlanDecision, type PlannedWrite, type WritePhase } from './plan.js';
+import { DYN, type DynamicEntry } from '../elf/codec.js';
+import { DT, PT } from '../elf/constants.js';
 import { byteStringToBytes } from '../elf/byte-string.js';
-import { chooseSegment, layOutRegion, type BlockRequest, type MovedRange, type Place, type RegionLayout } from './segment-layout.js';
-import { appendWrites } from './append-writes.js';
-import type { RegionPart } from './region.js';
-import { changedSpanWrites, inPhaseOrder } from './write-list.js';
-import { resumeOf, stringStarts, type Resume, type SectionRepair } from './resume-edit.js';
-import { placeStrings, type StringPlacement, type StringRequest } from './string-placement.js';
-import { CLEANUP_MARK, encodeDynamicArray, withNullValues } from './cleanup-mark.js';
 import type { StringReference } from '../elf/string-references.js';
+import { stringAt } from '../elf/string-table.js';
+import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
+import { appendWrites } from './append-writes.js';
+import { CLEANUP_MARK, encodeDynamicArray, withNullValues } from './cleanup-mark.js';
+import type { EditFacts } from './edit-facts.js';
+import { needsFacts, planned, type NoPlan, type Plan, type PlanDecision, type PlannedWrite } from './plan.js';
+import type { RegionPart } from './region.js';
+import { resumeOf, stringStarts, type Resume, type SectionRepair } from './resume-edit.js';
+import { sectionWrites } from './section-writes.js';
+import { chooseSegment, layOutRegion, type BlockRequest, type MovedRange, type Place, type RegionLayout } from './segment-layout.js';
+import { placeStrings, type StringPlacement, type StringRequest } from './string-placement.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from './wanted.js';
+import { changedSpanWrites, inPhaseOrder } from './write-list.js';
 
 /** DT_NULL slots a moved dynamic array gets beyond what it needs, so that later edits fit in place. */
 const SPARE_DYNAMIC_SLOTS = 4;
 
-interface Writes {
-  add(phase: WritePhase, offset: number, bytes: Uint8Array, what: string): void;
-  list(): PlannedWrite[];
+/** What the edit changes, as the planner works on it. */
+interface WantedChange {
+  /** The dynamic array as it should be; an entry whose string its old index already holds is kept as it is. */
+  readonly entries: readonly WantedEntry[];
+  /** The version need file names (vn_file) that follow a DT_NEEDED rename: each record and its new name. */
+  readonly renames: readonly VersionNeedRename[];
 }
 
-function writeList(): Writes {
-  const writes: PlannedWrite[] = [];
-  return {
-    add: (phase, offset, bytes, what) => writes.push({ phase, offset, bytes, what }),
-    list: () => inPhaseOrder(writes),
-  };
-}
-
-/** A wanted string entry whose text is what its previous index already holds is simply kept. */
-function normalize(facts: EditFacts, entry: WantedEntry): WantedEntry {
-  if (isStringEntry(entry) && entry.previous !== null && stringAt(facts.dynstr.bytes, entry.previous) === entry.text) {
-    return { d_tag: entry.d_tag, d_val: entry.previous };
-  }
-  return entry;
+interface VersionNeedRename {
+  readonly ref: StringReference;
+  readonly text: string;
 }
 
 /**
  * The plan for one file, cheapest tier first, or the decision that only the whole-file rewrite can
- * make this edit (the caller plans that on the shifted layout, src/plan/shift-for-rewrite.ts).
+ * make this edit (the caller plans that on the shifted layout, src/plan/shift-for-rewrite.ts), that a
+ * fact read on request is needed first, or that no tier can.
  */
 export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDecision {
   // An edit cut short is finished first; planning goes on from the section headers as they should be.
   const resume = resumeOf(factsAsRead);
   const facts = resume === null ? factsAsRead : withRepairedSections(factsAsRead, resume.sections);
-  const table = facts.dynstr.bytes;
-  const entries = wanted.entries.map((entry) => normalize(facts, entry));
-  const renamed = facts.references.versionRecords.filter(
-    (ref) => ref.source === 'version-need-file' && wanted.versionNeedRenames.has(stringAt(table, ref.index)),
-  );
-  if (resume === null && renamed.length === 0 && sameEntries(entries, facts.dynamic.entries))
+  const change = wantedChange(facts, wanted);
+  if (resume === null && change.renames.length === 0 && sameEntries(change.entries, facts.dynamic.entries))
     return planned({ tier: 'noop', writes: [], newSize: facts.fileSize });
 
   const symbolNames = facts.references.symbolNames;
-  if (symbolNames === null && stringsMayBeFreed(facts, entries, renamed, resume)) return needsFacts('dynamic-symbols');
-  const placement = placeWantedStrings(facts, symbolNames ?? new Uint32Array(0), entries, renamed, wanted, resume);
-  const dynamicEntries = entries.map(
+  if (symbolNames === null && stringsMayBeFreed(facts, change, resume)) return needsFacts('dynamic-symbols');
+  const placement = placeWantedStrings(facts, symbolNames ?? new Uint32Array(0), change, resume);
+  const entries = change.entries.map(
     (entry): DynamicEntry =>
       isStringEntry(entry)
         ? { d_tag: entry.d_tag, d_val: placement.indexOf.get(entry.text) ?? 0 }
         : { d_tag: entry.d_tag, d_val: entry.d_val },
   );
-  const places = placeTables(facts, placement, dynamicEntries.length);
+  const places = placeTables(facts, placement, entries.length);
   if (places.kind !== 'places') return places;
-  const { region: layout, table: newTable, dynamic } = places;
   // Section headers change address when tables move or an interrupted edit's stale ones are
   // repaired; the .symtab symbols defined in those sections follow them.
-  if (facts.symbolTable !== null && facts.symbolTable.bytes === null && (layout !== null || (resume?.sections.length ?? 0) > 0))
-    return needsFacts('symbol-table');
-  const tableMoved = newTable.offset !== facts.dynstr.offset;
-  const writes = writeList();
+  const sectionsMove = places.region !== null || (resume?.sections.length ?? 0) > 0;
+  if (sectionsMove && facts.symbolTable !== null && facts.symbolTable.bytes === null) return needsFacts('symbol-table');
+  return planned(editPlan(facts, { resume, change, placement, entries, places }));
+}
 
-  const moved = layout?.moved ?? [];
-  const movedRangeOf = (vaddr: number): MovedRange | undefined => moved.find((m) => vaddr >= m.fromVaddr && vaddr < m.fromVaddr + m.size);
-  const finalEntries = dynamicEntries.map((entry) => {
-    if (entry.d_tag === DT.DT_STRTAB) return { ...entry, d_val: newTable.vaddr };
-    if (entry.d_tag === DT.DT_STRSZ) return { ...entry, d_val: placement.table.length };
-    // A section moved out of the program header table's way: its tag follows the copy.
-    const range = RELOCATABLE_SECTION_TAGS.includes(entry.d_tag) ? movedRangeOf(entry.d_val) : undefined;
-    return range === undefined ? entry : { ...entry, d_val: entry.d_val + range.vaddrDelta };
+/** The wanted entries, an entry whose string is already at its old index kept as it is; the version needs a rename reaches. */
+function wantedChange(facts: EditFacts, wanted: WantedDynamic): WantedChange {
+  const table = facts.dynstr.bytes;
+  const renames: VersionNeedRename[] = [];
+  for (const ref of facts.references.versionRecords) {
+    const text = ref.source === 'version-need-file' ? wanted.versionNeedRenames.get(stringAt(table, ref.index)) : undefined;
+    if (text !== undefined) renames.push({ ref, text });
+  }
+  const entries = wanted.entries.map((entry): WantedEntry => {
+    if (isStringEntry(entry) && entry.previous !== null && stringAt(table, entry.previous) === entry.text) {
+      return { d_tag: entry.d_tag, d_val: entry.previous };
+    }
+    return entry;
   });
-
-  // Strings written into the live table before or as the switch (only when the table stays put).
-  if (!tableMoved) {
-    for (const range of placement.slackWrites)
-      writes.add(
-        'data',
-        facts.dynstr.offset + range.start,
-        placement.table.slice(range.start, range.end),
-        'new string in zeroed slack of .dynstr',
-      );
-    for (const range of placement.inPlaceWrites)
-      writes.add(
-        'dynamic',
-        facts.dynstr.offset + range.start,
-        placement.table.slice(range.start, range.end),
-        'string rewritten in place in .dynstr',
-      );
-  }
-
-  // A plan that zeroes strings marks the dynamic array until it has (cleanup-mark.ts): the array that
-  // goes live at the switch is marked, and so is the one in place before it.
-  const marked = placement.deadRanges.length > 0 || (resume?.deadFileRanges.length ?? 0) > 0;
-  const nullValue = marked ? CLEANUP_MARK : 0;
-  const dynamicSize = dynamic.capacity * facts.codec.sizeOf(DYN);
-  const movedArray = dynamic.moves ? encodeDynamicArray(facts.codec, finalEntries, dynamic.capacity, nullValue) : null;
-  if (layout !== null) {
-    const parts = [...places.appendedStrings, ...(movedArray === null ? [] : [{ offset: dynamic.offset, bytes: movedArray }])];
-    for (const write of appendWrites(facts, layout, parts)) writes.add(write.phase, write.offset, write.bytes, write.what);
-  }
-
-  const liveArray = movedArray ?? addDynamicWrites(facts, finalEntries, nullValue, writes);
-  for (const ref of renamed) {
-    const index = placement.indexOf.get(wanted.versionNeedRenames.get(stringAt(table, ref.index)) ?? '') ?? 0;
-    // When the version needs moved out of the table's way, the rename goes to the copy.
-    const range = moved.find((m) => ref.fieldOffset >= m.from && ref.fieldOffset < m.from + m.size);
-    writes.add(
-      'dynamic',
-      ref.fieldOffset + (range === undefined ? 0 : range.to - range.from),
-      encodeWord(facts, index),
-      'version need file name (vn_file)',
-    );
-  }
-
-  addSectionWrites(facts, writes, {
-    repairs: resume?.sections ?? [],
-    table: tableMoved || placement.table.length > placement.oldSize ? { ...newTable, size: placement.table.length } : null,
-    dynamic: dynamic.moves ? { offset: dynamic.offset, vaddr: dynamic.vaddr, size: dynamicSize } : null,
-    moved,
-  });
-
-  for (const range of placement.deadRanges) {
-    writes.add('cleanup', facts.dynstr.offset + range.start, new Uint8Array(range.end - range.start), 'dead string zeroed in .dynstr');
-  }
-  for (const range of resume?.deadFileRanges ?? []) {
-    writes.add('cleanup', range.start, new Uint8Array(range.end - range.start), 'string table an interrupted edit left, zeroed');
-  }
-  if (marked) {
-    const cleared = withNullValues(facts.codec, liveArray, finalEntries.length, 0);
-    addChangedSpan(writes, 'unmark', dynamic.offset, liveArray, cleared, 'dynamic array DT_NULL values: the cleanup is done');
-  }
-  return planned({ tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize: layout?.fileEnd ?? facts.fileSize });
+  return { entries, renames };
 }
 
 /** Whether the wanted entries are the file's entries as they are (no string to place, no value changed). */
@@ -165,13 +104,9 @@ function sameEntries(entries: readonly WantedEntry[], current: readonly DynamicE
  * in the table is long enough for a requested string (slack holds a string only where no symbol
  * points). Otherwise strings are only reused or appended, and the symbols do not matter.
  */
-function stringsMayBeFreed(
-  facts: EditFacts,
-  entries: readonly WantedEntry[],
-  renamed: readonly StringReference[],
-  resume: Resume | null,
-): boolean {
-  if (resume !== null || renamed.length > 0) return true;
+function stringsMayBeFreed(facts: EditFacts, change: WantedChange, resume: Resume | null): boolean {
+  if (resume !== null || change.renames.length > 0) return true;
+  const { entries } = change;
   const kept = new Set(entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val));
   if (facts.dynamic.entries.some((e) => STRING_TAGS.has(e.d_tag) && !kept.has(e.d_val))) return true;
   const requested = entries.filter(isStringEntry).map((e) => byteStringToBytes(e.text).length);
@@ -182,29 +117,24 @@ function stringsMayBeFreed(
 }
 
 /** The new string table: what stays referenced, what is released, what must be placed. */
-function placeWantedStrings(
-  facts: EditFacts,
-  symbolNames: Uint32Array,
-  entries: readonly WantedEntry[],
-  renamed: readonly StringReference[],
-  wanted: WantedDynamic,
-  resume: Resume | null,
-): StringPlacement {
+function placeWantedStrings(facts: EditFacts, symbolNames: Uint32Array, change: WantedChange, resume: Resume | null): StringPlacement {
   const table = facts.dynstr.bytes;
+  const { entries, renames } = change;
+  const renamed = new Set(renames.map((rename) => rename.ref));
   const live = [
     symbolNames,
-    facts.references.versionRecords.filter((ref) => !renamed.includes(ref)).map((ref) => ref.index),
+    facts.references.versionRecords.filter((ref) => !renamed.has(ref)).map((ref) => ref.index),
     entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
   ];
   const released = [
     ...facts.dynamic.entries.filter((e) => STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
-    ...renamed.map((ref) => ref.index),
+    ...renames.map((rename) => rename.ref.index),
     // What the cut-short cleanup would have zeroed is no longer known: every string nothing refers to.
     ...(resume === null ? [] : stringStarts(table)),
   ];
   const requests: StringRequest[] = [
     ...entries.filter(isStringEntry).map((e) => ({ text: e.text, previous: e.previous })),
-    ...renamed.map((ref) => ({ text: wanted.versionNeedRenames.get(stringAt(table, ref.index)) ?? '', previous: null })),
+    ...renames.map((rename) => ({ text: rename.text, previous: null })),
   ];
   return placeStrings(table, live, released, requests);
 }
@@ -239,14 +169,17 @@ function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: n
   const growsAtEnd =
     tableGrows && !dynamicMoves && segment.strategy === 'extend' && facts.dynstr.offset + placement.oldSize === facts.fileSize;
   const strings = growsAtEnd ? placement.table.subarray(placement.oldSize) : placement.table;
-  const blocks: BlockRequest[] = [
-    ...(dynamicMoves
-      ? [{ size: capacity * facts.codec.sizeOf(DYN), align: facts.codec.wordSize, mappedBy: PT.PT_DYNAMIC, writable: true }]
-      : []),
-    ...(tableGrows ? [{ size: strings.length, align: 1, writable: false }] : []),
-  ];
+  // The blocks of the region, in this order: the dynamic array (ld.so writes DT_DEBUG into it), the strings.
+  const { codec } = facts;
+  const dynamicBlock = dynamicMoves
+    ? { size: capacity * codec.sizeOf(DYN), align: codec.wordSize, mappedBy: PT.PT_DYNAMIC, writable: true }
+    : null;
+  const stringsBlock = tableGrows ? { size: strings.length, align: 1, writable: false } : null;
+  const blocks = [dynamicBlock, stringsBlock].filter((block): block is BlockRequest => block !== null);
   const region = layOutRegion(facts, segment, blocks);
-  const [dynamicPlace, stringsPlace] = dynamicMoves ? region.blocks : [undefined, ...region.blocks];
+  const placeOf = (block: BlockRequest | null): Place | undefined => (block === null ? undefined : region.blocks[blocks.indexOf(block)]);
+  const dynamicPlace = placeOf(dynamicBlock);
+  const stringsPlace = placeOf(stringsBlock);
   return {
     kind: 'places',
     region,
@@ -268,104 +201,150 @@ function withRepairedSections(facts: EditFacts, repairs: readonly SectionRepair[
   };
 }
 
-function encodeWord(facts: EditFacts, value: number): Uint8Array {
-  const bytes = new Uint8Array(4);
-  new DataView(bytes.buffer).setUint32(0, value, facts.codec.littleEndian);
-  return bytes;
+/** Everything a plan is made from, once every fact it needs is at hand and its tier fits. */
+interface EditParts {
+  readonly resume: Resume | null;
+  readonly change: WantedChange;
+  readonly placement: StringPlacement;
+  /** The wanted entries with their strings placed. */
+  readonly entries: readonly DynamicEntry[];
+  readonly places: TablePlaces;
 }
 
-/** One write of the span where `next` differs from `old`, the bytes at `offset`; none when they are equal. */
-function addChangedSpan(writes: Writes, phase: WritePhase, offset: number, old: Uint8Array, next: Uint8Array, what: string): void {
-  for (const write of changedSpanWrites(phase, offset, old, next, what)) writes.add(write.phase, write.offset, write.bytes, write.what);
+/**
+ * The writes of each part, put in phase order: strings put into the table where it stands, the
+ * appended region and the program headers that map it, the dynamic array (the switch), the version
+ * need renames, the section headers, the dead strings zeroed, and the cleanup mark cleared.
+ */
+function editPlan(facts: EditFacts, parts: EditParts): Plan {
+  const { resume, change, placement, places } = parts;
+  const { region, table, dynamic } = places;
+  const moved = region?.moved ?? [];
+  const entries = switchedEntries(parts.entries, placement, table, moved);
+  // A plan that zeroes strings marks the dynamic array until it has (cleanup-mark.ts): the array that
+  // goes live at the switch is marked, and so is the one in place before it.
+  const marked = placement.deadRanges.length > 0 || (resume?.deadFileRanges.length ?? 0) > 0;
+  const liveArray = encodeDynamicArray(facts.codec, entries, dynamic.capacity, marked ? CLEANUP_MARK : 0);
+  const tableMoved = table.offset !== facts.dynstr.offset;
+  const dynamicSize = dynamic.capacity * facts.codec.sizeOf(DYN);
+  const writes: PlannedWrite[] = [
+    // Strings written into the live table before or as the switch (only when the table stays put).
+    ...(tableMoved ? [] : stringsInPlace(facts, placement)),
+    ...(region === null
+      ? []
+      : appendWrites(facts, region, [...places.appendedStrings, ...(dynamic.moves ? [{ offset: dynamic.offset, bytes: liveArray }] : [])])),
+    ...(dynamic.moves ? [] : dynamicArrayWrites(facts, liveArray, marked)),
+    ...versionNeedWrites(facts, change.renames, placement, moved),
+    ...sectionWrites(facts, {
+      repairs: resume?.sections ?? [],
+      table: tableMoved || placement.table.length > placement.oldSize ? { ...table, size: placement.table.length } : null,
+      dynamic: dynamic.moves ? { offset: dynamic.offset, vaddr: dynamic.vaddr, size: dynamicSize } : null,
+      moved,
+    }),
+    ...cleanupWrites(facts, placement, resume),
+    ...(marked
+      ? changedSpanWrites(
+          'unmark',
+          dynamic.offset,
+          liveArray,
+          withNullValues(facts.codec, liveArray, entries.length, 0),
+          'dynamic array DT_NULL values: the cleanup is done',
+        )
+      : []),
+  ];
+  return { tier: region === null ? 'in-place' : 'append', writes: inPhaseOrder(writes), newSize: region?.fileEnd ?? facts.fileSize };
+}
+
+/** The entries as the switch writes them: DT_STRTAB and DT_STRSZ name the new table, and a tag whose section moved follows it. */
+function switchedEntries(
+  entries: readonly DynamicEntry[],
+  placement: StringPlacement,
+  table: Place,
+  moved: readonly MovedRange[],
+): DynamicEntry[] {
+  return entries.map((entry) => {
+    if (entry.d_tag === DT.DT_STRTAB) return { ...entry, d_val: table.vaddr };
+    if (entry.d_tag === DT.DT_STRSZ) return { ...entry, d_val: placement.table.length };
+    // A section moved out of the program header table's way: its tag follows the copy.
+    const range = RELOCATABLE_SECTION_TAGS.includes(entry.d_tag)
+      ? moved.find((m) => entry.d_val >= m.fromVaddr && entry.d_val < m.fromVaddr + m.size)
+      : undefined;
+    return range === undefined ? entry : { ...entry, d_val: entry.d_val + range.vaddrDelta };
+  });
+}
+
+/** New strings put into zeroed slack before anything refers to them, and strings rewritten where they stand, as the switch. */
+function stringsInPlace(facts: EditFacts, placement: StringPlacement): PlannedWrite[] {
+  const at = (range: { start: number; end: number }): { offset: number; bytes: Uint8Array } => ({
+    offset: facts.dynstr.offset + range.start,
+    bytes: placement.table.slice(range.start, range.end),
+  });
+  return [
+    ...placement.slackWrites.map((range): PlannedWrite => ({ phase: 'data', ...at(range), what: 'new string in zeroed slack of .dynstr' })),
+    ...placement.inPlaceWrites.map(
+      (range): PlannedWrite => ({ phase: 'dynamic', ...at(range), what: 'string rewritten in place in .dynstr' }),
+    ),
+  ];
 }
 
 /**
  * The dynamic array rewritten in place: one write covering its changed span, which switches everything
- * at once. A marked plan marks the array's DT_NULL slots in a write before it (`nullValue`,
- * cleanup-mark.ts). Each span is diffed against the array's bytes as the file holds them at that
- * point, not a re-encoding of what was decoded. Returns the array as the switch leaves it.
+ * at once. A marked plan marks the array's DT_NULL slots in a write before it (cleanup-mark.ts). Each
+ * span is diffed against the array's bytes as the file holds them at that point, not a re-encoding of
+ * what was decoded.
  */
-function addDynamicWrites(facts: EditFacts, entries: readonly DynamicEntry[], nullValue: number, writes: Writes): Uint8Array {
+function dynamicArrayWrites(facts: EditFacts, liveArray: Uint8Array, marked: boolean): PlannedWrite[] {
   const { codec, dynamic } = facts;
-  const before = nullValue === 0 ? dynamic.bytes : withNullValues(codec, dynamic.bytes, dynamic.entries.length, nullValue);
-  addChangedSpan(writes, 'data', dynamic.offset, dynamic.bytes, before, 'dynamic array DT_NULL values: a cleanup is under way');
-  const next = encodeDynamicArray(codec, entries, dynamic.capacity, nullValue);
-  addChangedSpan(writes, 'dynamic', dynamic.offset, before, next, 'dynamic array entries');
-  return next;
+  const before = marked ? withNullValues(codec, dynamic.bytes, dynamic.entries.length, CLEANUP_MARK) : dynamic.bytes;
+  return [
+    ...changedSpanWrites('data', dynamic.offset, dynamic.bytes, before, 'dynamic array DT_NULL values: a cleanup is under way'),
+    ...changedSpanWrites('dynamic', dynamic.offset, before, liveArray, 'dynamic array entries'),
+  ];
 }
 
-interface MovedTable {
-  readonly offset: number;
-  readonly vaddr: number;
-  readonly size: number;
-}
-
-/** Section headers follow what moved, so that readelf, strip and debuggers see the new places. */
-function addSectionWrites(
+/** Each renamed version need's vn_file, pointing at its new name; in the copy when the version needs moved out of the table's way. */
+function versionNeedWrites(
   facts: EditFacts,
-  writes: Writes,
-  moves: { repairs: readonly SectionRepair[]; table: MovedTable | null; dynamic: MovedTable | null; moved: readonly MovedRange[] },
-): void {
-  /** Address delta of each moved section, by section index. */
-  const moved = new Map<number, number>();
-  const update = (section: Section, fields: Partial<Section>, what: string): void => {
-    const bytes = new Uint8Array(facts.codec.sizeOf(SHDR));
-    facts.codec.encode(SHDR, { ...section, ...fields }, bytes, 0);
-    writes.add('sections', section.headerOffset, bytes, what);
-    if (fields.sh_addr !== undefined && fields.sh_addr !== section.sh_addr) moved.set(section.index, fields.sh_addr - section.sh_addr);
-  };
-  // Repairs first: a header this edit moves again is written once more, later in the same phase.
-  for (const { section, fields } of moves.repairs) update(section, fields, `section header of ${section.name}, as the tags say`);
-  for (const section of facts.sections) {
-    if (
-      moves.table !== null &&
-      section.sh_type === SHT.SHT_STRTAB &&
-      section.sh_offset === facts.dynstr.offset &&
-      section.sh_addr === facts.dynstr.vaddr
-    ) {
-      update(
-        section,
-        { sh_offset: moves.table.offset, sh_addr: moves.table.vaddr, sh_size: moves.table.size },
-        'section header of .dynstr',
-      );
-    } else if (moves.dynamic !== null && section.sh_type === SHT.SHT_DYNAMIC) {
-      update(
-        section,
-        { sh_offset: moves.dynamic.offset, sh_addr: moves.dynamic.vaddr, sh_size: moves.dynamic.size },
-        'section header of .dynamic',
-      );
-    } else {
-      const range = moves.moved.find(
-        (m) => section.sh_size > 0 && section.sh_offset >= m.from && section.sh_offset + section.sh_size <= m.from + m.size,
-      );
-      if (range !== undefined) {
-        update(
-          section,
-          { sh_offset: section.sh_offset + (range.to - range.from), sh_addr: section.sh_addr + range.vaddrDelta },
-          `section header of ${section.name}`,
-        );
-      }
-    }
-  }
-  addSymbolWrites(facts, moved, writes);
+  renames: readonly VersionNeedRename[],
+  placement: StringPlacement,
+  moved: readonly MovedRange[],
+): PlannedWrite[] {
+  return renames.map(({ ref, text }): PlannedWrite => {
+    const range = moved.find((m) => ref.fieldOffset >= m.from && ref.fieldOffset < m.from + m.size);
+    return {
+      phase: 'dynamic',
+      offset: ref.fieldOffset + (range === undefined ? 0 : range.to - range.from),
+      bytes: encodeWord(facts, placement.indexOf.get(text) ?? 0),
+      what: 'version need file name (vn_file)',
+    };
+  });
 }
 
-/** Symbols defined in a moved section (its section symbol, _DYNAMIC) follow it in .symtab. */
-function addSymbolWrites(facts: EditFacts, moved: ReadonlyMap<number, number>, writes: Writes): void {
-  if (facts.symbolTable === null || moved.size === 0) return;
-  // planEdit asked for the bytes (NeedsFacts) whenever a section can move.
-  const { offset, bytes } = facts.symbolTable;
-  if (bytes === null) throw new Error('planEdit: sections moved, but the .symtab bytes were not asked for');
-  const size = facts.codec.sizeOf(SYM);
-  // Only st_shndx is looked at for every symbol (unstripped files have tens of thousands).
-  const shndxAt = facts.codec.fieldOffset(SYM, 'st_shndx');
-  const view = dataViewOf(bytes);
-  for (let at = 0; at + size <= bytes.length; at += size) {
-    const delta = moved.get(view.getUint16(at + shndxAt, facts.codec.littleEndian));
-    if (delta === undefined) continue;
-    const symbol = facts.codec.decode(SYM, bytes, at);
-    const record = bytes.slice(at, at + size);
-    facts.codec.encode(SYM, { st_value: symbol.st_value + delta }, record, 0);
-    writes.add('sections', offset + at, record, 'symbol in a moved section (.symtab)');
-  }
+/** The strings nothing refers to any more, zeroed, and a table an interrupted edit left. */
+function cleanupWrites(facts: EditFacts, placement: StringPlacement, resume: Resume | null): PlannedWrite[] {
+  const zeros = (size: number): Uint8Array => new Uint8Array(size);
+  return [
+    ...placement.deadRanges.map(
+      (range): PlannedWrite => ({
+        phase: 'cleanup',
+        offset: facts.dynstr.offset + range.start,
+        bytes: zeros(range.end - range.start),
+        what: 'dead string zeroed in .dynstr',
+      }),
+    ),
+    ...(resume?.deadFileRanges ?? []).map(
+      (range): PlannedWrite => ({
+        phase: 'cleanup',
+        offset: range.start,
+        bytes: zeros(range.end - range.start),
+        what: 'string table an interrupted edit left, zeroed',
+      }),
+    ),
+  ];
+}
+
+function encodeWord(facts: EditFacts, value: number): Uint8Array {
+  const bytes = new Uint8Array(4);
+  new DataView(bytes.buffer).setUint32(0, value, facts.codec.littleEndian);
+  return bytes;
 }

@@ -251,18 +251,29 @@ function strippedBelow(facts: EditFacts): number {
   return Math.max(0, facts.fileSize - loadedEnd);
 }
 
+/** How the program header table gets the new PT_LOAD's entry, in order of preference, and what it grows over. */
+function tableEntry(facts: EditFacts): Pick<NewSegment, 'strategy' | 'nullSlot'> & { readonly grow: readonly MovableRange[] } {
+  const { header, programHeaders } = facts;
+  const entrySize = header.e_phentsize;
+  const nullSlot = programHeaders.findIndex((ph) => ph.p_type === PT.PT_NULL);
+  if (nullSlot >= 0) return { strategy: 'null-slot', nullSlot, grow: [] };
+  // The single write of header and grown table needs the table right after the ELF header.
+  const growNow = header.e_phoff !== header.e_ehsize ? null : roomAfterTable(facts, entrySize, facts.movableRanges);
+  if (growNow !== null) return { strategy: 'grow-in-place', nullSlot, grow: growNow };
+  const growLater = roomAfterTable(facts, entrySize, [...facts.movableRanges, ...facts.relocatableSections]);
+  if (growLater !== null) return { strategy: 'grow-after-move', nullSlot, grow: growLater };
+  return { strategy: 'move-table', nullSlot, grow: [] };
+}
+
+/**
+ * A new PT_LOAD for the region: how the table gets its entry, and where the segment starts, `reach`
+ * above every segment (placeNewSegment); NeedsRewrite or Unsupported where none fits.
+ */
 function newSegment(facts: EditFacts, reach: number): NewSegment | NeedsRewrite | Unsupported {
   const { header, programHeaders, codec } = facts;
   const pageSize = machinePageSize(header.e_machine);
   if (!programHeaders.some(isLoad)) return unsupported('no PT_LOAD segment to place new data after');
-  const entrySize = header.e_phentsize;
-  const nullSlot = programHeaders.findIndex((ph) => ph.p_type === PT.PT_NULL);
-  // The single write of header and grown table needs the table right after the ELF header.
-  const growNow = nullSlot >= 0 || header.e_phoff !== header.e_ehsize ? null : roomAfterTable(facts, entrySize, facts.movableRanges);
-  const growLater =
-    nullSlot >= 0 || growNow !== null ? null : roomAfterTable(facts, entrySize, [...facts.movableRanges, ...facts.relocatableSections]);
-  const strategy: NewSegment['strategy'] =
-    nullSlot >= 0 ? 'null-slot' : growNow !== null ? 'grow-in-place' : growLater !== null ? 'grow-after-move' : 'move-table';
+  const { strategy, nullSlot, grow: growRanges } = tableEntry(facts);
   const isSharedObject = header.e_type === ET.ET_DYN && !programHeaders.some((ph) => ph.p_type === PT.PT_INTERP);
   const tableMoves = strategy === 'move-table' || strategy === 'grow-after-move';
   const placed = placeNewSegment(
@@ -278,7 +289,7 @@ function newSegment(facts: EditFacts, reach: number): NewSegment | NeedsRewrite 
   if (!Number.isSafeInteger(boundVaddr)) return unsupported('no room for a new segment below 2^53: the highest segment ends too high');
   if (programHeaders.length + 2 >= 0xffff) return unsupported('program header table is full (PN_XNUM)');
   const grow: GrowRange[] = [];
-  for (const range of growNow ?? growLater ?? []) {
+  for (const range of growRanges) {
     const vaddr = vaddrAtOffset(facts, range.offset);
     if (vaddr === null) return unsupported(`bytes at 0x${range.offset.toString(16)} are not in any PT_LOAD`);
     grow.push({ ...range, vaddr });
