@@ -7,7 +7,7 @@ import { textToByteString } from '../elf/byte-string.js';
 import { editElfFile, type EditOperations, type EditOptions, type EditResult } from '../edit/edit-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { addRunpathEntries, removeRunpathEntries, type RunpathTagPolicy } from '../plan/dynamic-editor.js';
-import { bytesWritten } from '../plan/plan.js';
+import { plannedBytes } from '../plan/plan.js';
 import type { CliIo } from './cli-io.js';
 import { editLine, watchChanges } from './edit-line.js';
 import { forEachFile, rejectEmptyPaths } from './report.js';
@@ -46,7 +46,7 @@ function resultJson(result: EditResult, changes: readonly string[]): object {
     tier: result.tier,
     changes,
     bytesWritten: result.bytesWritten,
-    plannedBytes: bytesWritten(result.plan),
+    plannedBytes: plannedBytes(result.plan),
     sizeBefore: result.oldSize,
     sizeAfter: result.plan.newSize,
   };

@@ -106,6 +106,7 @@ export function unsupported(why: string): Unsupported {
   return { kind: 'unsupported', why };
 }
 
-export function bytesWritten(plan: Plan): number {
+/** The bytes a plan would write (what was written is the write's own count, EditResult.bytesWritten). */
+export function plannedBytes(plan: Plan): number {
   return plan.writes.reduce((sum, write) => sum + write.bytes.length, 0);
 }

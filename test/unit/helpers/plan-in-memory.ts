@@ -35,7 +35,7 @@ export function withoutRewrite(decision: PlanDecision): Plan {
 }
 
 /**
- * The bytes after `writes`, in order, cut to `size`: as write/apply-plan.ts leaves a file. Writes may
+ * The bytes after `writes`, in order, cut to `size`: as write/write-at-offsets.ts leaves a file. Writes may
  * reach past `size` (an interim table), so the buffer is as large as the furthest write first.
  */
 export function applyInMemory(bytes: Uint8Array, writes: readonly PlannedWrite[], size: number): Uint8Array {
