@@ -4,7 +4,7 @@
 // Without a lock the two could interleave the writes of one file, each run's plan made for different
 // bytes; src/write/file-lock.ts keeps them apart. A file that changes between planning and writing
 // (size, mtime, inode) is refused with a `changed` error and left as the change made it: through the
-// library (writePlan checks the planned stats), and through the CLI while another process keeps
+// library (writeIfUnchanged checks the planned stats), and through the CLI while another process keeps
 // changing the files.
 
 import { appendFile, copyFile, link, mkdtemp, readFile, rename, rm, stat, truncate, utimes } from 'node:fs/promises';
@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
 import { readElfImage } from '../src/elf/elf-image.js';
 import { planEditOf, type PlannedEdit } from '../src/edit/plan-file.js';
-import { writePlan } from '../src/write/write-plan.js';
+import { writeIfUnchanged } from '../src/write/commit-plan.js';
 import { lockName } from '../src/write/file-lock.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
 import { COMPAT_DIR } from './campaign/kill-campaign.js';
@@ -71,7 +71,7 @@ describe('a file that changes between planning and writing (library)', () => {
 
   async function expectChanged(path: string, edit: PlannedEdit, source: FileByteSource): Promise<void> {
     const before = await readFile(path);
-    const error = await writePlan(path, edit.plan, source.stats, {}).then(
+    const error = await writeIfUnchanged(path, edit.plan, source.stats, {}).then(
       () => null,
       (e: unknown) => e,
     );
@@ -113,7 +113,7 @@ describe('a file that changes between planning and writing (library)', () => {
 
   it('unchanged: written (the check does not refuse a file nobody touched)', async () => {
     const { path, edit, source } = await planned();
-    await expect(writePlan(path, edit.plan, source.stats, {})).resolves.toBeGreaterThan(0);
+    await expect(writeIfUnchanged(path, edit.plan, source.stats, {})).resolves.toBeGreaterThan(0);
   });
 });
 

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { editElfFile } from '../src/edit/edit-file.js';
-import { applyPlan } from '../src/write/apply-plan.js';
+import { writeAtOffsets } from '../src/write/write-at-offsets.js';
 import { fixture } from './helpers/fixtures.js';
 import { planFile } from './helpers/fuzz-plan-file.js';
 import { effectiveRunpath, readDynamic } from './helpers/readelf-dynamic.js';
@@ -61,7 +61,7 @@ describe('a run killed inside a file, then run again', () => {
       await copyFile(base, path);
       const fd = openSync(path, 'r+');
       try {
-        await applyPlan(fd, plan, { limit: k });
+        await writeAtOffsets(fd, plan, { limit: k });
       } finally {
         closeSync(fd);
       }
@@ -109,7 +109,7 @@ describe.each(IN_PLACE_FIXTURES)('%s: an in-place edit killed between its switch
     await copyFile(base, path);
     const fd = openSync(path, 'r+');
     try {
-      applyPlan(fd, plan, { limit: count });
+      writeAtOffsets(fd, plan, { limit: count });
     } finally {
       closeSync(fd);
     }

@@ -15,7 +15,7 @@ import { splitRunpath } from '../src/elf/runpath-list.js';
 import { type DynamicEditor, addRunpathEntries } from '../src/plan/dynamic-editor.js';
 import { planEditOf } from '../src/edit/plan-file.js';
 import type { Plan } from '../src/plan/plan.js';
-import { applyPlan } from '../src/write/apply-plan.js';
+import { writeAtOffsets } from '../src/write/write-at-offsets.js';
 import { fixture, requireTool, type Arch, type Fixture } from './helpers/fixtures.js';
 import {
   LOADABLE_ARCHES,
@@ -139,7 +139,7 @@ async function planFor(path: string, edit: Edit): Promise<Plan> {
 function applyPrefix(path: string, plan: Plan, limit: number): void {
   const fd = openSync(path, 'r+');
   try {
-    applyPlan(fd, plan, { limit });
+    writeAtOffsets(fd, plan, { limit });
   } finally {
     closeSync(fd);
   }

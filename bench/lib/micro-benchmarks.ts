@@ -109,11 +109,11 @@ export async function plannerBenchmarks(libraries: readonly string[], cudaCompat
     const old = editor.runpath();
     editor.setRunpath([`${cudaCompat}/compat`, '/run/opengl-driver/lib', ...(old === null || old === '' ? [] : [old])].join(':'));
     const wanted = editor.wanted();
-    const plan = planEdit(facts, wanted);
+    const decision = planEdit(facts, wanted);
     cases.push({
       name: `${basename(path)} (${(facts.fileSize / 2 ** 20).toFixed(1)} MiB)`,
       fn: () => planEdit(facts, wanted),
-      note: 'writes' in plan ? `tier ${plan.tier}, ${plan.writes.length} writes` : `tier ${plan.tier}`,
+      note: decision.kind === 'plan' ? `tier ${decision.plan.tier}, ${decision.plan.writes.length} writes` : decision.kind,
     });
   }
   return runCases('planner: planEdit', cases);

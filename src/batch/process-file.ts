@@ -1,10 +1,10 @@
 // One file of the batch: the hooks as edit operations, through the shared pipeline (edit/plan-file.ts),
-// then written (write/write-plan.ts) unless the run is a dry run. Runs in the batch's thread or in a
+// then written (write/commit-plan.ts) unless the run is a dry run. Runs in the batch's thread or in a
 // worker thread alike (schedule-files.ts); a failure is the file's outcome, never an exception.
 
 import { DT, ET, PT } from '../elf/constants.js';
 import { planWalkedFile, type EditOperations, type WalkedFileContext, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
-import { commitPlan } from '../write/write-plan.js';
+import { commitPlan } from '../write/commit-plan.js';
 import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
 import type { Hook } from '../hooks/hook.js';
 import { writeRefusal } from '../write/write-refusal.js';

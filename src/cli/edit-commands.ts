@@ -8,7 +8,7 @@ import { runpathFields } from '../elf/runpath-list.js';
 import { editElfFile, type EditOperations, type EditOptions, type EditResult } from '../edit/edit-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { addRunpathEntries, removeRunpathEntries, type RunpathTagPolicy } from '../plan/dynamic-editor.js';
-import { bytesWritten } from '../plan/plan.js';
+import { plannedBytes } from '../plan/plan.js';
 import type { CliIo } from './cli-io.js';
 import { editLine, watchChanges } from './edit-line.js';
 import { forEachFile, rejectEmptyPaths } from './report.js';
@@ -47,7 +47,7 @@ function resultJson(result: EditResult<readonly string[]>): object {
     tier: result.tier,
     changes: result.answer,
     bytesWritten: result.bytesWritten,
-    plannedBytes: bytesWritten(result.plan),
+    plannedBytes: plannedBytes(result.plan),
     sizeBefore: result.oldSize,
     sizeAfter: result.plan.newSize,
   };

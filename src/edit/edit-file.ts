@@ -3,7 +3,7 @@
 
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Plan, Tier } from '../plan/plan.js';
-import { commitPlan } from '../write/write-plan.js';
+import { commitPlan } from '../write/commit-plan.js';
 import { planCommandLineFile, type EditOperations } from './plan-file.js';
 
 export type { EditOperations } from './plan-file.js';

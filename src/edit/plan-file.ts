@@ -12,7 +12,7 @@ import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { DynamicEditor } from '../plan/dynamic-editor.js';
 import { currentEntries, type CurrentEntry, type EditFacts, type LaterFact } from '../plan/edit-facts.js';
 import { planEdit } from '../plan/plan-edit.js';
-import type { NeedsRewrite, Plan } from '../plan/plan.js';
+import type { NeedsRewrite, Plan, Planned } from '../plan/plan.js';
 import { PlannedByteSource } from '../plan/planned-byte-source.js';
 import { shiftForRewrite } from '../plan/shift-for-rewrite.js';
 import { ShiftedByteSource } from '../plan/shifted-byte-source.js';
@@ -170,25 +170,29 @@ export async function planEditOf<T>(image: ElfImage, operations: EditOperations<
   const wanted = editor.wanted();
   const decided = await decide(image.source, facts, wanted);
   const plan =
-    decided.decision.tier === 'needs-rewrite' ? await planRewrite(image, decided.facts, decided.decision.why, wanted) : decided.decision;
+    decided.decision.kind === 'needs-rewrite'
+      ? await planRewrite(image, decided.facts, decided.decision.why, wanted)
+      : decided.decision.plan;
   if (plan.tier !== 'noop' && plan.tier !== 'rewrite') await checkReadsBack(image, plan, wanted.entries);
   return { facts: decided.facts, plan, answer };
 }
 
 /**
  * Plans on the facts read so far; when the plan asks for a fact read only on request (the .dynsym
- * names, the .symtab bytes), reads it and plans again: each is asked for once at most.
+ * names, the .symtab bytes), reads it and plans again: each is asked for once at most. An edit no tier
+ * can make becomes the file's `unsupported` error here.
  */
 async function decide(
   source: ByteSource,
   first: EditFacts,
   wanted: WantedDynamic,
-): Promise<{ facts: EditFacts; decision: Plan | NeedsRewrite }> {
+): Promise<{ facts: EditFacts; decision: Planned | NeedsRewrite }> {
   let facts = first;
   const asked = new Set<LaterFact>();
   for (;;) {
     const decision = planEdit(facts, wanted);
-    if (decision.tier !== 'needs-facts') return { facts, decision };
+    if (decision.kind === 'unsupported') throw new CudaPatchelfError('unsupported', decision.why);
+    if (decision.kind !== 'needs-facts') return { facts, decision };
     if (asked.has(decision.facts)) throw new Error(`planEdit asked twice for ${decision.facts}`);
     asked.add(decision.facts);
     facts = await readLaterFact(source, facts, decision.facts);
@@ -203,10 +207,12 @@ async function decide(
  */
 async function planRewrite(image: ElfImage, facts: EditFacts, why: string, wanted: WantedDynamic): Promise<Plan> {
   const shifted = shiftForRewrite(facts, why);
+  if (shifted.kind === 'unsupported') throw new CudaPatchelfError('unsupported', shifted.why);
   const source = new PlannedByteSource(new ShiftedByteSource(image.source, shifted.shift), shifted.writes, shifted.size);
   const shiftedImage = await readElfImage(source);
-  const { decision: plan } = await decide(source, await readEditFacts(shiftedImage), wanted);
-  if (plan.tier === 'needs-rewrite') throw new CudaPatchelfError('unsupported', plan.why);
+  const { decision } = await decide(source, await readEditFacts(shiftedImage), wanted);
+  if (decision.kind === 'needs-rewrite') throw new CudaPatchelfError('unsupported', decision.why);
+  const plan = decision.plan;
   if (plan.tier !== 'noop') await checkReadsBack(shiftedImage, plan, wanted.entries);
   return { tier: 'rewrite', writes: [...shifted.writes, ...plan.writes], newSize: plan.newSize, shift: shifted.shift };
 }

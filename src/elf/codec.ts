@@ -92,8 +92,8 @@ function fieldExpression(field: PlacedField<string>): string {
 
 /**
  * A record reader compiled from the field list: one object literal, so every record of a layout has
- * the same shape from the start. Filling an object field by field under computed names costs ten
- * times as much, and tables of thousands of records are decoded per file.
+ * the same shape from the start. Filling an object field by field under computed names costs three to
+ * four times as much (docs/benchmarks.md), and tables of thousands of records are decoded per file.
  */
 function compileReader<N extends string>(fields: readonly PlacedField<N>[]): PlacedLayout<N>['read'] {
   for (const field of fields) if (!/^[a-z_]+$/.test(field.name)) throw new Error(`field name ${field.name} is not an identifier`);

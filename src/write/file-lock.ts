@@ -1,6 +1,6 @@
 // One writer per file at a time, across processes and commands. Two runs (two `apply`s on one tree,
 // or `apply` and a single-file edit) must not interleave the writes of one file: each run's plan is
-// only right for the bytes it read, and writePlan's check (same inode, size and mtime as planned)
+// only right for the bytes it read, and writeIfUnchanged's check (same inode, size and mtime as planned)
 // cannot close the gap between that check and the writes.
 //
 // The lock is a Unix socket bound in Linux's abstract namespace under the file's device and inode: the

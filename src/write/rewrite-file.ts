@@ -24,7 +24,7 @@ import { ioError } from '../errors/io-error.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Plan } from '../plan/plan.js';
 import { rewriteTemporaryName } from '../walk/rewrite-temporary.js';
-import { applyPlan } from './apply-plan.js';
+import { writeAtOffsets } from './write-at-offsets.js';
 import { changedSincePlanned, sameFile } from './same-file.js';
 import { splitsHardLinks } from './write-refusal.js';
 
@@ -68,7 +68,7 @@ export function rewriteFile(path: string, plan: Plan, planned: Stats, options: {
     step = 'write the new file for';
     copyShifted(input, output, before.size, plan.shift ?? 0);
     // The phases need no syncs in between: nothing sees the new file before the rename.
-    const written = before.size + applyPlan(output, plan);
+    const written = before.size + writeAtOffsets(output, plan);
     try {
       fchownSync(output, before.uid, before.gid);
     } catch (error) {
