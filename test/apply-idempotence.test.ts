@@ -14,7 +14,8 @@ import { requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { buildCudaTree, expectedPatched, type CudaTree } from './helpers/tree-cuda.js';
 import { parseReport, parseSummaryLine } from './helpers/tree-report.js';
-import { contentDifferences, copyTree, makeTempDir, permutations, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { contentDifferences, copyTree, permutations, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
 
 const DRIVER = '/run/opengl-driver/lib';
 

@@ -13,7 +13,8 @@ import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { buildCudaTree, type CudaTree } from './helpers/tree-cuda.js';
 import { runNixpkgsHooks } from './helpers/tree-nixpkgs.js';
 import { parseReport, type TreeReport } from './helpers/tree-report.js';
-import { copyTree, dedupeRunpath, hasElfMagic, makeTempDir, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { copyTree, dedupeRunpath, hasElfMagic, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
 import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf-dynamic.js';
 import { execTool, mustExec } from './helpers/exec.js';
 

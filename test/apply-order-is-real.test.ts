@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compilerFor, fixture, ldList, requireTool, runOn, type BuildArch } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { copyTree, makeTempDir } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { copyTree } from './helpers/tree-tools.js';
 import { readDynamic, tagKind } from './helpers/readelf-dynamic.js';
 import { mustExec } from './helpers/exec.js';
 

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
-import { contentDifferences, makeTempDir, snapshotTree } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { contentDifferences, snapshotTree } from './helpers/tree-tools.js';
 import { readDynamic } from './helpers/readelf-dynamic.js';
 import { mustExec } from './helpers/exec.js';
 

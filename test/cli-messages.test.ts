@@ -11,7 +11,8 @@ import { fixture, requireTool } from './helpers/fixtures.js';
 import { mustExec } from './helpers/exec.js';
 import { readDynamic } from './helpers/readelf-dynamic.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
-import { makeTempDir, sha256File } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { sha256File } from './helpers/tree-tools.js';
 
 const PROGRAM = 'compiled/x86_64/pie-runpath';
 const LIBRARY = 'compiled/x86_64/libuser-runpath';

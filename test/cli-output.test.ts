@@ -9,7 +9,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { assertCliBuilt, cliPath, runCli, stderrLines } from './helpers/run-cli.js';
 import { parseCheck, parsePlan, parseReport, parseSummaryLine } from './helpers/tree-report.js';
-import { contentDifferences, makeTempDir, snapshotTree } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { contentDifferences, snapshotTree } from './helpers/tree-tools.js';
 import { readDynamic } from './helpers/readelf-dynamic.js';
 import { mustExec } from './helpers/exec.js';
 

@@ -4,9 +4,9 @@
 // library cut off before its program headers, a library whose PT_DYNAMIC is zero-sized, an empty
 // DT_NEEDED, and two DT_RUNPATH or DT_SONAME entries (the loader keeps the last).
 
-import { mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { FileReport } from '../src/doctor/doctor-report.js';
 import { requireTool } from './helpers/fixtures.js';
 import { traceLoader, type LoaderTrace } from './helpers/doctor-ld-debug.js';
@@ -16,15 +16,15 @@ import { mustExec } from './helpers/exec.js';
 import { fieldOffsets, rawLayout, writeUnsigned } from './helpers/malformed.js';
 import { retagNeeded } from './helpers/retag-needed.js';
 import { assertCliBuilt } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 const PT_DYNAMIC = 2;
 const DT_SONAME = 14;
 const DT_RUNPATH = 29;
 
-let t: string;
+const t = useTempDir('doctor-refusals');
 let patchelf: string;
-const at = (...parts: string[]): string => join(t, ...parts);
+const at = (...parts: string[]): string => join(t(), ...parts);
 
 async function both(path: string, mode: 'run' | 'list'): Promise<{ report: FileReport; trace: LoaderTrace }> {
   const { json } = await doctorJson([path]);
@@ -58,14 +58,9 @@ async function zeroDynamicSegment(file: string): Promise<void> {
   await writeFile(file, bytes);
 }
 
-beforeAll(async () => {
+beforeAll(() => {
   assertCliBuilt();
   patchelf = requireTool('patchelf');
-  t = await makeTempDir('doctor-refusals');
-}, 60_000);
-
-afterAll(async () => {
-  if (t !== undefined) await rm(t, { recursive: true, force: true });
 });
 
 describe('an object the loader finds but will not map', () => {

@@ -2,15 +2,15 @@
 // rebuilt here from a real file by name, so that the case reads as what it is. Each must be refused
 // (a CudaPatchelfError, the file byte-identical) or edited so that the file reads back as asked.
 
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { fieldOffsets, rawLayout, writeUnsigned, type RawLayout } from './helpers/malformed.js';
 import { runFuzz } from './fuzz/fuzz-campaign.js';
 import { editOperation, hooksOperation, type Operation } from './fuzz/fuzz-operations.js';
 import { fuzzBases } from './helpers/fuzz-bases.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 const DT_NULL = 0;
 const DT_STRTAB = 5;
@@ -221,22 +221,15 @@ const REPLAYS: readonly { readonly seed: number; readonly iteration: number; rea
   },
 ];
 
-let scratch: string;
-
 describe('inputs the fuzzer found: refused cleanly or edited right', () => {
-  beforeAll(async () => {
-    scratch = await mkdtemp(join(tmpdir(), 'cuda-patchelf-fuzz-regressions-'));
-  });
-  afterAll(async () => {
-    await rm(scratch, { recursive: true, force: true });
-  });
+  const scratch = useTempDir('fuzz-regressions');
 
   it.each(REPLAYS)('fuzz seed $seed, iteration $iteration: $what', async ({ seed, iteration }) => {
     const { failures } = await runFuzz({
       seed,
       from: iteration,
       iterations: 1,
-      workDir: scratch,
+      workDir: scratch(),
       bases: fuzzBases(),
       timeCapMs: 2_000,
       rssCapBytes: 2 ** 30,
@@ -247,7 +240,7 @@ describe('inputs the fuzzer found: refused cleanly or edited right', () => {
   it.each(CASES)('$name ($base)', async ({ base, edit, operation }) => {
     const bytes = new Uint8Array(await readFile(fixture(base).path));
     edit(bytes, rawLayout(bytes));
-    const path = join(scratch, 'input.so');
+    const path = join(scratch(), 'input.so');
     await writeFile(path, bytes);
     const result = await operation.run(path, bytes);
     expect(result.problems, `${operation.name}: ${result.outcome}`).toEqual([]);

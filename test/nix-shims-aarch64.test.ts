@@ -13,7 +13,7 @@ import { ensureAarch64Binfmt } from './helpers/nix-binfmt.js';
 import { openNixRun, type NixRun } from './helpers/nix-build.js';
 import { VERSION, greetReport, runpathOf } from './helpers/shim-stdenv.js';
 import { describeExec } from './helpers/verify.js';
-import { makeTempDir } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
 
 const SYSROOT = '/usr/aarch64-linux-gnu';

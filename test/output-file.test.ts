@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture, requireTool } from './helpers/fixtures.js';
 import { execTool } from './helpers/exec.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 import { readDynamic } from './helpers/readelf-dynamic.js';
 
 const LIBRARY = 'compiled/x86_64/libuser-runpath';

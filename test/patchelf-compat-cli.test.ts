@@ -12,7 +12,7 @@ import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
 import { retagNeeded } from './helpers/retag-needed.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 import { readDynamic, tagKind } from './helpers/readelf-dynamic.js';
 
 const LIBRARY = 'compiled/x86_64/libuser-runpath';

@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProgramHeader } from '../src/elf/codec.js';
 import { REPO_ROOT, fixture, listDependencies, requireTool, runOn, type Arch } from './helpers/fixtures.js';
-import { cliEditOne, copyFixture, describeExec, layoutProblems, makeTempDir, readBack, type ReadBack } from './helpers/verify.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { cliEditOne, copyFixture, describeExec, layoutProblems, readBack, type ReadBack } from './helpers/verify.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
 
 const PT_LOAD = 1;

@@ -5,12 +5,13 @@
 
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { programVars, requireTool, runOn, type BuildArch } from './helpers/fixtures.js';
-import { compile, describeRun, occurrences, scratchDir } from './helpers/rw-build.js';
+import { compile, describeRun, occurrences } from './helpers/rw-build.js';
 import { dynamicStrings } from './helpers/readelf-dynamic.js';
 import { mustExec } from './helpers/exec.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
 
@@ -26,17 +27,11 @@ const NEEDED_PATH = `/nix/store/${NEEDED_HASH}-dep-1.0/lib/libdep.so`;
 /** In values set along the way and replaced by a later step. */
 const MID_HASH = 'a3r7m1l9c5y0w2n8k4j6h0g2f4d6s8q1';
 
-let work = '';
-let removeWork: () => Promise<void> = async () => {};
+const work = useTempDir('rw-dead-strings');
 
 beforeAll(async () => {
   assertCliBuilt();
   for (const tool of ['readelf', 'gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64']) requireTool(tool);
-  ({ dir: work, remove: removeWork } = await scratchDir('rw-dead-strings'));
-});
-
-afterAll(async () => {
-  await removeWork();
 });
 
 async function cliOk(args: readonly string[]): Promise<string> {
@@ -70,7 +65,7 @@ describe.each(ARCHES)('%s', (arch) => {
   let counter = 0;
 
   beforeAll(async () => {
-    const d = join(work, arch);
+    const d = join(work(), arch);
     deps = join(d, 'deps');
     await mkdir(deps, { recursive: true });
     // This dependency's soname is a store path, so that a program linked against it names it in DT_NEEDED.
@@ -116,7 +111,7 @@ describe.each(ARCHES)('%s', (arch) => {
   });
 
   async function copyOf(file: string): Promise<string> {
-    const copy = join(work, arch, `${++counter}-${file.split('/').pop() ?? 'file'}`);
+    const copy = join(work(), arch, `${++counter}-${file.split('/').pop() ?? 'file'}`);
     await copyFile(file, copy);
     return copy;
   }
@@ -212,7 +207,7 @@ describe.each(ARCHES)('%s', (arch) => {
     let symbolTail = '';
 
     beforeAll(async () => {
-      dir = join(work, arch, 'shared-tail');
+      dir = join(work(), arch, 'shared-tail');
       await mkdir(dir, { recursive: true });
       await compile(arch, dir, 'libbar.so', { 'bar.c': 'int bar(void) { return 7; }\n' }, ['-shared', '-fPIC', '-Wl,-soname,libbar.so']);
       await copyFile(join(dir, 'libbar.so'), join(dir, 'libbaz.so'));

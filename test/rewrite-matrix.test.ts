@@ -7,12 +7,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { byteStringToText } from '../src/elf/byte-string.js';
 import { GREETING, GREETING_ALT, fixture, fixtures, requireTool, sysroot, type Arch, type Fixture } from './helpers/fixtures.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 import {
   LOADABLE_ARCHES,
   cliEditOne,
   copyFixture,
   layoutProblems,
-  makeTempDir,
   readBack,
   runCliInProcess,
   stripAfterMovedTable,

@@ -4,9 +4,9 @@
 
 import { copyFile, mkdir, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { fixtures, listDependencies, requireTool, type Fixture, type BuildArch } from './helpers/fixtures.js';
-import { describeRun, scratchDir } from './helpers/rw-build.js';
+import { describeRun } from './helpers/rw-build.js';
 import { dynamicRows } from './helpers/readelf-dynamic.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
 import type { CliIo } from '../src/cli/cli-io.js';
@@ -14,6 +14,7 @@ import { runPatchelfCompat } from '../src/cli/patchelf-compat.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { mapLimited } from './helpers/map-limited.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 const LONGER = '/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat-12.2/compat:/run/opengl-driver/lib:$ORIGIN/../lib64';
 
@@ -103,8 +104,7 @@ interface PrintOutcome {
   readonly ours: ExecResult;
 }
 
-let work = '';
-let removeWork: () => Promise<void> = async () => {};
+const work = useTempDir('rw-differential');
 const outcomes = new Map<string, Outcome>();
 const prints = new Map<string, PrintOutcome>();
 const all = subjects();
@@ -178,7 +178,6 @@ beforeAll(async () => {
   requireTool('patchelf');
   requireTool('readelf');
   expect((await mustExec(requireTool('patchelf'), ['--version'])).stdout.trim()).toBe('patchelf 0.14.3');
-  ({ dir: work, remove: removeWork } = await scratchDir('rw-differential'));
   let counter = 0;
   const jobs: { subject: Fixture; operation: Operation }[] = all.flatMap((subject) =>
     OPERATIONS.map((operation) => ({ subject, operation })),
@@ -201,8 +200,8 @@ beforeAll(async () => {
     }
     const n = ++counter;
     const name = basename(subject.path);
-    const patchelfSide = await side(patchelf, subject.path, join(work, `${n}-patchelf-${name}`), args);
-    const ourSide = await side(oursInProcess, subject.path, join(work, `${n}-ours-${name}`), args);
+    const patchelfSide = await side(patchelf, subject.path, join(work(), `${n}-patchelf-${name}`), args);
+    const ourSide = await side(oursInProcess, subject.path, join(work(), `${n}-ours-${name}`), args);
     outcomes.set(key(subject, operation.name), {
       subject,
       operation: operation.name,
@@ -220,10 +219,6 @@ beforeAll(async () => {
     prints.set(subject.id, { patchelf: await patchelf([...flags, subject.path]), ours: await ours([...flags, subject.path]) });
   });
 }, 600_000);
-
-afterAll(async () => {
-  await removeWork();
-});
 
 it('compares enough files of each architecture, linker and origin', () => {
   expect(all.length).toBeGreaterThanOrEqual(20);
@@ -285,7 +280,7 @@ describe.each(['x86_64', 'aarch64'] as const)('%s --shrink-rpath', (arch: BuildA
 
   beforeAll(async () => {
     if (program === undefined || other === undefined || own === undefined) throw new Error('missing fixtures for --shrink-rpath');
-    root = join(work, `shrink-${arch}`);
+    root = join(work(), `shrink-${arch}`);
     for (const sub of ['a/has', 'a/empty', 'a/foreign', 'b/has']) await mkdir(join(root, sub), { recursive: true });
     await copyFile(own.path, join(root, 'a/has/libgreet.so.1'));
     await copyFile(own.path, join(root, 'b/has/libgreet.so.1'));
@@ -336,20 +331,20 @@ describe('the subcommands agree with patchelf on what they share with it', () =>
 
   it.each(picks.map((f) => ({ id: f.id, f })))('$id: set-runpath --force-rpath = --force-rpath --set-rpath', async ({ f }) => {
     const value = '/forced/lib:$ORIGIN';
-    const theirs = await side(patchelf, f.path, join(work, `sub-${basename(f.id)}-${f.arch}.patchelf`), [
+    const theirs = await side(patchelf, f.path, join(work(), `sub-${basename(f.id)}-${f.arch}.patchelf`), [
       '--force-rpath',
       '--set-rpath',
       value,
     ]);
-    const mine = await side(ours, f.path, join(work, `sub-${basename(f.id)}-${f.arch}.ours`), ['set-runpath', '--force-rpath', value]);
+    const mine = await side(ours, f.path, join(work(), `sub-${basename(f.id)}-${f.arch}.ours`), ['set-runpath', '--force-rpath', value]);
     expect(mine.edit.code, mine.edit.stderr).toBe(0);
     expect(state(mine)).toEqual(state(theirs));
     expect(mine.kinds).toEqual(['RPATH']);
   });
 
   it.each(picks.map((f) => ({ id: f.id, f })))('$id: remove-runpath --all = --remove-rpath', async ({ f }) => {
-    const theirs = await side(patchelf, f.path, join(work, `suball-${basename(f.id)}-${f.arch}.patchelf`), ['--remove-rpath']);
-    const mine = await side(ours, f.path, join(work, `suball-${basename(f.id)}-${f.arch}.ours`), ['remove-runpath', '--all']);
+    const theirs = await side(patchelf, f.path, join(work(), `suball-${basename(f.id)}-${f.arch}.patchelf`), ['--remove-rpath']);
+    const mine = await side(ours, f.path, join(work(), `suball-${basename(f.id)}-${f.arch}.ours`), ['remove-runpath', '--all']);
     expect(mine.edit.code, mine.edit.stderr).toBe(0);
     expect(state(mine)).toEqual(state(theirs));
   });

@@ -16,13 +16,13 @@ import { planEditOf } from '../src/edit/plan-file.js';
 import type { Plan } from '../src/plan/plan.js';
 import { applyPlan } from '../src/write/apply-plan.js';
 import { fixture, requireTool, type Arch, type Fixture } from './helpers/fixtures.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 import {
   LOADABLE_ARCHES,
   copyFixture,
   diffLines,
   layoutProblems,
   loadProblems,
-  makeTempDir,
   readBack,
   type LoadCheck,
   type ReadBack,

@@ -3,7 +3,7 @@
 
 import { copyFile, cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { editElfFile } from '../src/edit/edit-file.js';
 import { fixtures, listDependencies, programVars, requireTool, runOn, type Fixture, type BuildArch } from './helpers/fixtures.js';
 import {
@@ -13,7 +13,6 @@ import {
   elfHeader,
   loadProblems,
   offsetOfAddress,
-  scratchDir,
   section,
   sectionRows,
   segments,
@@ -24,6 +23,7 @@ import { dynamicNumber, dynamicRows, dynamicStrings } from './helpers/readelf-dy
 import { mustExec } from './helpers/exec.js';
 import { relocateProgramHeaders } from './helpers/rw-elf.js';
 import { assertCliBuilt, runCli, type CliResult } from './helpers/run-cli.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
 const PAGE: Record<BuildArch, number> = { x86_64: 0x1000, aarch64: 0x10000 };
@@ -35,21 +35,15 @@ const LONG_RUNPATH = [
   '$ORIGIN/../lib/with/a/long/tail/so/that/it/never/fits/in/place',
 ].join(':');
 
-let work = '';
-let removeWork: () => Promise<void> = async () => {};
+const work = useTempDir('rw-regressions');
 
 beforeAll(async () => {
   assertCliBuilt();
   for (const tool of ['readelf', 'gcc', 'aarch64-linux-gnu-gcc', 'ld.lld', 'qemu-aarch64']) requireTool(tool);
-  ({ dir: work, remove: removeWork } = await scratchDir('rw-regressions'));
-});
-
-afterAll(async () => {
-  await removeWork();
 });
 
 async function dir(name: string): Promise<string> {
-  const path = join(work, name);
+  const path = join(work(), name);
   await mkdir(path, { recursive: true });
   return path;
 }

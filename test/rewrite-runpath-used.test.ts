@@ -5,28 +5,27 @@
 // natively, aarch64 (64 KiB and 4 KiB page layouts) under qemu-user. The edits go through the built
 // binary (dist/cli/main.js), as a build script would run it.
 
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GREETING, fixture, requireTool, runOn, type Fixture } from './helpers/fixtures.js';
-import { copyFixture, describeExec, escapeRegExp, makeTempDir, readBack, spawnBuiltCli } from './helpers/verify.js';
+import { copyFixture, describeExec, escapeRegExp, readBack, spawnBuiltCli } from './helpers/verify.js';
 import type { ExecResult } from './helpers/exec.js';
 import { byteStringToText } from '../src/elf/byte-string.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 const VARIANTS = ['x86_64', 'aarch64-64k', 'aarch64-4k'] as const;
 const PROGRAMS = ['pie-runpath', 'pie-rpath', 'pie-no-runpath', 'exec-runpath', 'exec-rpath', 'exec-no-runpath'] as const;
 const LIBRARIES = ['libuser-runpath', 'libuser-rpath', 'libuser-no-runpath'] as const;
 
-let work = '';
+const work = useTempDir('runpath-used');
 let cases = 0;
 
-beforeAll(async () => {
+beforeAll(() => {
   requireTool('qemu-aarch64');
-  work = await makeTempDir('runpath-used');
 });
 
-afterAll(async () => {
-  if (work !== '') await rm(work, { recursive: true, force: true });
+afterAll(() => {
   console.log(`runpath used: ${cases} (fixture, edit) cases proven with output and LD_DEBUG=libs`);
 });
 
@@ -35,7 +34,7 @@ afterAll(async () => {
  * every path the loader would search on its own.
  */
 async function isolate(f: Fixture): Promise<{ file: string; only: string; root: string }> {
-  const dir = join(work, `${f.id.replaceAll('/', '_')}`);
+  const dir = join(work(), `${f.id.replaceAll('/', '_')}`);
   const copy = await copyFixture(f, dir);
   const only = join(dir, 'found-only-through-the-new-runpath');
   await mkdir(only);

@@ -9,11 +9,12 @@
 
 import { copyFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { requireTool, type BuildArch } from './helpers/fixtures.js';
 import { mustExec } from './helpers/exec.js';
-import { compile, scratchDir, segments } from './helpers/rw-build.js';
+import { compile, segments } from './helpers/rw-build.js';
 import { MACHINE_PAGE_SIZE, cliEditOne, verifyPatched } from './helpers/verify.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
 const OLD_RUNPATH = '/opt/cuda-patchelf-gap-test/lib';
@@ -27,16 +28,10 @@ const LIBRARIES = {
   'small symbols only': 'int small_value = 7;\nint small_get(void) { return small_value; }\n',
 } as const;
 
-let work = '';
-let removeWork: () => Promise<void> = async () => {};
+const work = useTempDir('segment-gap');
 
 beforeAll(async () => {
   for (const tool of ['readelf', 'eu-elflint', 'gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64']) requireTool(tool);
-  ({ dir: work, remove: removeWork } = await scratchDir('segment-gap'));
-});
-
-afterAll(async () => {
-  await removeWork();
 });
 
 /** The largest st_size in .dynsym, as readelf --dyn-syms lists it. */
@@ -52,7 +47,7 @@ async function largestDynamicSymbol(file: string): Promise<number> {
 
 describe.each(ARCHES)('%s: the appended segment starts the largest dynamic symbol size above the others', (arch) => {
   it.each(Object.entries(LIBRARIES))('%s', async (label, source) => {
-    const dir = join(work, `${arch}-${label.replaceAll(' ', '-')}`);
+    const dir = join(work(), `${arch}-${label.replaceAll(' ', '-')}`);
     await mkdir(dir, { recursive: true });
     const original = await compile(arch, dir, 'libgap.so', { 'gap.c': source }, [
       '-shared',

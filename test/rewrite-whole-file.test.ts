@@ -5,10 +5,10 @@
 // patchelf, eu-elflint, strip and the programs themselves.
 
 import { spawn } from 'node:child_process';
-import { existsSync, watch } from 'node:fs';
-import { chown, link, lstat, mkdtemp, readFile, readdir, rm, stat, symlink, chmod, writeFile, mkdir } from 'node:fs/promises';
+import { watch } from 'node:fs';
+import { chown, link, lstat, readFile, readdir, rm, stat, symlink, chmod, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { crossTool, requireTool, runOn, type BuildArch } from './helpers/fixtures.js';
 import {
   compile,
@@ -17,7 +17,6 @@ import {
   fileState,
   loadProblems,
   offsetOfAddress,
-  scratchDir,
   segments,
   symbolAddress,
   type SegmentRow,
@@ -30,6 +29,8 @@ import { runFuzz } from './fuzz/fuzz-campaign.js';
 import { editElfFile } from '../src/edit/edit-file.js';
 import { textToByteString } from '../src/elf/byte-string.js';
 import { assertCliBuilt, cliPath, runCli, type CliResult } from './helpers/run-cli.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
+import { makeTempDir, MEMORY_TMP } from './helpers/temp-dir.js';
 
 const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
 const PAGE: Record<BuildArch, number> = { x86_64: 0x1000, aarch64: 0x10000 };
@@ -53,18 +54,12 @@ int main(void) {
 }
 `;
 
-let work = '';
-let removeWork: () => Promise<void> = async () => {};
+const work = useTempDir('rw-whole-file');
 let counter = 0;
 
 beforeAll(async () => {
   assertCliBuilt();
   for (const tool of ['readelf', 'gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64', 'patchelf', 'eu-elflint']) requireTool(tool);
-  ({ dir: work, remove: removeWork } = await scratchDir('rw-whole-file'));
-});
-
-afterAll(async () => {
-  await removeWork();
 });
 
 async function cli(args: readonly string[]): Promise<CliResult> {
@@ -90,7 +85,7 @@ const loads = (rows: readonly SegmentRow[]): SegmentRow[] => rows.filter((r) => 
 
 /** The program, linked, with its table moved into .rodata where nothing after it can move (no spare slot). */
 async function tableWithoutRoom(arch: BuildArch, flags: readonly string[] = ['-no-pie']): Promise<{ dir: string; program: string }> {
-  const dir = join(work, `${arch}-${++counter}`);
+  const dir = join(work(), `${arch}-${++counter}`);
   await mkdir(dir, { recursive: true });
   const linked = await compile(arch, dir, 'prog.linked', { 'prog.c': SOURCE }, ['-O1', '-Wl,-z,noseparate-code', ...flags]);
   const rows = await segments(linked);
@@ -337,7 +332,7 @@ describe.each(ARCHES)('%s', (arch) => {
   });
   it('fuzzed: mutations of such a program through every edit, 0 crashes, hangs or wrong results, rewrites among them', async () => {
     const { program } = await tableWithoutRoom(arch);
-    const workDir = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : work, `cuda-patchelf-rewrite-fuzz-${arch}-`));
+    const workDir = await makeTempDir(`rewrite-fuzz-${arch}`, MEMORY_TMP);
     onTestFinished(() => rm(workDir, { recursive: true, force: true }));
     const base = { id: `rewrite/${arch}/no-room`, path: program } as Fixture;
     const { figures, failures } = await runFuzz({
@@ -358,7 +353,7 @@ describe.each(ARCHES)('%s', (arch) => {
     // 48 MiB of initialised data: copying the file takes long enough for kills to land inside the rewrite.
     const dataSource = SOURCE.replace('static char big[96 << 20];', 'static char big[96 << 20];\nchar filled[48 << 20] = { 1 };');
     // On tmpfs where there is one: --durable's fsyncs of 50 MiB on a busy disk take seconds each.
-    const dir = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : work, `cuda-patchelf-rewrite-kill-${arch}-`));
+    const dir = await makeTempDir(`rewrite-kill-${arch}`, MEMORY_TMP);
     onTestFinished(() => rm(dir, { recursive: true, force: true }));
     const linked = await compile(arch, dir, 'prog.linked', { 'prog.c': dataSource }, ['-O1', '-no-pie', '-Wl,-z,noseparate-code']);
     const rows = await segments(linked);

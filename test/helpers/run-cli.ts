@@ -1,12 +1,11 @@
 // Runs the built CLI (dist/cli/main.js) as a user would, with a time limit, and keeps everything it said.
 
 import { readdirSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { execTool, type ExecResult } from './exec.js';
+import { REPO_ROOT } from './fixtures.js';
 
-export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
-export const cliPath = join(repoRoot, 'dist', 'cli', 'main.js');
+export const cliPath = join(REPO_ROOT, 'dist', 'cli', 'main.js');
 
 export interface CliResult extends ExecResult {
   /** Wall-clock time of the run, start-up included. */
@@ -30,7 +29,7 @@ export function assertCliBuilt(): void {
   } catch {
     throw new Error(`${cliPath} does not exist: run \`npm run build\` first`);
   }
-  if (newestMtime(join(repoRoot, 'src')) > built) {
+  if (newestMtime(join(REPO_ROOT, 'src')) > built) {
     throw new Error(`${cliPath} is older than src/: run \`npm run build\` first`);
   }
 }
@@ -46,7 +45,7 @@ export async function runCli(args: readonly string[], options: RunOptions = {}):
   const [command = process.execPath, ...rest] = [...(options.wrapper ?? []), process.execPath, cliPath, ...args];
   const started = performance.now();
   // The caller's environment as it is (not cleanEnv's): the CLI runs as a user's shell would start it.
-  const result = await execTool(command, rest, { env: process.env, timeoutMs: options.timeoutMs ?? 30_000, cwd: options.cwd ?? repoRoot });
+  const result = await execTool(command, rest, { env: process.env, timeoutMs: options.timeoutMs ?? 30_000, cwd: options.cwd ?? REPO_ROOT });
   return { ...result, ms: performance.now() - started };
 }
 

@@ -3,17 +3,10 @@
 // under qemu-aarch64 for aarch64). Every external command runs without a shell and under a time limit.
 
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { compilerFor, requireTool, type BuildArch } from './fixtures.js';
 import { mustExec, type ExecResult } from './exec.js';
-
-/** A fresh directory under the system temporary directory, and a function that removes it. */
-export async function scratchDir(prefix: string): Promise<{ dir: string; remove: () => Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), `cuda-patchelf-${prefix}-`));
-  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
-}
 
 /**
  * Compiles and links `sources` (file name → text, written into `dir`) into `dir/output` with the given

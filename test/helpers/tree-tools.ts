@@ -4,15 +4,10 @@
 
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { lstat, mkdtemp, open, readdir, readlink } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { requireTool } from './fixtures.js';
 import { mustExec } from './exec.js';
-
-export function makeTempDir(label: string): Promise<string> {
-  return mkdtemp(join(tmpdir(), `cuda-patchelf-${label}-`));
-}
 
 /** `cp -a`: keeps symbolic links as links, hard links within the tree as hard links, modes and times. */
 export async function copyTree(source: string, destination: string): Promise<void> {

@@ -6,8 +6,7 @@
 
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { copyFile, cp, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, cp, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { expect } from 'vitest';
 import { FileByteSource } from '../../src/elf/byte-source.js';
@@ -20,6 +19,7 @@ import { runCli as runCliMain } from '../../src/cli/program.js';
 import { crossTool, fixture, listDependencies, programVars, requireTool, runOn, type Arch, type Fixture } from './fixtures.js';
 import { assertCliBuilt, runCli } from './run-cli.js';
 import { execTool, type ExecResult } from './exec.js';
+import { makeTempDir } from './temp-dir.js';
 import { dynamicFacts, parseDynamicRows, rowNumber } from './readelf-dynamic.js';
 
 // Numbers from the gABI, spelled out here so that a wrong table in src/ cannot hide a wrong check.
@@ -151,10 +151,6 @@ export async function cliEditOne(args: readonly string[], file: string): Promise
 
 // ---------------------------------------------------------------------------------------------
 // Copies
-
-export async function makeTempDir(prefix: string): Promise<string> {
-  return mkdtemp(join(tmpdir(), `cuda-patchelf-${prefix}-`));
-}
 
 /**
  * A private copy of a fixture to edit. Compiled fixtures are copied with their whole directory
