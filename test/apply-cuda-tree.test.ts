@@ -39,6 +39,7 @@ import {
 } from './helpers/tree-tools.js';
 import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf-dynamic.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
+import { BUILD_ARCHES } from './helpers/arch.js';
 
 const DRIVER = '/run/opengl-driver/lib';
 const CLI_TIMEOUT = 120_000;
@@ -106,7 +107,7 @@ beforeAll(async () => {
   work = await makeTempDir('cuda-tree');
   compat = join(work, 'cuda_compat');
   await mkdir(join(compat, 'compat'), { recursive: true });
-  tree = await buildCudaTree(join(work, 'pristine'), { arches: ['x86_64', 'aarch64'], large: true, scratch: join(work, 'scratch') });
+  tree = await buildCudaTree(join(work, 'pristine'), { arches: BUILD_ARCHES, large: true, scratch: join(work, 'scratch') });
   pristineSnapshot = await snapshotTree(tree.root);
   for (const entry of dynamicEntries(tree)) {
     const facts = await readDynamic(join(tree.root, entry.rel));
@@ -317,7 +318,7 @@ describe('apply over a CUDA package output', () => {
       expect(resolvedAs(listed, 'libgreet.so.1'), entry.rel).toBe(join(t1, entry.arch, 'lib', 'libgreet.so.1'));
     }
     // The C++ program throws through the patched copies of libstdc++ and libgcc_s in lib/.
-    for (const arch of ['x86_64', 'aarch64'] as const) {
+    for (const arch of BUILD_ARCHES) {
       const listed = await ldList(join(t1, arch, 'bin/cxx-throw'), arch);
       expect(resolvedAs(listed, 'libstdc++.so.6')).toBe(join(t1, arch, 'lib', 'libstdc++.so.6'));
       expect(resolvedAs(listed, 'libgcc_s.so.1')).toBe(join(t1, arch, 'lib', 'libgcc_s.so.1'));

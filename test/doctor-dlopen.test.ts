@@ -6,7 +6,8 @@ import { copyFile, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { FileReport } from '../src/doctor/doctor-report.js';
-import { cudaFixture, requireTool, sysroot, type BuildArch } from './helpers/fixtures.js';
+import type { BuildArch } from './helpers/arch.js';
+import { cudaFixture, requireTool, sysroot, compilerFor } from './helpers/fixtures.js';
 import { place } from './helpers/doctor-cuda-tree.js';
 import { traceLoader, type LoaderTrace, type RealLoad } from './helpers/doctor-ld-debug.js';
 import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
@@ -40,14 +41,7 @@ async function buildCudaProbe(base: string, arch: BuildArch): Promise<string> {
   );
   const probe = join(base, 'bin/probe');
   await mkdir(dirname(probe), { recursive: true });
-  await mustExec(requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc'), [
-    '-O1',
-    '-o',
-    probe,
-    source,
-    cudart,
-    `-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib:$ORIGIN/../decoy`,
-  ]);
+  await mustExec(compilerFor(arch), ['-O1', '-o', probe, source, cudart, `-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib:$ORIGIN/../decoy`]);
   return probe;
 }
 

@@ -19,6 +19,7 @@ import {
   sysroot,
 } from './helpers/fixtures.js';
 import { dynamicFacts, dynamicNumber, parseDynamicRows } from './helpers/readelf-dynamic.js';
+import { BUILD_ARCHES } from './helpers/arch.js';
 
 const manifest = loadManifest();
 const loadable = fixtures((f) => f.kind === 'shared' && (f.arch === 'x86_64' || f.arch === 'aarch64'));
@@ -122,7 +123,7 @@ describe('manifest', () => {
     ['cuda', 'libcuda1'],
   ];
   it.each(packages)('has %s package %s for x86_64 and aarch64', (origin, name) => {
-    for (const arch of ['x86_64', 'aarch64'] as const) {
+    for (const arch of BUILD_ARCHES) {
       const found = fixtures({ origin, arch, tags: [`deb:${name}`] });
       expect(found.length, `${name} ${arch}`).toBeGreaterThan(0);
       for (const f of found) expect(f.kind).toBe('shared');

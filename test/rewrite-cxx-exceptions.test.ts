@@ -14,7 +14,8 @@ import { copyFile, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promi
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProgramHeader } from '../src/elf/codec.js';
-import { REPO_ROOT, fixture, listDependencies, requireTool, runOn, type Arch } from './helpers/fixtures.js';
+import type { Arch } from './helpers/arch.js';
+import { REPO_ROOT, fixture, listDependencies, requireTool, runOn } from './helpers/fixtures.js';
 import { makeTempDir } from './helpers/temp-dir.js';
 import { cliEditOne, copyFixture, describeExec, layoutProblems, readBack, type ReadBack } from './helpers/verify.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';

@@ -6,14 +6,13 @@
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { programVars, requireTool, runOn, type BuildArch } from './helpers/fixtures.js';
+import { type BuildArch, BUILD_ARCHES } from './helpers/arch.js';
+import { programVars, requireTool, runOn } from './helpers/fixtures.js';
 import { compile, describeRun, occurrences } from './helpers/rw-build.js';
 import { dynamicStrings } from './helpers/readelf-dynamic.js';
 import { mustExec } from './helpers/exec.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
-
-const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
 
 /** Store path hashes: 32 characters of Nix's base32 alphabet (no e, o, u, t). */
 const OLD_HASH = '1b9p07z77phvv2hf6gm9f28syp39f1ag';
@@ -56,7 +55,7 @@ async function runsWith(arch: BuildArch, file: string, libraryPath: string, expe
   expect(result.stdout).toBe(expected);
 }
 
-describe.each(ARCHES)('%s', (arch) => {
+describe.each(BUILD_ARCHES)('%s', (arch) => {
   let deps = '';
   let program = '';
   let rpathProgram = '';

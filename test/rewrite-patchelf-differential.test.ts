@@ -5,7 +5,8 @@
 import { copyFile, mkdir, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fixtures, listDependencies, requireTool, type Fixture, type BuildArch } from './helpers/fixtures.js';
+import { BUILD_ARCHES } from './helpers/arch.js';
+import { fixtures, listDependencies, requireTool, type Fixture } from './helpers/fixtures.js';
 import { describeRun } from './helpers/rw-build.js';
 import { dynamicRows } from './helpers/readelf-dynamic.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
@@ -263,7 +264,7 @@ describe.each(all.map((subject) => ({ id: subject.id, subject })))('$id', ({ sub
   });
 });
 
-describe.each(['x86_64', 'aarch64'] as const)('%s --shrink-rpath', (arch: BuildArch) => {
+describe.each(BUILD_ARCHES)('%s --shrink-rpath', (arch) => {
   // A runpath with a directory holding a needed library, one holding nothing, one holding that library
   // built for the other machine, an empty entry, $ORIGIN and a relative entry.
   const program = fixtures({

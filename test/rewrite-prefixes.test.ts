@@ -15,18 +15,10 @@ import { type DynamicEditor, addRunpathEntries, splitRunpath } from '../src/plan
 import { planEditOf } from '../src/edit/plan-file.js';
 import type { Plan } from '../src/plan/plan.js';
 import { applyPlan } from '../src/write/apply-plan.js';
-import { fixture, requireTool, type Arch, type Fixture } from './helpers/fixtures.js';
+import { type Arch, isBuildArch } from './helpers/arch.js';
+import { fixture, requireTool, type Fixture } from './helpers/fixtures.js';
 import { makeTempDir } from './helpers/temp-dir.js';
-import {
-  LOADABLE_ARCHES,
-  copyFixture,
-  diffLines,
-  layoutProblems,
-  loadProblems,
-  readBack,
-  type LoadCheck,
-  type ReadBack,
-} from './helpers/verify.js';
+import { copyFixture, diffLines, layoutProblems, loadProblems, readBack, type LoadCheck, type ReadBack } from './helpers/verify.js';
 import { execTool } from './helpers/exec.js';
 
 const DRIVER = '/run/opengl-driver/lib';
@@ -175,7 +167,7 @@ function strategyOf(arch: Arch, plan: Plan, base: ReadBack, done: ReadBack): str
 
 /** Without a runpath, a compiled fixture finds libgreet in its copied lib/ through LD_LIBRARY_PATH. */
 function loadCheckFor(f: Fixture, libDir: string, removesRunpath: boolean): LoadCheck {
-  if (!LOADABLE_ARCHES.includes(f.arch)) return { kind: 'none' };
+  if (!isBuildArch(f.arch)) return { kind: 'none' };
   const libraryPath = f.origin === 'compiled' ? (f.libraryPath === null && !removesRunpath ? null : libDir) : f.libraryPath;
   if (f.kind === 'shared') return { kind: 'list', libraryPath };
   return { kind: 'run', libraryPath, output: f.expectedOutput ?? '' };

@@ -5,7 +5,8 @@ import { copyFile, cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { editElfFile } from '../src/edit/edit-file.js';
-import { fixtures, listDependencies, programVars, requireTool, runOn, type Fixture, type BuildArch } from './helpers/fixtures.js';
+import { type BuildArch, machinePageSizeOf, BUILD_ARCHES } from './helpers/arch.js';
+import { fixtures, listDependencies, programVars, requireTool, runOn, type Fixture } from './helpers/fixtures.js';
 import {
   compile,
   defaultLinkerScript,
@@ -24,9 +25,6 @@ import { mustExec } from './helpers/exec.js';
 import { relocateProgramHeaders } from './helpers/rw-elf.js';
 import { assertCliBuilt, runCli, type CliResult } from './helpers/run-cli.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
-
-const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
-const PAGE: Record<BuildArch, number> = { x86_64: 0x1000, aarch64: 0x10000 };
 
 /** Longer than any .dynstr slack of these small inputs: the table must be copied or grown. */
 const LONG_RUNPATH = [
@@ -77,7 +75,7 @@ const one = (rows: readonly SegmentRow[], type: string): SegmentRow => {
   return found;
 };
 
-describe.each(ARCHES)('%s', (arch) => {
+describe.each(BUILD_ARCHES)('%s', (arch) => {
   it('#244/#531: growing the program header table over .interp and notes leaves .rodata that follows them intact', async () => {
     const d = await dir(`${arch}-rodata`);
     // .rodata goes right after the notes in the first LOAD: the bytes that follow the table are the
@@ -518,7 +516,8 @@ describe.each(ARCHES)('%s', (arch) => {
       expect(loadProblems(rows), f.id).toEqual([]);
       const added = loads(rows).filter((l) => !before.some((b) => b.offset === l.offset && b.vaddr === l.vaddr));
       expect(added.length, f.id).toBeLessThanOrEqual(1);
-      for (const load of added) expect(load.vaddr % PAGE[arch], `${f.id}: new LOAD`).toBe(load.offset % PAGE[arch]);
+      for (const load of added)
+        expect(load.vaddr % machinePageSizeOf(arch), `${f.id}: new LOAD`).toBe(load.offset % machinePageSizeOf(arch));
       if (f.kind === 'shared') {
         const listed = await listDependencies(copy, arch, libraryPath);
         expect(listed.code, `${f.id}\n${describeRun(listed)}`).toBe(0);
@@ -573,7 +572,7 @@ describe.each(ARCHES)('%s', (arch) => {
       // longest values, a page of alignment. A copy of .dynstr, or page padding, per edit exceeds it.
       const longest = Math.max(...runpaths.map((value) => value.length + 1));
       const growth = (await readFile(program)).length - originalSize;
-      expect(growth).toBeLessThanOrEqual((dynstr ?? 0) + dynamicSize + 8 * longest + PAGE[arch]);
+      expect(growth).toBeLessThanOrEqual((dynstr ?? 0) + dynamicSize + 8 * longest + machinePageSizeOf(arch));
       expect(await dynamicStrings(program, 'RUNPATH')).toEqual([runpaths[runpaths.length - 1]]);
       expect(await runOk(arch, program)).toBe(`${f.expectedOutput ?? ''}\n`);
     });

@@ -10,13 +10,13 @@
 import { copyFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { requireTool, type BuildArch } from './helpers/fixtures.js';
+import { machinePageSizeOf, BUILD_ARCHES } from './helpers/arch.js';
+import { requireTool } from './helpers/fixtures.js';
 import { mustExec } from './helpers/exec.js';
 import { compile, segments } from './helpers/rw-build.js';
-import { MACHINE_PAGE_SIZE, cliEditOne, verifyPatched } from './helpers/verify.js';
+import { cliEditOne, verifyPatched } from './helpers/verify.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 
-const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
 const OLD_RUNPATH = '/opt/cuda-patchelf-gap-test/lib';
 /** Longer than the slack of these small tables: the table is copied into a new segment. */
 const NEW_RUNPATH = `/nix/store/${'g'.repeat(32)}-cuda-patchelf-segment-gap-test-with-a-long-enough-runpath/lib`;
@@ -45,7 +45,7 @@ async function largestDynamicSymbol(file: string): Promise<number> {
   return largest;
 }
 
-describe.each(ARCHES)('%s: the appended segment starts the largest dynamic symbol size above the others', (arch) => {
+describe.each(BUILD_ARCHES)('%s: the appended segment starts the largest dynamic symbol size above the others', (arch) => {
   it.each(Object.entries(LIBRARIES))('%s', async (label, source) => {
     const dir = join(work(), `${arch}-${label.replaceAll(' ', '-')}`);
     await mkdir(dir, { recursive: true });
@@ -71,7 +71,7 @@ describe.each(ARCHES)('%s: the appended segment starts the largest dynamic symbo
     });
 
     const largest = await largestDynamicSymbol(original);
-    const page = MACHINE_PAGE_SIZE[arch];
+    const page = machinePageSizeOf(arch);
     if (label === 'a 3 MiB table') expect(largest).toBe(TABLE_SIZE);
     else expect(largest).toBeLessThan(64);
     const before = (await segments(original)).filter((row) => row.type === 'LOAD');

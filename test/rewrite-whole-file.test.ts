@@ -9,7 +9,8 @@ import { watch } from 'node:fs';
 import { chown, link, lstat, readFile, readdir, rm, stat, symlink, chmod, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { crossTool, requireTool, runOn, type BuildArch } from './helpers/fixtures.js';
+import { type BuildArch, machinePageSizeOf, BUILD_ARCHES } from './helpers/arch.js';
+import { crossTool, requireTool, runOn } from './helpers/fixtures.js';
 import {
   compile,
   describeRun,
@@ -32,8 +33,6 @@ import { assertCliBuilt, cliPath, runCli, type CliResult } from './helpers/run-c
 import { useTempDir } from './helpers/use-temp-dir.js';
 import { makeTempDir, MEMORY_TMP } from './helpers/temp-dir.js';
 
-const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
-const PAGE: Record<BuildArch, number> = { x86_64: 0x1000, aarch64: 0x10000 };
 const ROOM = 1024;
 /** Inputs of the fuzzed slice per architecture (a few seconds each). */
 const FUZZ_ITERATIONS = 1500;
@@ -105,7 +104,7 @@ async function tableWithoutRoom(arch: BuildArch, flags: readonly string[] = ['-n
   return { dir, program };
 }
 
-describe.each(ARCHES)('%s', (arch) => {
+describe.each(BUILD_ARCHES)('%s', (arch) => {
   it('an executable whose table has no room is rewritten: a first page of its own for the headers, and it runs', async () => {
     const { dir, program } = await tableWithoutRoom(arch);
     const lintBefore = await elflint(program);
@@ -123,7 +122,7 @@ describe.each(ARCHES)('%s', (arch) => {
 
     const rows = await segments(program);
     const header = await elfHeader(program);
-    const page = PAGE[arch];
+    const page = machinePageSizeOf(arch);
     // The old file moved by whole pages behind a first page that holds the ELF header and the table.
     expect(header.phoff).toBe(64);
     const [first, ...rest] = loads(rows);

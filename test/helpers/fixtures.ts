@@ -4,6 +4,7 @@
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Arch, BuildArch } from './arch.js';
 import { cleanEnv, execTool, mustExec, type ExecResult } from './exec.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -11,9 +12,6 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', 
 export const CACHE_DIR = resolve(process.env.CUDA_PATCHELF_FIXTURES_CACHE ?? join(REPO_ROOT, 'fixtures', '.cache'));
 const MANIFEST_PATH = join(CACHE_DIR, 'manifest.json');
 
-export type Arch = 'x86_64' | 'aarch64' | 'arm' | 'ppc64';
-/** The architectures whose code the tests compile and run here (x86_64 natively, aarch64 under qemu-aarch64); arm and ppc64 files are only read and edited. */
-export type BuildArch = Extract<Arch, 'x86_64' | 'aarch64'>;
 export type Origin = 'compiled' | 'debian' | 'cuda' | 'npm';
 export type FixtureKind = 'pie' | 'exec' | 'shared' | 'static';
 export type Linker = 'bfd' | 'lld' | 'gold';

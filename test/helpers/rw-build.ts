@@ -5,7 +5,8 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { compilerFor, requireTool, type BuildArch } from './fixtures.js';
+import type { BuildArch } from './arch.js';
+import { compilerFor, requireTool } from './fixtures.js';
 import { mustExec, type ExecResult } from './exec.js';
 
 /**

@@ -16,7 +16,8 @@ import { fileOffsetOf, readElfImage, type ElfImage } from '../../src/elf/elf-ima
 import { readSectionHeaders, type Section } from '../../src/elf/section-headers.js';
 import { summarize, type ElfSummary } from '../../src/elf/summary.js';
 import { runCli as runCliMain } from '../../src/cli/program.js';
-import { crossTool, fixture, listDependencies, programVars, requireTool, runOn, type Arch, type Fixture } from './fixtures.js';
+import { type Arch, machinePageSizeOf } from './arch.js';
+import { crossTool, fixture, listDependencies, programVars, requireTool, runOn, type Fixture } from './fixtures.js';
 import { assertCliBuilt, runCli } from './run-cli.js';
 import { execTool, type ExecResult } from './exec.js';
 import { makeTempDir } from './temp-dir.js';
@@ -39,9 +40,6 @@ const SHT_STRTAB = 3;
 const DT_STRTAB = 5;
 const DT_STRSZ = 10;
 
-/** The page size a loader may run with (docs/design.md, The ELF facts the edits rely on): a new segment must be aligned at least to it. */
-export const MACHINE_PAGE_SIZE: Readonly<Record<Arch, number>> = { x86_64: 0x1000, aarch64: 0x10000, arm: 0x1000, ppc64: 0x10000 };
-
 /** Run-time page sizes a loader may use on the machine (aarch64 kernels run 4 KiB or 64 KiB pages). */
 const RUNTIME_PAGE_SIZES: Readonly<Record<Arch, readonly number[]>> = {
   x86_64: [0x1000],
@@ -49,9 +47,6 @@ const RUNTIME_PAGE_SIZES: Readonly<Record<Arch, readonly number[]>> = {
   arm: [0x1000],
   ppc64: [0x10000],
 };
-
-/** Architectures whose files this machine can load (natively or under qemu-user). */
-export const LOADABLE_ARCHES: readonly Arch[] = ['x86_64', 'aarch64'];
 
 // ---------------------------------------------------------------------------------------------
 // Processes
@@ -384,7 +379,7 @@ export function layoutProblems(arch: Arch, original: ReadBack, patched: ReadBack
   const before = original.image.programHeaders;
   const after = patched.image.programHeaders;
   const header = patched.image.header;
-  const pageSize = MACHINE_PAGE_SIZE[arch];
+  const pageSize = machinePageSizeOf(arch);
   const loads = after.filter(isLoad);
 
   for (const ph of after) {
