@@ -28,16 +28,8 @@ import {
   type TreeReport,
 } from './helpers/tree-report.js';
 import { makeTempDir } from './helpers/temp-dir.js';
-import {
-  contentDifferences,
-  copyTree,
-  dedupeRunpath,
-  dynamicSegmentOffset,
-  sha256File,
-  snapshotTree,
-  type TreeSnapshot,
-} from './helpers/tree-tools.js';
-import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf-dynamic.js';
+import { contentDifferences, copyTree, dedupeRunpath, sha256File, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
+import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts, dynamicSegmentOffset } from './helpers/readelf.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 import { BUILD_ARCHES } from './helpers/arch.js';
 

@@ -16,7 +16,7 @@ import { runNixpkgsHooks } from './helpers/tree-nixpkgs.js';
 import { parseReport, type TreeReport } from './helpers/tree-report.js';
 import { makeTempDir } from './helpers/temp-dir.js';
 import { copyTree, dedupeRunpath, hasElfMagic, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
-import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf-dynamic.js';
+import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf.js';
 import { execTool, mustExec } from './helpers/exec.js';
 
 const DRIVER_LINK = '/run/opengl-driver';

@@ -12,7 +12,7 @@ import { compilerFor, fixture, ldList, requireTool, runOn } from './helpers/fixt
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { makeTempDir } from './helpers/temp-dir.js';
 import { copyTree } from './helpers/tree-tools.js';
-import { readDynamic, tagKind } from './helpers/readelf-dynamic.js';
+import { readDynamic, tagKind } from './helpers/readelf.js';
 import { mustExec } from './helpers/exec.js';
 
 // Prints the path of the libcuda.so.1 the loader mapped, and which stand-in it is when it is one; it

@@ -11,7 +11,7 @@ import { assertCliBuilt, cliPath, runCli, stderrLines } from './helpers/run-cli.
 import { parseCheck, parsePlan, parseReport, parseSummaryLine } from './helpers/tree-report.js';
 import { makeTempDir } from './helpers/temp-dir.js';
 import { contentDifferences, snapshotTree } from './helpers/tree-tools.js';
-import { readDynamic } from './helpers/readelf-dynamic.js';
+import { readDynamic } from './helpers/readelf.js';
 import { mustExec } from './helpers/exec.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';

@@ -22,7 +22,7 @@ import { fixture } from './helpers/fixtures.js';
 import { REAL_ELF_SOURCES, assembleElfTree, type ElfTreeFile } from './helpers/kill-tree.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { copyTree, sha256File } from './helpers/tree-tools.js';
-import { readDynamic } from './helpers/readelf-dynamic.js';
+import { readDynamic } from './helpers/readelf.js';
 import { mapLimited } from './helpers/map-limited.js';
 import { parseReport } from './helpers/tree-report.js';
 import { makeTempDir } from './helpers/temp-dir.js';

@@ -12,8 +12,8 @@ import { execTool } from './helpers/exec.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { parseCheck, parsePlan, parseReport, parseSummaryLine } from './helpers/tree-report.js';
 import { makeTempDir } from './helpers/temp-dir.js';
-import { contentDifferences, copyTree, dynamicSegmentOffset, snapshotTree } from './helpers/tree-tools.js';
-import { effectiveRunpath, readDynamic } from './helpers/readelf-dynamic.js';
+import { contentDifferences, copyTree, snapshotTree } from './helpers/tree-tools.js';
+import { effectiveRunpath, readDynamic, dynamicSegmentOffset } from './helpers/readelf.js';
 
 const REFUSAL = 'a debug-info file (objcopy --only-keep-debug): it has no dynamic section to edit';
 const DRIVER_LIB = '/run/opengl-driver/lib';

@@ -13,7 +13,7 @@ import { REPO_ROOT, fixture, ldList, requireTool, runProgram } from './helpers/f
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { parseReport } from './helpers/tree-report.js';
 import { copyTree, dedupeRunpath, snapshotTree } from './helpers/tree-tools.js';
-import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf-dynamic.js';
+import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 
 const CONFIG = '/etc/cuda-patchelf/hooks.json';

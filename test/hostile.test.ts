@@ -29,7 +29,7 @@ import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/r
 import { mapLimited } from './helpers/map-limited.js';
 import { parseReport, type ReportFile, type TreeReport } from './helpers/tree-report.js';
 import { contentDifferences, snapshotTree } from './helpers/tree-tools.js';
-import { readDynamic } from './helpers/readelf-dynamic.js';
+import { readDynamic } from './helpers/readelf.js';
 import { mustExec } from './helpers/exec.js';
 import { makeTempDir } from './helpers/temp-dir.js';
 

@@ -14,7 +14,7 @@ import { editElfFile } from '../src/edit/edit-file.js';
 import { applyPlan } from '../src/write/apply-plan.js';
 import { fixture } from './helpers/fixtures.js';
 import { planFile } from './helpers/fuzz-plan-file.js';
-import { effectiveRunpath, readDynamic } from './helpers/readelf-dynamic.js';
+import { effectiveRunpath, readDynamic } from './helpers/readelf.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 

@@ -13,7 +13,7 @@ import { retagNeeded } from './helpers/retag-needed.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import { makeTempDir } from './helpers/temp-dir.js';
-import { readDynamic, tagKind } from './helpers/readelf-dynamic.js';
+import { readDynamic, tagKind } from './helpers/readelf.js';
 
 const LIBRARY = 'compiled/x86_64/libuser-runpath';
 const RPATH_LIBRARY = 'compiled/x86_64/libuser-rpath';

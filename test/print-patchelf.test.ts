@@ -3,7 +3,8 @@
 // The patchelf-compatible mode answers the same four queries with patchelf's very output and exit status.
 
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fixtures, readelf, requireTool } from './helpers/fixtures.js';
+import { readelfText } from './helpers/readelf.js';
+import { fixtures, requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { runCli as runCliInProcess } from '../src/cli/program.js';
 import { execTool, type ExecResult } from './helpers/exec.js';
@@ -89,7 +90,7 @@ describe('patchelf agrees with print --json', () => {
     };
 
     it('patchelf refuses the file only when it has no section headers', async () => {
-      const header = await readelf(['-h'], path);
+      const header = await readelfText(['-h'], path);
       const count = /Number of section headers:\s+(\d+)/.exec(header)?.[1];
       expect(count).toBeDefined();
       expect(readable(path)).toBe(Number(count) > 0);

@@ -19,6 +19,7 @@ import { REPO_ROOT, fixture, listDependencies, requireTool, runOn } from './help
 import { makeTempDir } from './helpers/temp-dir.js';
 import { cliEditOne, copyFixture, describeExec, layoutProblems, readBack, type ReadBack } from './helpers/verify.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
+import { runReadelf } from './helpers/readelf.js';
 
 const PT_LOAD = 1;
 const PT_NULL = 0;
@@ -235,7 +236,7 @@ describe.concurrent('exceptions thrown through libraries whose program header ta
       const run = await runThrow(target, copy.file, copy.libDir);
       expect(run.code, describeExec('throw through the edited libraries', run)).toBe(0);
       expect(run.stdout.trim()).toBe(CAUGHT);
-      const listed = await execTool(requireTool('readelf'), ['-W', '-d', libthrow]);
+      const listed = await runReadelf(['-d'], libthrow);
       expect(listed.stdout).toContain(LONG_RUNPATH);
     });
   }

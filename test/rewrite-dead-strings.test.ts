@@ -9,8 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { type BuildArch, BUILD_ARCHES } from './helpers/arch.js';
 import { programVars, requireTool, runOn } from './helpers/fixtures.js';
 import { compile, describeRun, occurrences } from './helpers/rw-build.js';
-import { dynamicStrings } from './helpers/readelf-dynamic.js';
-import { mustExec } from './helpers/exec.js';
+import { dynamicStrings, parseSymbols, readelfText } from './helpers/readelf.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 
@@ -105,7 +104,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     expect(await dynamicStrings(rpathProgram, 'RPATH')).toEqual([OLD]);
     expect(await dynamicStrings(needing, 'NEEDED')).toContain(NEEDED_PATH);
     expect(await count(needing, NEEDED_HASH)).toBe(1);
-    expect((await mustExec(requireTool('readelf'), ['-VW', needing])).stdout).toContain(`File: ${NEEDED_PATH}`);
+    expect(await readelfText(['-V'], needing)).toContain(`File: ${NEEDED_PATH}`);
     await copyFile(join(deps, 'libdep.so'), join(deps, 'libdep-renamed.so'));
   });
 
@@ -172,7 +171,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
       }
       expect(seen.map((tier, i) => (tiers[i] === 'any' ? 'any' : tier))).toEqual(tiers);
       await expectGone(file, OLD, OLD_HASH);
-      const readelf = (await mustExec(requireTool('readelf'), ['-dW', file])).stdout;
+      const readelf = await readelfText(['-d'], file);
       expect(readelf).not.toContain(OLD_HASH);
       // Values set along the way and replaced since are dead too.
       expect(await count(file, MID_HASH)).toBe(0);
@@ -185,7 +184,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     expect(await cliOk(['replace-needed', NEEDED_PATH, 'libdep-renamed.so', file])).toBe('in-place');
     await expectGone(file, NEEDED_PATH, NEEDED_HASH);
     expect(await dynamicStrings(file, 'NEEDED')).toContain('libdep-renamed.so');
-    expect((await mustExec(requireTool('readelf'), ['-VW', file])).stdout).toContain('File: libdep-renamed.so ');
+    expect(await readelfText(['-V'], file)).toContain('File: libdep-renamed.so ');
     expect(await dynamicStrings(file, 'RUNPATH')).toEqual([OLD]);
     await runsWith(arch, file, deps, 'dep says hi\n');
   });
@@ -215,7 +214,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
       needTail = await compile(arch, dir, 'need-tail', { 'prog.c': source }, ['-L.', '-lbar', '-Wl,-rpath,/foo/libbar.so']);
       symbolTail = await compile(arch, dir, 'symbol-tail', { 'prog.c': source }, ['-L.', '-lbar', '-Wl,-rpath,/opt/use_bar']);
       const strings = async (file: string): Promise<string[]> =>
-        (await mustExec(requireTool('readelf'), ['-p', '.dynstr', file])).stdout
+        (await readelfText(['-p', '.dynstr'], file))
           .split('\n')
           .map((line) => /^\s*\[\s*[0-9a-f]+\]\s+(.*)$/.exec(line)?.[1] ?? '')
           .filter((s) => s !== '');
@@ -261,10 +260,10 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
       { name: 'remove-runpath --all', args: ['remove-runpath', '--all'] },
     ])('symbol name tail: $name', async ({ args }) => {
       const file = await shared(symbolTail);
-      const symbols = (await mustExec(requireTool('readelf'), ['--dyn-syms', '-W', file])).stdout;
+      const symbols = await readelfText(['--dyn-syms'], file);
       await cliOk([...args, file]);
-      const after = (await mustExec(requireTool('readelf'), ['--dyn-syms', '-W', file])).stdout;
-      expect(after.split('\n').map((line) => line.trim().split(/\s+/)[7])).toContain('bar');
+      const after = await readelfText(['--dyn-syms'], file);
+      expect(parseSymbols(after).map((symbol) => symbol.name)).toContain('bar');
       expect(after).toBe(symbols);
       expect(await count(file, '/opt/use_bar')).toBe(0);
       await runsWith(arch, file, dir, 'bar=7\n');

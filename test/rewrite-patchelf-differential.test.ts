@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { BUILD_ARCHES } from './helpers/arch.js';
 import { fixtures, listDependencies, requireTool, type Fixture } from './helpers/fixtures.js';
 import { describeRun } from './helpers/rw-build.js';
-import { dynamicRows } from './helpers/readelf-dynamic.js';
+import { dynamicRows } from './helpers/readelf.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
 import type { CliIo } from '../src/cli/cli-io.js';
 import { runPatchelfCompat } from '../src/cli/patchelf-compat.js';

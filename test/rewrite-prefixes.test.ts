@@ -19,7 +19,7 @@ import { type Arch, isBuildArch } from './helpers/arch.js';
 import { fixture, requireTool, type Fixture } from './helpers/fixtures.js';
 import { makeTempDir } from './helpers/temp-dir.js';
 import { copyFixture, diffLines, layoutProblems, loadProblems, readBack, type LoadCheck, type ReadBack } from './helpers/verify.js';
-import { execTool } from './helpers/exec.js';
+import { runReadelf } from './helpers/readelf.js';
 
 const DRIVER = '/run/opengl-driver/lib';
 const LONG_DIR = `/nix/store/${'p'.repeat(32)}-cuda-patchelf-prefix-test-with-a-runpath-entry-long-enough-to-grow-the-table/lib`;
@@ -186,8 +186,8 @@ async function checkCase(c: Case, index: number): Promise<void> {
   expect(plan.writes.length, 'the edit is not a noop').toBeGreaterThan(0);
   const baseBack = await readBack(base.file);
   const old = stateOf(baseBack);
-  const readelfArgs = ['-W', '-h', '-l', '-d', '-S', '--dyn-syms'];
-  const readelfBase = await execTool(requireTool('readelf'), [...readelfArgs, base.file]);
+  const readelfArgs = ['-h', '-l', '-d', '-S', '--dyn-syms'];
+  const readelfBase = await runReadelf(readelfArgs, base.file);
 
   let wanted: State | null = null;
   const problems: string[] = [];
@@ -214,7 +214,7 @@ async function checkCase(c: Case, index: number): Promise<void> {
       problems.push(`${where}: dynamic values are neither the old nor the new ones: ${JSON.stringify(state)}`);
     }
     problems.push(...layoutProblems(f.arch, baseBack, back).problems.map((p) => `${where}: ${p}`));
-    const readelf = await execTool(requireTool('readelf'), [...readelfArgs, copy.file]);
+    const readelf = await runReadelf(readelfArgs, copy.file);
     if (readelf.code !== 0) problems.push(`${where}: readelf exit ${String(readelf.code)}: ${readelf.stderr}`);
     const warnings = diffLines(readelfBase.stderr.replaceAll(base.file, '<file>'), readelf.stderr.replaceAll(copy.file, '<file>'));
     if (warnings.length > 0) problems.push(`${where}: readelf warns: ${warnings.join('; ')}`);

@@ -9,7 +9,7 @@ import { editElfFile } from '../src/edit/edit-file.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
 import { FIXTURE_RUNPATH, GREETING, fixture, requireTool, runOn } from './helpers/fixtures.js';
 import { describeRun, fileState, type FileState } from './helpers/rw-build.js';
-import { dynamicStrings } from './helpers/readelf-dynamic.js';
+import { dynamicStrings } from './helpers/readelf.js';
 import { stretchHighestLoad32 } from './helpers/rw-elf.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import { useTempDir } from './helpers/use-temp-dir.js';

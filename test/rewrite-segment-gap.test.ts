@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { machinePageSizeOf, BUILD_ARCHES } from './helpers/arch.js';
 import { requireTool } from './helpers/fixtures.js';
-import { mustExec } from './helpers/exec.js';
-import { compile, segments } from './helpers/rw-build.js';
+import { programHeaders, parseSymbols, readelfText } from './helpers/readelf.js';
+import { compile } from './helpers/rw-build.js';
 import { cliEditOne, verifyPatched } from './helpers/verify.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 
@@ -36,13 +36,7 @@ beforeAll(async () => {
 
 /** The largest st_size in .dynsym, as readelf --dyn-syms lists it. */
 async function largestDynamicSymbol(file: string): Promise<number> {
-  const text = (await mustExec(requireTool('readelf'), ['-W', '--dyn-syms', file])).stdout;
-  let largest = 0;
-  for (const line of text.split('\n')) {
-    const row = /^\s*\d+:\s+[0-9a-f]+\s+(0x[0-9a-f]+|\d+)\s/.exec(line);
-    if (row !== null) largest = Math.max(largest, Number(row[1]));
-  }
-  return largest;
+  return parseSymbols(await readelfText(['--dyn-syms'], file)).reduce((largest, symbol) => Math.max(largest, symbol.size), 0);
 }
 
 describe.each(BUILD_ARCHES)('%s: the appended segment starts the largest dynamic symbol size above the others', (arch) => {
@@ -74,8 +68,8 @@ describe.each(BUILD_ARCHES)('%s: the appended segment starts the largest dynamic
     const page = machinePageSizeOf(arch);
     if (label === 'a 3 MiB table') expect(largest).toBe(TABLE_SIZE);
     else expect(largest).toBeLessThan(64);
-    const before = (await segments(original)).filter((row) => row.type === 'LOAD');
-    const after = (await segments(patched)).filter((row) => row.type === 'LOAD');
+    const before = (await programHeaders(original)).filter((row) => row.type === 'LOAD');
+    const after = (await programHeaders(patched)).filter((row) => row.type === 'LOAD');
     const added = after.filter((row) => !before.some((old) => old.offset === row.offset && old.vaddr === row.vaddr));
     expect(added).toHaveLength(1);
     const highestEnd = Math.max(...before.map((row) => row.vaddr + row.memsz));

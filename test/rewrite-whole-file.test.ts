@@ -11,18 +11,8 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type BuildArch, machinePageSizeOf, BUILD_ARCHES } from './helpers/arch.js';
 import { crossTool, requireTool, runOn } from './helpers/fixtures.js';
-import {
-  compile,
-  describeRun,
-  elfHeader,
-  fileState,
-  loadProblems,
-  offsetOfAddress,
-  segments,
-  symbolAddress,
-  type SegmentRow,
-} from './helpers/rw-build.js';
-import { dynamicStrings } from './helpers/readelf-dynamic.js';
+import { compile, describeRun, fileState, loadProblems } from './helpers/rw-build.js';
+import { dynamicStrings, programHeaders, elfHeader, symbolAddress, offsetOfAddress, type SegmentRow } from './helpers/readelf.js';
 import { execTool, mustExec } from './helpers/exec.js';
 import { relocateProgramHeaders } from './helpers/rw-elf.js';
 import type { Fixture } from './helpers/fixtures.js';
@@ -87,7 +77,7 @@ async function tableWithoutRoom(arch: BuildArch, flags: readonly string[] = ['-n
   const dir = join(work(), `${arch}-${++counter}`);
   await mkdir(dir, { recursive: true });
   const linked = await compile(arch, dir, 'prog.linked', { 'prog.c': SOURCE }, ['-O1', '-Wl,-z,noseparate-code', ...flags]);
-  const rows = await segments(linked);
+  const rows = await programHeaders(linked);
   const roomOffset = offsetOfAddress(rows, await symbolAddress(linked, 'phdr_room'));
   const program = join(dir, 'prog');
   await writeFile(
@@ -109,7 +99,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     const { dir, program } = await tableWithoutRoom(arch);
     const lintBefore = await elflint(program);
     const before = await stat(program);
-    const beforeRows = await segments(program);
+    const beforeRows = await programHeaders(program);
     const result = await cli(['set-runpath', RUNPATH, program, '--json']);
     expect(result.code, result.stderr).toBe(0);
     expect((JSON.parse(result.stdout) as { tier: string }[])[0]?.tier).toBe('rewrite');
@@ -120,7 +110,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     expect(after.mode).toBe(before.mode);
     expect((await readdir(dir)).sort()).toEqual(['prog', 'prog.c', 'prog.linked']);
 
-    const rows = await segments(program);
+    const rows = await programHeaders(program);
     const header = await elfHeader(program);
     const page = machinePageSizeOf(arch);
     // The old file moved by whole pages behind a first page that holds the ELF header and the table.
@@ -355,7 +345,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     const dir = await makeTempDir(`rewrite-kill-${arch}`, MEMORY_TMP);
     onTestFinished(() => rm(dir, { recursive: true, force: true }));
     const linked = await compile(arch, dir, 'prog.linked', { 'prog.c': dataSource }, ['-O1', '-no-pie', '-Wl,-z,noseparate-code']);
-    const rows = await segments(linked);
+    const rows = await programHeaders(linked);
     const roomOffset = offsetOfAddress(rows, await symbolAddress(linked, 'phdr_room'));
     const original = relocateProgramHeaders(new Uint8Array(await readFile(linked)), {
       roomOffset,

@@ -23,7 +23,7 @@ import { assembleElfTree, type ElfTreeFile, type ElfTreeSource } from '../helper
 import { mapLimited } from '../helpers/map-limited.js';
 import { parseReport } from '../helpers/tree-report.js';
 import { sha256File } from '../helpers/tree-tools.js';
-import { effectiveRunpath, readDynamic } from '../helpers/readelf-dynamic.js';
+import { effectiveRunpath, readDynamic } from '../helpers/readelf.js';
 import { isBuildArch } from '../helpers/arch.js';
 
 export const COMPAT_DIR = '/nix/store/00000000000000000000000000000000-cuda_compat';

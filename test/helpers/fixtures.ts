@@ -5,7 +5,7 @@ import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Arch, BuildArch } from './arch.js';
-import { cleanEnv, execTool, mustExec, type ExecResult } from './exec.js';
+import { cleanEnv, execTool, type ExecResult } from './exec.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** fixtures/build.sh writes here (CUDA_PATCHELF_FIXTURES_CACHE moves the cache for both). */
@@ -162,11 +162,6 @@ export function cudaFixture(arch: BuildArch, pkg: string): Fixture {
 /** The C (or C++) compiler driver that builds for an architecture: gcc, or the cross gcc. */
 export function compilerFor(arch: BuildArch, language: 'c' | 'c++' = 'c'): string {
   return crossTool(arch, language === 'c' ? 'gcc' : 'g++');
-}
-
-/** `readelf ARGS FILE` (binutils readelf reads every architecture); returns stdout. */
-export async function readelf(args: string[], file: string): Promise<string> {
-  return (await mustExec(requireTool('readelf'), ['-W', ...args, file])).stdout;
 }
 
 export interface RunOptions {

@@ -1,6 +1,6 @@
-// File-system and ELF oracles for the tree tests (apply/check/plan over whole directories): temp trees,
-// tree snapshots to prove what did and did not change, and the ELF facts they check that share no code
-// with the tool under test (the dynamic entries themselves are read in readelf-dynamic.ts).
+// File-system oracles for the tree tests (apply/check/plan over whole directories): copies of trees,
+// snapshots to prove what did and did not change, the ELF magic (what readelf says of the files is
+// read in readelf.ts).
 
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -92,13 +92,6 @@ export async function hasElfMagic(path: string): Promise<boolean> {
   } finally {
     await handle.close();
   }
-}
-
-/** PT_DYNAMIC's file offset (readelf -lW), or null when the file has none. */
-export async function dynamicSegmentOffset(path: string): Promise<number | null> {
-  const result = await mustExec(requireTool('readelf'), ['-lW', path]);
-  const match = /^\s*DYNAMIC\s+0x([0-9a-f]+)/m.exec(result.stdout);
-  return match?.[1] === undefined ? null : Number.parseInt(match[1], 16);
 }
 
 /** What Nixpkgs' default would be without its quirks: drop empty and repeated entries, first wins. */

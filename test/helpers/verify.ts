@@ -21,7 +21,7 @@ import { crossTool, fixture, listDependencies, programVars, requireTool, runOn, 
 import { assertCliBuilt, runCli } from './run-cli.js';
 import { execTool, type ExecResult } from './exec.js';
 import { makeTempDir } from './temp-dir.js';
-import { dynamicFacts, parseDynamicRows, rowNumber } from './readelf-dynamic.js';
+import { dynamicFacts, parseDynamicRows, rowNumber, runReadelf } from './readelf.js';
 
 // Numbers from the gABI, spelled out here so that a wrong table in src/ cannot hide a wrong check.
 const PT_NULL = 0;
@@ -262,7 +262,7 @@ const toolReadsCache = new Map<string, Promise<boolean>>();
 
 /** readelf over everything the edit may touch; cached for originals (fixtures never change). */
 function readelfAll(path: string, cache: boolean): Promise<ExecResult> {
-  const run = (): Promise<ExecResult> => execTool(requireTool('readelf'), ['-W', '-h', '-l', '-d', '-S', '-V', '--dyn-syms', path]);
+  const run = (): Promise<ExecResult> => runReadelf(['-h', '-l', '-d', '-S', '-V', '--dyn-syms'], path);
   return cache ? remembered(readelfCache, path, run) : run();
 }
 
