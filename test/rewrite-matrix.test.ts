@@ -9,12 +9,12 @@ import { byteStringToText } from '../src/elf/byte-string.js';
 import { type Arch, isBuildArch } from './helpers/arch.js';
 import { GREETING, GREETING_ALT, fixture, fixtures, requireTool, sysroot, type Fixture } from './helpers/fixtures.js';
 import { makeTempDir } from './helpers/temp-dir.js';
+import { runCliInProcess } from './helpers/run-cli.js';
 import {
   cliEditOne,
   copyFixture,
   layoutProblems,
   readBack,
-  runCliInProcess,
   stripAfterMovedTable,
   tiersForNewStrings,
   verifyPatched,
@@ -343,7 +343,7 @@ async function convertTag(scratch: Scratch, f: Fixture, via: 'subcommand' | 'pat
     );
   } else {
     const result = await runCliInProcess(['--set-rpath', value, ...(rpathOnly ? [] : ['--force-rpath']), copy.file]);
-    expect(result.code, result.err).toBe(0);
+    expect(result.code, result.stderr).toBe(0);
   }
   const toRunpath = rpathOnly && via === 'patchelf-flags';
   await verifyPatched({

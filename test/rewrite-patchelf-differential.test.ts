@@ -10,10 +10,7 @@ import { fixtures, listDependencies, requireTool, type Fixture } from './helpers
 import { describeRun } from './helpers/rw-build.js';
 import { dynamicRows } from './helpers/readelf.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
-import type { CliIo } from '../src/cli/cli-io.js';
-import { runPatchelfCompat } from '../src/cli/patchelf-compat.js';
-import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
-import { assertCliBuilt, runCli } from './helpers/run-cli.js';
+import { assertCliBuilt, runCli, runCliInProcess } from './helpers/run-cli.js';
 import { mapLimited } from './helpers/map-limited.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 
@@ -117,34 +114,8 @@ async function patchelf(args: readonly string[]): Promise<ExecResult> {
 }
 
 /** The built CLI, as scripts call it. */
-async function ours(args: readonly string[]): Promise<ExecResult> {
-  const result = await runCli(args, { timeoutMs: 120_000 });
-  return { code: result.code, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
-}
-
-/**
- * The same patchelf-compatible mode run in this process: hundreds of edits without a Node start-up each.
- * Lines are written as the CLI's entry point writes them.
- */
-async function oursInProcess(args: readonly string[]): Promise<ExecResult> {
-  let stdout = '';
-  let stderr = '';
-  let code = 0;
-  const io: CliIo = {
-    out: (line) => (stdout += `${line}\n`),
-    err: (line) => (stderr += `${line}\n`),
-    errRaw: (text) => (stderr += text),
-    setExitCode: (value) => (code = value),
-    stderrIsTty: false,
-    cpuCount: 1,
-  };
-  try {
-    await runPatchelfCompat(args, io);
-  } catch (error) {
-    stderr += `${String(error)}\n`;
-    code = error instanceof CudaPatchelfError && error.kind === 'usage' ? 2 : 70;
-  }
-  return { code, signal: null, stdout, stderr };
+function ours(args: readonly string[]): Promise<ExecResult> {
+  return runCli(args, { timeoutMs: 120_000 });
 }
 
 /** RPATH / RUNPATH entries of the dynamic array, in order (the kind of tag an edit left). */
@@ -202,7 +173,8 @@ beforeAll(async () => {
     const n = ++counter;
     const name = basename(subject.path);
     const patchelfSide = await side(patchelf, subject.path, join(work(), `${n}-patchelf-${name}`), args);
-    const ourSide = await side(oursInProcess, subject.path, join(work(), `${n}-ours-${name}`), args);
+    // In this process: hundreds of edits without a Node start-up each.
+    const ourSide = await side(runCliInProcess, subject.path, join(work(), `${n}-ours-${name}`), args);
     outcomes.set(key(subject, operation.name), {
       subject,
       operation: operation.name,

@@ -9,7 +9,8 @@ import { mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GREETING, fixture, requireTool, runOn, type Fixture } from './helpers/fixtures.js';
-import { copyFixture, describeExec, escapeRegExp, readBack, spawnBuiltCli } from './helpers/verify.js';
+import { copyFixture, describeExec, escapeRegExp, readBack } from './helpers/verify.js';
+import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import type { ExecResult } from './helpers/exec.js';
 import { byteStringToText } from '../src/elf/byte-string.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
@@ -23,6 +24,7 @@ let cases = 0;
 
 beforeAll(() => {
   requireTool('qemu-aarch64');
+  assertCliBuilt();
 });
 
 afterAll(() => {
@@ -70,7 +72,7 @@ async function proveUsed(f: Fixture): Promise<void> {
   expect(control.code, describeExec('before the edit, libgreet.so.1 must not be found', control)).not.toBe(0);
   expect(`${control.stdout}${control.stderr}`).toMatch(/libgreet\.so\.1: cannot open shared object file/);
 
-  const edit = await spawnBuiltCli(['add-runpath', only, file]);
+  const edit = await runCli(['add-runpath', only, file], { timeoutMs: 120_000 });
   expect(edit.code, `${edit.stdout}${edit.stderr}`).toBe(0);
   const after = await tagsOf(file);
   // add-runpath keeps the kind of tag the file has; a file with neither gets DT_RUNPATH.

@@ -1,9 +1,11 @@
-// Runs the built CLI (dist/cli/main.js) as a user would, with a time limit, and keeps everything it said.
+// The two ways the tests run the CLI: the built one (dist/cli/main.js) as a user would, with a time
+// limit, and the same command tree inside the test process, where a test runs it hundreds of times.
 
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { execTool, type ExecResult } from './exec.js';
 import { REPO_ROOT } from './fixtures.js';
+import { runCli as runCommandTree } from '../../src/cli/program.js';
 
 export const cliPath = join(REPO_ROOT, 'dist', 'cli', 'main.js');
 
@@ -52,4 +54,30 @@ export async function runCli(args: readonly string[], options: RunOptions = {}):
 /** stderr as lines, without the empty string after the final newline. */
 export function stderrLines(result: CliResult): string[] {
   return result.stderr.split('\n').filter((line) => line.length > 0);
+}
+
+/**
+ * The CLI's command tree (argument parsing, subcommands, the patchelf-compatible mode, the JSON report)
+ * run inside the test process: the code of dist/cli/main.js without a Node start-up per call. Lines
+ * are written as the entry point writes them; no signal can stop it, so there is no time limit.
+ */
+export async function runCliInProcess(argv: readonly string[]): Promise<ExecResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCommandTree(argv, {
+    out: (line) => {
+      stdout += `${line}\n`;
+    },
+    err: (line) => {
+      stderr += `${line}\n`;
+    },
+    errRaw: (text) => {
+      stderr += text;
+    },
+    // runCli returns the code the command set.
+    setExitCode: () => undefined,
+    stderrIsTty: false,
+    cpuCount: 1,
+  });
+  return { code, signal: null, stdout, stderr };
 }

@@ -15,10 +15,9 @@ import type { ProgramHeader } from '../../src/elf/codec.js';
 import { fileOffsetOf, readElfImage, type ElfImage } from '../../src/elf/elf-image.js';
 import { readSectionHeaders, type Section } from '../../src/elf/section-headers.js';
 import { summarize, type ElfSummary } from '../../src/elf/summary.js';
-import { runCli as runCliMain } from '../../src/cli/program.js';
 import { type Arch, machinePageSizeOf } from './arch.js';
 import { crossTool, fixture, listDependencies, programVars, requireTool, runOn, type Fixture } from './fixtures.js';
-import { assertCliBuilt, runCli } from './run-cli.js';
+import { runCliInProcess } from './run-cli.js';
 import { execTool, type ExecResult } from './exec.js';
 import { makeTempDir } from './temp-dir.js';
 import { dynamicFacts, parseDynamicRows, rowNumber, runReadelf } from './readelf.js';
@@ -88,39 +87,6 @@ export interface EditRecord {
   readonly error?: { kind: string; message: string };
 }
 
-export interface InProcessResult {
-  readonly code: number;
-  readonly out: string;
-  readonly err: string;
-}
-
-/**
- * The CLI's command tree (argument parsing, subcommands, JSON report) run inside the test process:
- * the same code as dist/cli/main.js without a node start-up per call, which the matrix cannot afford
- * a thousand times. The built binary itself is run by the runpath-used tests (spawnBuiltCli).
- */
-export async function runCliInProcess(argv: readonly string[]): Promise<InProcessResult> {
-  const out: string[] = [];
-  const err: string[] = [];
-  // A variable, not a literal argument: the io interface may gain members the tests do not need.
-  const io = {
-    out: (line: string): void => void out.push(line),
-    err: (line: string): void => void err.push(line),
-    errRaw: (chunk: string): void => void err.push(chunk),
-    setExitCode: (): void => undefined,
-    stderrIsTty: false,
-    cpuCount: 1,
-  };
-  const code = await runCliMain(argv, io);
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
-
-/** The built CLI (dist/cli/main.js) as a user runs it, with a time limit. */
-export function spawnBuiltCli(args: readonly string[], timeoutMs = 120_000): ReturnType<typeof runCli> {
-  assertCliBuilt();
-  return runCli(args, { timeoutMs });
-}
-
 /**
  * Runs one edit subcommand on FILES with --json; returns one record per file. A failing file gives a
  * record with `error` (and exit status 3), anything else unexpected throws.
@@ -128,9 +94,9 @@ export function spawnBuiltCli(args: readonly string[], timeoutMs = 120_000): Ret
 async function cliEdit(args: readonly string[], files: readonly string[]): Promise<EditRecord[]> {
   const result = await runCliInProcess([...args, '--json', ...files]);
   if (result.code !== 0 && result.code !== 3) {
-    throw new Error(`cuda-patchelf ${args.join(' ')} ${files.join(' ')}: exit ${String(result.code)}\n${result.err}`);
+    throw new Error(`cuda-patchelf ${args.join(' ')} ${files.join(' ')}: exit ${String(result.code)}\n${result.stderr}`);
   }
-  const records = JSON.parse(result.out) as EditRecord[];
+  const records = JSON.parse(result.stdout) as EditRecord[];
   if (records.length !== files.length)
     throw new Error(`cuda-patchelf ${args.join(' ')}: ${records.length} records for ${files.length} files`);
   return records;
