@@ -7,9 +7,8 @@
 // library (writeIfUnchanged checks the planned stats), and through the CLI while another process keeps
 // changing the files.
 
-import { appendFile, copyFile, link, mkdtemp, readFile, rename, rm, stat, truncate, utimes } from 'node:fs/promises';
+import { appendFile, copyFile, link, readFile, rename, rm, stat, truncate, utimes } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
@@ -23,9 +22,10 @@ import { fixture } from './helpers/fixtures.js';
 import { REAL_ELF_SOURCES, assembleElfTree, type ElfTreeFile } from './helpers/kill-tree.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { copyTree, sha256File } from './helpers/tree-tools.js';
-import { readDynamic } from './helpers/readelf-dynamic.js';
+import { readDynamic } from './helpers/readelf.js';
 import { mapLimited } from './helpers/map-limited.js';
 import { parseReport } from './helpers/tree-report.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 
 const CHANGED =
   /the file changed on disk while it was being (planned|read)(?: \(\d+ bytes when opened, \d+ after the read\))?; left alone$/;
@@ -43,7 +43,7 @@ function differing(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string
 
 beforeAll(async () => {
   assertCliBuilt();
-  scratch = await mkdtemp(join(tmpdir(), 'cuda-patchelf-concurrent-'));
+  scratch = await makeTempDir('concurrent');
 });
 afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });

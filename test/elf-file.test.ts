@@ -3,19 +3,19 @@
 // same file; what stops an open (no file, not ELF, a damaged ELF file) comes back as a value that names
 // the file, not as an exception.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DT } from '../src/elf/constants.js';
 import { ElfFile, type OpenedElf } from '../src/elf/elf-file.js';
-import { execTool, mustExec } from './helpers/exec.js';
-import { compilerFor, readelf, requireTool, type BuildArch } from './helpers/fixtures.js';
-import { dynamicFacts, dynamicRows } from './helpers/readelf-dynamic.js';
+import { mustExec } from './helpers/exec.js';
+import type { BuildArch } from './helpers/arch.js';
+import { compilerFor } from './helpers/fixtures.js';
+import { dynamicFacts, dynamicRows, interpreterOf, readelfText, runReadelf } from './helpers/readelf.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'elf-file-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = useTempDir('elf-file');
 
 /** The `.note.dlopen` a library carries (https://systemd.io/ELF_DLOPEN_METADATA/), as the C that puts it there. */
 const PAYLOAD = '[{"feature":"nvml","priority":"required","soname":["libnvidia-ml.so.1"]}]';
@@ -32,7 +32,7 @@ interface Built {
 }
 
 async function build(arch: BuildArch): Promise<Built> {
-  const base = join(dir, arch);
+  const base = join(dir(), arch);
   await mkdir(base, { recursive: true });
   const source = join(base, 'opener.c');
   await writeFile(source, NOTE_SOURCE);
@@ -60,7 +60,7 @@ async function build(arch: BuildArch): Promise<Built> {
  * it prints a note of a type it does not know (the FDO one), with nothing on stderr.
  */
 async function readelfNotes(file: string): Promise<{ owner: string; size: number }[]> {
-  const result = await execTool(requireTool('readelf'), ['-W', '-n', file]);
+  const result = await runReadelf(['-n'], file);
   expect({ code: result.code === 0 || result.code === 1, stderr: result.stderr }).toEqual({ code: true, stderr: '' });
   return [...result.stdout.matchAll(/^\s{2}(\S+)\s+0x([0-9a-f]+)\s/gm)].map((m) => ({
     owner: m[1] as string,
@@ -84,7 +84,7 @@ describe.each(['x86_64', 'aarch64'] as const)('ElfFile on %s files', (arch) => {
     for (const path of [built.library, built.program]) {
       const file = fileOf(await ElfFile.open(path));
       try {
-        const header = await readelf(['-h'], path);
+        const header = await readelfText(['-h'], path);
         expect(header).toContain(`Machine:                           ${arch === 'x86_64' ? 'Advanced Micro Devices X86-64' : 'AArch64'}`);
         expect(file.header.e_machine).toBe(arch === 'x86_64' ? 62 : 183);
         expect(header).toMatch(new RegExp(`Type:\\s+${file.header.e_type === 3 ? 'DYN' : 'EXEC'} `));
@@ -100,8 +100,7 @@ describe.each(['x86_64', 'aarch64'] as const)('ElfFile on %s files', (arch) => {
         const rows = await dynamicRows(path);
         expect(file.dynValues(DT.DT_NEEDED)).toHaveLength(rows.filter((row) => row.tag === 'NEEDED').length);
         expect(file.dynValues(DT.DT_VERNEED)).toHaveLength(rows.filter((row) => row.tag === 'VERNEED').length);
-        const interpreter = /\[Requesting program interpreter: (.*)\]/.exec(await readelf(['-l'], path))?.[1] ?? null;
-        expect(file.interpreter).toBe(interpreter);
+        expect(file.interpreter).toBe(await interpreterOf(path));
       } finally {
         file.close();
       }
@@ -130,20 +129,20 @@ describe.each(['x86_64', 'aarch64'] as const)('ElfFile on %s files', (arch) => {
 
 describe('ElfFile.open: what stops it comes back as a value naming the file', () => {
   it('a missing file, a text file, an archive, an empty file and a damaged ELF file', async () => {
-    const text = join(dir, 'notes.txt');
+    const text = join(dir(), 'notes.txt');
     writeFileSync(text, 'just text\n');
-    const archive = join(dir, 'libx.a');
+    const archive = join(dir(), 'libx.a');
     writeFileSync(archive, '!<arch>\nrest');
-    const empty = join(dir, 'empty');
+    const empty = join(dir(), 'empty');
     writeFileSync(empty, '');
-    const truncated = join(dir, 'truncated');
+    const truncated = join(dir(), 'truncated');
     writeFileSync(truncated, Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, 0, 0]));
     const seen = async (path: string): Promise<[string, string]> => {
       const opened = await ElfFile.open(path);
       if (opened.kind === 'elf') throw new Error(`${path} opened`);
       return [opened.kind, opened.error.describe()];
     };
-    expect(await seen(join(dir, 'missing'))).toEqual(['failed', `${join(dir, 'missing')}: cannot open: no such file`]);
+    expect(await seen(join(dir(), 'missing'))).toEqual(['failed', `${join(dir(), 'missing')}: cannot open: no such file`]);
     expect(await seen(text)).toEqual(['not-elf', `${text}: not an ELF file (no \\x7fELF magic) (at offset 0x0)`]);
     expect(await seen(archive)).toEqual(['not-elf', `${archive}: an ar archive (static library), not an ELF file (at offset 0x0)`]);
     expect(await seen(empty)).toEqual(['not-elf', `${empty}: empty file, not an ELF file`]);

@@ -4,7 +4,8 @@
 
 import { copyFile, link, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { cudaFixture, requireTool, type BuildArch } from './fixtures.js';
+import type { BuildArch } from './arch.js';
+import { cudaFixture, compilerFor } from './fixtures.js';
 import { mustExec } from './exec.js';
 
 /** A hard link where the file system allows (libcuda is 29 MB), a copy otherwise. */
@@ -40,13 +41,6 @@ export async function cudaOutput(root: string, arch: BuildArch = 'x86_64', progr
   );
   const probe = join(root, 'bin/probe');
   await mkdir(dirname(probe), { recursive: true });
-  await mustExec(requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc'), [
-    '-O1',
-    '-o',
-    probe,
-    source,
-    cudart,
-    `-Wl,--enable-new-dtags,-rpath,${programRunpath}`,
-  ]);
+  await mustExec(compilerFor(arch), ['-O1', '-o', probe, source, cudart, `-Wl,--enable-new-dtags,-rpath,${programRunpath}`]);
   return { root, probe, cudart };
 }
