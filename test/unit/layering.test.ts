@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
-const LAYERS = ['errors', 'elf', 'walk', 'hooks', 'plan', 'write', 'edit', 'batch', 'doctor', 'cli'] as const;
+const LAYERS = ['errors', 'elf', 'walk', 'hooks', 'resolve', 'plan', 'write', 'edit', 'batch', 'doctor', 'cli'] as const;
 type Layer = (typeof LAYERS)[number];
 
 /** What a layer may import from another layer: all of it, or only some modules, or only types. */
@@ -35,6 +35,8 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   elf: { errors: {} },
   walk: { errors: {} },
   hooks: { elf: { modules: ['byte-string.ts', 'constants.ts', 'runpath-list.ts'] }, errors: {} },
+  // autoPatchelf's dependency resolution: facts, index and options in, a resolution out; nothing of the disk.
+  resolve: { elf: { modules: ['byte-string.ts', 'constants.ts'] }, errors: {} },
   plan: { elf: {}, errors: {} },
   // Plans as data: nothing of ELF. The rewrite's temporary name is the walk's rule too.
   write: { plan: { modules: ['plan.ts'], typeOnly: true }, walk: { modules: ['rewrite-temporary.ts'] }, errors: {} },
@@ -67,6 +69,8 @@ const PURE_LAYER_PACKAGES: Partial<Record<Layer, readonly string[]>> = {
   plan: [],
   // resolve() for excludeUnder, picomatch for include/exclude globs and stubs patterns.
   hooks: ['node:path', 'picomatch'],
+  // posix.normalize and posix.relative for runpath entries.
+  resolve: ['node:path'],
 };
 
 /** The entry point that owns `process` (argv, exit code, streams, TTY, CPU count). */
