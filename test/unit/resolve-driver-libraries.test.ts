@@ -1,7 +1,11 @@
-// The driver library list: which hook provides each name.
+// The driver library list: which hook provides each name, and the table of docs/auto-patchelf.md,
+// which must list the same names with the same cuda_compat column.
 
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DRIVER_LIBRARIES, driverLibraryHook } from '../../src/resolve/driver-libraries.js';
+
+const DOC = readFileSync(new URL('../../docs/auto-patchelf.md', import.meta.url), 'utf8');
 
 describe('driver libraries', () => {
   it("are the driver hook's, or cuda-compat's for what cuda_compat holds when that hook is on", () => {
@@ -28,5 +32,11 @@ describe('driver libraries', () => {
       'libnvidia-ptxjitcompiler.so.1',
       'libnvidia-nvvm.so.4',
     ]);
+  });
+
+  it('are the table of docs/auto-patchelf.md, in its order', () => {
+    const section = DOC.slice(DOC.indexOf('## Driver libraries'), DOC.indexOf('## Differences'));
+    const rows = [...section.matchAll(/^\| `([^`]+)` +\| (yes)? +\|/gm)].map((row) => [row[1], row[2] === 'yes']);
+    expect(rows).toEqual(DRIVER_LIBRARIES.map((library) => [library.name, library.inCudaCompat]));
   });
 });
