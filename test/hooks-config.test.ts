@@ -7,7 +7,7 @@ import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
-import { parseHookConfig } from '../src/hooks/hook-config.js';
+import { parseHookConfig } from '../src/hook-engine/hook-config.js';
 import { mustExec } from './helpers/exec.js';
 import { REPO_ROOT, fixture, ldList, requireTool, runProgram } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';

@@ -11,10 +11,10 @@ import { currentEntries, type EditFacts } from '../../src/plan/edit-facts.js';
 import { readEditFacts, readLaterFact } from '../../src/edit/read-edit-facts.js';
 import { readElfImage } from '../../src/elf/elf-image.js';
 import { summarize } from '../../src/edit/summary.js';
-import { BUILTIN_HOOK_NAMES, cudaCompatHook, driverHook, removeStubsHook } from '../../src/hooks/builtin-hooks.js';
-import { composeRunpath } from '../../src/hooks/compose-hooks.js';
-import { parseHookConfig } from '../../src/hooks/hook-config.js';
-import { orderHooks } from '../../src/hooks/order-hooks.js';
+import { BUILTIN_HOOK_NAMES, cudaCompatHook, driverHook, removeStubsHook } from '../../src/hook-engine/builtin-hooks.js';
+import { composeRunpath } from '../../src/hook-engine/compose-hooks.js';
+import { parseHookConfig } from '../../src/hook-engine/hook-config.js';
+import { orderHooks } from '../../src/hook-engine/order-hooks.js';
 import { DynamicEditor } from '../../src/plan/dynamic-editor.js';
 import { planEdit } from '../../src/plan/plan-edit.js';
 

@@ -5,8 +5,8 @@
 import { DT, ET, PT } from '../elf/constants.js';
 import { planWalkedFile, type EditOperations, type WalkedFileContext, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
 import { commitPlan } from '../write/commit-plan.js';
-import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
-import type { Hook } from '../hooks/hook.js';
+import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } from '../hook-engine/compose-hooks.js';
+import type { Hook } from '../hook-engine/hook.js';
 import { writeRefusal } from '../write/write-refusal.js';
 import type { FileOutcome, RunpathChange } from './file-outcome.js';
 import { isInterrupted, type InterruptFlag } from './interrupt.js';

@@ -7,9 +7,9 @@ import { statSync } from 'node:fs';
 import type { FileOutcome } from '../batch/file-outcome.js';
 import { byteStringToText } from '../elf/byte-string.js';
 import { oneLine } from '../errors/cuda-patchelf-error.js';
-import { driverDirectories, entriesPutBehindDriver } from '../hooks/driver-precedence.js';
-import type { Hook, TracedEntry } from '../hooks/hook.js';
-import { normalizeRunpathEntry } from '../hooks/runpath-entry.js';
+import { driverDirectories, entriesPutBehindDriver } from '../hook-engine/driver-precedence.js';
+import type { Hook, TracedEntry } from '../hook-engine/hook.js';
+import { normalizeRunpathEntry } from '../hook-engine/runpath-entry.js';
 
 /** A regular file (through links, as the loader opens it) named libcuda.so.1 in the directory, a byte string. */
 function holdsLibcuda(dir: string): boolean {

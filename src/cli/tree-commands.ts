@@ -15,13 +15,13 @@ import {
   driverHook,
   dropCudaCompatHook,
   removeStubsHook,
-} from '../hooks/builtin-hooks.js';
-import type { Semantics } from '../hooks/compose-hooks.js';
-import { parseHookConfig } from '../hooks/hook-config.js';
-import type { Hook } from '../hooks/hook.js';
-import { orderHooks } from '../hooks/order-hooks.js';
-import { hookDirectory } from '../hooks/runpath-entry.js';
-import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../hooks/stubs-pattern.js';
+} from '../hook-engine/builtin-hooks.js';
+import type { Semantics } from '../hook-engine/compose-hooks.js';
+import { parseHookConfig } from '../hook-engine/hook-config.js';
+import type { Hook } from '../hook-engine/hook.js';
+import { orderHooks } from '../hook-engine/order-hooks.js';
+import { hookDirectory } from '../hook-engine/runpath-entry.js';
+import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../hook-engine/stubs-pattern.js';
 import type { CliIo } from './cli-io.js';
 import { driverAheadWarning } from './driver-ahead-warning.js';
 import { EXIT } from './exit-codes.js';

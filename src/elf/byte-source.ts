@@ -1,7 +1,7 @@
 // Positional reads from a file: the reader asks for the few ranges it needs, never the whole file.
 
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
-import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
+import { CudaPatchelfError, malformedInput } from '../errors/cuda-patchelf-error.js';
 import { describeFileType, ioError } from '../errors/io-error.js';
 import { hasElfMagic } from './file-kind.js';
 
@@ -23,13 +23,13 @@ export function dataViewOf(bytes: Uint8Array): DataView {
 /** Throws unless [position, position+length) lies inside a file of `size` bytes. */
 export function checkRange(size: number, position: number, length: number, what: string): void {
   if (!Number.isSafeInteger(position) || !Number.isSafeInteger(length) || position < 0 || length < 0) {
-    throw formatError(
+    throw malformedInput(
       `${what} has an impossible offset or size (offset ${position}, size ${length})`,
       position >= 0 ? position : undefined,
     );
   }
   if (position + length > size) {
-    throw formatError(
+    throw malformedInput(
       `${what} (0x${length.toString(16)} bytes at 0x${position.toString(16)}) runs past the end of the file (size 0x${size.toString(16)})`,
       position,
     );
@@ -266,7 +266,7 @@ export class FileByteSource implements ByteSource {
     if (length === 0) return new Uint8Array(0);
     if (this.kept.length === 0 && end <= BLOCK) {
       const head = this.readHead(end);
-      if (head.length < end) throw formatError(`${what}: the file shrank while it was read`, head.length);
+      if (head.length < end) throw malformedInput(`${what}: the file shrank while it was read`, head.length);
       return head.subarray(position, end);
     }
     if (length > KEPT_READ || this.kept.length >= KEPT_BLOCKS) return this.readFromFile(position, length, what);
@@ -290,7 +290,7 @@ export class FileByteSource implements ByteSource {
       } catch (error) {
         throw ioError(this.path, 'read', error);
       }
-      if (bytesRead === 0) throw formatError(`${what}: the file shrank while it was read`, position + done);
+      if (bytesRead === 0) throw malformedInput(`${what}: the file shrank while it was read`, position + done);
       done += bytesRead;
     }
     this.bytesRead += length;

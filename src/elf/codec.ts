@@ -1,7 +1,7 @@
 // One codec for every ELF flavour: records are described once as field lists per class, and every
 // read and write goes through the codec, which knows the class (32/64) and the byte order.
 
-import { formatError } from '../errors/cuda-patchelf-error.js';
+import { malformedInput } from '../errors/cuda-patchelf-error.js';
 
 export type ElfClass = 32 | 64;
 
@@ -178,7 +178,7 @@ export class ElfCodec {
   decode<N extends string>(layout: RecordLayout<N>, bytes: Uint8Array, at: number): Record<N, number> {
     const placed = this.layoutOf(layout);
     if (at < 0 || at + placed.size > bytes.length) {
-      throw formatError(`${layout.name} record runs past the end of the data read`, at);
+      throw malformedInput(`${layout.name} record runs past the end of the data read`, at);
     }
     return placed.read(this.viewOf(bytes), at, this.littleEndian);
   }

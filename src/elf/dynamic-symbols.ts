@@ -7,7 +7,7 @@ import { DT, SHT } from './constants.js';
 import { dynamicValue, fileOffsetOf, type ElfImage } from './elf-image.js';
 import { gnuHashSymbolCount } from './gnu-hash.js';
 import type { Section } from './section-headers.js';
-import { formatError } from '../errors/cuda-patchelf-error.js';
+import { malformedInput } from '../errors/cuda-patchelf-error.js';
 
 export interface DynamicSymbolTable {
   readonly offset: number;
@@ -22,7 +22,7 @@ export async function locateDynamicSymbols(image: ElfImage, sections: readonly S
   const address = dynamicValue(dynamic, DT.DT_SYMTAB);
   if (address === undefined) return null;
   const entrySize = dynamicValue(dynamic, DT.DT_SYMENT) ?? image.codec.sizeOf(SYM);
-  if (entrySize < 4) throw formatError(`DT_SYMENT ${entrySize} is smaller than a symbol name field`, dynamic.offset);
+  if (entrySize < 4) throw malformedInput(`DT_SYMENT ${entrySize} is smaller than a symbol name field`, dynamic.offset);
   const count = await dynamicSymbolCount(image, sections);
   if (count === 0) return null;
   const offset = fileOffsetOf(image.programHeaders, address, count * entrySize, 'dynamic symbol table (DT_SYMTAB)');

@@ -10,7 +10,7 @@ import { bytesToByteString } from './byte-string.js';
 import { fileKind, startsWith } from './file-kind.js';
 import { readSectionHeaderTable } from './section-headers.js';
 import { StringTable } from './string-table.js';
-import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
+import { CudaPatchelfError, malformedInput } from '../errors/cuda-patchelf-error.js';
 
 export interface ElfHeader extends ElfHeaderFields {
   readonly osabi: number;
@@ -74,18 +74,18 @@ export function readHeaderBytes(source: ByteSource): Promise<Uint8Array> {
 
 /** Reads the header and the dynamic structures of an ELF file, with a few small positional reads. */
 export async function readElfImage(source: ByteSource, options: ReadOptions = {}): Promise<ElfImage> {
-  if (source.size === 0) throw formatError('empty file, not an ELF file');
+  if (source.size === 0) throw malformedInput('empty file, not an ELF file');
   const ident = await readHeaderBytes(source);
   // A static library is the non-ELF file most often named by mistake: say what it is.
-  if (fileKind(ident) === 'archive') throw formatError('an ar archive (static library), not an ELF file', 0);
+  if (fileKind(ident) === 'archive') throw malformedInput('an ar archive (static library), not an ELF file', 0);
   // A file shorter than the magic that starts as it does is a truncated ELF file, said so below.
   if (!startsWith(ident, ELF_MAGIC.subarray(0, Math.min(ident.length, ELF_MAGIC.length)))) {
-    throw formatError('not an ELF file (no \\x7fELF magic)', 0);
+    throw malformedInput('not an ELF file (no \\x7fELF magic)', 0);
   }
-  if (source.size < EI_NIDENT) throw formatError(`truncated ELF file: ${source.size} bytes, shorter than e_ident`);
+  if (source.size < EI_NIDENT) throw malformedInput(`truncated ELF file: ${source.size} bytes, shorter than e_ident`);
   const codec = codecFromIdent(ident);
   const headerSize = EI_NIDENT + codec.sizeOf(EHDR);
-  if (ident.length < headerSize) throw formatError(`too short for an ELF${codec.elfClass} header (${source.size} bytes)`);
+  if (ident.length < headerSize) throw malformedInput(`too short for an ELF${codec.elfClass} header (${source.size} bytes)`);
   const fields = codec.decode(EHDR, ident, EI_NIDENT);
   const programHeaders = await readProgramHeaders(source, codec, fields);
   // The fields go onto the decoded record, which is this read's own: a spread would copy it per file.
@@ -172,8 +172,8 @@ async function dynamicSectionHasNoBytes(
 function codecFromIdent(ident: Uint8Array): ElfCodec {
   const elfClass = ident[4];
   const data = ident[5];
-  if (elfClass !== ELFCLASS32 && elfClass !== ELFCLASS64) throw formatError(`unknown ELF class ${elfClass} in e_ident[EI_CLASS]`, 4);
-  if (data !== ELFDATA2LSB && data !== ELFDATA2MSB) throw formatError(`unknown byte order ${data} in e_ident[EI_DATA]`, 5);
+  if (elfClass !== ELFCLASS32 && elfClass !== ELFCLASS64) throw malformedInput(`unknown ELF class ${elfClass} in e_ident[EI_CLASS]`, 4);
+  if (data !== ELFDATA2LSB && data !== ELFDATA2MSB) throw malformedInput(`unknown byte order ${data} in e_ident[EI_DATA]`, 5);
   return new ElfCodec(elfClass === ELFCLASS64 ? 64 : 32, data === ELFDATA2LSB);
 }
 
@@ -182,7 +182,7 @@ async function readProgramHeaders(source: ByteSource, codec: ElfCodec, fields: E
   if (count === 0) return [];
   const entrySize = codec.sizeOf(PHDR);
   if (fields.e_phentsize !== entrySize) {
-    throw formatError(
+    throw malformedInput(
       `e_phentsize is ${fields.e_phentsize}, expected ${entrySize} for ELF${codec.elfClass}`,
       EI_NIDENT + codec.fieldOffset(EHDR, 'e_phentsize'),
     );
@@ -198,7 +198,7 @@ async function readProgramHeaders(source: ByteSource, codec: ElfCodec, fields: E
 /** With e_phnum = PN_XNUM the real count is section header 0's sh_info (gABI "extended numbering"). */
 async function extendedProgramHeaderCount(source: ByteSource, codec: ElfCodec, fields: ElfHeaderFields): Promise<number> {
   if (fields.e_shoff === 0)
-    throw formatError(
+    throw malformedInput(
       'e_phnum is PN_XNUM but there is no section header 0 holding the real count',
       EI_NIDENT + codec.fieldOffset(EHDR, 'e_phnum'),
     );
@@ -223,7 +223,7 @@ function onlyHeaderOfType(
     if (ph.p_type !== type) continue;
     if (found !== null) {
       const count = programHeaders.filter((other) => other.p_type === type).length;
-      throw formatError(`${count} ${name} program headers, expected at most one`, table.offset + index * table.entrySize);
+      throw malformedInput(`${count} ${name} program headers, expected at most one`, table.offset + index * table.entrySize);
     }
     found = ph;
   }
@@ -233,7 +233,7 @@ function onlyHeaderOfType(
 async function readDynamicArray(source: ByteSource, codec: ElfCodec, ph: ProgramHeader): Promise<DynamicArray> {
   const entrySize = codec.sizeOf(DYN);
   const capacity = Math.floor(ph.p_filesz / entrySize);
-  if (capacity === 0) throw formatError(`PT_DYNAMIC is ${ph.p_filesz} bytes, too small for one entry`, ph.p_offset);
+  if (capacity === 0) throw malformedInput(`PT_DYNAMIC is ${ph.p_filesz} bytes, too small for one entry`, ph.p_offset);
   const bytes = await source.read(ph.p_offset, capacity * entrySize, 'dynamic array (PT_DYNAMIC)');
   const entries: DynamicEntry[] = [];
   let index = 0;
@@ -242,7 +242,7 @@ async function readDynamicArray(source: ByteSource, codec: ElfCodec, ph: Program
     if (entry.d_tag === DT.DT_NULL) break;
     entries.push(entry);
   }
-  if (index === capacity) throw formatError('dynamic array has no DT_NULL terminator', ph.p_offset);
+  if (index === capacity) throw malformedInput('dynamic array has no DT_NULL terminator', ph.p_offset);
   let spareSlots = 0;
   for (let i = index + 1; i < capacity && codec.decode(DYN, bytes, i * entrySize).d_tag === DT.DT_NULL; i++) spareSlots++;
   const usable = index + 1 + spareSlots;
@@ -258,7 +258,7 @@ async function readInterpreter(
   if (ph === null) return null;
   const bytes = await source.read(ph.p_offset, ph.p_filesz, 'interpreter path (PT_INTERP)');
   const nul = bytes.indexOf(0);
-  if (nul < 0) throw formatError('interpreter path (PT_INTERP) has no NUL terminator', ph.p_offset);
+  if (nul < 0) throw malformedInput('interpreter path (PT_INTERP) has no NUL terminator', ph.p_offset);
   return bytesToByteString(bytes.subarray(0, nul));
 }
 
@@ -283,7 +283,7 @@ export function fileOffsetOf(
     (ph) => vaddr >= ph.p_vaddr && vaddr <= ph.p_vaddr + ph.p_filesz && (length === 0 || vaddr < ph.p_vaddr + ph.p_filesz),
   );
   const outside = () =>
-    formatError(
+    malformedInput(
       `${what} (0x${length.toString(16)} bytes at address 0x${vaddr.toString(16)}) is not inside the file part of the PT_LOAD segments`,
       namedAt,
     );
@@ -314,7 +314,7 @@ function locateDynamicStrings(
   const size = dynamicValue(dynamic, DT.DT_STRSZ);
   if (address === undefined && size === undefined) return null;
   if (address === undefined || size === undefined) {
-    throw formatError(
+    throw malformedInput(
       `dynamic array has ${address === undefined ? 'DT_STRSZ without DT_STRTAB' : 'DT_STRTAB without DT_STRSZ'}`,
       dynamic.offset,
     );
@@ -331,7 +331,7 @@ export async function dynamicStringsOf(image: ElfImage, tag: number): Promise<st
   const entries = image.dynamic.entries.filter((entry) => entry.d_tag === tag);
   if (entries.length === 0) return [];
   if (image.dynamicStrings === null) {
-    throw formatError('dynamic array names strings but has no DT_STRTAB', image.dynamic.offset);
+    throw malformedInput('dynamic array names strings but has no DT_STRTAB', image.dynamic.offset);
   }
   const strings = image.dynamicStrings;
   return Promise.all(entries.map((entry) => strings.get(entry.d_val)));

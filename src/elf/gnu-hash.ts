@@ -3,7 +3,7 @@
 
 import { dataViewOf } from './byte-source.js';
 import { fileOffsetOf, type ElfImage } from './elf-image.js';
-import { formatError } from '../errors/cuda-patchelf-error.js';
+import { malformedInput } from '../errors/cuda-patchelf-error.js';
 
 /**
  * Bytes of a GNU hash chain read at a time: the last chain is usually a few entries long, so the
@@ -35,7 +35,7 @@ export async function gnuHashSymbolCount(image: ElfImage, address: number): Prom
   for (let symbol = last, chunkSize = FIRST_CHAIN_CHUNK; ; chunkSize = Math.min(2 * chunkSize, LARGEST_CHAIN_CHUNK)) {
     const at = chainsAt + (symbol - symbolOffset) * 4;
     const chunk = await source.read(at, Math.min(chunkSize, source.size - at - ((source.size - at) % 4)), 'GNU hash chain');
-    if (chunk.length === 0) throw formatError('GNU hash chain runs past the end of the file', at);
+    if (chunk.length === 0) throw malformedInput('GNU hash chain runs past the end of the file', at);
     const view = dataViewOf(chunk);
     for (let i = 0; i < chunk.length; i += 4, symbol++) {
       if ((view.getUint32(i, le) & 1) !== 0) return symbol + 1;

@@ -41,7 +41,7 @@ export class CudaPatchelfError extends Error {
 }
 
 /** Shorthand for the most common error: a structure of the file is malformed. */
-export function formatError(message: string, offset?: number): CudaPatchelfError {
+export function malformedInput(message: string, offset?: number): CudaPatchelfError {
   return new CudaPatchelfError('format', message, offset === undefined ? {} : { offset });
 }
 

@@ -1,5 +1,5 @@
 // The dependency rule of ARCHITECTURE.md, checked on the sources: data flows one way (elf → plan →
-// write, hooks beside plan, edit and batch composing them, cli on top), and only the command line
+// write, hook-engine beside plan, edit and batch composing them, cli on top), and only the command line
 // touches `process`. The imports of every src/**/*.ts file are read with a small lexer (comments and
 // string contents blanked, so that an import in a comment or a message does not count) and compared
 // with the table below, and so is what each file loads through other layers: a layer may not reach
@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
-const LAYERS = ['errors', 'elf', 'walk', 'hooks', 'resolve', 'plan', 'write', 'edit', 'batch', 'doctor', 'cli'] as const;
+const LAYERS = ['errors', 'elf', 'walk', 'hook-engine', 'resolve', 'plan', 'write', 'edit', 'batch', 'doctor', 'cli'] as const;
 type Layer = (typeof LAYERS)[number];
 
 /** What a layer may import from another layer: all of it, or only some modules, or only types. */
@@ -34,7 +34,7 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   errors: {},
   elf: { errors: {} },
   walk: { errors: {} },
-  hooks: { elf: { modules: ['byte-string.ts', 'constants.ts', 'runpath-list.ts'] }, errors: {} },
+  'hook-engine': { elf: { modules: ['byte-string.ts', 'constants.ts', 'runpath-list.ts'] }, errors: {} },
   // autoPatchelf's dependency resolution: facts, index and options in, a resolution out; nothing of the disk.
   resolve: { elf: { modules: ['byte-string.ts', 'constants.ts'] }, errors: {} },
   plan: { elf: {}, errors: {} },
@@ -48,7 +48,7 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
     walk: {},
     edit: {},
     plan: { modules: ['plan.ts'], typeOnly: true },
-    hooks: {},
+    'hook-engine': {},
     write: {},
     errors: {},
   },
@@ -68,8 +68,7 @@ const PURE_LAYER_PACKAGES: Partial<Record<Layer, readonly string[]>> = {
   errors: [],
   plan: [],
   // resolve() for excludeUnder, picomatch for include/exclude globs and stubs patterns.
-  hooks: ['node:path', 'picomatch'],
-  // posix.normalize and posix.relative for runpath entries.
+  'hook-engine': ['node:path', 'picomatch'],
   resolve: ['node:path'],
 };
 
@@ -379,7 +378,9 @@ describe('the dependency rule', () => {
   it('the table itself: layers, modules and type-only imports', () => {
     const edge = (from: string, to: string, typeOnly = false): Edge => ({ from, to, internal: true, typeOnly, line: 1 });
     expect(breach(edge('plan/a.ts', 'write/apply-plan.ts'))).toBe('plan → write is not allowed');
-    expect(breach(edge('hooks/a.ts', 'elf/elf-image.ts'))).toMatch(/^hooks may use only elf\/byte-string.ts, elf\/constants.ts/);
+    expect(breach(edge('hook-engine/a.ts', 'elf/elf-image.ts'))).toMatch(
+      /^hook-engine may use only elf\/byte-string.ts, elf\/constants.ts/,
+    );
     expect(breach(edge('write/a.ts', 'plan/plan.ts'))).toBe('write may import only types from plan');
     expect(breach(edge('write/a.ts', 'plan/plan.ts', true))).toBeNull();
     expect(breach(edge('elf/a.ts', 'elf/b.ts'))).toBeNull();
