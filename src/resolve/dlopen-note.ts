@@ -3,15 +3,14 @@
 // type 0x407c0c0a, and a descriptor holding a JSON array of objects, zero-terminated and zero-padded;
 // each object's `soname` array lists alternatives, the preferred first. Other keys (`feature`,
 // `description`, `priority`, and any later ones) are not ours to read: the resolver wants the names.
-// Bad input comes back as a value naming what is wrong, never as an exception.
+// The notes themselves come from the ELF reader's one note walker (src/elf/notes.ts); this is what a
+// descriptor means. Bad input comes back as a value naming what is wrong, never as an exception.
 
-import { bytesToByteString, textToByteString } from '../elf/byte-string.js';
+import { textToByteString } from '../elf/byte-string.js';
 
 /** NT_FDO_DLOPEN_METADATA (glibc elf.h). */
 const NT_FDO_DLOPEN_METADATA = 0x407c0c0a;
 const FDO_OWNER = 'FDO';
-/** n_namesz, n_descsz, n_type: three 4-byte words in the file's byte order, whatever its class. */
-const NOTE_HEADER_SIZE = 12;
 
 /** One dependency: the names that can satisfy it, in order of preference (byte strings). */
 export type DlopenDependency = readonly string[];
@@ -20,61 +19,35 @@ export type DlopenDescriptor =
   | { readonly ok: true; readonly dependencies: readonly DlopenDependency[] }
   | { readonly ok: false; readonly error: string };
 
-/** The dlopen dependencies of one note area, and a line for each FDO dlopen note that could not be read. */
+/** The dlopen dependencies of a file, and a line for each FDO dlopen note that could not be read. */
 export interface DlopenNotes {
   readonly dependencies: readonly DlopenDependency[];
   readonly malformed: readonly string[];
 }
 
-const alignUp = (value: number, alignment: number): number => Math.ceil(value / alignment) * alignment;
-
-/**
- * The dependencies listed by the FDO dlopen notes among the notes of one PT_NOTE segment or SHT_NOTE
- * section (`bytes`, in the file's byte order). `alignment` is its p_align or sh_addralign: notes are
- * padded to 4 bytes, or to 8 in an 8-aligned area (as readelf reads them; 0 and 1 count as 4). A note
- * that cannot be read is reported in `malformed` and ignored; notes of other owners or types are
- * skipped. A broken note header ends the area: nothing after it can be found.
- */
-export function parseDlopenNotes(bytes: Uint8Array, littleEndian: boolean, alignment: number): DlopenNotes {
-  if (alignment !== 0 && alignment !== 1 && alignment !== 4 && alignment !== 8) {
-    return { dependencies: [], malformed: [`notes aligned to ${alignment} bytes (4 or 8 expected)`] };
-  }
-  const padding = alignment === 8 ? 8 : 4;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const dependencies: DlopenDependency[] = [];
-  const malformed: string[] = [];
-  let offset = 0;
-  while (offset < bytes.length) {
-    if (bytes.length - offset < NOTE_HEADER_SIZE) {
-      malformed.push(`note at offset ${offset}: ${bytes.length - offset} bytes left, less than a note header`);
-      break;
-    }
-    const nameSize = view.getUint32(offset, littleEndian);
-    const descriptorSize = view.getUint32(offset + 4, littleEndian);
-    const type = view.getUint32(offset + 8, littleEndian);
-    const nameStart = offset + NOTE_HEADER_SIZE;
-    const descriptorStart = alignUp(nameStart + nameSize, padding);
-    const descriptorEnd = descriptorStart + descriptorSize;
-    if (descriptorEnd > bytes.length) {
-      malformed.push(
-        `note at offset ${offset}: name (${nameSize} bytes) and descriptor (${descriptorSize} bytes) run past the end (${bytes.length} bytes)`,
-      );
-      break;
-    }
-    if (type === NT_FDO_DLOPEN_METADATA && ownerOf(bytes.subarray(nameStart, nameStart + nameSize)) === FDO_OWNER) {
-      const descriptor = parseDlopenDescriptor(bytes.subarray(descriptorStart, descriptorEnd));
-      if (descriptor.ok) dependencies.push(...descriptor.dependencies);
-      else malformed.push(`note at offset ${offset}: ${descriptor.error}`);
-    }
-    offset = alignUp(descriptorEnd, padding);
-  }
-  return { dependencies, malformed };
+/** A note as the ELF reader gives it (src/elf/notes.ts walks the note segments and sections). */
+interface Note {
+  /** The owner's name without its NUL, as a byte string. */
+  readonly owner: string;
+  readonly type: number;
+  readonly descriptor: Uint8Array;
 }
 
-/** The owner name: its bytes up to the terminating NUL (n_namesz counts it). */
-function ownerOf(name: Uint8Array): string {
-  const end = name.indexOf(0);
-  return bytesToByteString(name.subarray(0, end < 0 ? name.length : end));
+/**
+ * The dependencies listed by a file's FDO dlopen notes, in note order; notes of other owners or types
+ * are not ours. A note whose descriptor cannot be read is reported in `malformed` (numbered among the
+ * FDO dlopen notes, from 1) and ignored; the others still count.
+ */
+export function dlopenDependencies(notes: readonly Note[]): DlopenNotes {
+  const dependencies: DlopenDependency[] = [];
+  const malformed: string[] = [];
+  const dlopenNotes = notes.filter((note) => note.type === NT_FDO_DLOPEN_METADATA && note.owner === FDO_OWNER);
+  for (const [index, note] of dlopenNotes.entries()) {
+    const descriptor = parseDlopenDescriptor(note.descriptor);
+    if (descriptor.ok) dependencies.push(...descriptor.dependencies);
+    else malformed.push(`.note.dlopen note ${index + 1}: ${descriptor.error}`);
+  }
+  return { dependencies, malformed };
 }
 
 /**
