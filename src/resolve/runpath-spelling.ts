@@ -31,7 +31,7 @@ export interface SpelledRunpath {
 }
 
 /** Whether an entry uses `$ORIGIN` or `${ORIGIN}` anywhere. */
-function usesOrigin(entry: string): boolean {
+export function usesOrigin(entry: string): boolean {
   return ORIGIN_TOKEN.test(entry);
 }
 

@@ -44,11 +44,12 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   edit: { elf: {}, plan: {}, write: {}, walk: { modules: ['rewrite-temporary.ts'] }, errors: {} },
   // Walking, scheduling and the summary: a file's path through elf/ and plan/ is edit/'s pipeline.
   batch: {
-    elf: { modules: ['constants.ts'] },
+    elf: { modules: ['constants.ts', 'elf-file.ts', 'byte-string.ts', 'runpath-list.ts'] },
     walk: {},
     edit: {},
     plan: { modules: ['plan.ts'], typeOnly: true },
     'hook-engine': {},
+    resolve: {},
     write: {},
     errors: {},
   },
