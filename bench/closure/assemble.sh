@@ -14,7 +14,18 @@
 # <part>.tmp first, so an interrupted run leaves nothing half-made. Downloads are kept in
 # downloads/debian/ and checked against the lock's sha256 (fixtures/lib/debian-packages.sh).
 #   bash bench/closure/assemble.sh
+#   bash bench/closure/assemble.sh --only patchelf-0.18   # that part alone (npm test needs it: the
+#                                                          # tests compare with patchelf 0.18)
 set -euo pipefail
+
+only=
+case "${1-}" in
+  '') ;;
+  --only) only=${2:?--only takes a part: tree, patchelf-0.18 or tools} ;;
+  *) echo "usage: bash bench/closure/assemble.sh [--only tree|patchelf-0.18|tools]" >&2; exit 2 ;;
+esac
+# wanted PART: whether this run builds PART.
+wanted() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd -- "$here/../.." && pwd)
@@ -121,10 +132,14 @@ cache=$(cd -- "$cache" && pwd)
 exec 9>"$cache/.lock"
 flock 9
 
-build_once tree "$({ declare -f lay_out build_tree; deb_lines debian amd64; deb_lines debian arm64; deb_lines cuda amd64; deb_lines cuda arm64; } | sha)" build_tree
-if [ "$(dpkg --print-architecture)" = amd64 ]; then
+if wanted tree; then
+  build_once tree "$({ declare -f lay_out build_tree; deb_lines debian amd64; deb_lines debian arm64; deb_lines cuda amd64; deb_lines cuda arm64; } | sha)" build_tree
+fi
+if wanted patchelf-0.18 && [ "$(dpkg --print-architecture)" = amd64 ]; then
   build_once patchelf-0.18 "$({ echo "$cache"; declare -f build_other_patchelf; deb_lines other-patchelf amd64; } | sha)" build_other_patchelf
   "$cache/patchelf-0.18/bin/patchelf" --version >/dev/null || die "$cache/patchelf-0.18/bin/patchelf does not run"
 fi
-build_once tools "$({ declare -f build_read_heads; cat "$here/read-heads.c"; } | sha)" build_read_heads
-log "ready: $cache"
+if wanted tools; then
+  build_once tools "$({ declare -f build_read_heads; cat "$here/read-heads.c"; } | sha)" build_read_heads
+fi
+log "ready: $cache${only:+ ($only)}"
