@@ -139,6 +139,15 @@ export function registerEditCommands(program: Command, io: CliIo): void {
       editFiles(io, files, (editor) => editor.removeNeeded(textToByteString(library)), options),
     );
 
+  withCommonOptions(program.command('replace-needed'))
+    .description('rename a DT_NEEDED entry (and the version needs that name it)')
+    .argument('<old>', 'the DT_NEEDED name to rename (libfoo.so.1)')
+    .argument('<new>', 'the name it becomes')
+    .argument('<files...>', FILES)
+    .action((from: string, to: string, files: string[], options: CommonOptions) =>
+      editFiles(io, files, (editor) => editor.replaceNeeded(textToByteString(from), textToByteString(to)), options),
+    );
+
   withCommonOptions(program.command('set-interpreter'))
     .description("set a program's interpreter (PT_INTERP, the dynamic loader the kernel starts it with) to PATH")
     .argument('<path>', 'the loader, e.g. /lib64/ld-linux-x86-64.so.2 (not checked to exist: it is looked up when the program runs)')
@@ -149,13 +158,4 @@ export function registerEditCommands(program: Command, io: CliIo): void {
         throw new CudaPatchelfError('usage', 'set-interpreter needs a path, and an empty one was given (an unset variable?)');
       return editFiles(io, files, (editor) => editor.setInterpreter(textToByteString(path)), options);
     });
-
-  withCommonOptions(program.command('replace-needed'))
-    .description('rename a DT_NEEDED entry (and the version needs that name it)')
-    .argument('<old>', 'the DT_NEEDED name to rename (libfoo.so.1)')
-    .argument('<new>', 'the name it becomes')
-    .argument('<files...>', FILES)
-    .action((from: string, to: string, files: string[], options: CommonOptions) =>
-      editFiles(io, files, (editor) => editor.replaceNeeded(textToByteString(from), textToByteString(to)), options),
-    );
 }

@@ -28,8 +28,6 @@ const flag = (name: string, help: string, values: readonly string[] = [], fromFi
  * refused here as by every command, and the refusal names that flag.
  */
 const PATCHELF_FLAGS: readonly FlagSpec[] = [
-  flag('--set-interpreter', "set a program's interpreter (PT_INTERP); an empty value changes nothing", ['INTERPRETER'], true),
-  flag('--interpreter', 'the same as --set-interpreter', ['INTERPRETER'], true),
   flag('--set-rpath', 'set DT_RUNPATH (a DT_RPATH is converted)', ['RUNPATH'], true),
   flag('--add-rpath', 'append directories to the runpath', ['RUNPATH'], true),
   flag('--remove-rpath', 'remove DT_RUNPATH and DT_RPATH'),
@@ -43,6 +41,8 @@ const PATCHELF_FLAGS: readonly FlagSpec[] = [
   flag('--print-needed', 'print the DT_NEEDED entries'),
   flag('--print-soname', "print a library's DT_SONAME"),
   flag('--print-interpreter', "print a program's interpreter (PT_INTERP)"),
+  flag('--set-interpreter', "set a program's interpreter (PT_INTERP); an empty value changes nothing", ['INTERPRETER'], true),
+  flag('--interpreter', 'the same as --set-interpreter', ['INTERPRETER'], true),
   flag('--output', 'write the result to FILE, leave the input alone', ['FILE'], true),
   flag('--debug', 'say on stderr what changed in each edited file'),
   flag('--make-writable', "edit a read-only file too, its mode put back (cuda-patchelf's own flag)"),

@@ -65,19 +65,6 @@ export function interpreterOf(file: ElfFile): string {
 
 export function registerPrint(program: Command, io: CliIo): void {
   program
-    .command('print-interpreter')
-    .description("print each program's interpreter (PT_INTERP), one line per file")
-    .argument('<files...>', 'programs to read; a library or a static program fails')
-    .option('--json', 'one JSON array on stdout, an object per file: file, interpreter')
-    .action(async (files: string[], options: { json?: boolean }) => {
-      rejectEmptyPaths(files, 'files to read');
-      await forEachFile(io, files, options.json === true, async (file) => {
-        const interpreter = byteStringToText(await withElfFile(file, async (elf) => interpreterOf(elf)));
-        return { json: { file, interpreter }, text: interpreter };
-      });
-    });
-
-  program
     .command('print')
     .description('show class, machine, type, interpreter, soname, needed, rpath, runpath, flags, loads and spare dynamic slots')
     .argument('<files...>', 'ELF files to describe')
@@ -87,6 +74,18 @@ export function registerPrint(program: Command, io: CliIo): void {
       await forEachFile(io, files, options.json === true, async (file) => {
         const summary = await withElfFile(file, (elf) => summarize(elf.image));
         return { json: { file, ...summaryForOutput(summary) }, text: humanLines(file, summary).join('\n') };
+      });
+    });
+  program
+    .command('print-interpreter')
+    .description("print each program's interpreter (PT_INTERP), one line per file")
+    .argument('<files...>', 'programs to read; a library or a static program fails')
+    .option('--json', 'one JSON array on stdout, an object per file: file, interpreter')
+    .action(async (files: string[], options: { json?: boolean }) => {
+      rejectEmptyPaths(files, 'files to read');
+      await forEachFile(io, files, options.json === true, async (file) => {
+        const interpreter = byteStringToText(await withElfFile(file, async (elf) => interpreterOf(elf)));
+        return { json: { file, interpreter }, text: interpreter };
       });
     });
 }
