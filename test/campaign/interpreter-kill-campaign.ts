@@ -239,7 +239,8 @@ export async function runInterpreterKillCampaign(
   };
   for (const g of groups)
     config.log?.(
-      `${g.arch}: ${g.programs.length} programs, set-interpreter in ${g.seconds.toFixed(1)} s (--durable: ${g.durableSeconds.toFixed(1)} s)`,
+      `${g.arch}: ${g.programs.length} programs, set-interpreter in ${g.seconds.toFixed(1)} s ` +
+        `(--durable: ${g.durableSeconds.toFixed(1)} s)`,
     );
   const problems: { round: number; delayMs: number; problem: string }[] = [];
   const r = rng(config.seed);
@@ -254,7 +255,8 @@ export async function runInterpreterKillCampaign(
     } else figures.finishedBeforeKill++;
     problems.push(...result.problems.map((problem) => ({ round: n, delayMs, problem })));
     config.log?.(
-      `round ${n} (${group.arch}${durable ? ', --durable' : ''}): ${result.killed ? 'killed' : 'finished'} at ${delayMs} ms; ${result.problems.length} problems`,
+      `round ${n} (${group.arch}${durable ? ', --durable' : ''}): ${result.killed ? 'killed' : 'finished'} at ${delayMs} ms; ` +
+        `${result.problems.length} problems`,
     );
   }
   return { figures, problems };
