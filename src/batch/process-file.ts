@@ -24,6 +24,8 @@ import type { WalkItem } from '../walk/walk-trees.js';
 export interface ResolverAnswer {
   /** The runpath it writes, traced (its directories, then the file's `$ORIGIN` entries it keeps); null: it leaves the runpath as it is. */
   readonly runpath: readonly TracedEntry[] | null;
+  /** The interpreter --interpreter sets (a byte string), for a file with PT_INTERP; null: none to set. */
+  readonly interpreter: string | null;
 }
 
 export interface FileItem extends Extract<WalkItem, { kind: 'file' }> {
@@ -68,6 +70,8 @@ function hookOperations(item: FileItem, options: FileOptions): EditOperations<Ho
       isSharedObject: image.header.e_type === ET.ET_DYN && !image.programHeaders.some((ph) => ph.p_type === PT.PT_INTERP),
       machine: image.header.e_machine,
     };
+    const interpreter = item.resolver?.interpreter ?? null;
+    if (interpreter !== null && editor.interpreter() !== interpreter) editor.setInterpreter(interpreter);
     const oldRunpath = editor.runpath();
     const names = item.names ?? 1;
     const resolved = item.resolver?.runpath ?? null;

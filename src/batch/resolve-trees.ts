@@ -182,7 +182,10 @@ export async function resolveTrees(
           ? { old: facts.interpreter, new: interpreter.path }
           : null,
     });
-    return { ...item, resolver: { runpath: tracedRunpath(resolution) } };
+    return {
+      ...item,
+      resolver: { runpath: tracedRunpath(resolution), interpreter: facts.interpreter === null ? null : (interpreter?.path ?? null) },
+    };
   });
   return { items, reports, skipped, warnings };
 }
