@@ -46,6 +46,7 @@ const NOT_IN_A_CLONE = new Set(['.git', 'node_modules', 'dist', 'fixtures/.cache
 const HOOK_SCRIPTS = [
   'auto-add-cuda-compat-runpath.sh',
   'auto-add-driver-runpath.sh',
+  'auto-patchelf.sh',
   'cuda-patchelf-fixup.sh',
   'remove-stubs-from-runpath.sh',
 ];
@@ -387,7 +388,7 @@ describe('nix/package.nix', () => {
     };
     readonly out: string;
     readonly hooks: Readonly<
-      Record<'autoAddDriverRunpathHook' | 'autoAddCudaCompatRunpathHook' | 'removeStubsFromRunpathHook', HookSummary>
+      Record<'autoAddDriverRunpathHook' | 'autoAddCudaCompatRunpathHook' | 'removeStubsFromRunpathHook' | 'autoPatchelfHook', HookSummary>
     >;
   }
 
@@ -480,6 +481,7 @@ describe('nix/package.nix', () => {
       cudaCompat,
     };
     const scripts = {
+      autoPatchelfHook: 'auto-patchelf.sh',
       autoAddDriverRunpathHook: 'auto-add-driver-runpath.sh',
       autoAddCudaCompatRunpathHook: 'auto-add-cuda-compat-runpath.sh',
       removeStubsFromRunpathHook: 'remove-stubs-from-runpath.sh',
@@ -512,12 +514,19 @@ describe('nix/package.nix', () => {
       'package.autoAddCudaCompatRunpathHook',
       'package.autoAddDriverRunpathHook',
       'package.removeStubsFromRunpathHook',
+      'package.autoPatchelfHook',
     ];
     const built = await mustExec(requireTool('nix-build'), ['--no-out-link', ...args, ...attrs.flatMap((attr) => ['-A', attr])], {
       env: nixEnv(),
       timeoutMs: 300_000,
     });
-    const [out, compatHook, driverHook, stubsHook] = built.stdout.trim().split('\n') as [string, string, string, string];
+    const [out, compatHook, driverHook, stubsHook, autoPatchelfHook] = built.stdout.trim().split('\n') as [
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
 
     // $out/bin/<bin> runs node on the installed bundle; $out/lib/node_modules/<name> holds what npm pack lists.
     const packageOut = join(out, 'lib', 'node_modules', packageJson.name);
@@ -530,7 +539,7 @@ describe('nix/package.nix', () => {
     const version = await execTool(join(out, 'bin', BIN_NAME), ['--version'], { env: cleanEnv({ PATH: '/usr/bin:/bin' }) });
     expect(version.stdout.trim(), describeExec('--version', version)).toBe(packageJson.version);
 
-    for (const hook of [compatHook, driverHook, stubsHook]) {
+    for (const hook of [compatHook, driverHook, stubsHook, autoPatchelfHook]) {
       const setupHook = await readFile(join(hook, 'nix-support', 'setup-hook'), 'utf8');
       expect(setupHook, hook).not.toMatch(/@[A-Za-z_]\w*@/);
       expect(setupHook, hook).toContain(`${packageOut}/hooks/cuda-patchelf-fixup.sh`);
