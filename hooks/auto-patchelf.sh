@@ -20,7 +20,7 @@
 #   NIX_BINTOOLS                   nix-support/dynamic-linker, the interpreter to set, and nix-support/orig-libc,
 #                                  whose lib/ holds the libc libraries that need no runpath entry.
 # patchelfFlags, the extra arguments Nixpkgs' hook gives patchelf, are not read: cuda-patchelf writes the
-# files itself (a line says so when they are set).
+# files itself (a line says so when they are set). autoPatchelf PATH... runs the resolver by hand.
 #
 # Filled at install time (makeSetupHook substitutions), or else:
 #   @cudaPatchelf@       the cuda-patchelf command; else $CUDA_PATCHELF, else the one on PATH
@@ -149,6 +149,49 @@ cudaPatchelfAutoPatchelfArgs() {
   if (( ${#patchelfFlagsList[@]} > 0 )); then
     cudaPatchelfLog "auto-patchelf: patchelfFlags (${patchelfFlagsList[*]}) are not read: cuda-patchelf writes the files without patchelf"
   fi
+}
+
+# autoPatchelf [--no-recurse] [--] PATH...: the resolver alone, now, over each PATH (a tree or a file), as
+# Nixpkgs' command of that name, for a derivation that sets dontAutoPatchelf and patches some paths
+# itself; with --no-recurse, over the files directly in each directory PATH. The same settings as the
+# hook's run, and cudaPatchelfFlags; no driver hook: as with Nixpkgs' command, the driver's libraries are
+# looked for like any other.
+autoPatchelf() {
+  local -a args=(apply --make-writable --no-driver) extraFlags=() paths=()
+  local noRecurse= cli path file
+  while (( $# > 0 )); do
+    case $1 in
+      --) shift; break ;;
+      --no-recurse) shift; noRecurse=1 ;;
+      --*)
+        cudaPatchelfErrorLog "autoPatchelf: unknown option $1"
+        return 1
+        ;;
+      *) break ;;
+    esac
+  done
+  for path in "$@"; do
+    if [[ -z $noRecurse || ! -d $path ]]; then
+      paths+=("$path")
+      continue
+    fi
+    # cuda-patchelf walks a directory whole: the files in it, one by one.
+    while IFS= read -r -d '' file; do
+      paths+=("$file")
+    done < <(find "$path" -mindepth 1 -maxdepth 1 -type f -print0 | LC_ALL=C sort -z)
+  done
+  if (( ${#paths[@]} == 0 )); then
+    cudaPatchelfLog "autoPatchelf: no file to patch in ${*:-no path}"
+    return 0
+  fi
+
+  cudaPatchelfAutoPatchelfArgs args
+  cudaPatchelfBuildFlags args
+  cudaPatchelfListOf cudaPatchelfFlags extraFlags
+  cli=$(cudaPatchelfCli) || return "$?"
+  cudaPatchelfLog "autoPatchelf: running cuda-patchelf apply --auto-patchelf over ${#paths[@]} path(s)"
+  cudaPatchelfDebugLog "command: ${cli@Q} ${args[*]@Q} ${extraFlags[*]@Q} -- ${paths[*]@Q}"
+  cudaPatchelfRun "$cli" "${args[@]}" "${extraFlags[@]}" -- "${paths[@]}"
 }
 
 cudaPatchelfUseCli "@cudaPatchelf@"

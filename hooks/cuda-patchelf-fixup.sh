@@ -152,7 +152,7 @@ cudaPatchelfOutputNames() {
 # patched all the same and keeps its mode.
 cudaPatchelfFixup() {
   local -a args=(apply --make-writable) active=() extraFlags=() outputDirs=()
-  local hook switch output cli driverLink= status=0
+  local hook switch output cli driverLink=
 
   [[ ! -v cudaPatchelfHookArgs[driver] ]] || cudaPatchelfSayOpenGLSwitch
   for hook in auto-patchelf driver cuda-compat remove-stubs; do
@@ -198,17 +198,7 @@ cudaPatchelfFixup() {
   # The driver hook is on in cuda-patchelf unless turned off.
   [[ " ${active[*]} " == *" driver "* ]] || args+=(--no-driver)
 
-  # stdenv's parallelism, the cores this build may use; 0 means every core (setup.sh normally turns it
-  # into a count already), which cuda-patchelf's own default covers. A patching thread keeps about 1.5
-  # cores busy, so cuda-patchelf's default is half the CPUs (docs/benchmarks.md, Threads): the same rule
-  # applied to the build's cores, half of them, at least 1.
-  if [[ ${NIX_BUILD_CORES-} =~ ^[0-9]+$ ]] && (( NIX_BUILD_CORES > 0 )); then
-    args+=(--jobs "$(( NIX_BUILD_CORES > 1 ? NIX_BUILD_CORES / 2 : 1 ))")
-  fi
-  if (( ${NIX_DEBUG:-0} >= 1 )); then
-    args+=(--verbose)
-  fi
-
+  cudaPatchelfBuildFlags args
   cudaPatchelfListOf cudaPatchelfFlags extraFlags
 
   for output in $(cudaPatchelfOutputNames); do
@@ -223,22 +213,48 @@ cudaPatchelfFixup() {
     return 0
   fi
 
+  cli=$(cudaPatchelfCli) || return "$?"
+  cudaPatchelfLog "running cuda-patchelf apply (${active[*]}) over ${#outputDirs[@]} output(s)"
+  cudaPatchelfDebugLog "command: ${cli@Q} ${args[*]@Q} ${extraFlags[*]@Q} -- ${outputDirs[*]@Q}"
+  cudaPatchelfRun "$cli" "${args[@]}" "${extraFlags[@]}" -- "${outputDirs[@]}"
+}
+
+# cudaPatchelfBuildFlags ARRAY: appends to ARRAY the flags for the build's parallelism and debug level.
+cudaPatchelfBuildFlags() {
+  local -n cudaPatchelfBuildFlagsInto=$1
+  # stdenv's parallelism, the cores this build may use; 0 means every core (setup.sh normally turns it
+  # into a count already), which cuda-patchelf's own default covers. A patching thread keeps about 1.5
+  # cores busy, so cuda-patchelf's default is half the CPUs (docs/benchmarks.md, Threads): the same rule
+  # applied to the build's cores, half of them, at least 1.
+  if [[ ${NIX_BUILD_CORES-} =~ ^[0-9]+$ ]] && (( NIX_BUILD_CORES > 0 )); then
+    cudaPatchelfBuildFlagsInto+=(--jobs "$(( NIX_BUILD_CORES > 1 ? NIX_BUILD_CORES / 2 : 1 ))")
+  fi
+  if (( ${NIX_DEBUG:-0} >= 1 )); then
+    cudaPatchelfBuildFlagsInto+=(--verbose)
+  fi
+}
+
+# cudaPatchelfCli: the cuda-patchelf command to run, on stdout; an error (127) when there is none.
+cudaPatchelfCli() {
   if [[ -n ${CUDA_PATCHELF-} ]]; then
-    cli=$CUDA_PATCHELF
+    echo "$CUDA_PATCHELF"
   elif [[ -n $cudaPatchelfInstalledCli ]]; then
-    cli=$cudaPatchelfInstalledCli
-  elif ! cli=$(command -v cuda-patchelf); then
+    echo "$cudaPatchelfInstalledCli"
+  elif ! command -v cuda-patchelf; then
     cudaPatchelfErrorLog "cuda-patchelf is not on PATH: add it to nativeBuildInputs or set CUDA_PATCHELF"
     return 127
   fi
+}
 
-  cudaPatchelfLog "running cuda-patchelf apply (${active[*]}) over ${#outputDirs[@]} output(s)"
-  cudaPatchelfDebugLog "command: ${cli@Q} ${args[*]@Q} ${extraFlags[*]@Q} -- ${outputDirs[*]@Q}"
-  "$cli" "${args[@]}" "${extraFlags[@]}" -- "${outputDirs[@]}" || status=$?
+# cudaPatchelfRun CLI apply ARGUMENT...: runs it, and when it fails says so with its exit code, and
+# returns that.
+cudaPatchelfRun() {
+  local status=0
+  "$@" || status=$?
   if (( status != 0 )); then
     cudaPatchelfErrorLog "cuda-patchelf apply failed with exit code $status (its messages are above)"
-    # Exit code 3 is also what a library that auto-patchelf found nowhere gives.
-    if (( status == 3 )) && [[ " ${active[*]} " == *" auto-patchelf "* ]]; then
+    # Exit code 3 is also what a library that the resolver found nowhere gives.
+    if (( status == 3 )) && [[ " ${*:2} " == *" --auto-patchelf "* ]]; then
       cudaPatchelfErrorLog "for a library not found: add the package that holds it to buildInputs," \
         "or name it in autoPatchelfIgnoreMissingDeps"
     fi

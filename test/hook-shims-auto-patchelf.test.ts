@@ -149,6 +149,33 @@ describe('the autoPatchelf hook', () => {
     expect((await runProgram(late, 'usedep')).stderr).toContain('libdep.so: cannot open shared object file');
   });
 
+  it('autoPatchelf PATH, by hand with dontAutoPatchelf: the resolver alone over the trees or, with --no-recurse, the files named', async () => {
+    const r = resolver();
+    const { driverEntry } = packages();
+    for (const [command, tail] of [
+      ['addAutoPatchelfSearchPath "$lib"; autoPatchelf "$out"', (done: Build) => [done.out]],
+      ['addAutoPatchelfSearchPath "$lib"; autoPatchelf --no-recurse "$out/bin"', (done: Build) => [done.greet, usedep(done)]],
+    ] as const) {
+      const done = await build({
+        hooks: [AUTO_PATCHELF_HOOK, 'driver'],
+        attrs: { dontAutoPatchelf: '1', postFixup: command },
+      });
+      expectBuilt(done);
+      // The derivation's postFixup runs before the hooks' entry, which does the driver hook alone.
+      expect(done.calls, command).toHaveLength(2);
+      const [byHand, hooks] = done.calls as [string[], string[]];
+      expect(byHand.slice(0, 4), command).toEqual(['apply', '--make-writable', '--no-driver', '--auto-patchelf']);
+      expect(byHand.slice(byHand.indexOf('--') + 1), command).toEqual(tail(done));
+      expect(hooks, command).not.toContain('--auto-patchelf');
+      expect(await runpathOf(usedep(done)), command).toBe(`${driverEntry}:${r.dep}/lib`);
+      expectLoads(await runProgram(done, 'usedep'), ['dep']);
+      // bin/greet's libgreet.so is found in the lib output, given as a search path, which is not patched
+      // by hand: only the driver hook went there.
+      expect(await runpathOf(done.greet), command).toBe(`${driverEntry}:${done.lib}/lib`);
+      expect(await runpathOf(done.libgreet), command).toBe(`${driverEntry}:${packages().stubsDir}`);
+    }
+  });
+
   it('a library found nowhere fails the build, naming it; autoPatchelfIgnoreMissingDeps as a list, or true (deprecated), lets it pass', async () => {
     const r = resolver();
     const withMissing = { hooks: [AUTO_PATCHELF_HOOK], extraBuild: programBuild(r, 'usemissing', ['dep', 'missing']) };
