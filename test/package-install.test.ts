@@ -27,6 +27,8 @@ import {
 import { makeTempDir } from './helpers/temp-dir.js';
 import { sha256File } from './helpers/tree-tools.js';
 import { describeExec } from './helpers/verify.js';
+import { interpreterOf } from './helpers/readelf.js';
+import { makeBintools } from './helpers/shim-auto-patchelf.js';
 import { cleanEnv, execTool, mustExec, type ExecResult } from './helpers/exec.js';
 
 interface PackageJson {
@@ -548,14 +550,18 @@ describe('nix/package.nix', () => {
 
     // The hook packages as a derivation's nativeBuildInputs, with PATH as stdenv makes it from what they
     // propagate, and none of the hooks' environment fallbacks: the substituted paths must do.
+    // The autoPatchelf hook among them, with the host glibc's bintools: the one command finds libc there,
+    // and the program's libgreet.so where its runpath already names it, so the runpaths end as without it.
+    const { bintools, interpreter } = await makeBintools(await makeTempDir('bintools', shimPackages().root));
     const build = await buildWithHooks(shimPackages(), {
-      hooks: [compatHook, driverHook, stubsHook],
+      hooks: [autoPatchelfHook, compatHook, driverHook, stubsHook],
       cli: 'none',
       envPaths: false,
-      attrs: { PATH: `${join(out, 'bin')}:${dirname(requireTool('gcc'))}:/usr/bin:/bin`, NIX_DEBUG: '1' },
+      attrs: { PATH: `${join(out, 'bin')}:${dirname(requireTool('gcc'))}:/usr/bin:/bin`, NIX_DEBUG: '1', NIX_BINTOOLS: bintools },
     });
     await expectFixedUp(build);
-    expect(build.result.stderr).toContain(join(out, 'bin', BIN_NAME));
+    expect(build.result.stderr).toContain(`${join(out, 'bin', BIN_NAME)}' 'apply' '--make-writable' '--auto-patchelf'`);
+    expect(await interpreterOf(build.greet)).toBe(interpreter);
     await expectSameAsCheckout(build, ['compat', 'driver', 'stubs']);
   });
 });

@@ -19,14 +19,8 @@ import { makeTempDir } from './temp-dir.js';
 /** The libraries a program can be linked against: each prints its name when called. */
 export type LinkedLibrary = 'dep' | 'search' | 'missing';
 
-export interface ResolverPackages {
+export interface ResolverPackages extends Bintools {
   readonly root: string;
-  /** NIX_BINTOOLS: nix-support/dynamic-linker names `interpreter`, nix-support/orig-libc names `glibc`. */
-  readonly bintools: string;
-  /** A glibc package: its lib/ is a link to the host's libc directory. */
-  readonly glibc: string;
-  /** The interpreter that dynamic-linker names: <glibc>/lib/ld-linux-….so.…, the host's, by another path. */
-  readonly interpreter: string;
   /** A package for buildInputs: lib/libdep.so. */
   readonly dep: string;
   /** Packages for runtimeDependencies: lib/librtplugin.so (dlopened), the second's path with a space in it. */
@@ -69,8 +63,18 @@ async function compileLibrary(dir: string, name: string): Promise<void> {
   await rm(source);
 }
 
-async function buildResolverPackages(): Promise<ResolverPackages> {
-  const root = await makeTempDir('shim-ap');
+/** What a Nix bintools wrapper tells of the libc: the paths of `makeBintools`. */
+export interface Bintools {
+  readonly bintools: string;
+  readonly glibc: string;
+  readonly interpreter: string;
+}
+
+/**
+ * Under root: a glibc package whose lib/ is a link to the host's libc directory, and a bintools whose
+ * nix-support names its interpreter (the host's, by that other path) and the glibc, as Nix's do.
+ */
+export async function makeBintools(root: string): Promise<Bintools> {
   const hostInterpreter = await interpreterOf(requireTool('gcc'));
   if (hostInterpreter === null) throw new Error('gcc has no interpreter to take the host glibc from');
   const glibc = join(root, 'glibc');
@@ -81,12 +85,14 @@ async function buildResolverPackages(): Promise<ResolverPackages> {
   await mkdir(join(bintools, 'nix-support'), { recursive: true });
   await writeFile(join(bintools, 'nix-support', 'dynamic-linker'), `${interpreter}\n`);
   await writeFile(join(bintools, 'nix-support', 'orig-libc'), `${glibc}\n`);
+  return { bintools, glibc, interpreter };
+}
 
+async function buildResolverPackages(): Promise<ResolverPackages> {
+  const root = await makeTempDir('shim-ap');
   const packages: ResolverPackages = {
     root,
-    bintools,
-    glibc,
-    interpreter,
+    ...(await makeBintools(root)),
     dep: join(root, 'dep'),
     runtime: join(root, 'runtime'),
     runtimeWithSpace: join(root, 'runtime with space'),
