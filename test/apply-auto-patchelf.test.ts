@@ -45,6 +45,14 @@ int main(void) {
   return 0;
 }
 `,
+  // A note whose JSON is not the specification's: `soname` must be an array.
+  'bad-note.c': `__attribute__((section(".note.dlopen"), used, aligned(4))) static const struct {
+  unsigned namesz, descsz, type;
+  char name[4];
+  char desc[28];
+} dlopen_note = {4, 28, 0x407c0c0a, "FDO", "[{\\"soname\\":\\"libB.so.1\\"}]"};
+int bad_note(void) { return 5; }
+`,
   'needs.c': 'int a(void);\nint gone(void);\nint main(void) { return a() + gone() == 5 ? 0 : 1; }\n',
   'cuda-app.c':
     '#include <stdio.h>\nint a(void);\nconst char *cuda_which(void);\nint main(void) { printf("a=%d cuda=%s\\n", a(), cuda_which()); return 0; }\n',
@@ -239,6 +247,35 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     ]);
     expect(prog?.missing).toEqual([]);
     expect(prog?.ignoredMissing).toEqual([]);
+  });
+
+  it('--relative-to-tree, --runtime-dependencies, --append-rpaths; a file of another machine and a malformed note left alone', async () => {
+    const tree = await copyOf(setup, setup.tree);
+    const other: BuildArch = arch === 'x86_64' ? 'aarch64' : 'x86_64';
+    await mustExec(compilerFor(other), ['-shared', '-fPIC', '-o', join(tree, 'lib', 'libother.so'), join(setup.dir, 'src', 'a.c')]);
+    await mustExec(compilerFor(arch), ['-shared', '-fPIC', '-o', join(tree, 'lib', 'libbadnote.so'), join(setup.dir, 'src', 'bad-note.c')]);
+    const extra = ['--relative-to-tree', '--runtime-dependencies', '/rt/lib', '--append-rpaths', '/app/lib'];
+    const result = await cli(['apply', tree, '--no-driver', ...resolverFlags, ...extra, '--json']);
+    expect(result.code).toBe(0);
+    expect(stderrLines(result)).toContain(
+      `cuda-patchelf: warning: ${join(tree, 'lib', 'libbadnote.so')}: .note.dlopen note 1: entry 0: no "soname" array; ignored`,
+    );
+    // A program gets the runtime dependencies first; the tree's directory is written relative to the file.
+    const prog = join(tree, 'bin', 'prog');
+    expect(await runpathOf(prog)).toBe(['/rt/lib', setup.dir1, '$ORIGIN/../lib', setup.dupX, setup.dir2, '/app/lib'].join(':'));
+    // A library has no interpreter: no runtime dependencies; its own $ORIGIN spelling, and ${ORIGIN}/../plugins kept last.
+    expect(await runpathOf(join(tree, 'lib', 'libtool.so'))).toBe('$ORIGIN:/app/lib:${ORIGIN}/../plugins');
+    const report = JSON.parse(result.stdout) as {
+      summary: { autoPatchelf: { skipped: Record<string, number> } };
+      files: { path: string; status: string; reason?: string }[];
+    };
+    expect(report.summary.autoPatchelf.skipped).toEqual({ 'other-machine': 1 });
+    expect(report.files.find((file) => file.path === join(tree, 'lib', 'libother.so'))).toMatchObject({
+      status: 'skipped',
+      reason: 'no-hook',
+    });
+    expect(await runpathOf(join(tree, 'lib', 'libother.so'))).toBeNull();
+    expect((await runOn(arch, prog, [])).stdout).toBe('a=1 tool=13 dup=X b=2\n');
   });
 
   it('a missing library: one line naming the file and the library, exit 3, the file patched with the rest', async () => {
