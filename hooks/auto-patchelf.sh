@@ -16,7 +16,8 @@
 #                                  library that has an interpreter;
 #   appendRunpaths                 directories that go last in every file's resolved list;
 #   autoPatchelfFlags              more arguments for cuda-patchelf's resolver (--keep-libc, --libs DIR...;
-#                                  --preserve-origin is what it does anyway, and is dropped);
+#                                  --preserve-origin is what its default semantics do anyway, and is
+#                                  dropped; under --nixpkgs-compat the runpath is replaced whole);
 #   NIX_BINTOOLS                   nix-support/dynamic-linker, the interpreter to set, and nix-support/orig-libc,
 #                                  whose lib/ holds the libc libraries that need no runpath entry.
 # patchelfFlags, the extra arguments Nixpkgs' hook gives patchelf, are not read: cuda-patchelf writes the
@@ -105,7 +106,7 @@ cudaPatchelfAutoPatchelfArgs() {
     fi
   else
     cudaPatchelfLog "auto-patchelf: NIX_BINTOOLS (${NIX_BINTOOLS:-unset}) has no nix-support/dynamic-linker:" \
-      "the interpreters are left as they are"
+      "the interpreters are left as they are, and libc is looked for like any other library"
   fi
 
   for item in ${autoPatchelfLibs[@]+"${autoPatchelfLibs[@]}"} ${extraAutoPatchelfLibs[@]+"${extraAutoPatchelfLibs[@]}"}; do
