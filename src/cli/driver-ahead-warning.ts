@@ -75,7 +75,9 @@ export function driverAheadWarning(
   const dir = oneLine(byteStringToText(example.dir));
   const keep = dir.endsWith('/compat') ? `give --cuda-compat ${dir.slice(0, -'/compat'.length)} to keep it first, or ` : '';
   return (
-    `cuda-patchelf ${command}: warning: ${files} file(s) ${dryRun ? 'would get' : 'got'} the driver's directory ahead of a directory that came first and holds ` +
-    `a libcuda.so.1 of its own, as cuda_compat's does, e.g. ${oneLine(example.path)}: ${oneLine(byteStringToText(example.driver))} before ${dir}; ${keep}--drop-cuda-compat to take it out`
+    `cuda-patchelf ${command}: warning: ${files} file(s) ${dryRun ? 'would get' : 'got'} the driver's directory ` +
+    "ahead of a directory that came first and holds a libcuda.so.1 of its own, as cuda_compat's does, " +
+    `e.g. ${oneLine(example.path)}: ${oneLine(byteStringToText(example.driver))} before ${dir}; ` +
+    `${keep}--drop-cuda-compat to take it out`
   );
 }

@@ -91,7 +91,8 @@ export function registerEditCommands(program: Command, io: CliIo): void {
     .option('--append', 'add after the existing entries')
     .option(
       '--dedupe',
-      'keep the first of each directory and no empty entry in the result, as apply does: a directory prepended that the runpath had moves to the front, one appended stays where it was',
+      'keep the first of each directory and no empty entry in the result, as apply does: a directory ' +
+        'prepended that the runpath had moves to the front, one appended stays where it was',
     )
     .action((dirs: string, files: string[], options: CommonOptions & { append?: boolean; dedupe?: boolean }) =>
       editFiles(

@@ -43,7 +43,8 @@ function humanLines(file: string, s: ElfSummary): string[] {
     ['flags_1', s.flags1.length === 0 ? '-' : s.flags1.join(' ')],
     ...s.loads.map((load, i): [string, string] => [
       i === 0 ? 'loads' : '',
-      `${load.flags} offset ${hex(load.offset)} vaddr ${hex(load.vaddr)} filesz ${hex(load.filesz)} memsz ${hex(load.memsz)} align ${hex(load.align)}`,
+      `${load.flags} offset ${hex(load.offset)} vaddr ${hex(load.vaddr)} filesz ${hex(load.filesz)} ` +
+        `memsz ${hex(load.memsz)} align ${hex(load.align)}`,
     ]),
     ['spare slots', s.spareDynamicSlots === null ? '-' : `${s.spareDynamicSlots} DT_NULL`],
     ['apply', s.visit ? 'visits (dynamic ELF)' : `skips (${s.skipReason ?? ''})`],

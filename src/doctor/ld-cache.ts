@@ -78,7 +78,8 @@ export async function readLdCache(source: ByteSource, littleEndian: boolean): Pr
 function checkEntriesFit(source: ByteSource, start: number, count: number, entrySize: number, what: string): void {
   if (Math.floor((source.size - start) / entrySize) < count) {
     throw malformedInput(
-      `truncated: the ${what} header announces ${count} entries (${count * entrySize} bytes) but the file has ${Math.max(0, source.size - start)} bytes after it; ld.so ignores this cache`,
+      `truncated: the ${what} header announces ${count} entries (${count * entrySize} bytes) but the ` +
+        `file has ${Math.max(0, source.size - start)} bytes after it; ld.so ignores this cache`,
       start,
     );
   }
@@ -115,7 +116,9 @@ async function readNewFormat(source: ByteSource, start: number, format: LdCacheF
   const flagsByte = header.getUint8(28);
   if (flagsByte !== 0 && endian !== (littleEndian ? ENDIAN_LITTLE : ENDIAN_BIG)) {
     throw malformedInput(
-      `written for ${endian === ENDIAN_BIG ? 'a big-endian' : endian === ENDIAN_LITTLE ? 'a little-endian' : 'no valid'} byte order, not this system's; ld.so ignores this cache`,
+      'written for ' +
+        `${endian === ENDIAN_BIG ? 'a big-endian' : endian === ENDIAN_LITTLE ? 'a little-endian' : 'no valid'} ` +
+        `byte order, not this system's; ld.so ignores this cache`,
       start + 28,
     );
   }

@@ -283,7 +283,10 @@ export class LinkNamespace {
     return { kind: 'found', facts: await this.objects.get(verdict.hostPath, verdict.stats) };
   }
 
-  /** open_path: each directory with each hwcaps subdirectory; a directory that exists but fails otherwise than "no such file" ends the list. */
+  /**
+   * open_path: each directory with each hwcaps subdirectory; a directory that exists but fails otherwise than "no such file" ends
+   * the list.
+   */
   private async searchDirectories(name: string, directories: readonly string[], log: SearchLog): Promise<Search> {
     for (const directory of directories) {
       let hereAny = false;

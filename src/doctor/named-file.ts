@@ -37,7 +37,10 @@ export type FileNature =
 /** A wrapper is a page or two of shell; a larger script is not read whole. */
 const MAX_SCRIPT = 64 * 1024;
 
-/** An ELF file the loader does not load, by what it is: skipReason, told from a library the loader refuses for want of a dynamic section. */
+/**
+ * An ELF file the loader does not load, by what it is: skipReason, told from a library the loader refuses for want of a dynamic
+ * section.
+ */
 function elfNature(file: ElfFile): FileNature {
   const reason = skipReason(file.image);
   if (reason === null) return { kind: 'dynamic', file };
@@ -79,11 +82,15 @@ export async function fileNature(hostPath: string): Promise<FileNature> {
 const NOT_DYNAMIC: Readonly<Record<Exclude<NotDynamicKind, 'script'>, { what: string; fix: string }>> = {
   static: {
     what: 'a statically linked program: no loader loads it, and it has no runpath',
-    fix: 'nothing for the loader to find; a static program that uses CUDA opens libcuda.so.1 through LD_LIBRARY_PATH, ld.so.cache and the default directories only',
+    fix:
+      'nothing for the loader to find; a static program that uses CUDA opens libcuda.so.1 through ' +
+      'LD_LIBRARY_PATH, ld.so.cache and the default directories only',
   },
   'static-pie': {
     what: 'a static-pie program: it relocates itself, no loader loads it, and it has no runpath',
-    fix: 'nothing for the loader to find; a static program that uses CUDA opens libcuda.so.1 through LD_LIBRARY_PATH, ld.so.cache and the default directories only',
+    fix:
+      'nothing for the loader to find; a static program that uses CUDA opens libcuda.so.1 through ' +
+      'LD_LIBRARY_PATH, ld.so.cache and the default directories only',
   },
   relocatable: {
     what: 'an object file (ET_REL): it is linked into a program, not loaded',
@@ -111,7 +118,10 @@ export interface NamedFile {
   readonly description: string;
   /** A script's `#!` line; null for other files. */
   readonly interpreter: string | null;
-  /** The program the wrapper (and the wrappers it runs) end in, diagnosed in the file's stead: on this machine, as the emulated system names it, and the LD_LIBRARY_PATH it gets; null when there is none. */
+  /**
+   * The program the wrapper (and the wrappers it runs) end in, diagnosed in the file's stead: on this machine, as the emulated
+   * system names it, and the LD_LIBRARY_PATH it gets; null when there is none.
+   */
   readonly runs: { readonly file: string; readonly path: string; readonly ldLibraryPath: string | null } | null;
   readonly findings: readonly Finding[];
 }
@@ -214,7 +224,9 @@ export async function followNamedFile(
       findings.push({
         severity: 'warning',
         code: 'wrapper-environment',
-        message: `${current} changes LD_LIBRARY_PATH in a line doctor does not follow (${byteStringToText(line)}): ${program} is diagnosed without that change`,
+        message:
+          `${current} changes LD_LIBRARY_PATH in a line doctor does not follow ` +
+          `(${byteStringToText(line)}): ${program} is diagnosed without that change`,
         fix: 'check that line by hand, or name the program and give doctor the value it gets with --ld-library-path',
       });
     }

@@ -113,7 +113,10 @@ function fieldStatement(field: PlacedField<string>): string {
       return field.type === 'sxword' ? `view.setInt32(${at}, v, le);` : `view.setUint32(${at}, v, le);`;
     default:
       // Two words; a negative sxword's high word is written as its two's complement.
-      return `{ const high = Math.floor(v / ${TWO_32}); view.setUint32(le ? ${at} : ${at} + 4, v - high * ${TWO_32}, le); view.setUint32(le ? ${at} + 4 : ${at}, high >>> 0, le); }`;
+      return (
+        `{ const high = Math.floor(v / ${TWO_32}); view.setUint32(le ? ${at} : ${at} + 4, v - high * ` +
+        `${TWO_32}, le); view.setUint32(le ? ${at} + 4 : ${at}, high >>> 0, le); }`
+      );
   }
 }
 
@@ -121,7 +124,8 @@ function fieldStatement(field: PlacedField<string>): string {
 function compileWriter<N extends string>(fields: readonly PlacedField<N>[]): PlacedLayout<N>['write'] {
   const statements = fields.map(
     (field) =>
-      `v = record.${field.name}; if (v !== undefined) { if (!Number.isInteger(v)) throw new RangeError('${field.name} = ' + v + ' is not an integer'); ${fieldStatement(field)} }`,
+      `v = record.${field.name}; if (v !== undefined) { if (!Number.isInteger(v)) throw new ` +
+      `RangeError('${field.name} = ' + v + ' is not an integer'); ${fieldStatement(field)} }`,
   );
   return new Function('view', 'at', 'le', 'record', `let v;\n${statements.join('\n')}`) as PlacedLayout<N>['write'];
 }

@@ -114,7 +114,8 @@ function checkStringTable(dynamic: DynamicArray, file: EditableFile): void {
   );
   if (inside !== undefined) {
     throw malformedInput(
-      `${nameOf(DT_NAMES, inside.d_tag)} (0x${inside.d_val.toString(16)}) points inside the dynamic string table (DT_STRSZ is too large or the tag is off)`,
+      `${nameOf(DT_NAMES, inside.d_tag)} (0x${inside.d_val.toString(16)}) points inside the dynamic ` +
+        'string table (DT_STRSZ is too large or the tag is off)',
       offset,
     );
   }
@@ -133,12 +134,14 @@ function checkLoadSegments(programHeaders: readonly ProgramHeader[], fileSize: n
       throw malformedInput(`PT_LOAD ${index} has p_filesz 0x${ph.p_filesz.toString(16)} above its p_memsz 0x${ph.p_memsz.toString(16)}`);
     if (ph.p_offset + ph.p_filesz > fileSize) {
       throw malformedInput(
-        `PT_LOAD ${index} maps bytes up to 0x${(ph.p_offset + ph.p_filesz).toString(16)}, past the end of the file (0x${fileSize.toString(16)})`,
+        `PT_LOAD ${index} maps bytes up to 0x${(ph.p_offset + ph.p_filesz).toString(16)}, past the end ` +
+          `of the file (0x${fileSize.toString(16)})`,
       );
     }
     if (previous !== null && previous.ph.p_vaddr + previous.ph.p_memsz > ph.p_vaddr) {
       throw malformedInput(
-        `PT_LOAD ${index} (at 0x${ph.p_vaddr.toString(16)}) is not above PT_LOAD ${previous.index}, which ends at 0x${(previous.ph.p_vaddr + previous.ph.p_memsz).toString(16)}`,
+        `PT_LOAD ${index} (at 0x${ph.p_vaddr.toString(16)}) is not above PT_LOAD ${previous.index}, ` +
+          `which ends at 0x${(previous.ph.p_vaddr + previous.ph.p_memsz).toString(16)}`,
       );
     }
     previous = { ph, index };

@@ -17,7 +17,10 @@ interface MovedTable {
   readonly size: number;
 }
 
-/** What moved, for the section headers: tables the edit moved or grew, repairs of an edit cut short, ranges moved out of the table's way. */
+/**
+ * What moved, for the section headers: tables the edit moved or grew, repairs of an edit cut short, ranges moved out of the
+ * table's way.
+ */
 interface SectionMoves {
   readonly repairs: readonly SectionRepair[];
   /** The string table, moved or grown; null when it stays as it is. */

@@ -218,7 +218,8 @@ function placeNewSegment(
   const lowestFree = highestEnd + reach;
   if (!Number.isSafeInteger(lowestFree))
     return unsupported(
-      `no room for a new segment below 2^53: the highest segment ends at 0x${highestEnd.toString(16)}, and it must start ${reach} bytes above (the largest dynamic symbol's size)`,
+      `no room for a new segment below 2^53: the highest segment ends at 0x${highestEnd.toString(16)}, ` +
+        `and it must start ${reach} bytes above (the largest dynamic symbol's size)`,
     );
   if (!executableTableMoves) {
     return { start: facts.fileSize, vaddr: alignUp(lowestFree, pageSize) + (facts.fileSize % pageSize), align: pageSize };
@@ -226,14 +227,18 @@ function placeNewSegment(
   const first = loads.reduce((low, ph) => (ph.p_vaddr < low.p_vaddr ? ph : low));
   if (first.p_offset !== 0) {
     return needsRewrite(
-      'needs one more program header; the table cannot grow in place, and an executable whose first PT_LOAD does not start at offset 0 cannot have it moved (the kernel finds it by position)',
+      'needs one more program header; the table cannot grow in place, and an executable whose first ' +
+        'PT_LOAD does not start at offset 0 cannot have it moved (the kernel finds it by position)',
     );
   }
   const delta = first.p_vaddr;
   const start = Math.max(alignUp(facts.fileSize, facts.codec.wordSize), alignUp(lowestFree, pageSize) - delta);
   if (start - facts.fileSize > MAX_IDENTITY_HOLE) {
     return needsRewrite(
-      `needs one more program header; the table cannot grow in place, and moving it where the kernel looks for it would leave a hole of ${Math.round((start - facts.fileSize) / 2 ** 20)} MiB in the file (the memory image, with the largest dynamic symbol's size past it, is that much larger than the file)`,
+      'needs one more program header; the table cannot grow in place, and moving it where the kernel ' +
+        `looks for it would leave a hole of ${Math.round((start - facts.fileSize) / 2 ** 20)} MiB in the ` +
+        `file (the memory image, with the largest dynamic symbol's size past it, is that much larger ` +
+        'than the file)',
     );
   }
   return { start, vaddr: delta + start, align: delta % pageSize === 0 ? pageSize : first.p_align };
