@@ -21,11 +21,11 @@ import {
   usePackages,
   type Build,
   type BuildOptions,
+  EVERY_HOOK,
 } from './helpers/shim-stdenv.js';
 import { readelfText } from './helpers/readelf.js';
 
 const packages = usePackages();
-const CANONICAL = ['driver', 'compat', 'stubs'] as const;
 
 async function build(options: BuildOptions): Promise<Build> {
   const done = await buildWithHooks(packages(), {
@@ -52,7 +52,7 @@ describe('separateDebugInfo', () => {
   });
 
   it("succeeds with the hooks, leaves the debug files byte for byte, and gives every file the runpath Nixpkgs' hooks give", async () => {
-    const theirs = await build({ hooks: CANONICAL, flavour: 'nixpkgs' });
+    const theirs = await build({ hooks: EVERY_HOOK, flavour: 'nixpkgs' });
     await expectDebugFilesUntouched(theirs, 2);
     const expected = await elfSearchPaths(theirs);
     expect(
@@ -65,9 +65,9 @@ describe('separateDebugInfo', () => {
     ]);
 
     const variants: readonly BuildOptions[] = [
-      { hooks: CANONICAL },
+      { hooks: EVERY_HOOK },
       { hooks: ['stubs', 'compat', 'driver'] },
-      { hooks: ['compat', 'stubs', 'driver'], buildInputs: CANONICAL },
+      { hooks: ['compat', 'stubs', 'driver'], buildInputs: EVERY_HOOK },
     ];
     for (const variant of variants) {
       for (const flags of ['', '--nixpkgs-compat']) {

@@ -30,6 +30,8 @@ export const HOOK_FILES = {
   stubs: join(HOOKS_DIR, 'remove-stubs-from-runpath.sh'),
 } as const;
 export type HookName = keyof typeof HOOK_FILES;
+/** Every hook, in the order a package lists them: driver, cuda_compat, stubs. */
+export const EVERY_HOOK = ['driver', 'compat', 'stubs'] as const satisfies readonly HookName[];
 /** The autoPatchelfHook drop-in, which has no restatement among Nixpkgs' hooks here: passed as a file. */
 export const AUTO_PATCHELF_HOOK = join(HOOKS_DIR, 'auto-patchelf.sh');
 
