@@ -13,6 +13,7 @@ import { interpreterOf } from './helpers/readelf.js';
 import { expectLoads, programBuild, runProgram, useResolverPackages } from './helpers/shim-auto-patchelf.js';
 import {
   AUTO_PATCHELF_HOOK,
+  EVERY_HOOK,
   VERSION,
   buildWithHooks,
   NOTE_DEBUG_FILES,
@@ -111,7 +112,7 @@ describe('the autoPatchelf hook', () => {
   it('with the driver, cuda_compat and stubs hooks, in all 24 orders: one apply, the same arguments, the same files', async () => {
     const { compatEntry, driverEntry } = packages();
     const r = resolver();
-    const hooks: readonly Input[] = [AUTO_PATCHELF_HOOK, 'driver', 'compat', 'stubs'];
+    const hooks: readonly Input[] = [AUTO_PATCHELF_HOOK, ...EVERY_HOOK];
     let first: { call: string[]; hashes: string[] } | undefined;
     for (const order of permutations(hooks)) {
       const what = order.map((hook) => (hook === AUTO_PATCHELF_HOOK ? 'auto-patchelf' : hook)).join(' ');
@@ -271,7 +272,7 @@ describe('the autoPatchelf hook', () => {
     const { compatEntry, driverEntry } = packages();
     const r = resolver();
     const done = await build({
-      hooks: ['driver', 'compat', 'stubs', AUTO_PATCHELF_HOOK],
+      hooks: [...EVERY_HOOK, AUTO_PATCHELF_HOOK],
       attrs: { separateDebugInfo: '1', postFixup: NOTE_DEBUG_FILES },
     });
     expectBuilt(done);
