@@ -100,7 +100,7 @@ describe('a real Nix build with the hooks (x86_64-linux)', () => {
     const driver = `${driverLink}/lib`;
     const library = run.output('greetLibPrebuilt', 'out');
     const program = join(run.output('greetPrebuilt', 'out'), 'bin', 'greet');
-    expect(prebuilt.stderr).toContain(`install check (prebuilt): ${greetReport(VERSION.compat)}`);
+    expect(prebuilt.stderr).toContain(`install check: ${greetReport(VERSION.compat)}`);
     // libgreet.so's libcuda.so.1 is the driver's (and cuda_compat's): nothing of the stubs it was linked with.
     expect(await runpathOf(join(library, 'lib', 'libgreet.so'))).toBe(`${compat}:${driver}`);
     expect(await runpathOf(program)).toBe(`${compat}:${driver}:${library}/lib`);
