@@ -2,16 +2,16 @@
 # The part the cuda-patchelf setup hooks share; each of them sources this file, it is not a setup hook of
 # its own. It keeps the list of the hooks sourced and registers one postFixupHooks entry that runs
 # `cuda-patchelf apply` once over every output with all of them: each ELF file is read and written once
-# however many hooks there are. cuda-patchelf orders the hooks itself (the cuda_compat directory before the
-# driver's, stubs removal last), so the order in which the hook files were sourced does not matter; the
-# entry's place among the other postFixupHooks is where the first hook file was sourced, as for any
+# however many hooks there are. cuda-patchelf orders the hooks itself (auto-patchelf's directories first,
+# then the cuda_compat directory before the driver's, stubs removal last), so the order in which the hook
+# files were sourced does not matter; the entry's place among the other postFixupHooks is where the first hook file was sourced, as for any
 # Nixpkgs hook: after the derivation's own postFixup and after the hooks registered before it.
 #
 # The switches are read at fixup time, not when the hooks are sourced, so a derivation may also set them
 # in an earlier phase:
-#   dontUseAutoAddDriverRunpath (or the deprecated dontUseAutoAddOpenGLRunpath),
+#   dontAutoPatchelf, dontUseAutoAddDriverRunpath (or the deprecated dontUseAutoAddOpenGLRunpath),
 #   dontUseAutoAddCudaCompatRunpath, dontUseRemoveStubsFromRunpath
-#     turn one hook off;
+#     turn one hook off (auto-patchelf.sh names the other variables its hook reads);
 #   cudaPatchelfFlags: more arguments for `cuda-patchelf apply` (a string, or an array with
 #     __structuredAttrs), e.g. "--nixpkgs-compat" or "--config hooks.json"; they come last, so they win;
 #   CUDA_PATCHELF: the cuda-patchelf command to run (default: the one filled in at install time, else the
@@ -32,6 +32,7 @@ declare -g cudaPatchelfFixupOnce=1
 declare -gA cudaPatchelfHookArgs=()
 # hook name -> the variables that turn it off (any one of them set is enough)
 declare -gA cudaPatchelfHookSwitches=(
+  [auto-patchelf]=dontAutoPatchelf
   [driver]="dontUseAutoAddDriverRunpath dontUseAutoAddOpenGLRunpath"
   [cuda-compat]=dontUseAutoAddCudaCompatRunpath
   [remove-stubs]=dontUseRemoveStubsFromRunpath
@@ -125,6 +126,19 @@ cudaPatchelfSayOpenGLSwitch() {
   fi
 }
 
+# cudaPatchelfListOf NAME ARRAY: the derivation's variable NAME as a list in ARRAY: its elements when it is
+# an array (__structuredAttrs), else its words; empty when NAME is unset.
+cudaPatchelfListOf() {
+  local -n cudaPatchelfListInto=$2
+  if [[ "$(declare -p "$1" 2>/dev/null)" == "declare -a"* ]]; then
+    local -n cudaPatchelfListFrom=$1
+    cudaPatchelfListInto=(${cudaPatchelfListFrom[@]+"${cudaPatchelfListFrom[@]}"})
+  else
+    # -d '': every line, not the first; read then reports the end of its input, which is no error here.
+    read -r -d '' -a cudaPatchelfListInto <<< "${!1-}" || true
+  fi
+}
+
 cudaPatchelfOutputNames() {
   if declare -F getAllOutputNames >/dev/null; then
     getAllOutputNames
@@ -138,10 +152,10 @@ cudaPatchelfOutputNames() {
 # patched all the same and keeps its mode.
 cudaPatchelfFixup() {
   local -a args=(apply --make-writable) active=() extraFlags=() outputDirs=()
-  local hook switch output cli driverLink= status=0
+  local hook switch output cli driverLink=
 
   [[ ! -v cudaPatchelfHookArgs[driver] ]] || cudaPatchelfSayOpenGLSwitch
-  for hook in driver cuda-compat remove-stubs; do
+  for hook in auto-patchelf driver cuda-compat remove-stubs; do
     [[ -v cudaPatchelfHookArgs[$hook] ]] || continue
     if switch=$(cudaPatchelfSwitchedOff "$hook"); then
       cudaPatchelfLog "the $hook hook is off: $switch is set"
@@ -149,6 +163,9 @@ cudaPatchelfFixup() {
     fi
     active+=("$hook")
     case $hook in
+      auto-patchelf)
+        cudaPatchelfAutoPatchelfArgs args
+        ;;
       driver)
         driverLink=${cudaPatchelfHookArgs[driver]}
         args+=(--driver-link "$driverLink")
@@ -181,23 +198,8 @@ cudaPatchelfFixup() {
   # The driver hook is on in cuda-patchelf unless turned off.
   [[ " ${active[*]} " == *" driver "* ]] || args+=(--no-driver)
 
-  # stdenv's parallelism, the cores this build may use; 0 means every core (setup.sh normally turns it
-  # into a count already), which cuda-patchelf's own default covers. A patching thread keeps about 1.5
-  # cores busy, so cuda-patchelf's default is half the CPUs (docs/benchmarks.md, Threads): the same rule
-  # applied to the build's cores, half of them, at least 1.
-  if [[ ${NIX_BUILD_CORES-} =~ ^[0-9]+$ ]] && (( NIX_BUILD_CORES > 0 )); then
-    args+=(--jobs "$(( NIX_BUILD_CORES > 1 ? NIX_BUILD_CORES / 2 : 1 ))")
-  fi
-  if (( ${NIX_DEBUG:-0} >= 1 )); then
-    args+=(--verbose)
-  fi
-
-  # shellcheck disable=SC2154 # set by the derivation, if at all
-  if [[ "$(declare -p cudaPatchelfFlags 2>/dev/null)" == "declare -a"* ]]; then
-    extraFlags=("${cudaPatchelfFlags[@]}")
-  else
-    read -r -a extraFlags <<< "${cudaPatchelfFlags-}"
-  fi
+  cudaPatchelfBuildFlags args
+  cudaPatchelfListOf cudaPatchelfFlags extraFlags
 
   for output in $(cudaPatchelfOutputNames); do
     if [[ -e ${!output-} ]]; then
@@ -211,20 +213,51 @@ cudaPatchelfFixup() {
     return 0
   fi
 
+  cli=$(cudaPatchelfCli) || return "$?"
+  cudaPatchelfLog "running cuda-patchelf apply (${active[*]}) over ${#outputDirs[@]} output(s)"
+  cudaPatchelfDebugLog "command: ${cli@Q} ${args[*]@Q} ${extraFlags[*]@Q} -- ${outputDirs[*]@Q}"
+  cudaPatchelfRun "$cli" "${args[@]}" "${extraFlags[@]}" -- "${outputDirs[@]}"
+}
+
+# cudaPatchelfBuildFlags ARRAY: appends to ARRAY the flags for the build's parallelism and debug level.
+cudaPatchelfBuildFlags() {
+  local -n cudaPatchelfBuildFlagsInto=$1
+  # stdenv's parallelism, the cores this build may use; 0 means every core (setup.sh normally turns it
+  # into a count already), which cuda-patchelf's own default covers. A patching thread keeps about 1.5
+  # cores busy, so cuda-patchelf's default is half the CPUs (docs/benchmarks.md, Threads): the same rule
+  # applied to the build's cores, half of them, at least 1.
+  if [[ ${NIX_BUILD_CORES-} =~ ^[0-9]+$ ]] && (( NIX_BUILD_CORES > 0 )); then
+    cudaPatchelfBuildFlagsInto+=(--jobs "$(( NIX_BUILD_CORES > 1 ? NIX_BUILD_CORES / 2 : 1 ))")
+  fi
+  if (( ${NIX_DEBUG:-0} >= 1 )); then
+    cudaPatchelfBuildFlagsInto+=(--verbose)
+  fi
+}
+
+# cudaPatchelfCli: the cuda-patchelf command to run, on stdout; an error (127) when there is none.
+cudaPatchelfCli() {
   if [[ -n ${CUDA_PATCHELF-} ]]; then
-    cli=$CUDA_PATCHELF
+    echo "$CUDA_PATCHELF"
   elif [[ -n $cudaPatchelfInstalledCli ]]; then
-    cli=$cudaPatchelfInstalledCli
-  elif ! cli=$(command -v cuda-patchelf); then
+    echo "$cudaPatchelfInstalledCli"
+  elif ! command -v cuda-patchelf; then
     cudaPatchelfErrorLog "cuda-patchelf is not on PATH: add it to nativeBuildInputs or set CUDA_PATCHELF"
     return 127
   fi
+}
 
-  cudaPatchelfLog "running cuda-patchelf apply (${active[*]}) over ${#outputDirs[@]} output(s)"
-  cudaPatchelfDebugLog "command: ${cli@Q} ${args[*]@Q} ${extraFlags[*]@Q} -- ${outputDirs[*]@Q}"
-  "$cli" "${args[@]}" "${extraFlags[@]}" -- "${outputDirs[@]}" || status=$?
+# cudaPatchelfRun CLI apply ARGUMENT...: runs it, and when it fails says so with its exit code, and
+# returns that.
+cudaPatchelfRun() {
+  local status=0
+  "$@" || status=$?
   if (( status != 0 )); then
     cudaPatchelfErrorLog "cuda-patchelf apply failed with exit code $status (its messages are above)"
+    # Exit code 3 is also what a library that the resolver found nowhere gives.
+    if (( status == 3 )) && [[ " ${*:2} " == *" --auto-patchelf "* ]]; then
+      cudaPatchelfErrorLog "for a library not found: add the package that holds it to buildInputs," \
+        "or name it in autoPatchelfIgnoreMissingDeps"
+    fi
     return "$status"
   fi
 }

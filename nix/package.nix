@@ -1,12 +1,14 @@
 # cuda-patchelf for Nixpkgs: the CLI, built with buildNpmPackage, and its setup hooks (hooks/*.sh) as
-# passthru packages made with makeSetupHook, drop-ins for Nixpkgs' autoAddDriverRunpath and
-# autoAddCudaCompatRunpath that run one `cuda-patchelf apply` per build. From a checkout:
+# passthru packages made with makeSetupHook, drop-ins for Nixpkgs' autoPatchelfHook, autoAddDriverRunpath,
+# autoAddCudaCompatRunpath and removeStubsFromRunpathHook that run one `cuda-patchelf apply` per build.
+# From a checkout:
 #
 #   cuda-patchelf = pkgs.callPackage ./nix/package.nix { };
 #   # in a CUDA derivation, instead of Nixpkgs' hooks (the stubs hook in depsBuildBuild: under strictDeps
 #   # it works from there only, as Nixpkgs' own does):
 #   depsBuildBuild = [ cuda-patchelf.removeStubsFromRunpathHook ];
 #   nativeBuildInputs = [
+#     cuda-patchelf.autoPatchelfHook
 #     cuda-patchelf.autoAddDriverRunpathHook
 #   ] ++ lib.optionals cudaPackages.flags.isJetsonBuild [ cuda-patchelf.autoAddCudaCompatRunpathHook ];
 #
@@ -93,6 +95,11 @@ buildNpmPackage (finalAttrs: {
         } script;
     in
     {
+      autoPatchelfHook = mkHook {
+        name = "cuda-patchelf-auto-patchelf-hook";
+        script = ../hooks/auto-patchelf.sh;
+      };
+
       autoAddDriverRunpathHook = mkHook {
         name = "cuda-patchelf-auto-add-driver-runpath-hook";
         script = ../hooks/auto-add-driver-runpath.sh;
@@ -115,9 +122,10 @@ buildNpmPackage (finalAttrs: {
     inherit (packageJson) description;
     longDescription = ''
       cuda-patchelf reads every ELF file of a build output once, computes the final runpath from the
-      driver, cuda_compat and stubs-removal hooks at once, and writes each file once, touching only the
-      bytes that change. Its setup hooks replace Nixpkgs' autoAddDriverRunpath and
-      autoAddCudaCompatRunpath, which run patchelf two or three times per file per hook.
+      autoPatchelf resolver, the driver, cuda_compat and stubs-removal hooks at once, and writes each file
+      once, touching only the bytes that change. Its setup hooks replace Nixpkgs' autoPatchelfHook,
+      autoAddDriverRunpath and autoAddCudaCompatRunpath, which run patchelf two or three times per file
+      per hook.
     '';
     license = lib.licenses.mit;
     mainProgram = "cuda-patchelf";

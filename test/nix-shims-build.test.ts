@@ -3,13 +3,16 @@
 // NVIDIA-style stubs, sources the hooks (installed as makeSetupHook installs them) and runs the fixup. In
 // /nix/store the files must carry cuda_compat's directory before the driver's, the program must run and
 // load cuda_compat's libcuda.so.1, and Nix must no longer count the stubs package as a dependency: only
-// the old runpath held its path, and cuda-patchelf zeroes the bytes of a dropped entry.
+// the old runpath held its path, and cuda-patchelf zeroes the bytes of a dropped entry. With the
+// autoPatchelf hook too, prebuilt binaries without runpaths must find their libraries in the outputs and
+// in the dependencies, and load.
 
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useDriverLinkedBuild, type NixRun } from './helpers/nix-build.js';
 import { cliPath } from './helpers/run-cli.js';
+import { interpreterOf } from './helpers/readelf.js';
 import { VERSION, greetReport, runpathOf } from './helpers/shim-stdenv.js';
 import { describeExec } from './helpers/verify.js';
 import { execTool, type ExecResult } from './helpers/exec.js';
@@ -89,6 +92,27 @@ describe('a real Nix build with the hooks (x86_64-linux)', () => {
     expect(built.stderr).toContain(
       'cuda-patchelf hook: the remove-stubs hook stays out: under strictDeps it works from depsBuildBuild only (sourced with hostOffset=-1 targetOffset=0)',
     );
+  });
+
+  it('with the autoPatchelf hook: prebuilt binaries with no runpath find a buildInputs library, in one apply with the other hooks', async () => {
+    const prebuilt = await run.build(['greetPrebuilt']);
+    const compat = `${run.output('cudaCompat', 'out')}/compat`;
+    const driver = `${driverLink}/lib`;
+    const library = run.output('greetLibPrebuilt', 'out');
+    const program = join(run.output('greetPrebuilt', 'out'), 'bin', 'greet');
+    expect(prebuilt.stderr).toContain(`install check: ${greetReport(VERSION.compat)}`);
+    // libgreet.so's libcuda.so.1 is the driver's (and cuda_compat's): nothing of the stubs it was linked with.
+    expect(await runpathOf(join(library, 'lib', 'libgreet.so'))).toBe(`${compat}:${driver}`);
+    expect(await runpathOf(program)).toBe(`${compat}:${driver}:${library}/lib`);
+    expect(await interpreterOf(program)).toBe(
+      (await readFile(join(run.output('bintools', 'out'), 'nix-support', 'dynamic-linker'), 'utf8')).trim(),
+    );
+    const result = await execTool(program, [], { env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' } });
+    expect(result.stdout, describeExec(program, result)).toBe(greetReport(VERSION.compat));
+    // One cuda-patchelf run per derivation, the resolver's flags among the other hooks'.
+    expect(prebuilt.stderr.match(/cuda-patchelf apply: /g)).toHaveLength(2);
+    expect(prebuilt.stderr).toContain(`'--auto-patchelf' '--interpreter'`);
+    expect(prebuilt.stderr).toContain(`'--libs' '${library}/lib'`);
   });
 
   it('ran cuda-patchelf once per build, and its command line shows in the log under NIX_DEBUG', () => {

@@ -27,6 +27,8 @@ import {
 import { makeTempDir } from './helpers/temp-dir.js';
 import { sha256File } from './helpers/tree-tools.js';
 import { describeExec } from './helpers/verify.js';
+import { interpreterOf } from './helpers/readelf.js';
+import { makeBintools } from './helpers/shim-auto-patchelf.js';
 import { cleanEnv, execTool, mustExec, type ExecResult } from './helpers/exec.js';
 
 interface PackageJson {
@@ -46,6 +48,7 @@ const NOT_IN_A_CLONE = new Set(['.git', 'node_modules', 'dist', 'fixtures/.cache
 const HOOK_SCRIPTS = [
   'auto-add-cuda-compat-runpath.sh',
   'auto-add-driver-runpath.sh',
+  'auto-patchelf.sh',
   'cuda-patchelf-fixup.sh',
   'remove-stubs-from-runpath.sh',
 ];
@@ -387,7 +390,7 @@ describe('nix/package.nix', () => {
     };
     readonly out: string;
     readonly hooks: Readonly<
-      Record<'autoAddDriverRunpathHook' | 'autoAddCudaCompatRunpathHook' | 'removeStubsFromRunpathHook', HookSummary>
+      Record<'autoAddDriverRunpathHook' | 'autoAddCudaCompatRunpathHook' | 'removeStubsFromRunpathHook' | 'autoPatchelfHook', HookSummary>
     >;
   }
 
@@ -480,6 +483,7 @@ describe('nix/package.nix', () => {
       cudaCompat,
     };
     const scripts = {
+      autoPatchelfHook: 'auto-patchelf.sh',
       autoAddDriverRunpathHook: 'auto-add-driver-runpath.sh',
       autoAddCudaCompatRunpathHook: 'auto-add-cuda-compat-runpath.sh',
       removeStubsFromRunpathHook: 'remove-stubs-from-runpath.sh',
@@ -512,12 +516,19 @@ describe('nix/package.nix', () => {
       'package.autoAddCudaCompatRunpathHook',
       'package.autoAddDriverRunpathHook',
       'package.removeStubsFromRunpathHook',
+      'package.autoPatchelfHook',
     ];
     const built = await mustExec(requireTool('nix-build'), ['--no-out-link', ...args, ...attrs.flatMap((attr) => ['-A', attr])], {
       env: nixEnv(),
       timeoutMs: 300_000,
     });
-    const [out, compatHook, driverHook, stubsHook] = built.stdout.trim().split('\n') as [string, string, string, string];
+    const [out, compatHook, driverHook, stubsHook, autoPatchelfHook] = built.stdout.trim().split('\n') as [
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
 
     // $out/bin/<bin> runs node on the installed bundle; $out/lib/node_modules/<name> holds what npm pack lists.
     const packageOut = join(out, 'lib', 'node_modules', packageJson.name);
@@ -530,7 +541,7 @@ describe('nix/package.nix', () => {
     const version = await execTool(join(out, 'bin', BIN_NAME), ['--version'], { env: cleanEnv({ PATH: '/usr/bin:/bin' }) });
     expect(version.stdout.trim(), describeExec('--version', version)).toBe(packageJson.version);
 
-    for (const hook of [compatHook, driverHook, stubsHook]) {
+    for (const hook of [compatHook, driverHook, stubsHook, autoPatchelfHook]) {
       const setupHook = await readFile(join(hook, 'nix-support', 'setup-hook'), 'utf8');
       expect(setupHook, hook).not.toMatch(/@[A-Za-z_]\w*@/);
       expect(setupHook, hook).toContain(`${packageOut}/hooks/cuda-patchelf-fixup.sh`);
@@ -539,14 +550,18 @@ describe('nix/package.nix', () => {
 
     // The hook packages as a derivation's nativeBuildInputs, with PATH as stdenv makes it from what they
     // propagate, and none of the hooks' environment fallbacks: the substituted paths must do.
+    // The autoPatchelf hook among them, with the host glibc's bintools: the one command finds libc there,
+    // and the program's libgreet.so where its runpath already names it, so the runpaths end as without it.
+    const { bintools, interpreter } = await makeBintools(await makeTempDir('bintools', shimPackages().root));
     const build = await buildWithHooks(shimPackages(), {
-      hooks: [compatHook, driverHook, stubsHook],
+      hooks: [autoPatchelfHook, compatHook, driverHook, stubsHook],
       cli: 'none',
       envPaths: false,
-      attrs: { PATH: `${join(out, 'bin')}:${dirname(requireTool('gcc'))}:/usr/bin:/bin`, NIX_DEBUG: '1' },
+      attrs: { PATH: `${join(out, 'bin')}:${dirname(requireTool('gcc'))}:/usr/bin:/bin`, NIX_DEBUG: '1', NIX_BINTOOLS: bintools },
     });
     await expectFixedUp(build);
-    expect(build.result.stderr).toContain(join(out, 'bin', BIN_NAME));
+    expect(build.result.stderr).toContain(`${join(out, 'bin', BIN_NAME)}' 'apply' '--make-writable' '--auto-patchelf'`);
+    expect(await interpreterOf(build.greet)).toBe(interpreter);
     await expectSameAsCheckout(build, ['compat', 'driver', 'stubs']);
   });
 });

@@ -122,7 +122,7 @@ let
     nodejs.meta.platforms = [ system ];
   };
 
-  hookNames = [ "autoAddDriverRunpathHook" "autoAddCudaCompatRunpathHook" "removeStubsFromRunpathHook" ];
+  hookNames = [ "autoPatchelfHook" "autoAddDriverRunpathHook" "autoAddCudaCompatRunpathHook" "removeStubsFromRunpathHook" ];
 in
 {
   inherit package;

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { REPO_ROOT, requireTool } from './fixtures.js';
 import { assertCliBuilt, cliPath } from './run-cli.js';
 import { makeTempDir } from './temp-dir.js';
-import { dedupeRunpath, hasElfMagic } from './tree-tools.js';
+import { dedupeRunpath, hasElfMagic, sha256File } from './tree-tools.js';
 import { readDynamic, tagKind, type TagKind } from './readelf.js';
 import { execTool, mustExec, type ExecResult } from './exec.js';
 
@@ -32,6 +32,8 @@ export const HOOK_FILES = {
 export type HookName = keyof typeof HOOK_FILES;
 /** Every hook, in the order a package lists them: driver, cuda_compat, stubs. */
 export const EVERY_HOOK = ['driver', 'compat', 'stubs'] as const satisfies readonly HookName[];
+/** The autoPatchelfHook drop-in, which has no restatement among Nixpkgs' hooks here: passed as a file. */
+export const AUTO_PATCHELF_HOOK = join(HOOKS_DIR, 'auto-patchelf.sh');
 
 /** The restatement of Nixpkgs' hooks, by the same names. */
 export const NIXPKGS_HOOK_FILES: Readonly<Record<HookName, string>> = {
@@ -93,17 +95,24 @@ export async function buildPackages(): Promise<Packages> {
 
 /** For a test file: the packages, built before its tests and removed with every build after them. */
 export function usePackages(): () => Packages {
-  let packages: Packages | undefined;
-  beforeAll(async () => {
+  return useBuiltBeforeAll('the shim packages', () => {
     assertCliBuilt();
-    packages = await buildPackages();
+    return buildPackages();
+  });
+}
+
+/** For a test file: what `make` builds under its root, built before its tests and removed after them. */
+export function useBuiltBeforeAll<T extends { readonly root: string }>(what: string, make: () => Promise<T>): () => T {
+  let built: T | undefined;
+  beforeAll(async () => {
+    built = await make();
   });
   afterAll(async () => {
-    if (packages !== undefined) await rm(packages.root, { recursive: true, force: true });
+    if (built !== undefined) await rm(built.root, { recursive: true, force: true });
   });
   return () => {
-    if (packages === undefined) throw new Error('the shim packages are built in beforeAll');
-    return packages;
+    if (built === undefined) throw new Error(`${what} are built in beforeAll`);
+    return built;
   };
 }
 
@@ -143,6 +152,8 @@ export interface BuildOptions {
   readonly flavour?: Flavour;
   /** Set NIX_LOG_FD=2, as Nix does for a build (default true); without it stdenv's nixLog is silent. */
   readonly nixLogFd?: boolean;
+  /** Shell code the build phase runs after it built the demo (more files for the outputs). */
+  readonly extraBuild?: string;
 }
 
 export interface Build {
@@ -191,7 +202,7 @@ export async function buildWithHooks(packages: Packages, options: BuildOptions):
     outputs: Object.keys(outputs).join(' '),
     ...outputs,
     phases: 'buildPhase fixupPhase',
-    buildPhase: `bash ${shellQuote(BUILD_GREET)} greet "$out" "$lib" ${shellQuote(packages.stubsDir)}`,
+    buildPhase: `bash ${shellQuote(BUILD_GREET)} greet "$out" "$lib" ${shellQuote(packages.stubsDir)}\n${options.extraBuild ?? ''}`,
     depsBuildBuild: list(options.depsBuildBuild),
     nativeBuildInputs: list(options.hooks, cli === 'nativeBuildInputs' ? [dir] : []),
     buildInputs: list(options.buildInputs, cli === 'buildInputs' ? [dir] : []),
@@ -335,4 +346,22 @@ export function dedupedRunpaths(paths: Readonly<Record<string, SearchPath>>): Re
 /** The files under lib/debug of the debug output (the .debug files separateDebugInfo wrote), by path. */
 export async function debugFiles(build: Build): Promise<string[]> {
   return regularFiles(join(build.debug, 'lib', 'debug'));
+}
+
+/**
+ * A derivation's postFixup that notes the hashes of the debug files: it runs after separateDebugInfo wrote
+ * them and before the hooks.
+ */
+export const NOTE_DEBUG_FILES = 'find "$debug/lib/debug" -type f -print0 | sort -z | xargs -0 sha256sum > "$debug/../debug-files.sha256"';
+
+/** The build wrote `count` debug files, and each is what objcopy wrote: the hash NOTE_DEBUG_FILES noted before the hooks ran. */
+export async function expectDebugFilesUntouched(build: Build, count: number): Promise<void> {
+  const noted = (await readFile(join(build.dir, 'debug-files.sha256'), 'utf8')).trim().split('\n');
+  const files = await debugFiles(build);
+  expect(files.filter((file) => file.endsWith('.debug'))).toHaveLength(count);
+  expect(noted).toHaveLength(files.length);
+  for (const line of noted) {
+    const [hash, file] = line.split(/\s+/) as [string, string];
+    expect(await sha256File(file), file).toBe(hash);
+  }
 }
