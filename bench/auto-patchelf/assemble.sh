@@ -4,7 +4,8 @@
 # (git-ignored):
 #
 #   trees/debian-600/out/<package>/lib/   the lib/ of the closure's amd64 Debian packages, in byte
-#                                         order of their names, up to 600 ELF libraries; runpaths removed
+#                                         order of their names, up to 600 ELF libraries (programs left
+#                                         out); runpaths removed
 #   trees/cuda/out/<package>/             libcublas, libcublasLt, libcudart, libnvrtc, libnvToolsExt
 #                                         (amd64, 0.7 GB); runpaths removed
 #   trees/packages/out/<arch>/<package>/  programs and libraries of six Debian packages per architecture,
@@ -83,6 +84,8 @@ build_debian_600() {
     mkdir -p "$out/out/$name"
     cp -a "$closure/tree/amd64/$name/lib" "$out/out/$name/lib"
   done < <(deb_lines debian amd64 | awk '{ print $1 }' | LC_ALL=C sort)
+  # Libraries alone: the programs some packages keep under lib/ (GIMP's plug-ins) go.
+  elf_files "$out/out" | awk -F/ '$NF !~ /\.so/' | while IFS= read -r f; do rm "$f"; done
   log "debian-600: $count ELF libraries"
   remove_runpaths "$out/out"
 }
