@@ -5,7 +5,8 @@
 #
 #   bash bench/apply-bytes.sh DIST OUT [APPLY_FLAGS...]
 #
-# DIST: a build's dist/ folder (cp -a dist /tmp/dist-before keeps one); OUT: the list to write.
+# DIST: a build's dist/ folder, inside its checkout (the bundle reads ../../package.json): for the build
+# before, `git worktree add /tmp/before REV`, then npm ci and npm run build there; OUT: the list to write.
 # APPLY_FLAGS default to the whole CUDA fixup: --cuda-compat C --remove-stubs. Each run patches a fresh
 # copy of bench/.cache/closure/tree (bash bench/closure/assemble.sh makes it), then removes the copy.
 set -euo pipefail
@@ -25,6 +26,9 @@ trap 'rm -rf "$work"' EXIT
 cp -a "$tree" "$work/tree"
 status=0
 node "$dist/cli/main.js" apply "$work/tree" --quiet "${flags[@]}" || status=$?
+# 3: some files failed, each named on stderr (the same files fail before and after); anything else is
+# a run that did not happen.
+case $status in 0 | 3) ;; *) echo "apply-bytes: apply exited $status" >&2; exit 1 ;; esac
 # Every regular file, by its path in the tree: contents, then mode (a write that changed a mode shows).
 (cd "$work/tree" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$out"
 (cd "$work/tree" && find . -type f -printf '%m %p\n' | sort) >>"$out"

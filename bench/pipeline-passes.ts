@@ -31,8 +31,8 @@ const passes = Number(passesArgument);
 if (!Number.isInteger(passes) || passes < 1) throw new Error(`PASSES is a positive whole number, not ${passesArgument}`);
 
 type PatchTrees = typeof import('../src/batch/patch-tree.js').patchTrees;
-type BuiltinHooks = typeof import('../src/hooks/builtin-hooks.js');
-type OrderHooks = typeof import('../src/hooks/order-hooks.js').orderHooks;
+type BuiltinHooks = typeof import('../src/hook-engine/builtin-hooks.js');
+type OrderHooks = typeof import('../src/hook-engine/order-hooks.js').orderHooks;
 
 const { patchTrees } = (await import(`${checkout}/src/batch/patch-tree.ts`)) as { patchTrees: PatchTrees };
 const { driverHook, cudaCompatHook, BUILTIN_HOOK_NAMES } = (await import(`${checkout}/src/hooks/builtin-hooks.ts`)) as BuiltinHooks;

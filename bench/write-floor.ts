@@ -17,7 +17,7 @@ import { closeSync, fstatSync, ftruncateSync, mkdtempSync, openSync, readdirSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { withFileLock } from '../src/write/file-lock.js';
+import { lockName, takeLock } from '../src/write/file-lock.js';
 
 const [tree, roundsArgument = '3'] = process.argv.slice(2);
 if (tree === undefined) throw new Error('usage: vite-node bench/write-floor.ts TREE [ROUNDS]');
@@ -59,8 +59,9 @@ async function floorRun(root: string, locked: boolean): Promise<number> {
     try {
       const stats = fstatSync(fd);
       readSync(fd, block, 0, block.length, Math.max(0, Math.min(stats.size - block.length, 8192)));
-      if (locked) await withFileLock(path, stats, async () => writeAppended(fd, stats.size));
-      else writeAppended(fd, stats.size);
+      const lock = locked ? await takeLock(lockName(stats), path) : null;
+      writeAppended(fd, stats.size);
+      if (lock?.kind === 'locked') lock.release();
     } finally {
       closeSync(fd);
     }

@@ -27,17 +27,11 @@ import {
   type ReportFile,
   type TreeReport,
 } from './helpers/tree-report.js';
-import {
-  contentDifferences,
-  copyTree,
-  dedupeRunpath,
-  dynamicSegmentOffset,
-  makeTempDir,
-  sha256File,
-  snapshotTree,
-  type TreeSnapshot,
-} from './helpers/tree-tools.js';
-import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf-dynamic.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { contentDifferences, copyTree, dedupeRunpath, sha256File, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
+import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts, dynamicSegmentOffset } from './helpers/readelf.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
+import { BUILD_ARCHES } from './helpers/arch.js';
 
 const DRIVER = '/run/opengl-driver/lib';
 const CLI_TIMEOUT = 120_000;
@@ -105,7 +99,7 @@ beforeAll(async () => {
   work = await makeTempDir('cuda-tree');
   compat = join(work, 'cuda_compat');
   await mkdir(join(compat, 'compat'), { recursive: true });
-  tree = await buildCudaTree(join(work, 'pristine'), { arches: ['x86_64', 'aarch64'], large: true, scratch: join(work, 'scratch') });
+  tree = await buildCudaTree(join(work, 'pristine'), { arches: BUILD_ARCHES, large: true, scratch: join(work, 'scratch') });
   pristineSnapshot = await snapshotTree(tree.root);
   for (const entry of dynamicEntries(tree)) {
     const facts = await readDynamic(join(tree.root, entry.rel));
@@ -316,7 +310,7 @@ describe('apply over a CUDA package output', () => {
       expect(resolvedAs(listed, 'libgreet.so.1'), entry.rel).toBe(join(t1, entry.arch, 'lib', 'libgreet.so.1'));
     }
     // The C++ program throws through the patched copies of libstdc++ and libgcc_s in lib/.
-    for (const arch of ['x86_64', 'aarch64'] as const) {
+    for (const arch of BUILD_ARCHES) {
       const listed = await ldList(join(t1, arch, 'bin/cxx-throw'), arch);
       expect(resolvedAs(listed, 'libstdc++.so.6')).toBe(join(t1, arch, 'lib', 'libstdc++.so.6'));
       expect(resolvedAs(listed, 'libgcc_s.so.1')).toBe(join(t1, arch, 'lib', 'libgcc_s.so.1'));
@@ -418,54 +412,46 @@ describe('apply over a CUDA package output', () => {
 });
 
 describe('a tree named through a symbolic link, as Nix names a build output ./result', () => {
-  let dir = '';
-  afterAll(async () => {
-    if (dir !== '') await rm(dir, { recursive: true, force: true });
-  });
+  const dir = useTempDir('symlinked-root');
 
   it('is walked by check and apply: a CI gate must not pass an unpatched tree', async () => {
-    dir = await makeTempDir('symlinked-root');
-    const real = join(dir, 'nix-store-output');
+    const real = join(dir(), 'nix-store-output');
     await mkdir(join(real, 'lib'), { recursive: true });
     await copyFile(fixture('compiled/x86_64/libuser-runpath').path, join(real, 'lib', 'libuser.so'));
     await copyFile(fixture('compiled/x86_64/libgreet').path, join(real, 'lib', 'libgreet.so.1'));
-    await symlink(real, join(dir, 'result'));
-    for (const root of [join(dir, 'result'), `${join(dir, 'result')}/`]) {
+    await symlink(real, join(dir(), 'result'));
+    for (const root of [join(dir(), 'result'), `${join(dir(), 'result')}/`]) {
       const check = await runCli(['check', root], { timeoutMs: CLI_TIMEOUT });
       expect({ code: check.code, stdout: check.stdout }, root).toMatchObject({
         code: 1,
         stdout: expect.stringContaining('2 file(s) need patching'),
       });
     }
-    const applied = await runCli(['apply', join(dir, 'result')], { timeoutMs: CLI_TIMEOUT });
+    const applied = await runCli(['apply', join(dir(), 'result')], { timeoutMs: CLI_TIMEOUT });
     expect(applied.code).toBe(0);
     expect(parseSummaryLine(applied.stdout).patched).toBe(2);
     expect((await readDynamic(join(real, 'lib', 'libgreet.so.1')))?.runpath).toBe(DRIVER);
     // The link itself is still a link to the same place.
-    expect(await readlink(join(dir, 'result'))).toBe(real);
+    expect(await readlink(join(dir(), 'result'))).toBe(real);
   });
 });
 
 describe('a static-pie executable (dynamic section, no interpreter)', () => {
-  let dir = '';
-  afterAll(async () => {
-    if (dir !== '') await rm(dir, { recursive: true, force: true });
-  });
+  const dir = useTempDir('static-pie');
 
   it('still runs after apply', async () => {
-    dir = await makeTempDir('static-pie');
     const programs = [fixture('compiled/x86_64/static-pie'), fixture('compiled/aarch64-64k/static-pie')];
     for (const f of programs) {
-      await mkdir(join(dir, f.arch), { recursive: true });
-      await copyFile(f.path, join(dir, f.arch, 'prog'));
-      await appendFile(join(dir, f.arch, 'README'), 'not ELF\n');
+      await mkdir(join(dir(), f.arch), { recursive: true });
+      await copyFile(f.path, join(dir(), f.arch, 'prog'));
+      await appendFile(join(dir(), f.arch, 'README'), 'not ELF\n');
     }
-    const result = await runCli(['apply', dir], { timeoutMs: CLI_TIMEOUT });
+    const result = await runCli(['apply', dir()], { timeoutMs: CLI_TIMEOUT });
     expect(result.code).toBe(0);
     const failures: string[] = [];
     for (const f of programs) {
       try {
-        const { stdout } = await runProgram(f, { path: join(dir, f.arch, 'prog') });
+        const { stdout } = await runProgram(f, { path: join(dir(), f.arch, 'prog') });
         if (stdout.trim() !== f.expectedOutput) failures.push(`${f.id}: printed ${stdout.trim()}`);
       } catch (error) {
         failures.push(`${f.id}: ${(error as Error).message.split('\n')[0] ?? ''}`);

@@ -7,14 +7,16 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patchTrees } from '../src/batch/patch-tree.js';
-import { cudaCompatHook, driverHook, removeStubsHook } from '../src/hooks/builtin-hooks.js';
-import type { Hook } from '../src/hooks/hook.js';
-import { orderHooks } from '../src/hooks/order-hooks.js';
+import { cudaCompatHook, driverHook, removeStubsHook } from '../src/hook-engine/builtin-hooks.js';
+import type { Hook } from '../src/hook-engine/hook.js';
+import { orderHooks } from '../src/hook-engine/order-hooks.js';
 import { requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { buildCudaTree, expectedPatched, type CudaTree } from './helpers/tree-cuda.js';
 import { parseReport, parseSummaryLine } from './helpers/tree-report.js';
-import { contentDifferences, copyTree, makeTempDir, permutations, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { contentDifferences, copyTree, permutations, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
+import { BUILD_ARCHES } from './helpers/arch.js';
 
 const DRIVER = '/run/opengl-driver/lib';
 
@@ -40,7 +42,7 @@ beforeAll(async () => {
   work = await makeTempDir('idempotence');
   compat = join(work, 'cuda_compat');
   await mkdir(join(compat, 'compat'), { recursive: true });
-  tree = await buildCudaTree(join(work, 'pristine'), { arches: ['x86_64', 'aarch64'], large: false, scratch: join(work, 'scratch') });
+  tree = await buildCudaTree(join(work, 'pristine'), { arches: BUILD_ARCHES, large: false, scratch: join(work, 'scratch') });
   pristine = await snapshotTree(tree.root);
   onceTree = join(work, 'once');
   await copyTree(tree.root, onceTree);

@@ -11,7 +11,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { assertCliBuilt, cliPath, runCli } from './helpers/run-cli.js';
 import { parseReport, parseSummaryLine } from './helpers/tree-report.js';
-import { makeTempDir, sha256File } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { sha256File } from './helpers/tree-tools.js';
 
 const LIBRARY = 'compiled/x86_64/libuser-runpath';
 /** Enough files that apply is still at work when the signal lands (about 1 ms each on 2 busy cores). */

@@ -8,13 +8,15 @@
 import { copyFile, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixture, loadManifest, requireTool, runProgram, type BuildArch } from './helpers/fixtures.js';
+import { type BuildArch, BUILD_ARCHES } from './helpers/arch.js';
+import { fixture, loadManifest, requireTool, runProgram, compilerFor } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { buildCudaTree, type CudaTree } from './helpers/tree-cuda.js';
 import { runNixpkgsHooks } from './helpers/tree-nixpkgs.js';
 import { parseReport, type TreeReport } from './helpers/tree-report.js';
-import { copyTree, dedupeRunpath, hasElfMagic, makeTempDir, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
-import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf-dynamic.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { copyTree, dedupeRunpath, hasElfMagic, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
+import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf.js';
 import { execTool, mustExec } from './helpers/exec.js';
 
 const DRIVER_LINK = '/run/opengl-driver';
@@ -48,7 +50,7 @@ const separately = (rel: string): boolean => hardLinked.has(rel) || rel === I386
 
 /** Runpaths the fixture sources alone cannot give: repeats, an empty entry, an empty runpath. */
 async function addOddRunpaths(root: string, arch: BuildArch): Promise<string[]> {
-  const cc = requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc');
+  const cc = compilerFor(arch);
   const src = join(loadManifest().cacheDir, '..', 'src', 'user.c');
   const lib = join(root, arch, 'lib');
   const made: Array<[string, string]> = [
@@ -117,12 +119,12 @@ beforeAll(async () => {
   await mkdir(join(compat, 'compat'), { recursive: true });
   // patchelf 0.14 cannot read a file without section headers, so the oracle has nothing to say about one.
   tree = await buildCudaTree(join(work, 'pristine'), {
-    arches: ['x86_64', 'aarch64'],
+    arches: BUILD_ARCHES,
     large: true,
     scratch: join(work, 'scratch'),
     sectionless: false,
   });
-  for (const arch of ['x86_64', 'aarch64'] as const) await addOddRunpaths(tree.root, arch);
+  for (const arch of BUILD_ARCHES) await addOddRunpaths(tree.root, arch);
   await addOtherMachines(tree.root);
   nixTree = join(work, 'nixpkgs');
   oursTree = join(work, 'ours');
@@ -220,7 +222,7 @@ describe('--nixpkgs-compat against the Nixpkgs hook sequence', () => {
   });
 
   it('a static-pie: the runpath Nixpkgs gives it crashes it at start; cuda-patchelf leaves it alone and it runs', async () => {
-    for (const arch of ['x86_64', 'aarch64'] as const) {
+    for (const arch of BUILD_ARCHES) {
       const rel = `${arch}/bin/static-pie`;
       const program = fixture(arch === 'x86_64' ? 'compiled/x86_64/static-pie' : 'compiled/aarch64-64k/static-pie');
       const [ours0, pristine0] = [snapshots.ours.get(rel), snapshots.pristine.get(rel)];

@@ -7,10 +7,12 @@
 import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compilerFor, fixture, ldList, requireTool, runOn, type BuildArch } from './helpers/fixtures.js';
+import { type BuildArch, BUILD_ARCHES } from './helpers/arch.js';
+import { compilerFor, fixture, ldList, requireTool, runOn } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { copyTree, makeTempDir } from './helpers/tree-tools.js';
-import { readDynamic, tagKind } from './helpers/readelf-dynamic.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { copyTree } from './helpers/tree-tools.js';
+import { readDynamic, tagKind } from './helpers/readelf.js';
 import { mustExec } from './helpers/exec.js';
 
 // Prints the path of the libcuda.so.1 the loader mapped, and which stand-in it is when it is one; it
@@ -130,7 +132,7 @@ afterAll(async () => {
   if (work !== '') await rm(work, { recursive: true, force: true });
 });
 
-describe.each(['x86_64', 'aarch64'] as const)('%s', (arch) => {
+describe.each(BUILD_ARCHES)('%s', (arch) => {
   let setup: Setup;
   beforeAll(async () => {
     setup = await setUp(arch);

@@ -16,7 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture, requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { parseReport, threadLimitHere, fullPoolHere, type TreeReport } from './helpers/tree-report.js';
-import { contentDifferences, copyTree, makeTempDir, snapshotTree } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { contentDifferences, copyTree, snapshotTree } from './helpers/tree-tools.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
 let scratch = '';

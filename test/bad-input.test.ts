@@ -2,8 +2,7 @@
 // and where, exits 3, never hangs or shows a stack trace, keeps printing the good files, and writes nothing.
 
 import { createHash } from 'node:crypto';
-import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, copyFile, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
@@ -14,6 +13,7 @@ import { fixtures, requireTool, type Fixture } from './helpers/fixtures.js';
 import { fieldOffsets, malformedCorpus, rawLayout, writeUnsigned, type Expectation } from './helpers/malformed.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import { mustExec } from './helpers/exec.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 
 /** Node starts in well under a second; anything near this bound is a hang, not a slow machine. */
 const TIME_BOUND_MS = 10_000;
@@ -66,7 +66,7 @@ function pathOf(base: string, name: string): string {
 
 beforeAll(async () => {
   assertCliBuilt();
-  dir = await mkdtemp(join(tmpdir(), 'cuda-patchelf-bad-input-'));
+  dir = await makeTempDir('bad-input');
   for (const { base, cases } of corpora) {
     for (const testCase of cases) {
       const path = pathOf(base.id, testCase.name);

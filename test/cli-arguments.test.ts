@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
-import { contentDifferences, makeTempDir, snapshotTree } from './helpers/tree-tools.js';
-import { readDynamic } from './helpers/readelf-dynamic.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { contentDifferences, snapshotTree } from './helpers/tree-tools.js';
+import { readDynamic } from './helpers/readelf.js';
 import { mustExec } from './helpers/exec.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';

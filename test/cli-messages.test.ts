@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture, requireTool } from './helpers/fixtures.js';
 import { mustExec } from './helpers/exec.js';
-import { readDynamic } from './helpers/readelf-dynamic.js';
+import { readDynamic, readelfText } from './helpers/readelf.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
-import { makeTempDir, sha256File } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { sha256File } from './helpers/tree-tools.js';
 
 const PROGRAM = 'compiled/x86_64/pie-runpath';
 const LIBRARY = 'compiled/x86_64/libuser-runpath';
@@ -217,8 +218,7 @@ describe('an edit that changes nothing', () => {
     // A real rename still renames, version needs included.
     const renamed = await runCli(['replace-needed', 'libc.so.6', 'libc.so.7', program]);
     expect(renamed.stdout).toContain("'libc.so.6' replaced by 'libc.so.7' in the needed libraries");
-    const versions = await mustExec(requireTool('readelf'), ['-V', program]);
-    expect(versions.stdout).toMatch(/File: libc\.so\.7/);
+    expect(await readelfText(['-V'], program)).toMatch(/File: libc\.so\.7/);
   });
 });
 

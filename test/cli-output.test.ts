@@ -9,8 +9,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { assertCliBuilt, cliPath, runCli, stderrLines } from './helpers/run-cli.js';
 import { parseCheck, parsePlan, parseReport, parseSummaryLine } from './helpers/tree-report.js';
-import { contentDifferences, makeTempDir, snapshotTree } from './helpers/tree-tools.js';
-import { readDynamic } from './helpers/readelf-dynamic.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { contentDifferences, snapshotTree } from './helpers/tree-tools.js';
+import { readDynamic } from './helpers/readelf.js';
 import { mustExec } from './helpers/exec.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';

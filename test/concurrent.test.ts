@@ -4,18 +4,17 @@
 // Without a lock the two could interleave the writes of one file, each run's plan made for different
 // bytes; src/write/file-lock.ts keeps them apart. A file that changes between planning and writing
 // (size, mtime, inode) is refused with a `changed` error and left as the change made it: through the
-// library (writePlan checks the planned stats), and through the CLI while another process keeps
+// library (writeIfUnchanged checks the planned stats), and through the CLI while another process keeps
 // changing the files.
 
-import { appendFile, copyFile, link, mkdtemp, readFile, rename, rm, stat, truncate, utimes } from 'node:fs/promises';
+import { appendFile, copyFile, link, readFile, rename, rm, stat, truncate, utimes } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
 import { readElfImage } from '../src/elf/elf-image.js';
 import { planEditOf, type PlannedEdit } from '../src/edit/plan-file.js';
-import { writePlan } from '../src/write/write-plan.js';
+import { writeIfUnchanged } from '../src/write/commit-plan.js';
 import { lockName } from '../src/write/file-lock.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
 import { COMPAT_DIR } from './campaign/kill-campaign.js';
@@ -23,9 +22,10 @@ import { fixture } from './helpers/fixtures.js';
 import { REAL_ELF_SOURCES, assembleElfTree, type ElfTreeFile } from './helpers/kill-tree.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { copyTree, sha256File } from './helpers/tree-tools.js';
-import { readDynamic } from './helpers/readelf-dynamic.js';
+import { readDynamic } from './helpers/readelf.js';
 import { mapLimited } from './helpers/map-limited.js';
 import { parseReport } from './helpers/tree-report.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 
 const CHANGED =
   /the file changed on disk while it was being (planned|read)(?: \(\d+ bytes when opened, \d+ after the read\))?; left alone$/;
@@ -43,7 +43,7 @@ function differing(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string
 
 beforeAll(async () => {
   assertCliBuilt();
-  scratch = await mkdtemp(join(tmpdir(), 'cuda-patchelf-concurrent-'));
+  scratch = await makeTempDir('concurrent');
 });
 afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
@@ -71,7 +71,7 @@ describe('a file that changes between planning and writing (library)', () => {
 
   async function expectChanged(path: string, edit: PlannedEdit, source: FileByteSource): Promise<void> {
     const before = await readFile(path);
-    const error = await writePlan(path, edit.plan, source.stats, {}).then(
+    const error = await writeIfUnchanged(path, edit.plan, source.stats, {}).then(
       () => null,
       (e: unknown) => e,
     );
@@ -113,7 +113,7 @@ describe('a file that changes between planning and writing (library)', () => {
 
   it('unchanged: written (the check does not refuse a file nobody touched)', async () => {
     const { path, edit, source } = await planned();
-    await expect(writePlan(path, edit.plan, source.stats, {})).resolves.toBeGreaterThan(0);
+    await expect(writeIfUnchanged(path, edit.plan, source.stats, {})).resolves.toBeGreaterThan(0);
   });
 });
 

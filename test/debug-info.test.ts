@@ -11,8 +11,9 @@ import { DEBUG_INFO_VARIANTS, debugInfoTree, requireTool, type DebugInfoTree } f
 import { execTool } from './helpers/exec.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { parseCheck, parsePlan, parseReport, parseSummaryLine } from './helpers/tree-report.js';
-import { contentDifferences, copyTree, dynamicSegmentOffset, makeTempDir, snapshotTree } from './helpers/tree-tools.js';
-import { effectiveRunpath, readDynamic } from './helpers/readelf-dynamic.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { contentDifferences, copyTree, snapshotTree } from './helpers/tree-tools.js';
+import { effectiveRunpath, readDynamic, dynamicSegmentOffset } from './helpers/readelf.js';
 
 const REFUSAL = 'a debug-info file (objcopy --only-keep-debug): it has no dynamic section to edit';
 const DRIVER_LIB = '/run/opengl-driver/lib';

@@ -11,7 +11,7 @@ import { doctorJson } from './helpers/doctor-run.js';
 import { mirrorInto } from './helpers/doctor-root.js';
 import { buildProgram } from './helpers/doctor-trees.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 
 let t: string;
 let root: string;

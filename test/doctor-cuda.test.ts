@@ -16,7 +16,7 @@ import { doctorJson } from './helpers/doctor-run.js';
 import { mirrorInto } from './helpers/doctor-root.js';
 import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 
 const KERNEL = '550.54.14';
 const OLDER = '535.261.03';

@@ -2,11 +2,12 @@
 // through its own DT_RUNPATH, not the program's (x86_64 natively; aarch64 under qemu with --root), and
 // a library that declares what it opens in a `.note.dlopen` note is resolved from its own runpath too.
 
-import { copyFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { FileReport } from '../src/doctor/doctor-report.js';
-import { cudaFixture, requireTool, sysroot, type BuildArch } from './helpers/fixtures.js';
+import type { BuildArch } from './helpers/arch.js';
+import { cudaFixture, requireTool, sysroot, compilerFor } from './helpers/fixtures.js';
 import { place } from './helpers/doctor-cuda-tree.js';
 import { traceLoader, type LoaderTrace, type RealLoad } from './helpers/doctor-ld-debug.js';
 import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
@@ -14,9 +15,9 @@ import { mirrorInto } from './helpers/doctor-root.js';
 import { buildLibrary } from './helpers/doctor-trees.js';
 import { mustExec } from './helpers/exec.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
-let scratch: string;
+const scratch = useTempDir('doctor-dlopen');
 
 /**
  * A program that asks the CUDA runtime for the device count, so that libcudart dlopens libcuda.so.1:
@@ -40,14 +41,7 @@ async function buildCudaProbe(base: string, arch: BuildArch): Promise<string> {
   );
   const probe = join(base, 'bin/probe');
   await mkdir(dirname(probe), { recursive: true });
-  await mustExec(requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc'), [
-    '-O1',
-    '-o',
-    probe,
-    source,
-    cudart,
-    `-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib:$ORIGIN/../decoy`,
-  ]);
+  await mustExec(compilerFor(arch), ['-O1', '-o', probe, source, cudart, `-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib:$ORIGIN/../decoy`]);
   return probe;
 }
 
@@ -63,18 +57,11 @@ function libcudartCall(report: FileReport): FileReport['dlopen'][number] {
   return call;
 }
 
-beforeAll(async () => {
-  assertCliBuilt();
-  scratch = await makeTempDir('doctor-dlopen');
-}, 60_000);
-
-afterAll(async () => {
-  if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
-});
+beforeAll(assertCliBuilt);
 
 describe('libcudart dlopens libcuda.so.1 through its own runpath', () => {
   it('x86_64, natively', async () => {
-    const probe = await buildCudaProbe(join(scratch, 'x86_64'), 'x86_64');
+    const probe = await buildCudaProbe(join(scratch(), 'x86_64'), 'x86_64');
     const { json, cli } = await doctorJson([probe]);
     expect(json.errors).toEqual([]);
     const report = json.files[0] as FileReport;
@@ -84,28 +71,28 @@ describe('libcudart dlopens libcuda.so.1 through its own runpath', () => {
     const real = dlopenLoads(trace, 'libcuda.so.1');
     expect(real[0]).toMatchObject({
       name: 'libcuda.so.1',
-      path: join(scratch, 'x86_64/driver/libcuda.so.1'),
-      dlopenedBy: `${join(scratch, 'x86_64/bin')}/../lib/libcudart.so.11.0`,
+      path: join(scratch(), 'x86_64/driver/libcuda.so.1'),
+      dlopenedBy: `${join(scratch(), 'x86_64/bin')}/../lib/libcudart.so.11.0`,
     });
     const call = libcudartCall(report);
     expect(call.loads).toEqual(real.map(({ name, path }) => ({ name, path })));
-    expect(call).toMatchObject({ caller: `${join(scratch, 'x86_64/bin')}/../lib/libcudart.so.11.0`, rule: 'runpath' });
+    expect(call).toMatchObject({ caller: `${join(scratch(), 'x86_64/bin')}/../lib/libcudart.so.11.0`, rule: 'runpath' });
     // The program's own runpath would have found the decoy: doctor says which one CUDA uses, and that they differ.
     expect(report.cuda.libcuda).toMatchObject({
-      path: join(scratch, 'x86_64/driver/libcuda.so.1'),
+      path: join(scratch(), 'x86_64/driver/libcuda.so.1'),
       kind: 'driver',
       version: '535.261.03',
       versionSource: 'link target',
     });
     expect(report.dlopen.find((d) => d.name === 'libcuda.so.1' && d.reason === 'needs-cudart')?.path).toBe(
-      `${join(scratch, 'x86_64/bin')}/../decoy/libcuda.so.1`,
+      `${join(scratch(), 'x86_64/bin')}/../decoy/libcuda.so.1`,
     );
     expect(report.findings.map((f) => f.code)).toContain('libcuda-differs');
     expect(cli.code).toBe(0);
   });
 
   it('aarch64, under qemu with --root', async () => {
-    const root = join(scratch, 'root');
+    const root = join(scratch(), 'root');
     await mirrorInto(root, [sysroot('aarch64')], '/');
     await buildCudaProbe(join(root, 'opt/app'), 'aarch64');
     // libcudart in the root names its driver directory as the root names it.
@@ -185,7 +172,7 @@ async function openerNeeding(
 
 describe('.note.dlopen', () => {
   it('names what a library opens; the library’s runpath finds it, as the loader does', async () => {
-    const base = join(scratch, 'note');
+    const base = join(scratch(), 'note');
     const prog = await buildNoteOpener(base, async (dir) => void (await buildLibrary(join(dir, 'libnvidia-ml.so.1'))));
     const { json } = await doctorJson([prog]);
     const report = json.files[0] as FileReport;
@@ -198,7 +185,7 @@ describe('.note.dlopen', () => {
   });
 
   it('a dependency marked DF_1_NOOPEN (-z nodlopen) fails the dlopen, as the loader does', async () => {
-    const base = join(scratch, 'note-noopen');
+    const base = join(scratch(), 'note-noopen');
     const { report, trace } = await openerNeeding(base, (dir) =>
       buildLibrary(join(dir, 'libnoopen.so'), 'libnoopen.so', { extra: ['-Wl,-z,nodlopen'] }),
     );
@@ -218,7 +205,7 @@ describe('.note.dlopen', () => {
   });
 
   it("the DT_RPATH of a dlopen'ed library serves what its dependencies need, as for any object that loads others", async () => {
-    const base = join(scratch, 'note-rpath-chain');
+    const base = join(scratch(), 'note-rpath-chain');
     const prog = await buildNoteOpener(base, async (dir) => {
       const deeper = await buildLibrary(join(base, 'e/libdeeper.so'));
       const dependency = await buildLibrary(join(base, 'd/libdep.so'), 'libdep.so', { needs: [deeper] });
@@ -238,7 +225,7 @@ describe('.note.dlopen', () => {
   });
 
   it('a dependency that is not found fails the dlopen too', async () => {
-    const base = join(scratch, 'note-gone');
+    const base = join(scratch(), 'note-gone');
     const { report, trace } = await openerNeeding(base, () => buildLibrary(join(base, 'elsewhere/libgone.so')));
     expect(trace.stdout).toContain('opened: 0');
     expect(trace.stderr).toContain('dlopen: libgone.so: cannot open shared object file');

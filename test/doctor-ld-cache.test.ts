@@ -15,7 +15,7 @@ import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
 import { mirrorInto } from './helpers/doctor-root.js';
 import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
 import { assertCliBuilt } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 
 const AARCH64 = 0x0a03;
 const X86_64 = 0x0303;

@@ -11,7 +11,7 @@ import { traceLoader } from './helpers/doctor-ld-debug.js';
 import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
 import { mirrorInto } from './helpers/doctor-root.js';
 import { assertCliBuilt } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 
 const dynamic =
   (arch: Fixture['arch']) =>

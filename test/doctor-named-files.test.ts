@@ -5,19 +5,19 @@
 // the one bash gives the program. A script, a static program, an archive, a text file and an empty
 // file named directly are findings; in a tree they are only counted.
 
-import { chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture, requireTool } from './helpers/fixtures.js';
 import { parseLdDebug } from './helpers/doctor-ld-debug.js';
 import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
 import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
 import { cleanEnv, execTool, mustExec } from './helpers/exec.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
-let t: string;
-const at = (...parts: string[]): string => join(t, ...parts);
+const t = useTempDir('doctor-named');
+const at = (...parts: string[]): string => join(t(), ...parts);
 
 /** What makeShellWrapper writes for one of its flags, on LD_LIBRARY_PATH (make-wrapper.sh, addValue: ${v@Q} quotes a plain value as 'v'). */
 type WrapperFlag =
@@ -70,14 +70,7 @@ async function wrapperTrace(wrapper: string, cwd: string): Promise<{ name: strin
   return parseLdDebug(lines.slice(transfers.at(-2), transfers.at(-1)).join('\n'), false).map(({ name, path }) => ({ name, path }));
 }
 
-beforeAll(async () => {
-  assertCliBuilt();
-  t = await makeTempDir('doctor-named');
-}, 60_000);
-
-afterAll(async () => {
-  if (t !== undefined) await rm(t, { recursive: true, force: true });
-});
+beforeAll(assertCliBuilt);
 
 describe('a shell wrapper named on the command line', () => {
   it('is followed to the program it runs (wrapProgram twice), which is diagnosed with the LD_LIBRARY_PATH the wrappers export, as the loader loads it', async () => {
@@ -90,13 +83,13 @@ describe('a shell wrapper named on the command line', () => {
     const inner = await makeShellWrapper(join(out, 'bin/.prog-wrapped_'), program, [{ prefix: join(out, 'second') }]);
     await makeShellWrapper(join(out, 'bin/prog'), inner, [{ prefix: join(out, 'first') }, { suffix: join(out, 'nowhere') }]);
     await symlink(out, at('result'));
-    const { json, cli } = await doctorJson(['./result/bin/prog'], { cwd: t });
+    const { json, cli } = await doctorJson(['./result/bin/prog'], { cwd: t() });
     expect(cli.code, cli.stderr).toBe(0);
     expect(json.errors).toEqual([]);
     const report = json.files[0];
     if (report === undefined) throw new Error('the wrapped program was not diagnosed');
     expect(report.file).toBe(program);
-    expect(reportedLoads(report)).toEqual(await wrapperTrace('./result/bin/prog', t));
+    expect(reportedLoads(report)).toEqual(await wrapperTrace('./result/bin/prog', t()));
     expect(report.loads.slice(0, 2).map((load) => load.rule)).toEqual(['ld-library-path', 'ld-library-path']);
     const llp = `${join(out, 'second')}:${join(out, 'first')}:${join(out, 'nowhere')}`;
     expect(report.wrapper).toEqual({ file: at('result/bin/prog'), ldLibraryPath: llp });
@@ -112,7 +105,7 @@ describe('a shell wrapper named on the command line', () => {
     ]);
     // The tree summary counts the wrapper as the other file it is.
     expect(json.summary).toEqual([{ path: './result/bin/prog', files: 1, skipped: 1, unreadable: 0, errors: 0, warnings: 0, problems: 0 }]);
-    const text = await runCli(['doctor', './result/bin/prog'], { cwd: t });
+    const text = await runCli(['doctor', './result/bin/prog'], { cwd: t() });
     expect(text.stdout).toContain(
       `\nresult/bin/prog: a shell wrapper (#! /bin/bash -e) that runs ${inner}, a wrapper that runs ${program}: that program is diagnosed with LD_LIBRARY_PATH=${llp}\n`,
     );

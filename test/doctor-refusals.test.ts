@@ -4,9 +4,9 @@
 // library cut off before its program headers, a library whose PT_DYNAMIC is zero-sized, an empty
 // DT_NEEDED, and two DT_RUNPATH or DT_SONAME entries (the loader keeps the last).
 
-import { mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { FileReport } from '../src/doctor/doctor-report.js';
 import { requireTool } from './helpers/fixtures.js';
 import { traceLoader, type LoaderTrace } from './helpers/doctor-ld-debug.js';
@@ -16,15 +16,12 @@ import { mustExec } from './helpers/exec.js';
 import { fieldOffsets, rawLayout, writeUnsigned } from './helpers/malformed.js';
 import { retagNeeded } from './helpers/retag-needed.js';
 import { assertCliBuilt } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
+import { DT, PT } from '../src/elf/constants.js';
 
-const PT_DYNAMIC = 2;
-const DT_SONAME = 14;
-const DT_RUNPATH = 29;
-
-let t: string;
+const t = useTempDir('doctor-refusals');
 let patchelf: string;
-const at = (...parts: string[]): string => join(t, ...parts);
+const at = (...parts: string[]): string => join(t(), ...parts);
 
 async function both(path: string, mode: 'run' | 'list'): Promise<{ report: FileReport; trace: LoaderTrace }> {
   const { json } = await doctorJson([path]);
@@ -50,7 +47,7 @@ function expectFatal(report: FileReport, trace: LoaderTrace, path: string, messa
 async function zeroDynamicSegment(file: string): Promise<void> {
   const bytes = new Uint8Array(await readFile(file));
   const layout = rawLayout(bytes);
-  const dynamic = layout.programHeaders.find((ph) => ph.type === PT_DYNAMIC);
+  const dynamic = layout.programHeaders.find((ph) => ph.type === PT.PT_DYNAMIC);
   if (dynamic === undefined) throw new Error(`${file}: no PT_DYNAMIC`);
   const { p_filesz, word } = fieldOffsets(layout.elfClass);
   // p_memsz follows p_filesz in both classes.
@@ -58,14 +55,9 @@ async function zeroDynamicSegment(file: string): Promise<void> {
   await writeFile(file, bytes);
 }
 
-beforeAll(async () => {
+beforeAll(() => {
   assertCliBuilt();
   patchelf = requireTool('patchelf');
-  t = await makeTempDir('doctor-refusals');
-}, 60_000);
-
-afterAll(async () => {
-  if (t !== undefined) await rm(t, { recursive: true, force: true });
 });
 
 describe('an object the loader finds but will not map', () => {
@@ -141,7 +133,7 @@ describe('entries no linker writes', () => {
     const prog = await buildProgram(at('tworun/bin/prog'), { needs: [inB] });
     // --add-needed puts each name first: the entries end as a, b, then the program's own.
     for (const dir of ['b', 'a']) await mustExec(patchelf, ['--add-needed', at('tworun', dir), prog]);
-    for (const dir of ['a', 'b']) await retagNeeded(prog, at('tworun', dir), { tag: DT_RUNPATH });
+    for (const dir of ['a', 'b']) await retagNeeded(prog, at('tworun', dir), { tag: DT.DT_RUNPATH });
     const { report, trace } = await both(prog, 'run');
     expect(trace.code, trace.stderr).toBe(0);
     expect(reportedLoads(report)).toEqual(trace.loads.map(({ name, path }) => ({ name, path })));
@@ -151,7 +143,7 @@ describe('entries no linker writes', () => {
   it('two DT_SONAME entries: a later DT_NEEDED finds the loaded library by the last', async () => {
     const lib = await buildLibrary(at('twoname/lib/libfirst.so'), 'libreal.so');
     await mustExec(patchelf, ['--add-needed', 'libfake.so', lib]);
-    await retagNeeded(lib, 'libfake.so', { tag: DT_SONAME });
+    await retagNeeded(lib, 'libfake.so', { tag: DT.DT_SONAME });
     const prog = await buildProgram(at('twoname/bin/prog'), { runpath: at('twoname/lib') });
     for (const name of ['libreal.so', 'libfirst.so']) await mustExec(patchelf, ['--add-needed', name, prog]);
     const { report, trace } = await both(prog, 'list');

@@ -7,7 +7,7 @@
 
 import { copyFile, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { FileReport } from '../src/doctor/doctor-report.js';
 import { fixture, requireTool } from './helpers/fixtures.js';
 import { traceLoader, type LoaderTrace } from './helpers/doctor-ld-debug.js';
@@ -15,10 +15,10 @@ import { doctorJson, reportedLoads, type DoctorJson } from './helpers/doctor-run
 import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
 import { execTool, mustExec } from './helpers/exec.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
-let t: string;
-const at = (...parts: string[]): string => join(t, ...parts);
+const t = useTempDir('doctor-order');
+const at = (...parts: string[]): string => join(t(), ...parts);
 
 /** The names the loader in trace mode (ldd) reports as not found. */
 function notFound(trace: LoaderTrace): string[] {
@@ -54,14 +54,7 @@ function expectSameLoads(report: FileReport, trace: LoaderTrace): void {
   expect(reportedLoads(report)).toEqual(trace.loads.map(({ name, path }) => ({ name, path })));
 }
 
-beforeAll(async () => {
-  assertCliBuilt();
-  t = await makeTempDir('doctor-order');
-}, 60_000);
-
-afterAll(async () => {
-  if (t !== undefined) await rm(t, { recursive: true, force: true });
-});
+beforeAll(assertCliBuilt);
 
 describe('DT_RPATH', () => {
   it('is inherited: a library without a runpath finds its dependency through the program’s DT_RPATH', async () => {

@@ -13,12 +13,12 @@ import {
   dlopenProbe,
   ldListFixture,
   loadManifest,
-  readelf,
   requireTool,
   runProgram,
   sysroot,
 } from './helpers/fixtures.js';
-import { dynamicFacts, dynamicNumber, parseDynamicRows } from './helpers/readelf-dynamic.js';
+import { dynamicFacts, dynamicNumber, parseDynamicRows, readelfText, programHeaders } from './helpers/readelf.js';
+import { BUILD_ARCHES } from './helpers/arch.js';
 
 const manifest = loadManifest();
 const loadable = fixtures((f) => f.kind === 'shared' && (f.arch === 'x86_64' || f.arch === 'aarch64'));
@@ -26,13 +26,6 @@ const runnable = fixtures({ runnable: true });
 const compiledWithRunpathTag = fixtures(
   (f) => f.origin === 'compiled' && f.kind !== 'static' && ['runpath', 'rpath', 'no-runpath'].some((t) => f.tags.includes(t)),
 );
-
-function loadAligns(programHeaders: string): number[] {
-  return programHeaders
-    .split('\n')
-    .filter((line) => /^\s*LOAD\s/.test(line))
-    .map((line) => Number.parseInt(line.trim().split(/\s+/).at(-1) ?? 'NaN', 16));
-}
 
 describe('manifest', () => {
   it('is version 1 with absolute, existing, unique paths', () => {
@@ -122,7 +115,7 @@ describe('manifest', () => {
     ['cuda', 'libcuda1'],
   ];
   it.each(packages)('has %s package %s for x86_64 and aarch64', (origin, name) => {
-    for (const arch of ['x86_64', 'aarch64'] as const) {
+    for (const arch of BUILD_ARCHES) {
       const found = fixtures({ origin, arch, tags: [`deb:${name}`] });
       expect(found.length, `${name} ${arch}`).toBeGreaterThan(0);
       for (const f of found) expect(f.kind).toBe('shared');
@@ -196,7 +189,7 @@ describe('every x86_64 and aarch64 library dlopens with RTLD_NOW', () => {
 
 describe('readelf agrees with the tags', () => {
   it.each(compiledWithRunpathTag)('$id', async (f) => {
-    const { runpath, rpath } = dynamicFacts(parseDynamicRows(await readelf(['-d'], f.path)));
+    const { runpath, rpath } = dynamicFacts(parseDynamicRows(await readelfText(['-d'], f.path)));
     const expected = f.kind === 'shared' ? FIXTURE_RUNPATH.library : FIXTURE_RUNPATH.program;
     if (f.tags.includes('runpath')) {
       expect([runpath, rpath]).toEqual([expected, null]);
@@ -208,18 +201,18 @@ describe('readelf agrees with the tags', () => {
   });
 
   it.each(fixtures({ tags: ['no-sections'] }))('$id has no section headers', async (f) => {
-    const header = await readelf(['-h'], f.path);
+    const header = await readelfText(['-h'], f.path);
     expect(header).toMatch(/Start of section headers:\s+0 /);
     expect(header).toMatch(/Number of section headers:\s+0\n/);
     expect(header).toMatch(/Section header string table index:\s+0\n/);
-    expect(await readelf(['-S'], f.path)).toContain('There are no sections in this file.');
-    expect(dynamicFacts(parseDynamicRows(await readelf(['-d'], f.path))).runpath).toBe(FIXTURE_RUNPATH.library);
+    expect(await readelfText(['-S'], f.path)).toContain('There are no sections in this file.');
+    expect(dynamicFacts(parseDynamicRows(await readelfText(['-d'], f.path))).runpath).toBe(FIXTURE_RUNPATH.library);
   });
 
   it.each(fixtures((f) => f.origin === 'compiled' && f.arch !== 'arm' && f.arch !== 'ppc64'))(
     '$id has PT_LOAD alignment $pageSize',
     async (f) => {
-      const aligns = loadAligns(await readelf(['-l'], f.path));
+      const aligns = (await programHeaders(f.path)).filter((row) => row.type === 'LOAD').map((row) => row.align);
       expect(aligns.length).toBeGreaterThan(0);
       const expected = f.id.startsWith('compiled/aarch64-64k/') ? 0x10000 : 0x1000;
       expect(f.pageSize).toBe(expected);

@@ -2,27 +2,18 @@
 // rebuilt here from a real file by name, so that the case reads as what it is. Each must be refused
 // (a CudaPatchelfError, the file byte-identical) or edited so that the file reads back as asked.
 
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { fieldOffsets, rawLayout, writeUnsigned, type RawLayout } from './helpers/malformed.js';
 import { runFuzz } from './fuzz/fuzz-campaign.js';
 import { editOperation, hooksOperation, type Operation } from './fuzz/fuzz-operations.js';
 import { fuzzBases } from './helpers/fuzz-bases.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
+import { DT, ET, PT } from '../src/elf/constants.js';
 
-const DT_NULL = 0;
-const DT_STRTAB = 5;
-const DT_HASH = 4;
-const DT_RELASZ = 8;
-const DT_INIT_ARRAYSZ = 27;
-const DT_STRSZ = 10;
-const DT_RUNPATH = 29;
-const PT_LOAD = 1;
-const PT_NOTE = 4;
 const E_TYPE = 16;
-const ET_EXEC = 2;
 
 interface Case {
   readonly name: string;
@@ -46,7 +37,7 @@ function programHeader(layout: RawLayout, type: number): { at: number } {
 }
 
 function load(layout: RawLayout, nth: number): { at: number } {
-  const found = layout.programHeaders.filter((ph) => ph.type === PT_LOAD)[nth];
+  const found = layout.programHeaders.filter((ph) => ph.type === PT.PT_LOAD)[nth];
   if (found === undefined) throw new Error(`the base file has no PT_LOAD #${nth}`);
   return found;
 }
@@ -62,7 +53,7 @@ const CASES: readonly Case[] = [
     name: 'a spare DT_NULL slot with a non-zero d_val takes a new tag',
     base: 'compiled/x86_64/libuser-no-runpath',
     edit: (bytes, layout) => {
-      const terminator = entry(layout, DT_NULL);
+      const terminator = entry(layout, DT.DT_NULL);
       writeUnsigned(bytes, terminator.at + word(layout), word(layout), layout.little, 0x10000);
     },
     operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath('/run/opengl-driver/lib')),
@@ -72,7 +63,7 @@ const CASES: readonly Case[] = [
     // goes where the terminator was and no new terminator is written, so the dead entries become live.
     name: 'entries after the DT_NULL terminator that are not DT_NULL',
     base: 'compiled/x86_64/libuser-no-runpath',
-    edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT_RELASZ).at, word(layout), layout.little, DT_NULL),
+    edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT.DT_RELASZ).at, word(layout), layout.little, DT.DT_NULL),
     operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath('/run/opengl-driver/lib')),
   },
   {
@@ -80,7 +71,7 @@ const CASES: readonly Case[] = [
     // edit does not touch changes when the rewritten span covers it.
     name: 'an untouched dynamic entry whose d_val is above 2^53',
     base: 'compiled/x86_64/libuser-runpath',
-    edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT_INIT_ARRAYSZ).at + 8, 8, layout.little, 2n ** 64n - 1n),
+    edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT.DT_INIT_ARRAYSZ).at + 8, 8, layout.little, 2n ** 64n - 1n),
     operation: editOperation('remove-needed libgreet.so.1', (e) => e.removeNeeded('libgreet.so.1')),
   },
   {
@@ -111,7 +102,7 @@ const CASES: readonly Case[] = [
     // Two DT_STRTAB entries, the first with a value that is no address of the file.
     name: 'a second DT_STRTAB entry',
     base: 'compiled/x86_64/pie-runpath-gold',
-    edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT_RELASZ).at, word(layout), layout.little, DT_STRTAB),
+    edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT.DT_RELASZ).at, word(layout), layout.little, DT.DT_STRTAB),
     operation: editOperation('set-runpath "$ORIGIN"', (e) => e.setRunpath('$ORIGIN')),
   },
   {
@@ -120,7 +111,7 @@ const CASES: readonly Case[] = [
     name: 'an executable with a PT_LOAD of 4 GiB p_memsz',
     base: 'compiled/x86_64/libuser-runpath',
     edit: (bytes, layout) => {
-      writeUnsigned(bytes, E_TYPE, 2, layout.little, ET_EXEC);
+      writeUnsigned(bytes, E_TYPE, 2, layout.little, ET.ET_EXEC);
       writeUnsigned(bytes, load(layout, 2).at + fieldOffsets(64).p_filesz + 8, 8, layout.little, 2n ** 32n);
     },
     operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
@@ -153,7 +144,7 @@ const CASES: readonly Case[] = [
     // iteration 5464).
     name: 'a PT_NOTE whose p_filesz runs over the sections after it',
     base: 'debian/aarch64/libxau6/libXau.so.6.0.0',
-    edit: (bytes, layout) => writeUnsigned(bytes, programHeader(layout, PT_NOTE).at + fieldOffsets(64).p_filesz, 8, layout.little, 0xff),
+    edit: (bytes, layout) => writeUnsigned(bytes, programHeader(layout, PT.PT_NOTE).at + fieldOffsets(64).p_filesz, 8, layout.little, 0xff),
     operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
   },
   {
@@ -161,7 +152,8 @@ const CASES: readonly Case[] = [
     // (fuzz seed 2, iteration 12191).
     name: 'DT_HASH pointing 8 bytes early',
     base: 'debian/x86_64/libc6/libdl.so.2',
-    edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT_HASH).at + 8, 8, layout.little, BigInt(entry(layout, DT_HASH).val - 8)),
+    edit: (bytes, layout) =>
+      writeUnsigned(bytes, entry(layout, DT.DT_HASH).at + 8, 8, layout.little, BigInt(entry(layout, DT.DT_HASH).val - 8)),
     operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
   },
   {
@@ -179,9 +171,9 @@ const CASES: readonly Case[] = [
     name: 'a DT_STRSZ that runs the string table over .gnu.version',
     base: 'compiled/aarch64-4k/pie-runpath',
     edit: (bytes, layout) => {
-      const strsz = entry(layout, DT_STRSZ);
+      const strsz = entry(layout, DT.DT_STRSZ);
       writeUnsigned(bytes, strsz.at + 8, 8, layout.little, BigInt(strsz.val + 16));
-      const runpath = entry(layout, DT_RUNPATH);
+      const runpath = entry(layout, DT.DT_RUNPATH);
       writeUnsigned(bytes, runpath.at + 8, 8, layout.little, BigInt(runpath.val + '$ORIGIN/../'.length));
     },
     operation: editOperation('set-runpath "$ORIGIN"', (e) => e.setRunpath('$ORIGIN')),
@@ -221,22 +213,15 @@ const REPLAYS: readonly { readonly seed: number; readonly iteration: number; rea
   },
 ];
 
-let scratch: string;
-
 describe('inputs the fuzzer found: refused cleanly or edited right', () => {
-  beforeAll(async () => {
-    scratch = await mkdtemp(join(tmpdir(), 'cuda-patchelf-fuzz-regressions-'));
-  });
-  afterAll(async () => {
-    await rm(scratch, { recursive: true, force: true });
-  });
+  const scratch = useTempDir('fuzz-regressions');
 
   it.each(REPLAYS)('fuzz seed $seed, iteration $iteration: $what', async ({ seed, iteration }) => {
     const { failures } = await runFuzz({
       seed,
       from: iteration,
       iterations: 1,
-      workDir: scratch,
+      workDir: scratch(),
       bases: fuzzBases(),
       timeCapMs: 2_000,
       rssCapBytes: 2 ** 30,
@@ -247,7 +232,7 @@ describe('inputs the fuzzer found: refused cleanly or edited right', () => {
   it.each(CASES)('$name ($base)', async ({ base, edit, operation }) => {
     const bytes = new Uint8Array(await readFile(fixture(base).path));
     edit(bytes, rawLayout(bytes));
-    const path = join(scratch, 'input.so');
+    const path = join(scratch(), 'input.so');
     await writeFile(path, bytes);
     const result = await operation.run(path, bytes);
     expect(result.problems, `${operation.name}: ${result.outcome}`).toEqual([]);

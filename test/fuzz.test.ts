@@ -5,13 +5,11 @@
 //
 // Replay one input: npm run fuzz -- --seed <seed> --from <iteration> --iterations 1 --save-failures DIR
 
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fuzzBases } from './helpers/fuzz-bases.js';
 import { runFuzz, type FuzzFailure, type FuzzFigures } from './fuzz/fuzz-campaign.js';
+import { makeTempDir, MEMORY_TMP } from './helpers/temp-dir.js';
 
 const SEED = Number.parseInt(process.env.FUZZ_SEED ?? '0xc1', 16) >>> 0;
 /** About 20 s on a 2-core machine. */
@@ -32,7 +30,7 @@ const show = (failures: readonly FuzzFailure[]): string =>
 
 describe(`read → plan → write on mutated real files (seed 0x${SEED.toString(16)}, ${ITERATIONS} inputs)`, () => {
   beforeAll(async () => {
-    workDir = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'cuda-patchelf-fuzz-'));
+    workDir = await makeTempDir('fuzz', MEMORY_TMP);
     run = await runFuzz({
       seed: SEED,
       iterations: ITERATIONS,

@@ -9,7 +9,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { requireTool } from './helpers/fixtures.js';
 import {
   VERSION,
   buildWithHooks,
@@ -24,7 +23,7 @@ import {
   type BuildOptions,
 } from './helpers/shim-stdenv.js';
 import { sha256File } from './helpers/tree-tools.js';
-import { mustExec } from './helpers/exec.js';
+import { readelfText } from './helpers/readelf.js';
 
 const packages = usePackages();
 const CANONICAL = ['driver', 'compat', 'stubs'] as const;
@@ -55,14 +54,13 @@ async function expectDebugFilesUntouched(done: Build): Promise<void> {
 describe('separateDebugInfo', () => {
   it('writes debug files as Nixpkgs does: program headers with PT_DYNAMIC over a NOBITS .dynamic, and a debug link in each original', async () => {
     const done = await build({ hooks: [] });
-    const readelf = requireTool('readelf');
     for (const file of (await debugFiles(done)).filter((path) => path.endsWith('.debug'))) {
       expect(file).toMatch(/\/lib\/debug\/\.build-id\/[0-9a-f]{2}\/[0-9a-f]{38}\.debug$/);
-      expect((await mustExec(readelf, ['-lW', file])).stdout).toMatch(/^\s*DYNAMIC\s/m);
-      expect((await mustExec(readelf, ['-SW', file])).stdout).toMatch(/\.dynamic\s+NOBITS\s/);
+      expect(await readelfText(['-l'], file)).toMatch(/^\s*DYNAMIC\s/m);
+      expect(await readelfText(['-S'], file)).toMatch(/\.dynamic\s+NOBITS\s/);
     }
     for (const file of [done.greet, done.libgreet]) {
-      const sections = (await mustExec(readelf, ['-SW', file])).stdout;
+      const sections = await readelfText(['-S'], file);
       expect(sections).toContain('.gnu_debuglink');
       expect(sections).not.toContain('.debug_info');
     }

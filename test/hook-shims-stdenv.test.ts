@@ -9,9 +9,8 @@ import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { requireTool } from './helpers/fixtures.js';
 import { buildWithHooks, expectBuilt, runpathOf, shellQuote, usePackages, type Build, type BuildOptions } from './helpers/shim-stdenv.js';
-import { mustExec } from './helpers/exec.js';
+import { readelfText } from './helpers/readelf.js';
 
 const packages = usePackages();
 
@@ -106,8 +105,7 @@ describe('the stand-in for stdenv follows its protocol', () => {
   });
 
   it('strips debug sections (strip -S) in fixupOutput, unless dontStrip', async () => {
-    const readelf = requireTool('readelf');
-    const sections = async (build: Build): Promise<string> => (await mustExec(readelf, ['-SW', build.libgreet])).stdout;
+    const sections = (build: Build): Promise<string> => readelfText(['-S'], build.libgreet);
     expect(await sections(await built({ hooks: [], attrs: { NIX_CFLAGS_COMPILE: '-g' } }))).not.toContain('.debug_info');
     expect(await sections(await built({ hooks: [], attrs: { NIX_CFLAGS_COMPILE: '-g', dontStrip: '1' } }))).toContain('.debug_info');
   });

@@ -3,17 +3,18 @@
 // exactly the files under lib/, a missing or wrong config stops the run before anything is read, and
 // every example of docs/hooks.md gives the runpath it shows.
 
-import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
-import { parseHookConfig } from '../src/hooks/hook-config.js';
+import { parseHookConfig } from '../src/hook-engine/hook-config.js';
 import { mustExec } from './helpers/exec.js';
 import { REPO_ROOT, fixture, ldList, requireTool, runProgram } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { parseReport } from './helpers/tree-report.js';
-import { copyTree, dedupeRunpath, makeTempDir, snapshotTree } from './helpers/tree-tools.js';
-import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf-dynamic.js';
+import { copyTree, dedupeRunpath, snapshotTree } from './helpers/tree-tools.js';
+import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 const CONFIG = '/etc/cuda-patchelf/hooks.json';
 const DRIVER = '/run/opengl-driver/lib';
@@ -168,7 +169,7 @@ describe('parseHookConfig', () => {
 });
 
 describe('apply --config', () => {
-  let work = '';
+  const work = useTempDir('hooks-config');
   let pristine = '';
   const before = new Map<string, DynamicFacts>();
   /** Dynamic ELF files of the small tree; under lib/ the config hook applies, elsewhere it must not. */
@@ -181,8 +182,7 @@ describe('apply --config', () => {
   beforeAll(async () => {
     requireTool('readelf');
     assertCliBuilt();
-    work = await makeTempDir('hooks-config');
-    pristine = join(work, 'pristine');
+    pristine = join(work(), 'pristine');
     files.push(
       { rel: 'bin/prog', from: fixture('compiled/x86_64/pie-runpath').path },
       { rel: 'bin/prog-rpath', from: fixture('compiled/x86_64/exec-rpath').path },
@@ -202,14 +202,10 @@ describe('apply --config', () => {
     }
     await mkdir(join(pristine, 'share/doc'), { recursive: true });
     await writeFile(join(pristine, 'share/doc/README'), 'docs\n');
-    await writeFile(join(work, 'hooks.json'), JSON.stringify(config));
+    await writeFile(join(work(), 'hooks.json'), JSON.stringify(config));
     // Naming an absent hook is a usage error (README), so the config used without the driver has no `precedes`.
-    await writeFile(join(work, 'hooks-alone.json'), JSON.stringify({ hooks: [{ ...config.hooks[0], precedes: [] }] }));
+    await writeFile(join(work(), 'hooks-alone.json'), JSON.stringify({ hooks: [{ ...config.hooks[0], precedes: [] }] }));
   }, 300_000);
-
-  afterAll(async () => {
-    if (work !== '') await rm(work, { recursive: true, force: true });
-  });
 
   const factsBefore = (rel: string): DynamicFacts => {
     const facts = before.get(rel);
@@ -218,9 +214,9 @@ describe('apply --config', () => {
   };
 
   it("prepends $ORIGIN/../lib to exactly the files under lib/, before the driver's entry", async () => {
-    const tree = join(work, 'with-driver');
+    const tree = join(work(), 'with-driver');
     await copyTree(pristine, tree);
-    const result = await runCli(['apply', tree, '--config', join(work, 'hooks.json'), '--json'], { timeoutMs: 60_000 });
+    const result = await runCli(['apply', tree, '--config', join(work(), 'hooks.json'), '--json'], { timeoutMs: 60_000 });
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const report = parseReport(result.stdout);
@@ -246,10 +242,10 @@ describe('apply --config', () => {
   });
 
   it('with --no-driver, applies only the config hook and leaves the other files byte-identical', async () => {
-    const tree = join(work, 'config-only');
+    const tree = join(work(), 'config-only');
     await copyTree(pristine, tree);
     const snapshot = await snapshotTree(tree);
-    const result = await runCli(['apply', tree, '--no-driver', '--config', join(work, 'hooks-alone.json'), '--json'], {
+    const result = await runCli(['apply', tree, '--no-driver', '--config', join(work(), 'hooks-alone.json'), '--json'], {
       timeoutMs: 60_000,
     });
     expect(result.stderr).toBe('');
@@ -274,10 +270,10 @@ describe('apply --config', () => {
   });
 
   it('a missing config file: exit 2, one line naming it, nothing written', async () => {
-    const tree = join(work, 'missing-config');
+    const tree = join(work(), 'missing-config');
     await copyTree(pristine, tree);
     const snapshot = await snapshotTree(tree);
-    const missing = join(work, 'no-such-hooks.json');
+    const missing = join(work(), 'no-such-hooks.json');
     const result = await runCli(['apply', tree, '--config', missing], { timeoutMs: 60_000 });
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
@@ -320,9 +316,9 @@ describe('apply --config', () => {
   ];
 
   it('a hook placed against a built-in that is turned off: the constraint has nothing to order, and the hook applies', async () => {
-    const tree = join(work, 'after-absent-builtin');
+    const tree = join(work(), 'after-absent-builtin');
     await copyTree(pristine, tree);
-    const file = join(work, 'after-absent-builtin.json');
+    const file = join(work(), 'after-absent-builtin.json');
     await writeFile(file, JSON.stringify({ hooks: [{ name: 'a', prepend: ['/opt/a'], precedes: ['cuda-compat'] }] }));
     const result = await runCli(['apply', tree, '--config', file, '--json'], { timeoutMs: 60_000 });
     expect(result.code, result.stderr).toBe(0);
@@ -332,10 +328,10 @@ describe('apply --config', () => {
   });
 
   it.each(wrongConfigs)('%s: exit 2, one line, nothing written', async (label, content, message) => {
-    const tree = join(work, `wrong-${label.replace(/\W+/g, '-')}`);
+    const tree = join(work(), `wrong-${label.replace(/\W+/g, '-')}`);
     await copyTree(pristine, tree);
     const snapshot = await snapshotTree(tree);
-    const file = join(work, `${relative(work, tree)}.json`);
+    const file = join(work(), `${relative(work(), tree)}.json`);
     await writeFile(file, JSON.stringify(content));
     const result = await runCli(['apply', tree, '--remove-stubs', '--config', file], { timeoutMs: 60_000 });
     expect(result.code).toBe(2);
@@ -351,16 +347,9 @@ describe('apply --config', () => {
 describe('the examples of docs/hooks.md', () => {
   /** Each ```json block followed by "Resulting runpath[, with `FLAGS`][, of `START`]: `RESULT`". */
   const EXAMPLE = /```json\n([\s\S]*?)```\n\nResulting runpath(?:, with `([^`]*)`)?(?:, of `([^`]*)`)?: `([^`]*)`/g;
-  let work = '';
+  const work = useTempDir('hooks-doc');
 
-  beforeAll(async () => {
-    assertCliBuilt();
-    work = await makeTempDir('hooks-doc');
-  });
-
-  afterAll(async () => {
-    if (work !== '') await rm(work, { recursive: true, force: true });
-  });
+  beforeAll(assertCliBuilt);
 
   it('give the runpaths they show, on a real library, as patchelf reads them back', async () => {
     const patchelf = requireTool('patchelf');
@@ -370,12 +359,12 @@ describe('the examples of docs/hooks.md', () => {
     // Every config block of the page has its runpath.
     expect(examples.length).toBe(text.match(/```json\n/g)?.length);
     for (const [index, [, config = '', flags, start, result]] of examples.entries()) {
-      const tree = join(work, `example-${index}`);
+      const tree = join(work(), `example-${index}`);
       const library = join(tree, 'lib', 'libfoo.so');
       await mkdir(join(tree, 'lib'), { recursive: true });
       await copyFile(fixture('compiled/x86_64/libgreet').path, library);
       await mustExec(patchelf, ['--set-rpath', start ?? '/opt/old', library]);
-      const configFile = join(work, `example-${index}.json`);
+      const configFile = join(work(), `example-${index}.json`);
       await writeFile(configFile, config);
       const applied = await runCli(['apply', tree, '--config', configFile, ...(flags === undefined ? [] : flags.split(' '))], {
         timeoutMs: 60_000,

@@ -9,7 +9,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { assertCliBuilt, cliPath } from './helpers/run-cli.js';
 import { parseReport } from './helpers/tree-report.js';
-import { makeTempDir, sha256File } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { sha256File } from './helpers/tree-tools.js';
 import { execTool, mustExec } from './helpers/exec.js';
 
 /** Module text: the first open of each listed path replaces it by a link to its target, then opens. */

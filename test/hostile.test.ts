@@ -8,8 +8,7 @@
 // root really gets, and handed to an unprivileged user and checked again through setpriv.
 
 import { createHash } from 'node:crypto';
-import { chmod, copyFile, lstat, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, copyFile, lstat, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMPAT_DIR } from './campaign/kill-campaign.js';
@@ -30,8 +29,9 @@ import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/r
 import { mapLimited } from './helpers/map-limited.js';
 import { parseReport, type ReportFile, type TreeReport } from './helpers/tree-report.js';
 import { contentDifferences, snapshotTree } from './helpers/tree-tools.js';
-import { readDynamic } from './helpers/readelf-dynamic.js';
+import { readDynamic } from './helpers/readelf.js';
 import { mustExec } from './helpers/exec.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 
 const isRoot = process.getuid?.() === 0;
 if (!isRoot && process.env.CI === 'true') throw new Error('the hostile-tree test needs root (mknod, chown, setpriv): CI runs as root');
@@ -50,7 +50,7 @@ let scratch: string;
 
 beforeAll(async () => {
   assertCliBuilt();
-  scratch = await mkdtemp(join(tmpdir(), 'cuda-patchelf-hostile-'));
+  scratch = await makeTempDir('hostile');
   // The unprivileged user must reach the trees below.
   await chmod(scratch, 0o755);
   libraryHash = sha256(await readFile(fixture(HOSTILE_LIBRARY).path));
@@ -245,7 +245,7 @@ describe('files truncated while apply walks the tree', () => {
   // section header table). The CLI's own process makes each cut at its moment (cutHookModule), so every
   // run sees the same cuts, whatever the timing.
   const CLEAR = /truncated|too short|runs past the end of the file|shrank|changed on disk|empty file|not an ELF file/;
-  /** What apply reads of a file before its stat: the first block (FileByteSource.openListed). */
+  /** What apply reads of a file before its stat: the first block (FileHead.openWalked). */
   const FIRST_BLOCK = 4096;
 
   it.each([1, 2])(

@@ -7,16 +7,16 @@
 // as an uninterrupted run, and a later apply (another edit) must zero the dead string too.
 
 import { closeSync, openSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { editElfFile } from '../src/edit/edit-file.js';
-import { applyPlan } from '../src/write/apply-plan.js';
+import { writeAtOffsets } from '../src/write/write-at-offsets.js';
 import { fixture } from './helpers/fixtures.js';
 import { planFile } from './helpers/fuzz-plan-file.js';
-import { effectiveRunpath, readDynamic } from './helpers/readelf-dynamic.js';
+import { effectiveRunpath, readDynamic } from './helpers/readelf.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 /** Store path hashes: 32 characters of Nix's base32 alphabet. */
 const OLD_HASH = '1b9p07z77phvv2hf6gm9f28syp39f1ag';
@@ -37,31 +37,25 @@ const CASES: readonly Case[] = [
   { fixture: 'cuda/x86_64/libnvtoolsext1/libnvToolsExt.so.1.0.0', before: OLD },
 ];
 
-let scratch: string;
-beforeAll(async () => {
-  assertCliBuilt();
-  scratch = await mkdtemp(join(tmpdir(), 'cuda-patchelf-kill-resume-'));
-});
-afterAll(async () => {
-  await rm(scratch, { recursive: true, force: true });
-});
+const scratch = useTempDir('kill-resume');
+beforeAll(assertCliBuilt);
 
 const setNew = (editor: { setRunpath(value: string, policy: 'keep'): void }): void => editor.setRunpath(NEW, 'keep');
 
 describe('a run killed inside a file, then run again', () => {
   it.each(CASES)('$fixture: every prefix of the plan, run again, reads as an uninterrupted run', async ({ fixture: id, before }) => {
-    const base = join(scratch, `${id.replaceAll('/', '_')}.base`);
+    const base = join(scratch(), `${id.replaceAll('/', '_')}.base`);
     await copyFile(fixture(id).path, base);
     if (before !== null) await editElfFile(base, (editor) => editor.setRunpath(before, 'keep'));
     const plan = await planFile(base, setNew);
     expect(plan.writes.length).toBeGreaterThan(1);
     const problems: string[] = [];
     for (let k = 1; k < plan.writes.length; k++) {
-      const path = join(scratch, `${id.replaceAll('/', '_')}.${k}`);
+      const path = join(scratch(), `${id.replaceAll('/', '_')}.${k}`);
       await copyFile(base, path);
       const fd = openSync(path, 'r+');
       try {
-        await applyPlan(fd, plan, { limit: k });
+        await writeAtOffsets(fd, plan, { limit: k });
       } finally {
         closeSync(fd);
       }
@@ -96,7 +90,7 @@ const IN_PLACE_FIXTURES = ['compiled/x86_64/libuser-runpath', 'compiled/aarch64-
 describe.each(IN_PLACE_FIXTURES)('%s: an in-place edit killed between its switch and its cleanup', (id) => {
   /** The file with runpath OLD, set in place over FILLER: zeroed slack follows it. */
   async function baseFile(label: string): Promise<string> {
-    const base = join(scratch, `${id.replaceAll('/', '_')}.${label.replaceAll(' ', '-')}.base`);
+    const base = join(scratch(), `${id.replaceAll('/', '_')}.${label.replaceAll(' ', '-')}.base`);
     await copyFile(fixture(id).path, base);
     await editElfFile(base, (editor) => editor.setRunpath(FILLER, 'keep'));
     await editElfFile(base, (editor) => editor.setRunpath(OLD, 'keep'));
@@ -105,11 +99,11 @@ describe.each(IN_PLACE_FIXTURES)('%s: an in-place edit killed between its switch
 
   /** A copy of `base` with the first `count` writes of `plan` applied. */
   async function killedAfter(base: string, plan: Awaited<ReturnType<typeof planFile>>, count: number, name: string): Promise<string> {
-    const path = join(scratch, name);
+    const path = join(scratch(), name);
     await copyFile(base, path);
     const fd = openSync(path, 'r+');
     try {
-      applyPlan(fd, plan, { limit: count });
+      writeAtOffsets(fd, plan, { limit: count });
     } finally {
       closeSync(fd);
     }
@@ -149,7 +143,7 @@ describe.each(IN_PLACE_FIXTURES)('%s: an in-place edit killed between its switch
     const base = await baseFile(`${label} apply`);
     const plan = await planFile(base, edit);
     const switched = plan.writes.findIndex((write) => write.phase === 'dynamic') + 1;
-    const tree = join(scratch, `${id.replaceAll('/', '_')}.${label.replaceAll(' ', '-')}.tree`);
+    const tree = join(scratch(), `${id.replaceAll('/', '_')}.${label.replaceAll(' ', '-')}.tree`);
     await mkdir(tree);
     const killed = await killedAfter(base, plan, switched, `${id.replaceAll('/', '_')}.${label.replaceAll(' ', '-')}.tree/lib.so`);
     expect((await readFile(killed)).includes(OLD_HASH)).toBe(true);

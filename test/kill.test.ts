@@ -3,13 +3,12 @@
 // each kill every file is its original, completely patched, or a prefix of its plan's writes that
 // loads; a second apply finishes the job and `check` exits 0.
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKillCampaign, type KillFigures, type KillProblem } from './campaign/kill-campaign.js';
 import { REAL_ELF_SOURCES } from './helpers/kill-tree.js';
 import { assertCliBuilt, cliPath } from './helpers/run-cli.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 
 const KILLS = 4;
 /** Every other killed run has --durable: an fsync between phases, where kills land inside a file's writes. */
@@ -22,7 +21,7 @@ let run: { figures: KillFigures; problems: KillProblem[] };
 describe(`apply killed at ${KILLS} random moments (seed 0x${SEED.toString(16)})`, () => {
   beforeAll(async () => {
     assertCliBuilt();
-    scratch = await mkdtemp(join(tmpdir(), 'cuda-patchelf-kill-'));
+    scratch = await makeTempDir('kill');
     run = await runKillCampaign({
       // The first files of each source: Debian's libraries and programs, the Debian, CUDA and compiled fixtures.
       sources: REAL_ELF_SOURCES.map((source) => ({ ...source, maxFiles: 50 })),

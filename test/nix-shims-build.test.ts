@@ -12,7 +12,7 @@ import { openNixRun, type NixRun } from './helpers/nix-build.js';
 import { cliPath } from './helpers/run-cli.js';
 import { VERSION, greetReport, runpathOf } from './helpers/shim-stdenv.js';
 import { describeExec } from './helpers/verify.js';
-import { makeTempDir } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 import { execTool, type ExecResult } from './helpers/exec.js';
 
 let dir = '';

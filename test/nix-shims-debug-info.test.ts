@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openNixRun, type NixRun } from './helpers/nix-build.js';
 import { cliPath } from './helpers/run-cli.js';
 import { VERSION, greetReport, outputSearchPaths, type SearchPath } from './helpers/shim-stdenv.js';
-import { makeTempDir, sha256File } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { sha256File } from './helpers/tree-tools.js';
 import type { ExecResult } from './helpers/exec.js';
 
 const OURS = ['greetDebug', 'greetDebugReversed', 'greetDebugTwice'] as const;

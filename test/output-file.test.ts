@@ -12,8 +12,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture, requireTool } from './helpers/fixtures.js';
 import { execTool } from './helpers/exec.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
-import { readDynamic } from './helpers/readelf-dynamic.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { readDynamic } from './helpers/readelf.js';
 
 const LIBRARY = 'compiled/x86_64/libuser-runpath';
 const ORIGINAL_RUNPATH = '$ORIGIN:/opt/cuda-patchelf-fixture/lib';

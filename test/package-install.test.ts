@@ -24,7 +24,8 @@ import {
   type Build,
   type Packages,
 } from './helpers/shim-stdenv.js';
-import { makeTempDir, sha256File } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { sha256File } from './helpers/tree-tools.js';
 import { describeExec } from './helpers/verify.js';
 import { cleanEnv, execTool, mustExec, type ExecResult } from './helpers/exec.js';
 

@@ -12,15 +12,14 @@ import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
 import { retagNeeded } from './helpers/retag-needed.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
-import { readDynamic, tagKind } from './helpers/readelf-dynamic.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { readDynamic, tagKind } from './helpers/readelf.js';
+import { DT } from '../src/elf/constants.js';
 
 const LIBRARY = 'compiled/x86_64/libuser-runpath';
 const RPATH_LIBRARY = 'compiled/x86_64/libuser-rpath';
 const STATIC = 'compiled/x86_64/static';
 const DRIVER_LIB = '/run/opengl-driver/lib';
-const DT_SONAME = 14;
-const DT_RUNPATH = 29;
 /** How an edit line says the file was written, whichever way the planner found. */
 const WRITTEN = String.raw`\((?:edited in place|tables copied to the end of the file|file rewritten whole), \d+ bytes? written\)`;
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -294,11 +293,11 @@ describe('a tag given twice (no linker writes one): the last is the one read, as
     await mkdir(join(dir, 'b'));
     const lib = await buildLibrary(join(dir, 'b/libtwo.so'), 'libtwo.so');
     await mustExec(patchelf, ['--add-needed', 'libtwo-alias.so', lib]);
-    await retagNeeded(lib, 'libtwo-alias.so', { tag: DT_SONAME });
+    await retagNeeded(lib, 'libtwo-alias.so', { tag: DT.DT_SONAME });
     const prog = await buildProgram(join(dir, 'prog'), { needs: [lib] });
     // --add-needed puts each name first: the entries end as a, b, then the program's own.
     for (const sub of ['b', 'a']) await mustExec(patchelf, ['--add-needed', join(dir, sub), prog]);
-    for (const sub of ['a', 'b']) await retagNeeded(prog, join(dir, sub), { tag: DT_RUNPATH });
+    for (const sub of ['a', 'b']) await retagNeeded(prog, join(dir, sub), { tag: DT.DT_RUNPATH });
     expect((await runOn('x86_64', prog, [])).code).toBe(0);
     for (const [flag, file] of [
       ['--print-rpath', prog],

@@ -3,9 +3,9 @@
 // The patchelf-compatible mode answers the same four queries with patchelf's very output and exit status.
 
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fixtures, readelf, requireTool } from './helpers/fixtures.js';
-import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { runCli as runCliInProcess } from '../src/cli/program.js';
+import { readelfText } from './helpers/readelf.js';
+import { fixtures, requireTool } from './helpers/fixtures.js';
+import { assertCliBuilt, runCli, runCliInProcess } from './helpers/run-cli.js';
 import { execTool, type ExecResult } from './helpers/exec.js';
 import { mapLimited } from './helpers/map-limited.js';
 
@@ -89,7 +89,7 @@ describe('patchelf agrees with print --json', () => {
     };
 
     it('patchelf refuses the file only when it has no section headers', async () => {
-      const header = await readelf(['-h'], path);
+      const header = await readelfText(['-h'], path);
       const count = /Number of section headers:\s+(\d+)/.exec(header)?.[1];
       expect(count).toBeDefined();
       expect(readable(path)).toBe(Number(count) > 0);
@@ -137,21 +137,6 @@ describe('patchelf agrees with print --json', () => {
   });
 });
 
-/** The CLI run in this process (the four queries on 186 fixtures would take minutes as processes); no signal can stop it. */
-async function patchelfMode(args: readonly string[]): Promise<ExecResult> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await runCliInProcess(args, {
-    out: (line) => out.push(`${line}\n`),
-    err: (line) => err.push(`${line}\n`),
-    errRaw: (text) => err.push(text),
-    setExitCode: () => undefined,
-    stderrIsTty: false,
-    cpuCount: 1,
-  });
-  return { code, signal: null, stdout: out.join(''), stderr: err.join('') };
-}
-
 describe('the patchelf-compatible mode answers as patchelf', () => {
   const queries = ['--print-rpath', '--print-needed', '--print-soname', '--print-interpreter'] as const;
   const key = {
@@ -167,7 +152,8 @@ describe('the patchelf-compatible mode answers as patchelf', () => {
     if (a === undefined) throw new Error(`patchelf was not run on ${path}`);
     for (const query of queries) {
       const theirs = a[key[query]];
-      const ours = await patchelfMode([query, path]);
+      // In this process: the four queries on every fixture would take minutes as processes.
+      const ours = await runCliInProcess([query, path]);
       expect({ query, code: ours.code, stdout: ours.stdout }, ours.stderr).toEqual({ query, code: theirs.code, stdout: theirs.stdout });
       expect(ours.stderr === '', ours.stderr).toBe(theirs.stderr === '');
     }

@@ -2,10 +2,17 @@
 
 import { open } from 'node:fs/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fixtures, readelf as runReadelf, requireTool } from './helpers/fixtures.js';
+import { fixtures, requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { mapLimited } from './helpers/map-limited.js';
-import { bracketedString, parseDynamicRows, type DynamicRow } from './helpers/readelf-dynamic.js';
+import {
+  bracketedString,
+  parseDynamicRows,
+  parseInterpreter,
+  parseProgramHeaders,
+  readelfText,
+  type DynamicRow,
+} from './helpers/readelf.js';
 
 interface Load {
   offset: number;
@@ -60,8 +67,6 @@ interface ReadelfView extends Omit<PrintRecord, 'file' | 'spareDynamicSlots' | '
   dynamicEntryCount: number | null;
 }
 
-const num = (hex: string): number => Number(BigInt(hex));
-
 function field(text: string, pattern: RegExp, what: string): string {
   const match = pattern.exec(text);
   if (match?.[1] === undefined) throw new Error(`readelf output has no ${what}:\n${text}`);
@@ -80,31 +85,18 @@ function parseReadelf(text: string): ReadelfView {
   const machine = READELF_MACHINES[machineText];
   if (machine === undefined) throw new Error(`readelf machine "${machineText}" is not in READELF_MACHINES`);
 
-  const loads: Load[] = [];
-  let dynamicSegment: ReadelfView['dynamicSegment'] = null;
-  const segment =
-    /^\s+(LOAD|DYNAMIC)\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s(.{3})\s(0x[0-9a-f]+)$/gm;
-  for (const m of text.matchAll(segment)) {
-    const [, type, offset, vaddr, filesz, memsz, flags, align] = m as unknown as [
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-    ];
-    if (type === 'DYNAMIC') dynamicSegment = { offset: num(offset), filesz: num(filesz) };
-    else loads.push({ offset: num(offset), vaddr: num(vaddr), filesz: num(filesz), memsz: num(memsz), align: num(align), flags });
-  }
+  const segments = parseProgramHeaders(text);
+  const dynamic = segments.filter((s) => s.type === 'DYNAMIC').at(-1);
+  const loads: Load[] = segments
+    .filter((s) => s.type === 'LOAD')
+    .map(({ offset, vaddr, filesz, memsz, align, flags }) => ({ offset, vaddr, filesz, memsz, align, flags }));
 
   const view: ReadelfView = {
     class: field(text, /^\s*Class:\s+(ELF32|ELF64)\s*$/m, 'Class'),
     byteOrder: `${field(text, /^\s*Data:\s+2's complement, (little|big) endian\s*$/m, 'Data')}-endian`,
     machine,
     type: `ET_${field(text, /^\s*Type:\s+(\w+)/m, 'Type')}`,
-    interpreter: /\[Requesting program interpreter: (.*)\]$/m.exec(text)?.[1] ?? null,
+    interpreter: parseInterpreter(text),
     soname: null,
     needed: [],
     rpath: null,
@@ -112,7 +104,7 @@ function parseReadelf(text: string): ReadelfView {
     flags: [],
     flags1: [],
     loads,
-    dynamicSegment,
+    dynamicSegment: dynamic === undefined ? null : { offset: dynamic.offset, filesz: dynamic.filesz },
     dynamicEntryCount: null,
   };
   const count = /^Dynamic section at offset 0x[0-9a-f]+ contains (\d+) entr(?:y|ies):$/m.exec(text)?.[1];
@@ -192,7 +184,7 @@ beforeAll(async () => {
   multi = await runCli(['print', '--json', ...paths], { timeoutMs: 60_000 });
   records = JSON.parse(multi.stdout) as PrintRecord[];
   await mapLimited(all, 4, async (fixture) => {
-    const view = parseReadelf(await runReadelf(['-hld'], fixture.path));
+    const view = parseReadelf(await readelfText(['-hld'], fixture.path));
     oracle.set(fixture.path, { view, raw: await rawDynamicTags(fixture.path, view) });
   });
 });

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { readElfImage } from '../src/elf/elf-image.js';
 import { readSectionHeaders } from '../src/elf/section-headers.js';
-import { summarize } from '../src/elf/summary.js';
+import { summarize } from '../src/edit/summary.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
 import type { Fixture } from './helpers/fixtures.js';
 import { mutationTargets } from './helpers/fuzz-bases.js';

@@ -14,13 +14,14 @@ import { copyFile, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promi
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProgramHeader } from '../src/elf/codec.js';
-import { REPO_ROOT, fixture, listDependencies, requireTool, runOn, type Arch } from './helpers/fixtures.js';
-import { cliEditOne, copyFixture, describeExec, layoutProblems, makeTempDir, readBack, type ReadBack } from './helpers/verify.js';
+import type { Arch } from './helpers/arch.js';
+import { REPO_ROOT, fixture, listDependencies, requireTool, runOn } from './helpers/fixtures.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { cliEditOne, copyFixture, describeExec, layoutProblems, readBack, type ReadBack } from './helpers/verify.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
+import { runReadelf } from './helpers/readelf.js';
+import { PT } from '../src/elf/constants.js';
 
-const PT_LOAD = 1;
-const PT_NULL = 0;
-const PT_PHDR = 6;
 const CAUGHT = 'caught: hello from libgreet';
 const LONG_RUNPATH = `/nix/store/${'c'.repeat(32)}-cuda-patchelf-cxx-exceptions-runpath-entry-long-enough-to-grow-every-string-table/lib`;
 /** The page size glibc runs with here: the host's, natively and under qemu-user (AT_PAGESZ). */
@@ -94,12 +95,12 @@ async function forceTableMove(arch: Arch, file: string): Promise<ReadBack> {
   const { header, programHeaders } = after.image;
   expect(header.e_phoff, `${file}: the program header table moved`).not.toBe(before.image.header.e_phoff);
   const first = programHeaders[0] as ProgramHeader;
-  expect(first.p_type, `${file}: entry 0 of the moved table is PT_PHDR`).toBe(PT_PHDR);
+  expect(first.p_type, `${file}: entry 0 of the moved table is PT_PHDR`).toBe(PT.PT_PHDR);
   expect(first.p_offset).toBe(header.e_phoff);
   expect(first.p_filesz).toBe(header.phnum * header.e_phentsize);
-  expect(programHeaders.filter((ph) => ph.p_type === PT_PHDR)).toHaveLength(1);
+  expect(programHeaders.filter((ph) => ph.p_type === PT.PT_PHDR)).toHaveLength(1);
   const covering = programHeaders.find(
-    (ph) => ph.p_type === PT_LOAD && first.p_offset >= ph.p_offset && first.p_offset + first.p_filesz <= ph.p_offset + ph.p_filesz,
+    (ph) => ph.p_type === PT.PT_LOAD && first.p_offset >= ph.p_offset && first.p_offset + first.p_filesz <= ph.p_offset + ph.p_filesz,
   );
   expect(covering, `${file}: a PT_LOAD maps the moved table`).toBeDefined();
   expect(first.p_vaddr - (covering?.p_vaddr ?? 0)).toBe(first.p_offset - (covering?.p_offset ?? 0));
@@ -148,7 +149,7 @@ function tableFoundInZeroedTail(file: ReadBack): boolean {
   const { header, programHeaders } = file.image;
   const size = header.phnum * header.e_phentsize;
   const covering = programHeaders.find((ph) => {
-    if (ph.p_type !== PT_LOAD) return false;
+    if (ph.p_type !== PT.PT_LOAD) return false;
     const start = Math.floor(ph.p_offset / RUNTIME_PAGE) * RUNTIME_PAGE;
     const end = Math.ceil((ph.p_offset + ph.p_filesz) / RUNTIME_PAGE) * RUNTIME_PAGE;
     return start <= header.e_phoff && header.e_phoff + size <= end;
@@ -161,8 +162,8 @@ function tableFoundInZeroedTail(file: ReadBack): boolean {
 async function withoutPhdrEntry(file: string, back: ReadBack, to: string): Promise<void> {
   const bytes = await readFile(file);
   const { e_phoff } = back.image.header;
-  if (back.image.codec.littleEndian) bytes.writeUInt32LE(PT_NULL, e_phoff);
-  else bytes.writeUInt32BE(PT_NULL, e_phoff);
+  if (back.image.codec.littleEndian) bytes.writeUInt32LE(PT.PT_NULL, e_phoff);
+  else bytes.writeUInt32BE(PT.PT_NULL, e_phoff);
   await writeFile(to, bytes);
 }
 
@@ -233,7 +234,7 @@ describe.concurrent('exceptions thrown through libraries whose program header ta
       const run = await runThrow(target, copy.file, copy.libDir);
       expect(run.code, describeExec('throw through the edited libraries', run)).toBe(0);
       expect(run.stdout.trim()).toBe(CAUGHT);
-      const listed = await execTool(requireTool('readelf'), ['-W', '-d', libthrow]);
+      const listed = await runReadelf(['-d'], libthrow);
       expect(listed.stdout).toContain(LONG_RUNPATH);
     });
   }

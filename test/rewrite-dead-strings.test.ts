@@ -5,14 +5,13 @@
 
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { programVars, requireTool, runOn, type BuildArch } from './helpers/fixtures.js';
-import { compile, describeRun, occurrences, scratchDir } from './helpers/rw-build.js';
-import { dynamicStrings } from './helpers/readelf-dynamic.js';
-import { mustExec } from './helpers/exec.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type BuildArch, BUILD_ARCHES } from './helpers/arch.js';
+import { programVars, requireTool, runOn } from './helpers/fixtures.js';
+import { compile, describeRun, occurrences } from './helpers/rw-build.js';
+import { dynamicStrings, parseSymbols, readelfText } from './helpers/readelf.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-
-const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 /** Store path hashes: 32 characters of Nix's base32 alphabet (no e, o, u, t). */
 const OLD_HASH = '1b9p07z77phvv2hf6gm9f28syp39f1ag';
@@ -26,17 +25,11 @@ const NEEDED_PATH = `/nix/store/${NEEDED_HASH}-dep-1.0/lib/libdep.so`;
 /** In values set along the way and replaced by a later step. */
 const MID_HASH = 'a3r7m1l9c5y0w2n8k4j6h0g2f4d6s8q1';
 
-let work = '';
-let removeWork: () => Promise<void> = async () => {};
+const work = useTempDir('rw-dead-strings');
 
 beforeAll(async () => {
   assertCliBuilt();
   for (const tool of ['readelf', 'gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64']) requireTool(tool);
-  ({ dir: work, remove: removeWork } = await scratchDir('rw-dead-strings'));
-});
-
-afterAll(async () => {
-  await removeWork();
 });
 
 async function cliOk(args: readonly string[]): Promise<string> {
@@ -61,7 +54,7 @@ async function runsWith(arch: BuildArch, file: string, libraryPath: string, expe
   expect(result.stdout).toBe(expected);
 }
 
-describe.each(ARCHES)('%s', (arch) => {
+describe.each(BUILD_ARCHES)('%s', (arch) => {
   let deps = '';
   let program = '';
   let rpathProgram = '';
@@ -70,7 +63,7 @@ describe.each(ARCHES)('%s', (arch) => {
   let counter = 0;
 
   beforeAll(async () => {
-    const d = join(work, arch);
+    const d = join(work(), arch);
     deps = join(d, 'deps');
     await mkdir(deps, { recursive: true });
     // This dependency's soname is a store path, so that a program linked against it names it in DT_NEEDED.
@@ -111,12 +104,12 @@ describe.each(ARCHES)('%s', (arch) => {
     expect(await dynamicStrings(rpathProgram, 'RPATH')).toEqual([OLD]);
     expect(await dynamicStrings(needing, 'NEEDED')).toContain(NEEDED_PATH);
     expect(await count(needing, NEEDED_HASH)).toBe(1);
-    expect((await mustExec(requireTool('readelf'), ['-VW', needing])).stdout).toContain(`File: ${NEEDED_PATH}`);
+    expect(await readelfText(['-V'], needing)).toContain(`File: ${NEEDED_PATH}`);
     await copyFile(join(deps, 'libdep.so'), join(deps, 'libdep-renamed.so'));
   });
 
   async function copyOf(file: string): Promise<string> {
-    const copy = join(work, arch, `${++counter}-${file.split('/').pop() ?? 'file'}`);
+    const copy = join(work(), arch, `${++counter}-${file.split('/').pop() ?? 'file'}`);
     await copyFile(file, copy);
     return copy;
   }
@@ -178,7 +171,7 @@ describe.each(ARCHES)('%s', (arch) => {
       }
       expect(seen.map((tier, i) => (tiers[i] === 'any' ? 'any' : tier))).toEqual(tiers);
       await expectGone(file, OLD, OLD_HASH);
-      const readelf = (await mustExec(requireTool('readelf'), ['-dW', file])).stdout;
+      const readelf = await readelfText(['-d'], file);
       expect(readelf).not.toContain(OLD_HASH);
       // Values set along the way and replaced since are dead too.
       expect(await count(file, MID_HASH)).toBe(0);
@@ -191,7 +184,7 @@ describe.each(ARCHES)('%s', (arch) => {
     expect(await cliOk(['replace-needed', NEEDED_PATH, 'libdep-renamed.so', file])).toBe('in-place');
     await expectGone(file, NEEDED_PATH, NEEDED_HASH);
     expect(await dynamicStrings(file, 'NEEDED')).toContain('libdep-renamed.so');
-    expect((await mustExec(requireTool('readelf'), ['-VW', file])).stdout).toContain('File: libdep-renamed.so ');
+    expect(await readelfText(['-V'], file)).toContain('File: libdep-renamed.so ');
     expect(await dynamicStrings(file, 'RUNPATH')).toEqual([OLD]);
     await runsWith(arch, file, deps, 'dep says hi\n');
   });
@@ -212,7 +205,7 @@ describe.each(ARCHES)('%s', (arch) => {
     let symbolTail = '';
 
     beforeAll(async () => {
-      dir = join(work, arch, 'shared-tail');
+      dir = join(work(), arch, 'shared-tail');
       await mkdir(dir, { recursive: true });
       await compile(arch, dir, 'libbar.so', { 'bar.c': 'int bar(void) { return 7; }\n' }, ['-shared', '-fPIC', '-Wl,-soname,libbar.so']);
       await copyFile(join(dir, 'libbar.so'), join(dir, 'libbaz.so'));
@@ -221,7 +214,7 @@ describe.each(ARCHES)('%s', (arch) => {
       needTail = await compile(arch, dir, 'need-tail', { 'prog.c': source }, ['-L.', '-lbar', '-Wl,-rpath,/foo/libbar.so']);
       symbolTail = await compile(arch, dir, 'symbol-tail', { 'prog.c': source }, ['-L.', '-lbar', '-Wl,-rpath,/opt/use_bar']);
       const strings = async (file: string): Promise<string[]> =>
-        (await mustExec(requireTool('readelf'), ['-p', '.dynstr', file])).stdout
+        (await readelfText(['-p', '.dynstr'], file))
           .split('\n')
           .map((line) => /^\s*\[\s*[0-9a-f]+\]\s+(.*)$/.exec(line)?.[1] ?? '')
           .filter((s) => s !== '');
@@ -267,10 +260,10 @@ describe.each(ARCHES)('%s', (arch) => {
       { name: 'remove-runpath --all', args: ['remove-runpath', '--all'] },
     ])('symbol name tail: $name', async ({ args }) => {
       const file = await shared(symbolTail);
-      const symbols = (await mustExec(requireTool('readelf'), ['--dyn-syms', '-W', file])).stdout;
+      const symbols = await readelfText(['--dyn-syms'], file);
       await cliOk([...args, file]);
-      const after = (await mustExec(requireTool('readelf'), ['--dyn-syms', '-W', file])).stdout;
-      expect(after.split('\n').map((line) => line.trim().split(/\s+/)[7])).toContain('bar');
+      const after = await readelfText(['--dyn-syms'], file);
+      expect(parseSymbols(after).map((symbol) => symbol.name)).toContain('bar');
       expect(after).toBe(symbols);
       expect(await count(file, '/opt/use_bar')).toBe(0);
       await runsWith(arch, file, dir, 'bar=7\n');

@@ -6,15 +6,15 @@ import { copyFile, mkdir, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { byteStringToText } from '../src/elf/byte-string.js';
-import { GREETING, GREETING_ALT, fixture, fixtures, requireTool, sysroot, type Arch, type Fixture } from './helpers/fixtures.js';
+import { type Arch, isBuildArch } from './helpers/arch.js';
+import { GREETING, GREETING_ALT, fixture, fixtures, requireTool, sysroot, type Fixture } from './helpers/fixtures.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { runCliInProcess } from './helpers/run-cli.js';
 import {
-  LOADABLE_ARCHES,
   cliEditOne,
   copyFixture,
   layoutProblems,
-  makeTempDir,
   readBack,
-  runCliInProcess,
   stripAfterMovedTable,
   tiersForNewStrings,
   verifyPatched,
@@ -113,7 +113,7 @@ function loadCheck(
     after?: { runpath: string | null; rpath: string | null };
   } = {},
 ): LoadCheck {
-  if (!LOADABLE_ARCHES.includes(f.arch)) return { kind: 'none' };
+  if (!isBuildArch(f.arch)) return { kind: 'none' };
   const needsLibraryPath = options.needsLibraryPath === true;
   let libraryPath: string | null;
   if (f.origin === 'compiled') libraryPath = needsLibraryPath || f.libraryPath !== null ? libDir : null;
@@ -295,7 +295,7 @@ async function replaceNeeded(scratch: Scratch, f: Fixture): Promise<void> {
   const viaGreet = before.needed.includes('libgreet.so.1');
   const [from, to] = viaGreet ? ['libgreet.so.1', 'libgreet-alt.so.1'] : ['libc.so.6', 'libc-alias.so.6'];
   const present = before.needed.includes(from);
-  const loadable = LOADABLE_ARCHES.includes(f.arch);
+  const loadable = isBuildArch(f.arch);
   await mkdir(copy.libDir, { recursive: true });
   if (loadable && viaGreet) {
     const variant = f.id.split('/')[1] ?? '';
@@ -343,7 +343,7 @@ async function convertTag(scratch: Scratch, f: Fixture, via: 'subcommand' | 'pat
     );
   } else {
     const result = await runCliInProcess(['--set-rpath', value, ...(rpathOnly ? [] : ['--force-rpath']), copy.file]);
-    expect(result.code, result.err).toBe(0);
+    expect(result.code, result.stderr).toBe(0);
   }
   const toRunpath = rpathOnly && via === 'patchelf-flags';
   await verifyPatched({

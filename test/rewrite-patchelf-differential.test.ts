@@ -4,16 +4,15 @@
 
 import { copyFile, mkdir, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixtures, listDependencies, requireTool, type Fixture, type BuildArch } from './helpers/fixtures.js';
-import { describeRun, scratchDir } from './helpers/rw-build.js';
-import { dynamicRows } from './helpers/readelf-dynamic.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { BUILD_ARCHES } from './helpers/arch.js';
+import { fixtures, listDependencies, requireTool, type Fixture } from './helpers/fixtures.js';
+import { describeRun } from './helpers/rw-build.js';
+import { dynamicRows } from './helpers/readelf.js';
 import { execTool, mustExec, type ExecResult } from './helpers/exec.js';
-import type { CliIo } from '../src/cli/cli-io.js';
-import { runPatchelfCompat } from '../src/cli/patchelf-compat.js';
-import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
-import { assertCliBuilt, runCli } from './helpers/run-cli.js';
+import { assertCliBuilt, runCli, runCliInProcess } from './helpers/run-cli.js';
 import { mapLimited } from './helpers/map-limited.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 const LONGER = '/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_compat-12.2/compat:/run/opengl-driver/lib:$ORIGIN/../lib64';
 
@@ -103,8 +102,7 @@ interface PrintOutcome {
   readonly ours: ExecResult;
 }
 
-let work = '';
-let removeWork: () => Promise<void> = async () => {};
+const work = useTempDir('rw-differential');
 const outcomes = new Map<string, Outcome>();
 const prints = new Map<string, PrintOutcome>();
 const all = subjects();
@@ -116,34 +114,8 @@ async function patchelf(args: readonly string[]): Promise<ExecResult> {
 }
 
 /** The built CLI, as scripts call it. */
-async function ours(args: readonly string[]): Promise<ExecResult> {
-  const result = await runCli(args, { timeoutMs: 120_000 });
-  return { code: result.code, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
-}
-
-/**
- * The same patchelf-compatible mode run in this process: hundreds of edits without a Node start-up each.
- * Lines are written as the CLI's entry point writes them.
- */
-async function oursInProcess(args: readonly string[]): Promise<ExecResult> {
-  let stdout = '';
-  let stderr = '';
-  let code = 0;
-  const io: CliIo = {
-    out: (line) => (stdout += `${line}\n`),
-    err: (line) => (stderr += `${line}\n`),
-    errRaw: (text) => (stderr += text),
-    setExitCode: (value) => (code = value),
-    stderrIsTty: false,
-    cpuCount: 1,
-  };
-  try {
-    await runPatchelfCompat(args, io);
-  } catch (error) {
-    stderr += `${String(error)}\n`;
-    code = error instanceof CudaPatchelfError && error.kind === 'usage' ? 2 : 70;
-  }
-  return { code, signal: null, stdout, stderr };
+function ours(args: readonly string[]): Promise<ExecResult> {
+  return runCli(args, { timeoutMs: 120_000 });
 }
 
 /** RPATH / RUNPATH entries of the dynamic array, in order (the kind of tag an edit left). */
@@ -178,7 +150,6 @@ beforeAll(async () => {
   requireTool('patchelf');
   requireTool('readelf');
   expect((await mustExec(requireTool('patchelf'), ['--version'])).stdout.trim()).toBe('patchelf 0.14.3');
-  ({ dir: work, remove: removeWork } = await scratchDir('rw-differential'));
   let counter = 0;
   const jobs: { subject: Fixture; operation: Operation }[] = all.flatMap((subject) =>
     OPERATIONS.map((operation) => ({ subject, operation })),
@@ -201,8 +172,9 @@ beforeAll(async () => {
     }
     const n = ++counter;
     const name = basename(subject.path);
-    const patchelfSide = await side(patchelf, subject.path, join(work, `${n}-patchelf-${name}`), args);
-    const ourSide = await side(oursInProcess, subject.path, join(work, `${n}-ours-${name}`), args);
+    const patchelfSide = await side(patchelf, subject.path, join(work(), `${n}-patchelf-${name}`), args);
+    // In this process: hundreds of edits without a Node start-up each.
+    const ourSide = await side(runCliInProcess, subject.path, join(work(), `${n}-ours-${name}`), args);
     outcomes.set(key(subject, operation.name), {
       subject,
       operation: operation.name,
@@ -220,10 +192,6 @@ beforeAll(async () => {
     prints.set(subject.id, { patchelf: await patchelf([...flags, subject.path]), ours: await ours([...flags, subject.path]) });
   });
 }, 600_000);
-
-afterAll(async () => {
-  await removeWork();
-});
 
 it('compares enough files of each architecture, linker and origin', () => {
   expect(all.length).toBeGreaterThanOrEqual(20);
@@ -268,7 +236,7 @@ describe.each(all.map((subject) => ({ id: subject.id, subject })))('$id', ({ sub
   });
 });
 
-describe.each(['x86_64', 'aarch64'] as const)('%s --shrink-rpath', (arch: BuildArch) => {
+describe.each(BUILD_ARCHES)('%s --shrink-rpath', (arch) => {
   // A runpath with a directory holding a needed library, one holding nothing, one holding that library
   // built for the other machine, an empty entry, $ORIGIN and a relative entry.
   const program = fixtures({
@@ -285,7 +253,7 @@ describe.each(['x86_64', 'aarch64'] as const)('%s --shrink-rpath', (arch: BuildA
 
   beforeAll(async () => {
     if (program === undefined || other === undefined || own === undefined) throw new Error('missing fixtures for --shrink-rpath');
-    root = join(work, `shrink-${arch}`);
+    root = join(work(), `shrink-${arch}`);
     for (const sub of ['a/has', 'a/empty', 'a/foreign', 'b/has']) await mkdir(join(root, sub), { recursive: true });
     await copyFile(own.path, join(root, 'a/has/libgreet.so.1'));
     await copyFile(own.path, join(root, 'b/has/libgreet.so.1'));
@@ -336,20 +304,20 @@ describe('the subcommands agree with patchelf on what they share with it', () =>
 
   it.each(picks.map((f) => ({ id: f.id, f })))('$id: set-runpath --force-rpath = --force-rpath --set-rpath', async ({ f }) => {
     const value = '/forced/lib:$ORIGIN';
-    const theirs = await side(patchelf, f.path, join(work, `sub-${basename(f.id)}-${f.arch}.patchelf`), [
+    const theirs = await side(patchelf, f.path, join(work(), `sub-${basename(f.id)}-${f.arch}.patchelf`), [
       '--force-rpath',
       '--set-rpath',
       value,
     ]);
-    const mine = await side(ours, f.path, join(work, `sub-${basename(f.id)}-${f.arch}.ours`), ['set-runpath', '--force-rpath', value]);
+    const mine = await side(ours, f.path, join(work(), `sub-${basename(f.id)}-${f.arch}.ours`), ['set-runpath', '--force-rpath', value]);
     expect(mine.edit.code, mine.edit.stderr).toBe(0);
     expect(state(mine)).toEqual(state(theirs));
     expect(mine.kinds).toEqual(['RPATH']);
   });
 
   it.each(picks.map((f) => ({ id: f.id, f })))('$id: remove-runpath --all = --remove-rpath', async ({ f }) => {
-    const theirs = await side(patchelf, f.path, join(work, `suball-${basename(f.id)}-${f.arch}.patchelf`), ['--remove-rpath']);
-    const mine = await side(ours, f.path, join(work, `suball-${basename(f.id)}-${f.arch}.ours`), ['remove-runpath', '--all']);
+    const theirs = await side(patchelf, f.path, join(work(), `suball-${basename(f.id)}-${f.arch}.patchelf`), ['--remove-rpath']);
+    const mine = await side(ours, f.path, join(work(), `suball-${basename(f.id)}-${f.arch}.ours`), ['remove-runpath', '--all']);
     expect(mine.edit.code, mine.edit.stderr).toBe(0);
     expect(state(mine)).toEqual(state(theirs));
   });

@@ -4,14 +4,15 @@
 
 import { appendFile, chmod, copyFile, cp, mkdir, readFile, rename, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { editElfFile } from '../src/edit/edit-file.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
 import { FIXTURE_RUNPATH, GREETING, fixture, requireTool, runOn } from './helpers/fixtures.js';
-import { describeRun, fileState, scratchDir, type FileState } from './helpers/rw-build.js';
-import { dynamicStrings } from './helpers/readelf-dynamic.js';
+import { describeRun, fileState, type FileState } from './helpers/rw-build.js';
+import { dynamicStrings } from './helpers/readelf.js';
 import { stretchHighestLoad32 } from './helpers/rw-elf.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 /** Long enough that it never fits in the .dynstr of the small fixtures: the plan appends. */
 const LONG = '/nix/store/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-cuda_compat/compat:/run/opengl-driver/lib:/some/other/long/directory/entry';
@@ -22,23 +23,17 @@ const program = fixture('compiled/x86_64/pie-runpath');
 const noRunpath = fixture('compiled/x86_64/pie-no-runpath');
 const arm = fixture('compiled/arm/exec-rpath');
 
-let work = '';
-let removeWork: () => Promise<void> = async () => {};
+const work = useTempDir('rw-refusals');
 let counter = 0;
 
 beforeAll(async () => {
   assertCliBuilt();
   requireTool('readelf');
-  ({ dir: work, remove: removeWork } = await scratchDir('rw-refusals'));
-});
-
-afterAll(async () => {
-  await removeWork();
 });
 
 /** A copy of the program fixture with its lib/ next to it (so that it runs), mtime set in the past. */
 async function freshProgram(from = program): Promise<string> {
-  const root = join(work, `case-${++counter}`);
+  const root = join(work(), `case-${++counter}`);
   await mkdir(join(root, 'bin'), { recursive: true });
   await cp(join(from.path, '..', '..', 'lib'), join(root, 'lib'), { recursive: true });
   const file = join(root, 'bin', 'prog');
@@ -173,7 +168,7 @@ describe('a plan that cannot be carried out', () => {
   // left for the segment that appended data needs.
   let file = '';
   beforeEach(async () => {
-    file = join(work, `arm-full-${++counter}`);
+    file = join(work(), `arm-full-${++counter}`);
     await writeFile(file, stretchHighestLoad32(new Uint8Array(await readFile(arm.path)), 0xffffff00), { mode: 0o755 });
     await utimes(file, OLD_TIME, OLD_TIME);
     // The file itself is fine: it reads, and edits that need no new segment are done.
@@ -316,7 +311,7 @@ describe('several files in one call, some failing', () => {
     const first = await freshProgram();
     const readOnly = await freshProgram();
     await chmod(readOnly, 0o444);
-    const notElf = join(work, `not-elf-${++counter}`);
+    const notElf = join(work(), `not-elf-${++counter}`);
     await writeFile(notElf, '#!/bin/sh\necho not an ELF file\n', { mode: 0o755 });
     await utimes(notElf, OLD_TIME, OLD_TIME);
     const last = await freshProgram();

@@ -5,28 +5,29 @@
 // natively, aarch64 (64 KiB and 4 KiB page layouts) under qemu-user. The edits go through the built
 // binary (dist/cli/main.js), as a build script would run it.
 
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GREETING, fixture, requireTool, runOn, type Fixture } from './helpers/fixtures.js';
-import { copyFixture, describeExec, escapeRegExp, makeTempDir, readBack, spawnBuiltCli } from './helpers/verify.js';
+import { copyFixture, describeExec, escapeRegExp, readBack } from './helpers/verify.js';
+import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import type { ExecResult } from './helpers/exec.js';
 import { byteStringToText } from '../src/elf/byte-string.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 const VARIANTS = ['x86_64', 'aarch64-64k', 'aarch64-4k'] as const;
 const PROGRAMS = ['pie-runpath', 'pie-rpath', 'pie-no-runpath', 'exec-runpath', 'exec-rpath', 'exec-no-runpath'] as const;
 const LIBRARIES = ['libuser-runpath', 'libuser-rpath', 'libuser-no-runpath'] as const;
 
-let work = '';
+const work = useTempDir('runpath-used');
 let cases = 0;
 
-beforeAll(async () => {
+beforeAll(() => {
   requireTool('qemu-aarch64');
-  work = await makeTempDir('runpath-used');
+  assertCliBuilt();
 });
 
-afterAll(async () => {
-  if (work !== '') await rm(work, { recursive: true, force: true });
+afterAll(() => {
   console.log(`runpath used: ${cases} (fixture, edit) cases proven with output and LD_DEBUG=libs`);
 });
 
@@ -35,7 +36,7 @@ afterAll(async () => {
  * every path the loader would search on its own.
  */
 async function isolate(f: Fixture): Promise<{ file: string; only: string; root: string }> {
-  const dir = join(work, `${f.id.replaceAll('/', '_')}`);
+  const dir = join(work(), `${f.id.replaceAll('/', '_')}`);
   const copy = await copyFixture(f, dir);
   const only = join(dir, 'found-only-through-the-new-runpath');
   await mkdir(only);
@@ -71,7 +72,7 @@ async function proveUsed(f: Fixture): Promise<void> {
   expect(control.code, describeExec('before the edit, libgreet.so.1 must not be found', control)).not.toBe(0);
   expect(`${control.stdout}${control.stderr}`).toMatch(/libgreet\.so\.1: cannot open shared object file/);
 
-  const edit = await spawnBuiltCli(['add-runpath', only, file]);
+  const edit = await runCli(['add-runpath', only, file], { timeoutMs: 120_000 });
   expect(edit.code, `${edit.stdout}${edit.stderr}`).toBe(0);
   const after = await tagsOf(file);
   // add-runpath keeps the kind of tag the file has; a file with neither gets DT_RUNPATH.

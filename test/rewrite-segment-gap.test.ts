@@ -9,13 +9,14 @@
 
 import { copyFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requireTool, type BuildArch } from './helpers/fixtures.js';
-import { mustExec } from './helpers/exec.js';
-import { compile, scratchDir, segments } from './helpers/rw-build.js';
-import { MACHINE_PAGE_SIZE, cliEditOne, verifyPatched } from './helpers/verify.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { machinePageSizeOf, BUILD_ARCHES } from './helpers/arch.js';
+import { requireTool } from './helpers/fixtures.js';
+import { programHeaders, parseSymbols, readelfText } from './helpers/readelf.js';
+import { compile } from './helpers/rw-build.js';
+import { cliEditOne, verifyPatched } from './helpers/verify.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
-const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
 const OLD_RUNPATH = '/opt/cuda-patchelf-gap-test/lib';
 /** Longer than the slack of these small tables: the table is copied into a new segment. */
 const NEW_RUNPATH = `/nix/store/${'g'.repeat(32)}-cuda-patchelf-segment-gap-test-with-a-long-enough-runpath/lib`;
@@ -27,32 +28,20 @@ const LIBRARIES = {
   'small symbols only': 'int small_value = 7;\nint small_get(void) { return small_value; }\n',
 } as const;
 
-let work = '';
-let removeWork: () => Promise<void> = async () => {};
+const work = useTempDir('segment-gap');
 
 beforeAll(async () => {
   for (const tool of ['readelf', 'eu-elflint', 'gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64']) requireTool(tool);
-  ({ dir: work, remove: removeWork } = await scratchDir('segment-gap'));
-});
-
-afterAll(async () => {
-  await removeWork();
 });
 
 /** The largest st_size in .dynsym, as readelf --dyn-syms lists it. */
 async function largestDynamicSymbol(file: string): Promise<number> {
-  const text = (await mustExec(requireTool('readelf'), ['-W', '--dyn-syms', file])).stdout;
-  let largest = 0;
-  for (const line of text.split('\n')) {
-    const row = /^\s*\d+:\s+[0-9a-f]+\s+(0x[0-9a-f]+|\d+)\s/.exec(line);
-    if (row !== null) largest = Math.max(largest, Number(row[1]));
-  }
-  return largest;
+  return parseSymbols(await readelfText(['--dyn-syms'], file)).reduce((largest, symbol) => Math.max(largest, symbol.size), 0);
 }
 
-describe.each(ARCHES)('%s: the appended segment starts the largest dynamic symbol size above the others', (arch) => {
+describe.each(BUILD_ARCHES)('%s: the appended segment starts the largest dynamic symbol size above the others', (arch) => {
   it.each(Object.entries(LIBRARIES))('%s', async (label, source) => {
-    const dir = join(work, `${arch}-${label.replaceAll(' ', '-')}`);
+    const dir = join(work(), `${arch}-${label.replaceAll(' ', '-')}`);
     await mkdir(dir, { recursive: true });
     const original = await compile(arch, dir, 'libgap.so', { 'gap.c': source }, [
       '-shared',
@@ -76,11 +65,11 @@ describe.each(ARCHES)('%s: the appended segment starts the largest dynamic symbo
     });
 
     const largest = await largestDynamicSymbol(original);
-    const page = MACHINE_PAGE_SIZE[arch];
+    const page = machinePageSizeOf(arch);
     if (label === 'a 3 MiB table') expect(largest).toBe(TABLE_SIZE);
     else expect(largest).toBeLessThan(64);
-    const before = (await segments(original)).filter((row) => row.type === 'LOAD');
-    const after = (await segments(patched)).filter((row) => row.type === 'LOAD');
+    const before = (await programHeaders(original)).filter((row) => row.type === 'LOAD');
+    const after = (await programHeaders(patched)).filter((row) => row.type === 'LOAD');
     const added = after.filter((row) => !before.some((old) => old.offset === row.offset && old.vaddr === row.vaddr));
     expect(added).toHaveLength(1);
     const highestEnd = Math.max(...before.map((row) => row.vaddr + row.memsz));

@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { fixture } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/tree-tools.js';
-import { readDynamic } from './helpers/readelf-dynamic.js';
+import { makeTempDir } from './helpers/temp-dir.js';
+import { readDynamic } from './helpers/readelf.js';
 
 beforeAll(() => {
   assertCliBuilt();

@@ -5,24 +5,14 @@
 // patchelf, eu-elflint, strip and the programs themselves.
 
 import { spawn } from 'node:child_process';
-import { existsSync, watch } from 'node:fs';
-import { chown, link, lstat, mkdtemp, readFile, readdir, rm, stat, symlink, chmod, writeFile, mkdir } from 'node:fs/promises';
+import { watch } from 'node:fs';
+import { chown, link, lstat, readFile, readdir, rm, stat, symlink, chmod, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { crossTool, requireTool, runOn, type BuildArch } from './helpers/fixtures.js';
-import {
-  compile,
-  describeRun,
-  elfHeader,
-  fileState,
-  loadProblems,
-  offsetOfAddress,
-  scratchDir,
-  segments,
-  symbolAddress,
-  type SegmentRow,
-} from './helpers/rw-build.js';
-import { dynamicStrings } from './helpers/readelf-dynamic.js';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { type BuildArch, machinePageSizeOf, BUILD_ARCHES } from './helpers/arch.js';
+import { crossTool, requireTool, runOn } from './helpers/fixtures.js';
+import { compile, describeRun, fileState, loadProblems } from './helpers/rw-build.js';
+import { dynamicStrings, programHeaders, elfHeader, symbolAddress, offsetOfAddress, type SegmentRow } from './helpers/readelf.js';
 import { execTool, mustExec } from './helpers/exec.js';
 import { relocateProgramHeaders } from './helpers/rw-elf.js';
 import type { Fixture } from './helpers/fixtures.js';
@@ -30,9 +20,9 @@ import { runFuzz } from './fuzz/fuzz-campaign.js';
 import { editElfFile } from '../src/edit/edit-file.js';
 import { textToByteString } from '../src/elf/byte-string.js';
 import { assertCliBuilt, cliPath, runCli, type CliResult } from './helpers/run-cli.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
+import { makeTempDir, MEMORY_TMP } from './helpers/temp-dir.js';
 
-const ARCHES: readonly BuildArch[] = ['x86_64', 'aarch64'];
-const PAGE: Record<BuildArch, number> = { x86_64: 0x1000, aarch64: 0x10000 };
 const ROOM = 1024;
 /** Inputs of the fuzzed slice per architecture (a few seconds each). */
 const FUZZ_ITERATIONS = 1500;
@@ -53,18 +43,12 @@ int main(void) {
 }
 `;
 
-let work = '';
-let removeWork: () => Promise<void> = async () => {};
+const work = useTempDir('rw-whole-file');
 let counter = 0;
 
 beforeAll(async () => {
   assertCliBuilt();
   for (const tool of ['readelf', 'gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64', 'patchelf', 'eu-elflint']) requireTool(tool);
-  ({ dir: work, remove: removeWork } = await scratchDir('rw-whole-file'));
-});
-
-afterAll(async () => {
-  await removeWork();
 });
 
 async function cli(args: readonly string[]): Promise<CliResult> {
@@ -90,10 +74,10 @@ const loads = (rows: readonly SegmentRow[]): SegmentRow[] => rows.filter((r) => 
 
 /** The program, linked, with its table moved into .rodata where nothing after it can move (no spare slot). */
 async function tableWithoutRoom(arch: BuildArch, flags: readonly string[] = ['-no-pie']): Promise<{ dir: string; program: string }> {
-  const dir = join(work, `${arch}-${++counter}`);
+  const dir = join(work(), `${arch}-${++counter}`);
   await mkdir(dir, { recursive: true });
   const linked = await compile(arch, dir, 'prog.linked', { 'prog.c': SOURCE }, ['-O1', '-Wl,-z,noseparate-code', ...flags]);
-  const rows = await segments(linked);
+  const rows = await programHeaders(linked);
   const roomOffset = offsetOfAddress(rows, await symbolAddress(linked, 'phdr_room'));
   const program = join(dir, 'prog');
   await writeFile(
@@ -110,12 +94,12 @@ async function tableWithoutRoom(arch: BuildArch, flags: readonly string[] = ['-n
   return { dir, program };
 }
 
-describe.each(ARCHES)('%s', (arch) => {
+describe.each(BUILD_ARCHES)('%s', (arch) => {
   it('an executable whose table has no room is rewritten: a first page of its own for the headers, and it runs', async () => {
     const { dir, program } = await tableWithoutRoom(arch);
     const lintBefore = await elflint(program);
     const before = await stat(program);
-    const beforeRows = await segments(program);
+    const beforeRows = await programHeaders(program);
     const result = await cli(['set-runpath', RUNPATH, program, '--json']);
     expect(result.code, result.stderr).toBe(0);
     expect((JSON.parse(result.stdout) as { tier: string }[])[0]?.tier).toBe('rewrite');
@@ -126,9 +110,9 @@ describe.each(ARCHES)('%s', (arch) => {
     expect(after.mode).toBe(before.mode);
     expect((await readdir(dir)).sort()).toEqual(['prog', 'prog.c', 'prog.linked']);
 
-    const rows = await segments(program);
+    const rows = await programHeaders(program);
     const header = await elfHeader(program);
-    const page = PAGE[arch];
+    const page = machinePageSizeOf(arch);
     // The old file moved by whole pages behind a first page that holds the ELF header and the table.
     expect(header.phoff).toBe(64);
     const [first, ...rest] = loads(rows);
@@ -337,7 +321,7 @@ describe.each(ARCHES)('%s', (arch) => {
   });
   it('fuzzed: mutations of such a program through every edit, 0 crashes, hangs or wrong results, rewrites among them', async () => {
     const { program } = await tableWithoutRoom(arch);
-    const workDir = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : work, `cuda-patchelf-rewrite-fuzz-${arch}-`));
+    const workDir = await makeTempDir(`rewrite-fuzz-${arch}`, MEMORY_TMP);
     onTestFinished(() => rm(workDir, { recursive: true, force: true }));
     const base = { id: `rewrite/${arch}/no-room`, path: program } as Fixture;
     const { figures, failures } = await runFuzz({
@@ -358,10 +342,10 @@ describe.each(ARCHES)('%s', (arch) => {
     // 48 MiB of initialised data: copying the file takes long enough for kills to land inside the rewrite.
     const dataSource = SOURCE.replace('static char big[96 << 20];', 'static char big[96 << 20];\nchar filled[48 << 20] = { 1 };');
     // On tmpfs where there is one: --durable's fsyncs of 50 MiB on a busy disk take seconds each.
-    const dir = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : work, `cuda-patchelf-rewrite-kill-${arch}-`));
+    const dir = await makeTempDir(`rewrite-kill-${arch}`, MEMORY_TMP);
     onTestFinished(() => rm(dir, { recursive: true, force: true }));
     const linked = await compile(arch, dir, 'prog.linked', { 'prog.c': dataSource }, ['-O1', '-no-pie', '-Wl,-z,noseparate-code']);
-    const rows = await segments(linked);
+    const rows = await programHeaders(linked);
     const roomOffset = offsetOfAddress(rows, await symbolAddress(linked, 'phdr_room'));
     const original = relocateProgramHeaders(new Uint8Array(await readFile(linked)), {
       roomOffset,

@@ -7,8 +7,7 @@
 // Nothing in the product knows about this: a module loaded into the CLI's process with node --import
 // (which Node loads into every worker thread too) wraps the fs calls of the thread that opens a victim.
 
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMPAT_DIR } from './campaign/kill-campaign.js';
@@ -16,6 +15,7 @@ import { fixture, requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import { parseReport, type ReportFile, type TreeReport } from './helpers/tree-report.js';
 import { copyTree, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
+import { makeTempDir } from './helpers/temp-dir.js';
 
 type DeathMode = 'exit' | 'throw' | 'terminate';
 
@@ -167,7 +167,7 @@ const died = (exit: string): RegExp =>
 
 beforeAll(async () => {
   assertCliBuilt();
-  scratch = await mkdtemp(join(tmpdir(), 'cuda-patchelf-worker-death-'));
+  scratch = await makeTempDir('worker-death');
   pristine = join(scratch, 'pristine');
   await buildTree(pristine);
   pristineSnapshot = await snapshotTree(pristine);

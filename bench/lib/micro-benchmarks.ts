@@ -10,11 +10,11 @@ import { FileByteSource } from '../../src/elf/byte-source.js';
 import { currentEntries, type EditFacts } from '../../src/plan/edit-facts.js';
 import { readEditFacts, readLaterFact } from '../../src/edit/read-edit-facts.js';
 import { readElfImage } from '../../src/elf/elf-image.js';
-import { summarize } from '../../src/elf/summary.js';
-import { BUILTIN_HOOK_NAMES, cudaCompatHook, driverHook, removeStubsHook } from '../../src/hooks/builtin-hooks.js';
-import { composeRunpath } from '../../src/hooks/compose-hooks.js';
-import { parseHookConfig } from '../../src/hooks/hook-config.js';
-import { orderHooks } from '../../src/hooks/order-hooks.js';
+import { summarize } from '../../src/edit/summary.js';
+import { BUILTIN_HOOK_NAMES, cudaCompatHook, driverHook, removeStubsHook } from '../../src/hook-engine/builtin-hooks.js';
+import { composeRunpath } from '../../src/hook-engine/compose-hooks.js';
+import { parseHookConfig } from '../../src/hook-engine/hook-config.js';
+import { orderHooks } from '../../src/hook-engine/order-hooks.js';
 import { DynamicEditor } from '../../src/plan/dynamic-editor.js';
 import { planEdit } from '../../src/plan/plan-edit.js';
 
@@ -109,11 +109,11 @@ export async function plannerBenchmarks(libraries: readonly string[], cudaCompat
     const old = editor.runpath();
     editor.setRunpath([`${cudaCompat}/compat`, '/run/opengl-driver/lib', ...(old === null || old === '' ? [] : [old])].join(':'));
     const wanted = editor.wanted();
-    const plan = planEdit(facts, wanted);
+    const decision = planEdit(facts, wanted);
     cases.push({
       name: `${basename(path)} (${(facts.fileSize / 2 ** 20).toFixed(1)} MiB)`,
       fn: () => planEdit(facts, wanted),
-      note: 'writes' in plan ? `tier ${plan.tier}, ${plan.writes.length} writes` : `tier ${plan.tier}`,
+      note: decision.kind === 'plan' ? `tier ${decision.plan.tier}, ${decision.plan.writes.length} writes` : decision.kind,
     });
   }
   return runCases('planner: planEdit', cases);

@@ -1,7 +1,7 @@
 // What happened to each file of a batch, and the summary counts a run ends with.
 
 import type { Tier } from '../plan/plan.js';
-import type { TracedEntry } from '../hooks/hook.js';
+import type { TracedEntry } from '../hook-engine/hook.js';
 
 export type SkipReason =
   | 'not-elf'

@@ -8,7 +8,7 @@ import { countOutcome, emptySummary, type BatchSummary, type FileOutcome } from 
 import { isInterrupted } from './interrupt.js';
 import type { FileOptions } from './process-file.js';
 import { FileScheduler } from './schedule-files.js';
-import { walkTrees, type WalkItem } from './walk-trees.js';
+import { walkTrees, type WalkItem } from '../walk/walk-trees.js';
 
 /** How often, at most, the walk lets a Ctrl-C be heard (a turn of the event loop costs microseconds). */
 const INTERRUPT_CHECK_MS = 20;

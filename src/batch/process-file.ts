@@ -1,16 +1,16 @@
 // One file of the batch: the hooks as edit operations, through the shared pipeline (edit/plan-file.ts),
-// then written (write/write-plan.ts) unless the run is a dry run. Runs in the batch's thread or in a
+// then written (write/commit-plan.ts) unless the run is a dry run. Runs in the batch's thread or in a
 // worker thread alike (schedule-files.ts); a failure is the file's outcome, never an exception.
 
 import { DT, ET, PT } from '../elf/constants.js';
-import { planListedFile, type EditOperations, type ListedFileContext, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
-import { commitPlan } from '../write/write-plan.js';
-import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } from '../hooks/compose-hooks.js';
-import type { Hook } from '../hooks/hook.js';
+import { planWalkedFile, type EditOperations, type WalkedFileContext, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
+import { commitPlan } from '../write/commit-plan.js';
+import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } from '../hook-engine/compose-hooks.js';
+import type { Hook } from '../hook-engine/hook.js';
 import { writeRefusal } from '../write/write-refusal.js';
 import type { FileOutcome, RunpathChange } from './file-outcome.js';
 import { isInterrupted, type InterruptFlag } from './interrupt.js';
-import type { WalkItem } from './walk-trees.js';
+import type { WalkItem } from '../walk/walk-trees.js';
 
 export type FileItem = Extract<WalkItem, { kind: 'file' }>;
 
@@ -76,7 +76,7 @@ export function skippedOutcome(path: string, skipped: SkippedFile): FileOutcome 
  * `context`: in the thread that walks the batch, its names of each inode and the file when it was
  * sniffed already (schedule-files.ts); a worker thread opens the file again.
  */
-export async function processFile(item: FileItem, options: FileOptions, context?: ListedFileContext): Promise<FileOutcome> {
+export async function processFile(item: FileItem, options: FileOptions, context?: WalkedFileContext): Promise<FileOutcome> {
   const path = item.path;
   if (isInterrupted(options.interrupt)) {
     context?.opened?.source.close();
@@ -84,7 +84,7 @@ export async function processFile(item: FileItem, options: FileOptions, context?
   }
   let planned: PlannedFile<HookAnswer> | SkippedFile;
   try {
-    planned = await planListedFile(path, hookOperations(item, options), context);
+    planned = await planWalkedFile(path, hookOperations(item, options), context);
   } catch (error) {
     return { path, status: 'failed', error };
   }

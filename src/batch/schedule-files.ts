@@ -1,36 +1,14 @@
 // Where each file of the batch is patched: in this thread, or in worker threads (worker-pool.ts).
-//
-// This thread takes the files in walk order and reads each one's first block, synchronously: a file
-// that is not ELF, or a later name of a hard-linked ELF file (first-names.ts), is done there and then.
-// An ELF file stays open for the thread that patches it here.
-//
-// Measured on 16 cores with eight threads against one (docs/benchmarks.md, Threads): starting the pool
-// costs about 60 ms (PyTorch's 4 executables, all through the pool: 239 ms against 176 ms), and a file
-// that is not ELF costs less here than the messages that send it to a worker and its outcome back
-// (`torch`, 11,678 files of which 17 libraries: 686 ms against 630 ms). So with more than one thread:
-// - a tree without an ELF file starts no thread;
-// - the first ELF file starts the pool, and the ELF files wait while the walk goes on;
-// - once a thread has loaded, they go to the pool, and so do the ELF files after them;
-// - when the walk ends before a thread has loaded, the waiting files are patched here, one after the
-//   other, as long as none has: a tree with little ELF work does not wait for the threads to load,
-//   and the walk of a large one is not held up by a library patched here while they load.
-// With `threadsFromStart`, the pool starts with the batch and gets every ELF file.
-//
-// How many threads: never more than the CPUs (threadLimit: a thread keeps more than one core busy,
-// cli/tree-commands.ts, defaultJobs, so threads beyond the CPUs only share them), and never more than
-// the ELF files handed over and not yet done: each ELF file queued starts a thread while there are
-// fewer, up to that limit. A thread costs its start (25-50 ms) and 6-11 MB of memory whether it
-// patches anything or not: `--jobs 200` started 200 threads on 42 ELF files and peaked at 1.7 GB,
-// and `--jobs 100000` ran out of memory (bench/results/2026-11-27-vm-jobs-cap.md). So a tree with
-// three libraries starts three threads at most whatever --jobs says, and threads that keep up with
-// the ELF files the walk finds are not joined by more. `threadsFromStart` starts the limit at once.
-//
-// The walk and the sniffs are synchronous calls, which keep the event loop from turning: a thread's
-// "loaded" message, its outcomes and the pool's batches wait for a turn. So with threads the walk
-// lets the event loop turn every few milliseconds.
+// This thread sniffs every file, as the walk lists it: a file that is not ELF (or a later name of a
+// hard-linked one, first-names.ts) costs less here than the messages to a worker and back, and a
+// thread costs tens of milliseconds and megabytes to start. So threads start for ELF files only, one
+// per ELF file handed over and not done, never more than the CPUs; the ELF files met before a thread
+// has loaded wait for it, or are patched here when the walk ends first. The walk is synchronous, so
+// with threads it lets the event loop turn every few milliseconds, for their messages to be heard.
+// The measurements behind these rules are in docs/benchmarks.md (Threads, and the --jobs cap).
 
 import pLimit, { type LimitFunction } from 'p-limit';
-import { sniffListedFile } from '../edit/plan-file.js';
+import { sniffWalkedFile } from '../edit/plan-file.js';
 import type { FileOutcome } from './file-outcome.js';
 import { FirstNames } from './first-names.js';
 import { processFile, skippedOutcome, type FileItem, type FileOptions } from './process-file.js';
@@ -57,7 +35,7 @@ interface WaitingFile {
   readonly resolve: (outcome: Promise<FileOutcome>) => void;
 }
 
-/** The most threads that patch files at once: --jobs, never more than the CPUs (see above). */
+/** The most threads that patch files at once: --jobs, never more than the CPUs (a thread keeps more than one core busy). */
 function threadLimit(jobs: number, cpuCount: number): number {
   return Math.max(1, Math.min(jobs, cpuCount));
 }
@@ -104,7 +82,7 @@ export class FileScheduler {
       this.lastTurn = performance.now();
       if (this.pool?.ready === true) this.sendWaiting(this.pool);
     }
-    const sniffed = sniffListedFile(item.path, this.inodes);
+    const sniffed = sniffWalkedFile(item.path, this.inodes);
     if (sniffed?.kind === 'skipped') return { outcome: skippedOutcome(item.path, sniffed) };
     // An ELF file, open; or null, one that could not be read, which processFile reports.
     if (!this.threaded)

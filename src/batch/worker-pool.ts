@@ -1,19 +1,10 @@
-// Spreads files over worker threads so that planning (JavaScript) uses every core, not just the one
-// the main thread runs on. Each worker gets the next files when it has the fewest in flight.
-//
-// Files travel in batches: most files of a tree take tens of microseconds (a sniff and a skip), the
-// same order as a message between threads, so the pool sends what it was given in one turn of the
-// event loop as one message, and a worker answers a batch with one message (an outcome that may
-// stand for a write goes back at once, see below).
-//
-// A worker thread can die (an uncaught exception, process.exit, worker.terminate(), a memory limit).
-// Its thread publishes the id of the file it is patching in shared memory and sends every outcome
-// that may stand for a write at once (patch-worker.ts), so when it dies the pool knows which file was
-// in its hands: that one fails, and the others it held — not started, or only read — go to the other
-// workers. A dead worker is replaced, a few times per run.
-//
-// The pool starts no thread of itself: the scheduler grows it as ELF files queue up for it (growTo),
-// up to the most threads the run may use (schedule-files.ts says how many, and when).
+// Spreads ELF files over worker threads, so that planning (JavaScript) uses more than one core; each
+// file goes to the worker with the fewest in flight. Most files take about as long as a message
+// between threads, so the files given in one turn of the event loop travel as one message, and a
+// worker answers a batch with one. A worker that dies costs only the file in its hands: the others it
+// held go to the other workers (docs/design.md says why that is safe, and patch-worker.ts how the pool
+// knows), and a dead worker is replaced a few times per run. The pool starts no thread of itself: the
+// scheduler grows it as ELF files queue up (schedule-files.ts).
 
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -1,5 +1,5 @@
-// The CLI's only contact with the process: output streams and the exit code. Commands take it as an
-// argument so that they can be run in-process by tests.
+// The CLI's only contact with the process: output streams, the exit code and the machine it runs on.
+// Commands take it as an argument so that they can be run in-process by tests.
 
 export interface CliIo {
   out(line: string): void;
@@ -9,6 +9,12 @@ export interface CliIo {
   setExitCode(code: number): void;
   readonly stderrIsTty: boolean;
   readonly cpuCount: number;
+  /**
+   * The machine the command runs on: the working directory, and the CPU architecture in Node's names
+   * (x64, arm64). doctor needs it; a command run in-process by a test that does not diagnose may leave
+   * it out.
+   */
+  readonly host?: { readonly cwd: string; readonly arch: string };
   /**
    * Calls `onInterrupt` at the first Ctrl-C (SIGINT) instead of ending the process, until the function
    * it returns is called; a second Ctrl-C ends the process at once. Absent where there is no process

@@ -131,7 +131,8 @@ function aboutOf(error: unknown, file: string): { about?: string } {
 
 /** The doctor command: diagnose the paths, print the report, set the exit code. */
 export async function doctor(paths: readonly string[], options: DoctorOptions, io: CliIo): Promise<void> {
-  const cwd = process.cwd();
+  if (io.host === undefined) throw new Error('doctor diagnoses files for the machine it runs on, and was not told which (CliIo.host)');
+  const { cwd, arch } = io.host;
   checkArguments(paths, options, cwd);
   const driver = await driverOf(options, cwd);
   const trees: TreeResult[] = [];
@@ -142,7 +143,7 @@ export async function doctor(paths: readonly string[], options: DoctorOptions, i
     root: options.root ?? null,
     ldLibraryPath: options.ldLibraryPath ?? null,
     cwd,
-    arch: process.arch,
+    arch,
     driver,
   })) {
     trees.push(tree);

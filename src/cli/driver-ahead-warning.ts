@@ -7,9 +7,9 @@ import { statSync } from 'node:fs';
 import type { FileOutcome } from '../batch/file-outcome.js';
 import { byteStringToText } from '../elf/byte-string.js';
 import { oneLine } from '../errors/cuda-patchelf-error.js';
-import { driverDirectories, entriesPutBehindDriver } from '../hooks/driver-precedence.js';
-import type { Hook, TracedEntry } from '../hooks/hook.js';
-import { normalizeRunpathEntry } from '../hooks/runpath-entry.js';
+import { driverDirectories, entriesPutBehindDriver } from '../hook-engine/driver-precedence.js';
+import type { Hook, TracedEntry } from '../hook-engine/hook.js';
+import { normalizeRunpathEntry } from '../hook-engine/runpath-entry.js';
 
 /** A regular file (through links, as the loader opens it) named libcuda.so.1 in the directory, a byte string. */
 function holdsLibcuda(dir: string): boolean {
@@ -75,7 +75,9 @@ export function driverAheadWarning(
   const dir = oneLine(byteStringToText(example.dir));
   const keep = dir.endsWith('/compat') ? `give --cuda-compat ${dir.slice(0, -'/compat'.length)} to keep it first, or ` : '';
   return (
-    `cuda-patchelf ${command}: warning: ${files} file(s) ${dryRun ? 'would get' : 'got'} the driver's directory ahead of a directory that came first and holds ` +
-    `a libcuda.so.1 of its own, as cuda_compat's does, e.g. ${oneLine(example.path)}: ${oneLine(byteStringToText(example.driver))} before ${dir}; ${keep}--drop-cuda-compat to take it out`
+    `cuda-patchelf ${command}: warning: ${files} file(s) ${dryRun ? 'would get' : 'got'} the driver's directory ` +
+    "ahead of a directory that came first and holds a libcuda.so.1 of its own, as cuda_compat's does, " +
+    `e.g. ${oneLine(example.path)}: ${oneLine(byteStringToText(example.driver))} before ${dir}; ` +
+    `${keep}--drop-cuda-compat to take it out`
   );
 }

@@ -4,10 +4,11 @@
 
 import type { Command } from 'commander';
 import { textToByteString } from '../elf/byte-string.js';
+import { runpathFields } from '../elf/runpath-list.js';
 import { editElfFile, type EditOperations, type EditOptions, type EditResult } from '../edit/edit-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { addRunpathEntries, removeRunpathEntries, type RunpathTagPolicy } from '../plan/dynamic-editor.js';
-import { bytesWritten } from '../plan/plan.js';
+import { plannedBytes } from '../plan/plan.js';
 import type { CliIo } from './cli-io.js';
 import { editLine, watchChanges } from './edit-line.js';
 import { forEachFile, rejectEmptyPaths } from './report.js';
@@ -40,13 +41,13 @@ function withRunpathOptions(command: Command): Command {
 
 const FILES = 'ELF files to edit (a symbolic link is followed)';
 
-function resultJson(result: EditResult, changes: readonly string[]): object {
+function resultJson(result: EditResult<readonly string[]>): object {
   return {
     file: result.file,
     tier: result.tier,
-    changes,
+    changes: result.answer,
     bytesWritten: result.bytesWritten,
-    plannedBytes: bytesWritten(result.plan),
+    plannedBytes: plannedBytes(result.plan),
     sizeBefore: result.oldSize,
     sizeAfter: result.plan.newSize,
   };
@@ -66,15 +67,13 @@ async function editFiles(io: CliIo, files: readonly string[], operations: EditOp
   };
   rejectEmptyPaths(files, 'files to edit');
   await forEachFile(io, files, options.json === true, async (file) => {
-    const watched = watchChanges(operations);
-    const result = await editElfFile(file, watched.operations, editOptions);
-    const changes = watched.changes();
-    return { json: resultJson(result, changes), text: editLine(result, changes, editOptions.dryRun === true) };
+    const result = await editElfFile(file, watchChanges(operations), editOptions);
+    return { json: resultJson(result), text: editLine(result, editOptions.dryRun === true) };
   });
 }
 
 const policyOf = (options: CommonOptions): RunpathTagPolicy => (options.forceRpath ? 'rpath' : 'keep');
-const dirsOf = (value: string): string[] => textToByteString(value).split(':');
+const dirsOf = (value: string): string[] => runpathFields(textToByteString(value));
 
 export function registerEditCommands(program: Command, io: CliIo): void {
   withRunpathOptions(program.command('set-runpath'))
@@ -92,7 +91,8 @@ export function registerEditCommands(program: Command, io: CliIo): void {
     .option('--append', 'add after the existing entries')
     .option(
       '--dedupe',
-      'keep the first of each directory and no empty entry in the result, as apply does: a directory prepended that the runpath had moves to the front, one appended stays where it was',
+      'keep the first of each directory and no empty entry in the result, as apply does: a directory ' +
+        'prepended that the runpath had moves to the front, one appended stays where it was',
     )
     .action((dirs: string, files: string[], options: CommonOptions & { append?: boolean; dedupe?: boolean }) =>
       editFiles(

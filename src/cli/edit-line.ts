@@ -6,7 +6,8 @@
 import { byteStringToText } from '../elf/byte-string.js';
 import { DT_NAMES, nameOf } from '../elf/constants.js';
 import type { EditOperations, EditResult } from '../edit/edit-file.js';
-import { splitRunpath, type DynamicEditor } from '../plan/dynamic-editor.js';
+import { joinRunpath, splitRunpath } from '../elf/runpath-list.js';
+import type { DynamicEditor } from '../plan/dynamic-editor.js';
 import type { Tier } from '../plan/plan.js';
 
 interface DynamicState {
@@ -19,22 +20,12 @@ function stateOf(editor: DynamicEditor): DynamicState {
   return { runpath: editor.runpath(), runpathTag: editor.runpathTag(), needed: editor.needed() };
 }
 
-export interface WatchedOperations {
-  readonly operations: EditOperations;
-  /** What the operations changed, in words (empty before they ran, and when they changed nothing). */
-  changes(): string[];
-}
-
-/** The operations, with the dynamic entries before and after them kept for `changes()`. */
-export function watchChanges(operations: EditOperations): WatchedOperations {
-  let states: { before: DynamicState; after: DynamicState } | null = null;
-  return {
-    operations: async (editor, image) => {
-      const before = stateOf(editor);
-      await operations(editor, image);
-      states = { before, after: stateOf(editor) };
-    },
-    changes: () => (states === null ? [] : describeChanges(states.before, states.after)),
+/** The operations, answering what they changed, in words (none when they changed nothing). */
+export function watchChanges(operations: EditOperations): EditOperations<string[]> {
+  return async (editor, image) => {
+    const before = stateOf(editor);
+    await operations(editor, image);
+    return describeChanges(before, stateOf(editor));
   };
 }
 
@@ -59,11 +50,11 @@ function runpathChange(before: DynamicState, after: DynamicState): string | null
   const now = splitRunpath(after.runpath);
   const grown = now.length - old.length;
   if (old.length > 0 && grown > 0 && sameList(now.slice(grown), old))
-    return `${quoted(now.slice(0, grown).join(':'))} prepended to the runpath`;
+    return `${quoted(joinRunpath(now.slice(0, grown)))} prepended to the runpath`;
   if (old.length > 0 && grown > 0 && sameList(now.slice(0, old.length), old))
-    return `${quoted(now.slice(old.length).join(':'))} appended to the runpath`;
+    return `${quoted(joinRunpath(now.slice(old.length)))} appended to the runpath`;
   const removed = grown < 0 ? removedFrom(old, now) : null;
-  if (removed !== null) return `${quoted(removed.join(':'))} removed from the runpath`;
+  if (removed !== null) return `${quoted(joinRunpath(removed))} removed from the runpath`;
   return `runpath set to ${quoted(after.runpath)}`;
 }
 
@@ -104,9 +95,10 @@ const WRITTEN: Record<Exclude<Tier, 'noop'>, { readonly done: string; readonly p
   rewrite: { done: 'file rewritten whole', planned: 'the file would be rewritten whole' },
 };
 
-/** `FILE: WHAT CHANGED (HOW IT WAS WRITTEN)`, or that the file was already as asked. */
-export function editLine(result: EditResult, changes: readonly string[], dryRun: boolean): string {
+/** `FILE: WHAT CHANGED (HOW IT WAS WRITTEN)`, or that the file was already as asked; the changes are watchChanges' answer. */
+export function editLine(result: EditResult<readonly string[]>, dryRun: boolean): string {
   if (result.tier === 'noop') return `${result.file}: already as asked, nothing written`;
+  const changes = result.answer;
   const what = changes.length > 0 ? changes.join('; ') : 'dynamic section changed';
   const how = dryRun
     ? `dry run: ${WRITTEN[result.tier].planned}`

@@ -32,6 +32,7 @@ void runCli(process.argv.slice(2), {
   },
   stderrIsTty: process.stderr.isTTY === true,
   cpuCount: availableParallelism(),
+  host: { cwd: process.cwd(), arch: process.arch },
   catchInterrupt: (onInterrupt) => {
     // Once: with no listener left, the next SIGINT ends the process as it would have without this one.
     process.once('SIGINT', onInterrupt);

@@ -7,8 +7,7 @@
 import type { Stats } from 'node:fs';
 import { byteStringToText } from '../elf/byte-string.js';
 import { DT, ET } from '../elf/constants.js';
-import { dynamicStringsOf, lastDynamicString, type ElfImage } from '../elf/elf-image.js';
-import { withElfImage } from '../elf/open-elf.js';
+import { withElfFile, type ElfFile } from '../elf/elf-file.js';
 import { editElfFile, type EditOperations } from '../edit/edit-file.js';
 import { shrinkRunpath } from '../edit/shrink-runpath.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
@@ -31,26 +30,27 @@ const DEBUG_INFO = 'a debug-info file (objcopy --only-keep-debug)';
  * nothing for its runpath (its .dynamic is SHT_NOBITS) and reads whatever bytes lie at that offset
  * for the other queries, so those answers follow from the file having no entries.
  */
-async function printQueries(image: ElfImage, request: PatchelfRequest, io: CliIo): Promise<void> {
+async function printQueries(file: ElfFile, request: PatchelfRequest, io: CliIo): Promise<void> {
+  const { debugInfo } = file.image;
   if (request.printInterpreter) {
-    if (image.debugInfo) throw new CudaPatchelfError('unsupported', `${DEBUG_INFO}: the interpreter path is not in it`);
-    if (image.interpreter === null)
+    if (debugInfo) throw new CudaPatchelfError('unsupported', `${DEBUG_INFO}: the interpreter path is not in it`);
+    if (file.interpreter === null)
       throw new CudaPatchelfError('unsupported', 'no interpreter (PT_INTERP): the file is a library or statically linked');
-    io.out(byteStringToText(image.interpreter));
+    io.out(byteStringToText(file.interpreter));
   }
   // patchelf looks for a soname in shared objects (ET_DYN) only.
-  if (request.printSoname && image.header.e_type === ET.ET_DYN) {
-    const soname = await lastDynamicString(image, DT.DT_SONAME);
+  if (request.printSoname && file.header.e_type === ET.ET_DYN) {
+    const soname = await file.lastDynString(DT.DT_SONAME);
     if (soname !== null && soname !== '') io.out(byteStringToText(soname));
   }
   const needsDynamic = request.printRpath || request.printNeeded;
-  if (needsDynamic && image.dynamic === null && !image.debugInfo)
+  if (needsDynamic && file.image.dynamic === null && !debugInfo)
     throw new CudaPatchelfError('format', 'no dynamic section (PT_DYNAMIC): the file is statically linked');
-  if (request.printRpath && !image.debugInfo) {
-    const runpath = await lastDynamicString(image, DT.DT_RUNPATH);
-    io.out(byteStringToText(runpath ?? (await lastDynamicString(image, DT.DT_RPATH)) ?? ''));
+  if (request.printRpath && !debugInfo) {
+    const runpath = await file.lastDynString(DT.DT_RUNPATH);
+    io.out(byteStringToText(runpath ?? (await file.lastDynString(DT.DT_RPATH)) ?? ''));
   }
-  if (request.printNeeded) for (const name of await dynamicStringsOf(image, DT.DT_NEEDED)) io.out(byteStringToText(name));
+  if (request.printNeeded) for (const name of await file.dynStrings(DT.DT_NEEDED)) io.out(byteStringToText(name));
 }
 
 function hasEdits(request: PatchelfRequest): boolean {
@@ -88,20 +88,19 @@ async function keepDebugInfo(file: string, stats: Stats, request: PatchelfReques
 }
 
 async function patchelfFile(file: string, request: PatchelfRequest, io: CliIo): Promise<void> {
-  const { debugInfo, stats } = await withElfImage(file, async (image, source) => {
-    await printQueries(image, request, io);
-    return { debugInfo: image.debugInfo, stats: source.stats };
+  const { debugInfo, stats } = await withElfFile(file, async (elf) => {
+    await printQueries(elf, request, io);
+    return { debugInfo: elf.image.debugInfo, stats: elf.stats };
   });
   // Adding a needed library has nowhere to go: the edit refuses the file as the editing commands do.
   if (debugInfo && request.addNeeded.length === 0) return keepDebugInfo(file, stats, request, io);
   // patchelf always writes --output, changed or not.
   if (!hasEdits(request) && request.output === undefined) return;
-  const watched = watchChanges(editsOf(request));
-  const result = await editElfFile(file, watched.operations, {
+  const result = await editElfFile(file, watchChanges(editsOf(request)), {
     makeWritable: request.makeWritable,
     ...(request.output === undefined ? {} : { output: request.output }),
   });
-  if (request.debug) io.err(editLine(result, watched.changes(), false));
+  if (request.debug) io.err(editLine(result, false));
 }
 
 export async function runPatchelfCompat(argv: readonly string[], io: CliIo): Promise<void> {

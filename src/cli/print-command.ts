@@ -2,8 +2,8 @@
 
 import type { Command } from 'commander';
 import { byteStringToText } from '../elf/byte-string.js';
-import { withElfImage } from '../elf/open-elf.js';
-import { summarize, type ElfSummary } from '../elf/summary.js';
+import { withElfFile } from '../elf/elf-file.js';
+import { summarize, type ElfSummary } from '../edit/summary.js';
 import { forEachFile, rejectEmptyPaths } from './report.js';
 import type { CliIo } from './cli-io.js';
 import { docPath } from './package-files.js';
@@ -43,7 +43,8 @@ function humanLines(file: string, s: ElfSummary): string[] {
     ['flags_1', s.flags1.length === 0 ? '-' : s.flags1.join(' ')],
     ...s.loads.map((load, i): [string, string] => [
       i === 0 ? 'loads' : '',
-      `${load.flags} offset ${hex(load.offset)} vaddr ${hex(load.vaddr)} filesz ${hex(load.filesz)} memsz ${hex(load.memsz)} align ${hex(load.align)}`,
+      `${load.flags} offset ${hex(load.offset)} vaddr ${hex(load.vaddr)} filesz ${hex(load.filesz)} ` +
+        `memsz ${hex(load.memsz)} align ${hex(load.align)}`,
     ]),
     ['spare slots', s.spareDynamicSlots === null ? '-' : `${s.spareDynamicSlots} DT_NULL`],
     ['apply', s.visit ? 'visits (dynamic ELF)' : `skips (${s.skipReason ?? ''})`],
@@ -61,7 +62,7 @@ export function registerPrint(program: Command, io: CliIo): void {
     .action(async (files: string[], options: { json?: boolean }) => {
       rejectEmptyPaths(files, 'files to describe');
       await forEachFile(io, files, options.json === true, async (file) => {
-        const summary = await withElfImage(file, summarize);
+        const summary = await withElfFile(file, (elf) => summarize(elf.image));
         return { json: { file, ...summaryForOutput(summary) }, text: humanLines(file, summary).join('\n') };
       });
     });

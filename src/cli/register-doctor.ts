@@ -12,11 +12,13 @@ export function registerDoctor(program: Command, io: CliIo): void {
     .description('which libcuda.so.1 each program really loads, and whether CUDA will start: the glibc loader emulated per file')
     .argument(
       '<paths...>',
-      'programs, libraries or trees (./result) to diagnose; a Nix shell wrapper (makeWrapper) is followed to the program it runs, with the LD_LIBRARY_PATH it exports',
+      'programs, libraries or trees (./result) to diagnose; a Nix shell wrapper (makeWrapper) is ' +
+        'followed to the program it runs, with the LD_LIBRARY_PATH it exports',
     )
     .option(
       '--root <dir>',
-      'a system root (an aarch64 Jetson image on an x86_64 machine): runpaths, the cache and the default directories are looked up under it',
+      'a system root (an aarch64 Jetson image on an x86_64 machine): runpaths, the cache and the ' +
+        'default directories are looked up under it',
     )
     .option('--ld-library-path <list>', 'emulate this LD_LIBRARY_PATH (default: none; doctor never reads its own)')
     .option(
@@ -26,7 +28,8 @@ export function registerDoctor(program: Command, io: CliIo): void {
     .option('--driver-lib <file>', 'take the kernel driver version from this libcuda (its name, link target or contents)')
     .option(
       '--problems',
-      'only the files with findings, each with the lines its findings rest on: what is not found and where the loader looked, and the loads that lead there',
+      'only the files with findings, each with the lines its findings rest on: what is not found and ' +
+        'where the loader looked, and the loads that lead there',
     )
     .option('--json', `one JSON document on stdout (see ${docPath('doctor.md')})`)
     .action(async (paths: string[], options: DoctorOptions) => {

@@ -51,7 +51,7 @@ export function existingTrees(paths: readonly string[]): { dir: string; real: st
 }
 
 /** What one file contributes to a multi-file command's output. */
-export interface FileReport {
+export interface FileOutput {
   readonly json: object;
   /** Text for stdout; null prints nothing. */
   readonly text: string | null;
@@ -65,7 +65,7 @@ export async function forEachFile(
   io: CliIo,
   files: readonly string[],
   json: boolean,
-  work: (file: string) => Promise<FileReport>,
+  work: (file: string) => Promise<FileOutput>,
 ): Promise<void> {
   let failed = false;
   const records: object[] = [];

@@ -15,13 +15,13 @@ import {
   driverHook,
   dropCudaCompatHook,
   removeStubsHook,
-} from '../hooks/builtin-hooks.js';
-import type { Semantics } from '../hooks/compose-hooks.js';
-import { parseHookConfig } from '../hooks/hook-config.js';
-import type { Hook } from '../hooks/hook.js';
-import { orderHooks } from '../hooks/order-hooks.js';
-import { hookDirectory } from '../hooks/runpath-entry.js';
-import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../hooks/stubs-pattern.js';
+} from '../hook-engine/builtin-hooks.js';
+import type { Semantics } from '../hook-engine/compose-hooks.js';
+import { parseHookConfig } from '../hook-engine/hook-config.js';
+import type { Hook } from '../hook-engine/hook.js';
+import { orderHooks } from '../hook-engine/order-hooks.js';
+import { hookDirectory } from '../hook-engine/runpath-entry.js';
+import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../hook-engine/stubs-pattern.js';
 import type { CliIo } from './cli-io.js';
 import { driverAheadWarning } from './driver-ahead-warning.js';
 import { EXIT } from './exit-codes.js';
@@ -76,7 +76,8 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--cuda-compat <dir>', 'add the cuda_compat hook (absolute DIR): DIR/compat goes before the driver directory')
     .option(
       '--drop-cuda-compat',
-      `remove cuda_compat's directories (entries matching ${CUDA_COMPAT_PATTERNS.join(' ')}), for a compat libcuda older than the kernel driver (CUDA error 803); not with --cuda-compat`,
+      `remove cuda_compat's directories (entries matching ${CUDA_COMPAT_PATTERNS.join(' ')}), for a ` +
+        'compat libcuda older than the kernel driver (CUDA error 803); not with --cuda-compat',
     )
     .option(
       '--remove-stubs',
@@ -98,11 +99,15 @@ function withTreeOptions(command: Command, cpuCount: number): Command {
     )
     .option(
       '-j, --jobs <n>',
-      `at most N threads patching files at once; never more than the CPUs (${cpuCount}) or the ELF files waiting (default: half the CPUs, at least 1: ${defaultJobs(cpuCount)} here; 1: no worker threads; at most ${MAX_JOBS})`,
+      `at most N threads patching files at once; never more than the CPUs (${cpuCount}) or the ELF ` +
+        `files waiting (default: half the CPUs, at least 1: ${defaultJobs(cpuCount)} here; 1: no worker ` +
+        `threads; at most ${MAX_JOBS})`,
     )
     .option(
       '--threads-from-start',
-      'start the worker threads (--jobs, never more than the CPUs) with the batch and send them every ELF file (by default ELF files start them, one per file waiting, and wait for one to load, patched in this thread only if the walk ends first)',
+      'start the worker threads (--jobs, never more than the CPUs) with the batch and send them every ' +
+        'ELF file (by default ELF files start them, one per file waiting, and wait for one to load, ' +
+        'patched in this thread only if the walk ends first)',
     )
     .option('--json', 'write a JSON report to stdout instead of the text summary')
     .option('-q, --quiet', 'print nothing but errors (the exit code says the rest)')
@@ -182,7 +187,8 @@ function jobsOf(options: TreeOptions, io: CliIo): number {
   if (jobs > MAX_JOBS)
     throw new CudaPatchelfError(
       'usage',
-      `--jobs takes at most ${MAX_JOBS} (no Linux machine has more CPUs; a number above this one's ${io.cpuCount} is capped at ${io.cpuCount}), not "${options.jobs}"`,
+      `--jobs takes at most ${MAX_JOBS} (no Linux machine has more CPUs; a number above this one's ` +
+        `${io.cpuCount} is capped at ${io.cpuCount}), not "${options.jobs}"`,
     );
   return jobs;
 }
@@ -361,7 +367,8 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
       const run = await runTree('apply', dirs, options, command, io);
       if (run.interrupted) {
         io.err(
-          `cuda-patchelf apply: interrupted: ${run.summary.visited} file(s) done (${patchedCount(run.summary)} patched), the others left untouched; apply again does the rest`,
+          `cuda-patchelf apply: interrupted: ${run.summary.visited} file(s) done ` +
+            `(${patchedCount(run.summary)} patched), the others left untouched; apply again does the rest`,
         );
       }
       if (options.json) reportJson(io, 'apply', run, options);
@@ -369,7 +376,9 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
         io.out(`cuda-patchelf apply: ${summaryLine(run.dryRun ? 'would patch' : 'patched', run.summary)}`);
         if (run.summary.patchedWithOtherLinks > 0) {
           io.out(
-            `note: ${run.summary.patchedWithOtherLinks} ${run.dryRun ? 'file(s) to patch' : 'patched file(s)'} have other hard links; the change shows through every link`,
+            `note: ${run.summary.patchedWithOtherLinks} ` +
+              `${run.dryRun ? 'file(s) to patch' : 'patched file(s)'} have other hard links; the change shows ` +
+              'through every link',
           );
         }
       }

@@ -4,6 +4,7 @@
 import { readdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { byteStringToText } from '../elf/byte-string.js';
+import type { ElfFile } from '../elf/elf-file.js';
 import { CUDA_DLOPEN_NAMES, LIBCUDA, resolveCudaDlopens, type CallerReason, type DlopenCall } from './cuda-dlopen.js';
 import type { DriverVersion } from './driver-version.js';
 import type { LoaderRegistry } from './emulated-loader.js';
@@ -102,9 +103,9 @@ function libcudaSearch(calls: readonly DlopenCall[], root: SystemRoot): Searched
   return result;
 }
 
-/** Diagnoses the file at `hostPath`, run with `ldLibraryPath` (a byte string; null: unset). */
-export async function diagnoseFile(hostPath: string, context: DoctorContext, ldLibraryPath: string | null): Promise<FileDiagnosis> {
-  const emulation = await emulateLoad(hostPath, context.registry, ldLibraryPath);
+/** Diagnoses `file` (open AS_THE_LOADER_READS), run with `ldLibraryPath` (a byte string; null: unset). */
+export async function diagnoseFile(file: ElfFile, context: DoctorContext, ldLibraryPath: string | null): Promise<FileDiagnosis> {
+  const emulation = await emulateLoad(file, context.registry, ldLibraryPath);
   const dlopens = await resolveCudaDlopens(emulation, context.strings);
   const usesCuda =
     dlopens.some((call) => call.name === LIBCUDA) || emulation.namespace.maps.some((map) => map.depth > 0 && map.name === LIBCUDA);

@@ -77,7 +77,10 @@ export interface LibcudaRecord {
 
 export interface FileReport {
   readonly file: string;
-  /** The shell wrapper named on the command line that runs this program, and the LD_LIBRARY_PATH the program gets from it; null otherwise. */
+  /**
+   * The shell wrapper named on the command line that runs this program, and the LD_LIBRARY_PATH the program gets from it; null
+   * otherwise.
+   */
   readonly wrapper: { readonly file: string; readonly ldLibraryPath: string | null } | null;
   readonly path: string;
   readonly kind: 'program' | 'library';

@@ -3,8 +3,9 @@
 // loads it ($ORIGIN from the path as given). The result is the namespace after the breadth-first load
 // of every DT_NEEDED.
 
-import { readFileSync, statSync, type Stats } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { textToByteString } from '../elf/byte-string.js';
+import type { ElfFile } from '../elf/elf-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { EmulatedLoader, LoaderRegistry } from './emulated-loader.js';
 import { LinkMap, LinkNamespace, originOf, type Edge } from './link-namespace.js';
@@ -29,17 +30,6 @@ export interface LoadEmulation {
   readonly namespace: LinkNamespace;
   /** Every DT_NEEDED in the order the loader resolved them; a fatal resolution is the last. */
   readonly edges: readonly Edge[];
-}
-
-function statOf(hostPath: string): Stats {
-  try {
-    return statSync(hostPath);
-  } catch (error) {
-    throw new CudaPatchelfError('io', `cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
-      file: hostPath,
-      cause: error,
-    });
-  }
 }
 
 /**
@@ -80,15 +70,16 @@ async function loaderFor(
 }
 
 /**
- * Loads the dynamic ELF file at `hostPath` (a file doctor was asked about) in an emulated namespace,
- * with `ldLibraryPath` (a byte string; null: unset) as the process's LD_LIBRARY_PATH.
+ * Loads the dynamic ELF file `file` (a file doctor was asked about, open AS_THE_LOADER_READS) in an
+ * emulated namespace, with `ldLibraryPath` (a byte string; null: unset) as the process's LD_LIBRARY_PATH.
  */
-export async function emulateLoad(hostPath: string, registry: LoaderRegistry, ldLibraryPath: string | null): Promise<LoadEmulation> {
+export async function emulateLoad(file: ElfFile, registry: LoaderRegistry, ldLibraryPath: string | null): Promise<LoadEmulation> {
+  const hostPath = file.path;
   const { root } = registry.settings;
   const path = root.pathOf(hostPath);
   if (path === null)
     throw new CudaPatchelfError('usage', `outside --root ${root.hostRoot}: the loader of that system cannot see it`, { file: hostPath });
-  const facts = await registry.objects.get(hostPath, statOf(hostPath));
+  const facts = await registry.objects.ofFile(file);
   const abi = machineAbi(facts.machine, facts.elfClass);
   if (abi === null)
     throw new CudaPatchelfError('unsupported', 'doctor emulates the glibc loaders of x86_64, aarch64 and i386 only', { file: hostPath });

@@ -3,8 +3,8 @@
 // lists it, for this machine's architecture), the subdirectories it tries in every directory and its
 // ld.so.cache.
 
-import { FileByteSource } from '../elf/byte-source.js';
-import { readElfImage } from '../elf/elf-image.js';
+import { withFileByteSource } from '../elf/byte-source.js';
+import { withElfFile } from '../elf/elf-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { legacySubdirectories, cpuModel, cpuModelOfLoader, type CpuInfo, type CpuModel } from './cpu-model.js';
 import { readLdCache, type LdCache } from './ld-cache.js';
@@ -87,15 +87,7 @@ async function readCacheState(root: SystemRoot, path: string, littleEndian: bool
     throw new CudaPatchelfError('io', `cannot read the loader's cache (${found.code}); doctor cannot tell what ld.so finds through it`, {
       file: root.isHost ? path : `${root.hostRoot}${path}`,
     });
-  let source: FileByteSource | undefined;
-  try {
-    source = FileByteSource.open(found.hostPath);
-    return { path, cache: await readLdCache(source, littleEndian) };
-  } catch (error) {
-    throw error instanceof CudaPatchelfError ? error.withFile(found.hostPath) : error;
-  } finally {
-    source?.close();
-  }
+  return { path, cache: await withFileByteSource(found.hostPath, (source) => readLdCache(source, littleEndian)) };
 }
 
 /** The loaders met so far, one per interpreter path: their facts are read once per run. */
@@ -135,22 +127,19 @@ export class LoaderRegistry {
     }
     const real = root.realPath(path);
     const ownDirectory = typeof real === 'string' ? `${real.slice(0, real.lastIndexOf('/'))}/` : '';
-    const source = FileByteSource.open(found.hostPath);
-    let facts: LoaderFacts;
-    try {
-      facts = await readLoaderFacts(await readElfImage(source), abi, ownDirectory);
-    } catch (error) {
-      throw error instanceof CudaPatchelfError ? error.withFile(found.hostPath) : error;
-    } finally {
-      source.close();
-    }
+    // The loader file is also an object of every namespace: its facts come from the same open. A file
+    // that reads as a loader reads the same AS_THE_LOADER_READS (only a PT_DYNAMIC without bytes differs).
+    const { facts, object } = await withElfFile(found.hostPath, async (file) => ({
+      facts: await readLoaderFacts(file, abi, ownDirectory),
+      object: await this.objects.ofFile(file),
+    }));
     const cpu = cpuOf(this.settings, abi, found.hostPath);
     let cacheState: Promise<CacheState> | undefined;
     return {
       abi,
       littleEndian,
       path,
-      object: await this.objects.get(found.hostPath, found.stats),
+      object,
       facts,
       cpu,
       subdirectories: subdirectoriesFor(facts, cpu),

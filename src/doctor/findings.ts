@@ -33,16 +33,33 @@ export interface LibcudaChoice {
 const text = byteStringToText;
 
 const DRIVER_FIX =
-  'put the driver directory in the runpath of the libraries that load CUDA (cuda-patchelf apply adds /run/opengl-driver/lib), or install the NVIDIA driver where the loader looks (ld.so.cache, the default directories)';
+  'put the driver directory in the runpath of the libraries that load CUDA (cuda-patchelf apply ' +
+  'adds /run/opengl-driver/lib), or install the NVIDIA driver where the loader looks (ld.so.cache, ' +
+  'the default directories)';
 
-/** The directory the driver hook adds (DIR/lib, DIR-32/lib for i386; /run/opengl-driver by default): a runpath that names it already has what apply gives. */
+/**
+ * The directory the driver hook adds (DIR/lib, DIR-32/lib for i386; /run/opengl-driver by default): a runpath that names it
+ * already has what apply gives.
+ */
 const DRIVER_LINK_DIRECTORY = /\/opengl-driver(-32)?\/lib\/?$/;
 
 const DRIVER_LINK_MISSING_FIX =
-  'that directory is made by the system, not by the package: on NixOS by hardware.graphics.enable (hardware.opengl.enable before 24.11) with the NVIDIA driver module (services.xserver.videoDrivers = [ "nvidia" ], hardware.nvidia); in a container by a driver mount (the NVIDIA Container Toolkit, --gpus or a CDI device, mounts the host\'s driver libraries: they must land there, or in a directory in ld.so.cache or LD_LIBRARY_PATH); elsewhere, install the NVIDIA driver where the loader looks (ld.so.cache, the default directories)';
+  'that directory is made by the system, not by the package: on NixOS by hardware.graphics.enable ' +
+  '(hardware.opengl.enable before 24.11) with the NVIDIA driver module ' +
+  '(services.xserver.videoDrivers = [ "nvidia" ], hardware.nvidia); in a container by a driver ' +
+  "mount (the NVIDIA Container Toolkit, --gpus or a CDI device, mounts the host's driver " +
+  'libraries: they must land there, or in a directory in ld.so.cache or LD_LIBRARY_PATH); ' +
+  'elsewhere, install the NVIDIA driver where the loader looks (ld.so.cache, the default ' +
+  'directories)';
+
+/** Why a compat libcuda fails to load on Jetson, where its dependencies are L4T's. */
+const JETSON_COMPAT_NEEDS = ' (on Jetson the compat driver needs the L4T libraries libnvrm_gpu.so and libnvrm_mem.so)';
 
 const DRIVER_LINK_EMPTY_FIX =
-  'the NVIDIA driver is not among the drivers there: on NixOS, enable the NVIDIA driver module (services.xserver.videoDrivers = [ "nvidia" ], hardware.nvidia) next to hardware.graphics.enable; in a container, mount the host\'s driver libraries there (the NVIDIA Container Toolkit)';
+  'the NVIDIA driver is not among the drivers there: on NixOS, enable the NVIDIA driver module ' +
+  '(services.xserver.videoDrivers = [ "nvidia" ], hardware.nvidia) next to ' +
+  "hardware.graphics.enable; in a container, mount the host's driver libraries there (the NVIDIA " +
+  'Container Toolkit)';
 
 /** A directory a dlopen of libcuda.so.1 searched (RPATH, LD_LIBRARY_PATH, RUNPATH) and found no libcuda in. */
 export interface SearchedDirectory {
@@ -99,7 +116,9 @@ export function loadFindings(emulation: LoadEmulation): Finding[] {
     findings.push({
       severity: 'error',
       code: 'interpreter-missing',
-      message: `the interpreter ${text(emulation.interpreter.path)} does not exist: the kernel cannot start the program ("No such file or directory")`,
+      message:
+        `the interpreter ${text(emulation.interpreter.path)} does not exist: the kernel cannot start the ` +
+        'program ("No such file or directory")',
       fix: "install the C library the program was built against, or point PT_INTERP at this system's loader",
     });
   }
@@ -109,7 +128,9 @@ export function loadFindings(emulation: LoadEmulation): Finding[] {
       findings.push({
         severity: 'warning',
         code: 'preload-missing',
-        message: `${text(edge.name)}, named in ${text(emulation.loader.facts.preloadPath)}, is not found: the loader says so and goes on without it`,
+        message:
+          `${text(edge.name)}, named in ${text(emulation.loader.facts.preloadPath)}, is not found: the ` +
+          'loader says so and goes on without it',
         fix: `remove ${text(edge.name)} from ${text(emulation.loader.facts.preloadPath)}, or install it`,
       });
     } else if (resolution.kind === 'fatal' && edge.preload) {
@@ -117,14 +138,19 @@ export function loadFindings(emulation: LoadEmulation): Finding[] {
       findings.push({
         severity: 'warning',
         code: 'preload-refused',
-        message: `${text(resolution.path)}, named in ${text(emulation.loader.facts.preloadPath)}, cannot be preloaded (${resolution.message}): the loader says so and goes on without it`,
+        message:
+          `${text(resolution.path)}, named in ${text(emulation.loader.facts.preloadPath)}, cannot be ` +
+          `preloaded (${resolution.message}): the loader says so and goes on without it`,
         fix: `remove ${text(edge.name)} from ${text(emulation.loader.facts.preloadPath)}`,
       });
     } else if (resolution.kind === 'missing') {
       findings.push({
         severity: 'error',
         code: 'library-missing',
-        message: `${text(edge.name)} (needed by ${text(edge.from.path)}) is not found${resolution.wrongClass ? ' (only a file of the other ELF class is there)' : ''}: ${emulation.kind === 'program' ? 'the program does not start' : 'loading this library fails'}`,
+        message:
+          `${text(edge.name)} (needed by ${text(edge.from.path)}) is not ` +
+          `found${resolution.wrongClass ? ' (only a file of the other ELF class is there)' : ''}: ` +
+          `${emulation.kind === 'program' ? 'the program does not start' : 'loading this library fails'}`,
         fix: `add the directory that holds ${text(edge.name)} to the runpath of ${text(edge.from.path)}`,
       });
     } else if (resolution.kind === 'fatal') {
@@ -164,7 +190,10 @@ export function mixedInstallationsFinding(
   return {
     severity: 'warning',
     code: 'cuda-libraries-mixed',
-    message: `${foreign.map((map) => text(map.name)).join(', ')} come${foreign.length === 1 ? 's' : ''} from ${where}, another CUDA installation (it has a libcudart of its own) than the runtime ${text(runtime.path)}: libraries of different CUDA releases may not work together`,
+    message:
+      `${foreign.map((map) => text(map.name)).join(', ')} come${foreign.length === 1 ? 's' : ''} from ` +
+      `${where}, another CUDA installation (it has a libcudart of its own) than the runtime ` +
+      `${text(runtime.path)}: libraries of different CUDA releases may not work together`,
     fix: 'let the runpath find all CUDA libraries of one installation (the first runpath entry that has one usually decides)',
   };
 }
@@ -189,8 +218,13 @@ export function driverPartsFindings(
     findings.push({
       severity: 'warning',
       code: 'driver-libraries-mixed',
-      message: `${LIBCUDA} (${choice.facts.version}) opens ${text(jit.resolution.map.path)} of version ${jitVersion}: the PTX JIT compiler of another driver release can fail to compile PTX at run time`,
-      fix: `put the directory of the matching libnvidia-ptxjitcompiler.so.${choice.facts.version} first where ${text(choice.map.path)} looks`,
+      message:
+        `${LIBCUDA} (${choice.facts.version}) opens ${text(jit.resolution.map.path)} of version ` +
+        `${jitVersion}: the PTX JIT compiler of another driver release can fail to compile PTX at run ` +
+        'time',
+      fix:
+        `put the directory of the matching libnvidia-ptxjitcompiler.so.${choice.facts.version} first ` +
+        `where ${text(choice.map.path)} looks`,
     });
   }
   const nvml = calls.find((call) => call.name === 'libnvidia-ml.so.1' && call.resolution.kind === 'loaded');
@@ -199,7 +233,9 @@ export function driverPartsFindings(
     findings.push({
       severity: 'warning',
       code: 'nvml-mismatch',
-      message: `libnvidia-ml.so.1 is ${text(nvml.resolution.map.path)} of version ${nvmlVersion}, the kernel driver ${driver.version}: NVML fails with "Driver/library version mismatch"`,
+      message:
+        `libnvidia-ml.so.1 is ${text(nvml.resolution.map.path)} of version ${nvmlVersion}, the kernel ` +
+        `driver ${driver.version}: NVML fails with "Driver/library version mismatch"`,
       fix: 'load the NVML of the running driver (the driver directory, not a copy of another release)',
     });
   }
@@ -239,15 +275,24 @@ export function libcudaFindings(
       findings.push({
         severity: 'warning',
         code: 'driver-version-unknown',
-        message: `${LIBCUDA} comes from cuda_compat: ${found}; the kernel driver's version is unknown, so whether it is older (CUDA error 803) cannot be told`,
+        message:
+          `${LIBCUDA} comes from cuda_compat: ${found}; the kernel driver's version is unknown, so whether ` +
+          'it is older (CUDA error 803) cannot be told',
         fix: 'run doctor where the driver is loaded, or pass --driver-version (nvidia-smi prints it) or --driver-lib',
       });
     } else if (choice.facts.version !== null && compareDriverVersions(choice.facts.version, driver.version) < 0) {
       findings.push({
         severity: 'error',
         code: 'cuda-803',
-        message: `${LIBCUDA} comes from cuda_compat: ${found}, older than the kernel driver ${driver.version} (${driver.source}): CUDA fails with error 803, "system has unsupported display driver / cuda driver combination" (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)`,
-        fix: `leave the compat directory out: in a built tree, cuda-patchelf apply --drop-cuda-compat DIR ... takes it out of every runpath; in the build, drop the cuda_compat hook (dontUseAutoAddCudaCompatRunpath = true; cuda-patchelf apply without --cuda-compat); or use a cuda_compat at least as new as the driver (${driver.version})`,
+        message:
+          `${LIBCUDA} comes from cuda_compat: ${found}, older than the kernel driver ${driver.version} ` +
+          `(${driver.source}): CUDA fails with error 803, "system has unsupported display driver / cuda ` +
+          'driver combination" (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)',
+        fix:
+          'leave the compat directory out: in a built tree, cuda-patchelf apply --drop-cuda-compat DIR ... ' +
+          'takes it out of every runpath; in the build, drop the cuda_compat hook ' +
+          '(dontUseAutoAddCudaCompatRunpath = true; cuda-patchelf apply without --cuda-compat); or use a ' +
+          `cuda_compat at least as new as the driver (${driver.version})`,
       });
     }
   }
@@ -260,7 +305,9 @@ export function libcudaFindings(
     findings.push({
       severity: 'error',
       code: 'driver-mismatch',
-      message: `${LIBCUDA} is ${found}, but the kernel driver is ${driver.version} (${driver.source}): the user-space driver must match the kernel module exactly, CUDA fails to initialize`,
+      message:
+        `${LIBCUDA} is ${found}, but the kernel driver is ${driver.version} (${driver.source}): the ` +
+        'user-space driver must match the kernel module exactly, CUDA fails to initialize',
       fix: 'load the libcuda of the running driver (reboot after a driver upgrade, or point the runpath at the current driver directory)',
     });
   }
@@ -271,7 +318,9 @@ export function libcudaFindings(
     findings.push({
       severity: 'error',
       code: choice.facts.kind === 'compat' ? 'compat-dependency-missing' : 'libcuda-dependency-missing',
-      message: `${found} needs ${dependencyFailures(failed)}: the dlopen of ${LIBCUDA} fails${choice.facts.kind === 'compat' ? ' (on Jetson the compat driver needs the L4T libraries libnvrm_gpu.so and libnvrm_mem.so)' : ''}`,
+      message:
+        `${found} needs ${dependencyFailures(failed)}: the dlopen of ${LIBCUDA} ` +
+        `fails${choice.facts.kind === 'compat' ? JETSON_COMPAT_NEEDS : ''}`,
       fix:
         choice.facts.kind === 'compat'
           ? 'make the L4T driver libraries findable (their directory in ld.so.cache or the runpath), or drop the cuda_compat hook'
@@ -289,7 +338,9 @@ export function libcudaFindings(
     findings.push({
       severity: 'warning',
       code: 'libcuda-differs',
-      message: `${text(other.caller.path)} would load ${text(other.resolution.map.path)} instead of ${text(choice.map.path)}: which one CUDA uses depends on which library opens it first`,
+      message:
+        `${text(other.caller.path)} would load ${text(other.resolution.map.path)} instead of ` +
+        `${text(choice.map.path)}: which one CUDA uses depends on which library opens it first`,
       fix: 'give the libraries that load CUDA the same driver directories, in the same order',
     });
   }
@@ -334,7 +385,9 @@ export function dlopenFindings(calls: readonly DlopenCall[]): Finding[] {
     findings.push({
       severity: nvrtc || call.notePriority === 'required' ? 'error' : 'warning',
       code: 'dlopen-missing',
-      message: `${text(call.caller.path)} opens ${text(call.name)} with dlopen, and ${what}${nvrtc ? ': runtime compilation (NVRTC) fails' : ` (its .note.dlopen says ${call.notePriority ?? ''})`}`,
+      message:
+        `${text(call.caller.path)} opens ${text(call.name)} with dlopen, and ` +
+        `${what}${nvrtc ? ': runtime compilation (NVRTC) fails' : ` (its .note.dlopen says ${call.notePriority ?? ''})`}`,
       fix:
         resolution.kind === 'missing'
           ? `put the directory of ${text(call.name)} in the runpath of ${text(call.caller.path)}`

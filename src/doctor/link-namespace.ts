@@ -51,7 +51,6 @@ export class LinkMap {
   readonly depth: number;
   /** Whether another name's file can be matched to it by device and inode (not the program: the kernel mapped it). */
   readonly matchesFileId: boolean;
-  private lists = new Map<string, string[]>();
 
   constructor(init: {
     name: string;
@@ -72,14 +71,49 @@ export class LinkMap {
     this.depth = init.depth;
     this.matchesFileId = init.matchesFileId;
   }
+}
 
-  /** A search list of this object, its tokens substituted with its own values, split once. */
-  searchList(kind: 'rpath' | 'runpath' | 'ld-library-path', list: string, platform: string, lib: string): string[] {
-    let dirs = this.lists.get(kind);
+/** The values of $PLATFORM and $LIB: the loader's, the same for every object it loads. */
+type LoaderTokens = Omit<TokenValues, 'origin'>;
+
+function loaderTokens(loader: EmulatedLoader): LoaderTokens {
+  return { platform: loader.cpu.platform, lib: loader.facts.dstLib };
+}
+
+/**
+ * The directories of the search lists, each list split once, as the loader does: DT_RPATH and
+ * DT_RUNPATH of an object on first use (l_rpath_dirs, l_runpath_dirs), with the object's $ORIGIN;
+ * LD_LIBRARY_PATH at start-up, with the program's. They follow from the list, the object and the
+ * loader's tokens alone, so a namespace and its forks share them.
+ */
+class SearchLists {
+  private readonly tokens: LoaderTokens;
+  private readonly rpaths = new Map<LinkMap, readonly string[]>();
+  private readonly runpaths = new Map<LinkMap, readonly string[]>();
+  /** LD_LIBRARY_PATH's directories; null when it is not set. */
+  readonly ldLibraryPath: readonly string[] | null;
+
+  constructor(tokens: LoaderTokens, main: LinkMap, ldLibraryPath: string | null) {
+    this.tokens = tokens;
+    this.ldLibraryPath = ldLibraryPath === null ? null : splitSearchList(ldLibraryPath, ':;', { ...tokens, origin: main.origin });
+  }
+
+  /** DT_RPATH's directories of `map` (none when it has none). */
+  rpath(map: LinkMap): readonly string[] {
+    return this.split(this.rpaths, map, map.facts.rpath);
+  }
+
+  /** DT_RUNPATH's directories of `map` (none when it has none). */
+  runpath(map: LinkMap): readonly string[] {
+    return this.split(this.runpaths, map, map.facts.runpath);
+  }
+
+  private split(known: Map<LinkMap, readonly string[]>, map: LinkMap, list: string | null): readonly string[] {
+    if (list === null) return [];
+    let dirs = known.get(map);
     if (dirs === undefined) {
-      const values: TokenValues = { origin: this.origin, platform, lib };
-      dirs = splitSearchList(list, kind === 'ld-library-path' ? ':;' : ':', values);
-      this.lists.set(kind, dirs);
+      dirs = splitSearchList(list, ':', { ...this.tokens, origin: map.origin });
+      known.set(map, dirs);
     }
     return dirs;
   }
@@ -140,23 +174,33 @@ export class LinkNamespace {
   readonly maps: LinkMap[];
   /** Names each object answers to besides its path (l_libname), grown as other names find it. */
   private readonly names: Map<LinkMap, Set<string>>;
-  /** Per directory (with subdirectory): whether it exists, as the loader caches it. */
+  /**
+   * Per directory (with subdirectory): whether it exists, as the loader caches it. Shared with the
+   * namespace's forks: the loader keeps a directory's status for the whole process, and a dlopen that
+   * fails leaves what it learned.
+   */
   private readonly directoryStatus: Map<string, boolean>;
+  /** The search lists, split once; shared with the forks (they follow from the lists alone). */
+  private readonly searchLists: SearchLists;
 
-  constructor(
+  private constructor(
     loader: EmulatedLoader,
     settings: EmulationSettings,
     objects: ObjectFactsCache,
-    maps: LinkMap[],
-    names: Map<LinkMap, Set<string>>,
-    directoryStatus: Map<string, boolean>,
+    state: {
+      maps: LinkMap[];
+      names: Map<LinkMap, Set<string>>;
+      directoryStatus: Map<string, boolean>;
+      searchLists: SearchLists;
+    },
   ) {
     this.loader = loader;
     this.settings = settings;
     this.objects = objects;
-    this.maps = maps;
-    this.names = names;
-    this.directoryStatus = directoryStatus;
+    this.maps = state.maps;
+    this.names = state.names;
+    this.directoryStatus = state.directoryStatus;
+    this.searchLists = state.searchLists;
   }
 
   /** A namespace holding the program (or library) and ld.so, as the loader starts. */
@@ -177,32 +221,37 @@ export class LinkNamespace {
       [main, new Set([main.foundBy.rule === 'program' ? '' : main.name])],
       [rtld, new Set([loader.path])],
     ]);
-    return new LinkNamespace(loader, settings, objects, [main, rtld], names, new Map());
+    const searchLists = new SearchLists(loaderTokens(loader), main, settings.ldLibraryPath);
+    return new LinkNamespace(loader, settings, objects, { maps: [main, rtld], names, directoryStatus: new Map(), searchLists });
   }
 
   get main(): LinkMap {
     return this.maps[0] as LinkMap;
   }
 
-  /** A copy to try a dlopen in, leaving this namespace as it was. */
+  /**
+   * A copy to try a dlopen in: the objects it loads and the names they answer to are its own, and this
+   * namespace's stay as they were; what it learns of directories is shared (see directoryStatus).
+   */
   fork(): LinkNamespace {
     const names = new Map([...this.names].map(([map, set]) => [map, new Set(set)] as const));
-    return new LinkNamespace(this.loader, this.settings, this.objects, [...this.maps], names, this.directoryStatus);
+    return new LinkNamespace(this.loader, this.settings, this.objects, {
+      maps: [...this.maps],
+      names,
+      directoryStatus: this.directoryStatus,
+      searchLists: this.searchLists,
+    });
   }
 
-  private tokens(): { platform: string; lib: string } {
-    return { platform: this.loader.cpu.platform, lib: this.loader.facts.dstLib };
-  }
-
-  /** The already loaded object that answers to `name`, in load order (by path, by a name it was loaded as, by soname). */
+  /**
+   * The already loaded object that answers to `name`, in load order: by path, by a name it was loaded
+   * as, or by soname. A query only: glibc adds a soname that matched to the object's names, which
+   * spares the next search the comparison and changes no answer.
+   */
   private alreadyLoaded(name: string): LinkMap | null {
     for (const map of this.maps) {
       const names = this.names.get(map) as Set<string>;
-      if ((map.path === name && map.foundBy.rule !== 'program') || names.has(name)) return map;
-      if (map.facts.soname === name) {
-        names.add(name);
-        return map;
-      }
+      if ((map.path === name && map.foundBy.rule !== 'program') || names.has(name) || map.facts.soname === name) return map;
     }
     return null;
   }
@@ -234,7 +283,10 @@ export class LinkNamespace {
     return { kind: 'found', facts: await this.objects.get(verdict.hostPath, verdict.stats) };
   }
 
-  /** open_path: each directory with each hwcaps subdirectory; a directory that exists but fails otherwise than "no such file" ends the list. */
+  /**
+   * open_path: each directory with each hwcaps subdirectory; a directory that exists but fails otherwise than "no such file" ends
+   * the list.
+   */
   private async searchDirectories(name: string, directories: readonly string[], log: SearchLog): Promise<Search> {
     for (const directory of directories) {
       let hereAny = false;
@@ -327,7 +379,7 @@ export class LinkNamespace {
     name: string,
     log: SearchLog,
   ): Promise<{ search: Search; rule: Rule; owner: LinkMap | null }> {
-    const { platform, lib } = this.tokens();
+    const { platform, lib } = loaderTokens(this.loader);
     const path = requester === null ? name : substituteTokens(name, { origin: requester.origin, platform, lib });
     if (path === null || path === '') return { search: { kind: 'none' }, rule: 'path', owner: null };
     const tried = await this.tryCandidate(path, log);
@@ -346,8 +398,8 @@ export class LinkNamespace {
     name: string,
     log: SearchLog,
   ): Promise<{ search: Search; rule: Rule; owner: LinkMap | null }> {
-    const { platform, lib } = this.tokens();
     const main = this.main;
+    const lists = this.searchLists;
     const inDirectories = (rule: SearchedList['rule'], owner: LinkMap | null, directories: readonly string[]) => ({
       rule,
       owner,
@@ -358,20 +410,16 @@ export class LinkNamespace {
     if (requester === null || requester.facts.runpath === null) {
       let mainInChain = false;
       for (let map: LinkMap | null = requester; map !== null; map = map.loader) {
-        const dirs = map.facts.rpath === null ? [] : map.searchList('rpath', map.facts.rpath, platform, lib);
+        const dirs = lists.rpath(map);
         if (dirs.length === 0) continue;
         steps.push(inDirectories('rpath', map, dirs));
         mainInChain ||= map === main;
       }
-      const mainDirs = main.facts.rpath === null ? [] : main.searchList('rpath', main.facts.rpath, platform, lib);
+      const mainDirs = lists.rpath(main);
       if (!mainInChain && mainDirs.length > 0) steps.push(inDirectories('rpath', main, mainDirs));
     }
-    if (this.settings.ldLibraryPath !== null) {
-      steps.push(inDirectories('ld-library-path', null, main.searchList('ld-library-path', this.settings.ldLibraryPath, platform, lib)));
-    }
-    if (requester !== null && requester.facts.runpath !== null) {
-      steps.push(inDirectories('runpath', requester, requester.searchList('runpath', requester.facts.runpath, platform, lib)));
-    }
+    if (lists.ldLibraryPath !== null) steps.push(inDirectories('ld-library-path', null, lists.ldLibraryPath));
+    if (requester !== null && requester.facts.runpath !== null) steps.push(inDirectories('runpath', requester, lists.runpath(requester)));
     const flagsFrom = requester ?? main;
     steps.push({ rule: 'cache', owner: null, directories: [], run: () => this.searchCache(name, flagsFrom.facts.nodeflib, log) });
     if (!flagsFrom.facts.nodeflib) steps.push(inDirectories('default', null, this.loader.facts.systemDirs));
@@ -391,7 +439,7 @@ export class LinkNamespace {
   async loadDependencies(start: LinkMap, preloaded: readonly LinkMap[] = [], mode: Exclude<MapMode, 'dlopen'> = 'needed'): Promise<Edge[]> {
     const queue: LinkMap[] = [start, ...preloaded.filter((map) => map !== start)];
     const edges: Edge[] = [];
-    const { platform, lib } = this.tokens();
+    const { platform, lib } = loaderTokens(this.loader);
     for (let i = 0; i < queue.length; i++) {
       const map = queue[i] as LinkMap;
       for (const needed of map.facts.needed) {

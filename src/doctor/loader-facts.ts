@@ -4,10 +4,9 @@
 // (glibc-hwcaps subdirectories came in 2.33, legacy hwcap subdirectories went in 2.37). What cannot be
 // found there is assumed from the Debian layout, and the report says which facts were assumed.
 
-import { readSectionHeaders } from '../elf/section-headers.js';
 import { bytesToByteString } from '../elf/byte-string.js';
 import { DT, SHT } from '../elf/constants.js';
-import { lastDynamicString, type ElfImage } from '../elf/elf-image.js';
+import type { ElfFile } from '../elf/elf-file.js';
 import { debianSystemDirs, type MachineAbi } from './machine-abi.js';
 
 /** A loader's .rodata is tens of KiB; anything far larger is not a glibc loader's. */
@@ -78,22 +77,22 @@ function dstLibIn(strings: readonly { text: string }[]): string | null {
   return index >= 0 && next !== undefined && next.startsWith('lib') ? next : null;
 }
 
-async function rodataOf(image: ElfImage): Promise<Uint8Array | null> {
+async function rodataOf(file: ElfFile): Promise<Uint8Array | null> {
   try {
-    const sections = await readSectionHeaders(image);
+    const sections = await file.sections();
     const rodata = sections.find((s) => s.name === '.rodata' && s.sh_type === SHT.SHT_PROGBITS);
     if (rodata === undefined || rodata.sh_size > MAX_RODATA) return null;
-    return await image.source.read(rodata.sh_offset, rodata.sh_size, 'loader .rodata');
+    return await file.bytes(rodata.sh_offset, rodata.sh_size, 'loader .rodata');
   } catch {
     // A loader without readable section headers is still a loader: its facts are assumed.
     return null;
   }
 }
 
-/** The facts of a loader image; `ownDirectory` is its real directory as the emulated system names it, ending in '/'. */
-export async function readLoaderFacts(image: ElfImage, abi: MachineAbi, ownDirectory: string): Promise<LoaderFacts> {
-  const soname = await lastDynamicString(image, DT.DT_SONAME);
-  const rodata = await rodataOf(image);
+/** The facts of a loader file; `ownDirectory` is its real directory as the emulated system names it, ending in '/'. */
+export async function readLoaderFacts(file: ElfFile, abi: MachineAbi, ownDirectory: string): Promise<LoaderFacts> {
+  const soname = await file.lastDynString(DT.DT_SONAME);
+  const rodata = await rodataOf(file);
   const strings = rodata === null ? [] : stringsOf(rodata);
   const assumed: string[] = [];
   const foundDirs = systemDirsIn(strings, ownDirectory);

@@ -5,10 +5,13 @@
 
 import { FileByteSource } from '../elf/byte-source.js';
 import { byteStringToText, bytesToByteString } from '../elf/byte-string.js';
-import { ELF_MAGIC, ET, PT } from '../elf/constants.js';
-import { readElfImage, skipReason, type ElfImage } from '../elf/elf-image.js';
+import { ET, PT } from '../elf/constants.js';
+import { ElfFile } from '../elf/elf-file.js';
+import { fileKind } from '../elf/file-kind.js';
+import { skipReason } from '../edit/skip-reason.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Finding } from './findings.js';
+import { AS_THE_LOADER_READS } from './object-facts.js';
 import { readShellWrapper } from './shell-wrapper.js';
 import type { SystemRoot } from './system-root.js';
 
@@ -26,52 +29,68 @@ export type NotDynamicKind =
   | 'not-elf';
 
 export type FileNature =
-  | { readonly kind: 'dynamic' }
+  /** A dynamic ELF file, left open for the caller to diagnose and close. */
+  | { readonly kind: 'dynamic'; readonly file: ElfFile }
   | { readonly kind: 'script'; readonly text: string }
   | { readonly kind: Exclude<NotDynamicKind, 'script'> };
 
 /** A wrapper is a page or two of shell; a larger script is not read whole. */
 const MAX_SCRIPT = 64 * 1024;
-const ARCHIVE_MAGIC = '!<arch>\n';
 
-/** An ELF file the loader does not load, by what it is: skipReason, told from a library the loader refuses for want of a dynamic section. */
-function elfNature(image: ElfImage): FileNature {
-  const reason = skipReason(image);
-  if (reason === null) return { kind: 'dynamic' };
-  const emptyDynamic = image.header.e_type === ET.ET_DYN && image.programHeaders.some((ph) => ph.p_type === PT.PT_DYNAMIC);
+/**
+ * An ELF file the loader does not load, by what it is: skipReason, told from a library the loader refuses for want of a dynamic
+ * section.
+ */
+function elfNature(file: ElfFile): FileNature {
+  const reason = skipReason(file.image);
+  if (reason === null) return { kind: 'dynamic', file };
+  const emptyDynamic = file.header.e_type === ET.ET_DYN && file.programHeaders.some((ph) => ph.p_type === PT.PT_DYNAMIC);
   return { kind: reason === 'static' && emptyDynamic ? 'no-dynamic-section' : reason };
 }
 
+/** What the file open in `source` is, by its first bytes (its first 64 KiB: a script's text). */
+async function natureOf(source: FileByteSource): Promise<FileNature> {
+  if (source.size === 0) return { kind: 'empty' };
+  const head = await source.read(0, Math.min(source.size, MAX_SCRIPT), 'first bytes');
+  const kind = fileKind(head);
+  if (kind === 'elf') return elfNature(await ElfFile.read(source, AS_THE_LOADER_READS));
+  if (kind === 'archive') return { kind: 'archive' };
+  const text = bytesToByteString(head);
+  if (text.startsWith('#!')) return { kind: 'script', text: source.size <= MAX_SCRIPT ? text : text.slice(0, text.indexOf('\n') + 1) };
+  return { kind: 'not-elf' };
+}
+
 /**
- * What the file at `hostPath` is: a dynamic ELF file, a script (with its text, as a byte string), or
- * something else. ELF files are read as the loader reads them (a PT_DYNAMIC without bytes is none).
+ * What the file at `hostPath` is: a dynamic ELF file (left open: the caller closes it), a script
+ * (with its text, as a byte string), or something else. ELF files are read as the loader reads them
+ * (a PT_DYNAMIC without bytes is none). Errors name the file.
  */
 export async function fileNature(hostPath: string): Promise<FileNature> {
   const source = FileByteSource.open(hostPath);
+  let nature: FileNature;
   try {
-    if (source.size === 0) return { kind: 'empty' };
-    const head = bytesToByteString(await source.read(0, Math.min(source.size, MAX_SCRIPT), 'first bytes'));
-    if (head.startsWith(bytesToByteString(Uint8Array.from(ELF_MAGIC))))
-      return elfNature(await readElfImage(source, { emptyDynamic: 'absent' }));
-    if (head.startsWith(ARCHIVE_MAGIC)) return { kind: 'archive' };
-    if (head.startsWith('#!')) return { kind: 'script', text: source.size <= MAX_SCRIPT ? head : head.slice(0, head.indexOf('\n') + 1) };
-    return { kind: 'not-elf' };
+    nature = await natureOf(source);
   } catch (error) {
-    throw error instanceof CudaPatchelfError ? error.withFile(hostPath) : error;
-  } finally {
     source.close();
+    throw error instanceof CudaPatchelfError ? error.withFile(hostPath) : error;
   }
+  if (nature.kind !== 'dynamic') source.close();
+  return nature;
 }
 
 /** What each kind is, in words, and what doctor can make of it. */
 const NOT_DYNAMIC: Readonly<Record<Exclude<NotDynamicKind, 'script'>, { what: string; fix: string }>> = {
   static: {
     what: 'a statically linked program: no loader loads it, and it has no runpath',
-    fix: 'nothing for the loader to find; a static program that uses CUDA opens libcuda.so.1 through LD_LIBRARY_PATH, ld.so.cache and the default directories only',
+    fix:
+      'nothing for the loader to find; a static program that uses CUDA opens libcuda.so.1 through ' +
+      'LD_LIBRARY_PATH, ld.so.cache and the default directories only',
   },
   'static-pie': {
     what: 'a static-pie program: it relocates itself, no loader loads it, and it has no runpath',
-    fix: 'nothing for the loader to find; a static program that uses CUDA opens libcuda.so.1 through LD_LIBRARY_PATH, ld.so.cache and the default directories only',
+    fix:
+      'nothing for the loader to find; a static program that uses CUDA opens libcuda.so.1 through ' +
+      'LD_LIBRARY_PATH, ld.so.cache and the default directories only',
   },
   relocatable: {
     what: 'an object file (ET_REL): it is linked into a program, not loaded',
@@ -99,15 +118,21 @@ export interface NamedFile {
   readonly description: string;
   /** A script's `#!` line; null for other files. */
   readonly interpreter: string | null;
-  /** The program the wrapper (and the wrappers it runs) end in, diagnosed in the file's stead: on this machine, as the emulated system names it, and the LD_LIBRARY_PATH it gets; null when there is none. */
+  /**
+   * The program the wrapper (and the wrappers it runs) end in, diagnosed in the file's stead: on this machine, as the emulated
+   * system names it, and the LD_LIBRARY_PATH it gets; null when there is none.
+   */
   readonly runs: { readonly file: string; readonly path: string; readonly ldLibraryPath: string | null } | null;
   readonly findings: readonly Finding[];
 }
 
 export interface FollowedFile {
   readonly named: NamedFile;
-  /** The program to diagnose in the named file's stead, and its LD_LIBRARY_PATH as a byte string; null when there is none. */
-  readonly program: { readonly hostPath: string; readonly ldLibraryPath: string | null } | null;
+  /**
+   * The program to diagnose in the named file's stead (open: the caller closes it), and its
+   * LD_LIBRARY_PATH as a byte string; null when there is none.
+   */
+  readonly program: { readonly file: ElfFile; readonly ldLibraryPath: string | null } | null;
 }
 
 /** Wrappers that run wrappers (wrapProgram twice) are followed this far. */
@@ -199,7 +224,9 @@ export async function followNamedFile(
       findings.push({
         severity: 'warning',
         code: 'wrapper-environment',
-        message: `${current} changes LD_LIBRARY_PATH in a line doctor does not follow (${byteStringToText(line)}): ${program} is diagnosed without that change`,
+        message:
+          `${current} changes LD_LIBRARY_PATH in a line doctor does not follow ` +
+          `(${byteStringToText(line)}): ${program} is diagnosed without that change`,
         fix: 'check that line by hand, or name the program and give doctor the value it gets with --ld-library-path',
       });
     }
@@ -220,7 +247,7 @@ export async function followNamedFile(
       const runs = { file: target.hostPath, path: program, ldLibraryPath: llp === null ? null : byteStringToText(llp) };
       return {
         named: { file: hostPath, kind: 'script', description, interpreter, runs, findings },
-        program: { hostPath: target.hostPath, ldLibraryPath: llp },
+        program: { file: next.file, ldLibraryPath: llp },
       };
     }
     if (next.kind !== 'script')

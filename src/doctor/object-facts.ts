@@ -4,10 +4,8 @@
 // twice, the loader keeps the last (elf_get_dynamic_info stores each entry over the one before).
 
 import type { Stats } from 'node:fs';
-import { FileByteSource } from '../elf/byte-source.js';
 import { DF_1, DT, ET, PF_X, PT } from '../elf/constants.js';
-import { dynamicStringsOf, lastDynamicString, readElfImage, type ElfImage } from '../elf/elf-image.js';
-import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { withElfFile, type ElfFile, type OpenOptions } from '../elf/elf-file.js';
 
 export interface ObjectFacts {
   /** dev:ino, how the loader tells a file it has already loaded under another name. */
@@ -38,8 +36,8 @@ export interface ObjectFacts {
   readonly codeBytes: number;
 }
 
-function dynamicSegmentOf(image: ElfImage): ObjectFacts['dynamicSegment'] {
-  const segments = image.programHeaders.filter((ph) => ph.p_type === PT.PT_DYNAMIC);
+function dynamicSegmentOf(file: ElfFile): ObjectFacts['dynamicSegment'] {
+  const segments = file.programHeaders.filter((ph) => ph.p_type === PT.PT_DYNAMIC);
   if (segments.length === 0) return 'none';
   return segments.some((ph) => ph.p_filesz === 0) ? 'empty' : 'present';
 }
@@ -61,51 +59,61 @@ function fileIdOf(stats: Stats): string {
   return `${stats.dev}:${stats.ino}`;
 }
 
-/** Reads the facts of the file at `hostPath` (already stat'ed by the caller). */
-async function readObjectFacts(hostPath: string, stats: Stats): Promise<ObjectFacts> {
-  const source = FileByteSource.open(hostPath);
-  try {
-    const image = await readElfImage(source, { emptyDynamic: 'absent' });
-    const runpath = await lastDynamicString(image, DT.DT_RUNPATH);
-    const flags1 = image.dynamic?.entries.filter((entry) => entry.d_tag === DT.DT_FLAGS_1).at(-1)?.d_val ?? 0;
-    return {
-      fileId: fileIdOf(stats),
-      hostPath,
-      size: source.size,
-      elfClass: image.codec.elfClass,
-      littleEndian: image.codec.littleEndian,
-      machine: image.header.e_machine,
-      type: image.header.e_type,
-      interpreter: image.interpreter,
-      soname: await lastDynamicString(image, DT.DT_SONAME),
-      needed: await dynamicStringsOf(image, DT.DT_NEEDED),
-      rpath: runpath === null ? await lastDynamicString(image, DT.DT_RPATH) : null,
-      runpath,
-      nodeflib: (flags1 & DF_1.NODEFLIB) !== 0,
-      pie: (flags1 & DF_1.PIE) !== 0,
-      noOpen: (flags1 & DF_1.NOOPEN) !== 0,
-      loadSegments: image.programHeaders.filter((ph) => ph.p_type === PT.PT_LOAD).length,
-      dynamicSegment: dynamicSegmentOf(image),
-      codeBytes: image.programHeaders
-        .filter((ph) => ph.p_type === PT.PT_LOAD && (ph.p_flags & PF_X) !== 0)
-        .reduce((sum, ph) => sum + ph.p_filesz, 0),
-    };
-  } catch (error) {
-    throw error instanceof CudaPatchelfError ? error.withFile(hostPath) : error;
-  } finally {
-    source.close();
-  }
+/**
+ * The facts of an open ELF file, read as the loader reads it (a PT_DYNAMIC without bytes is none:
+ * ElfFile.open with `emptyDynamic: 'absent'`); `fileId` is the file's dev:ino.
+ */
+async function readObjectFacts(file: ElfFile, fileId: string): Promise<ObjectFacts> {
+  const runpath = await file.lastDynString(DT.DT_RUNPATH);
+  const flags1 = file.dynValues(DT.DT_FLAGS_1).at(-1) ?? 0;
+  return {
+    fileId,
+    hostPath: file.path,
+    size: file.stats.size,
+    elfClass: file.image.codec.elfClass,
+    littleEndian: file.image.codec.littleEndian,
+    machine: file.header.e_machine,
+    type: file.header.e_type,
+    interpreter: file.interpreter,
+    soname: await file.lastDynString(DT.DT_SONAME),
+    needed: await file.dynStrings(DT.DT_NEEDED),
+    rpath: runpath === null ? await file.lastDynString(DT.DT_RPATH) : null,
+    runpath,
+    nodeflib: (flags1 & DF_1.NODEFLIB) !== 0,
+    pie: (flags1 & DF_1.PIE) !== 0,
+    noOpen: (flags1 & DF_1.NOOPEN) !== 0,
+    loadSegments: file.programHeaders.filter((ph) => ph.p_type === PT.PT_LOAD).length,
+    dynamicSegment: dynamicSegmentOf(file),
+    codeBytes: file.programHeaders
+      .filter((ph) => ph.p_type === PT.PT_LOAD && (ph.p_flags & PF_X) !== 0)
+      .reduce((sum, ph) => sum + ph.p_filesz, 0),
+  };
 }
+
+/** How the loader reads an object: a PT_DYNAMIC without bytes is none (the loader then refuses it as a library). */
+export const AS_THE_LOADER_READS: OpenOptions = { emptyDynamic: 'absent' };
 
 /** One read of each file however many programs load it. */
 export class ObjectFactsCache {
   private readonly byId = new Map<string, Promise<ObjectFacts>>();
 
+  /** The facts of the file at `hostPath` (already stat'ed by the caller), opened only when not read yet. */
   get(hostPath: string, stats: Stats): Promise<ObjectFacts> {
     const id = fileIdOf(stats);
     let facts = this.byId.get(id);
     if (facts === undefined) {
-      facts = readObjectFacts(hostPath, stats);
+      facts = withElfFile(hostPath, (file) => readObjectFacts(file, id), AS_THE_LOADER_READS);
+      this.byId.set(id, facts);
+    }
+    return facts;
+  }
+
+  /** The facts of a file the caller has open (opened AS_THE_LOADER_READS), read from it when not read yet. */
+  ofFile(file: ElfFile): Promise<ObjectFacts> {
+    const id = fileIdOf(file.stats);
+    let facts = this.byId.get(id);
+    if (facts === undefined) {
+      facts = readObjectFacts(file, id);
       this.byId.set(id, facts);
     }
     return facts;

@@ -3,19 +3,15 @@
 // linked statically, a libcuda's own version). Each region is read in bounded chunks, positionally,
 // once per file, however many programs load the file.
 
-import { dataViewOf, FileByteSource, type ByteSource } from '../elf/byte-source.js';
 import { bytesToByteString } from '../elf/byte-string.js';
-import { PT, SHT } from '../elf/constants.js';
-import { readElfImage, type ElfImage } from '../elf/elf-image.js';
-import { readSectionHeaders } from '../elf/section-headers.js';
+import { SHT } from '../elf/constants.js';
+import { withElfFile, type ElfFile } from '../elf/elf-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { ObjectFacts } from './object-facts.js';
 
 const CHUNK = 1024 * 1024;
 /** No bytes carried over: one shared empty array, not one per NUL (there are millions). */
 const NOTHING = new Uint8Array(0);
-/** A note segment larger than this is not read (real ones are a few hundred bytes). */
-const LARGEST_NOTES = 1024 * 1024;
 /** The `.note.dlopen` owner and type (https://systemd.io/ELF_DLOPEN_METADATA/). */
 const FDO_OWNER = 'FDO';
 const NT_FDO_DLOPEN_METADATA = 0x407c0c0a;
@@ -29,41 +25,79 @@ export interface StringShape {
   readonly firstByte: (byte: number) => boolean;
 }
 
+/** Where a scan reads: a section or table's file offset and size. */
+interface Region {
+  readonly offset: number;
+  readonly size: number;
+}
+
+/** The region's bytes, a chunk at a time: a driver's .rodata is tens of MiB. */
+async function* chunksOf(file: ElfFile, region: Region, what: string): AsyncGenerator<Uint8Array> {
+  for (let at = 0; at < region.size; at += CHUNK) yield await file.bytes(region.offset + at, Math.min(CHUNK, region.size - at), what);
+}
+
 /**
- * Calls `visit` with each NUL-terminated string of [offset, offset+size) of that shape, in order, until it
- * returns true. One pass over the bytes: a call per NUL would cost seconds on a driver's 20 MiB .rodata.
+ * The NUL-terminated strings of one shape in a region read chunk by chunk, in order: a string that a
+ * chunk's end cuts is carried into the next while it may still be wanted. One pass over the bytes: a
+ * call per NUL would cost seconds on a driver's 20 MiB .rodata.
  */
-async function scanStrings(
-  source: ByteSource,
-  offset: number,
-  size: number,
-  what: string,
-  shape: StringShape,
-  visit: (text: string) => boolean,
-): Promise<void> {
-  // The part of the current string read with earlier chunks, kept while it may still be wanted.
-  let carry: Uint8Array = NOTHING;
-  let length = 0;
-  let wanted = false;
-  for (let at = 0; at < size; at += CHUNK) {
-    const chunk = await source.read(offset + at, Math.min(CHUNK, size - at), what);
+class ShapedStrings {
+  private readonly shape: StringShape;
+  /** The part of the current string read with earlier chunks, kept while it may still be wanted. */
+  private carry: Uint8Array = NOTHING;
+  private length = 0;
+  private wanted = false;
+
+  constructor(shape: StringShape) {
+    this.shape = shape;
+  }
+
+  /** The strings of the shape that end in `chunk`, the next chunk of the region. */
+  *endingIn(chunk: Uint8Array): Generator<string> {
+    const { shape } = this;
     let start = 0;
     for (let i = 0; i < chunk.length; i++) {
       if (chunk[i] !== 0) {
-        if (length === 0) wanted = shape.firstByte(chunk[i] as number);
-        length++;
+        if (this.length === 0) this.wanted = shape.firstByte(chunk[i] as number);
+        this.length++;
         continue;
       }
-      if (wanted && length > 0 && length <= shape.maxLength) {
-        const bytes = carry.length === 0 ? chunk.subarray(start, i) : Buffer.concat([carry, chunk.subarray(start, i)]);
-        if (visit(bytesToByteString(bytes))) return;
+      if (this.wanted && this.length > 0 && this.length <= shape.maxLength) {
+        const bytes = this.carry.length === 0 ? chunk.subarray(start, i) : Buffer.concat([this.carry, chunk.subarray(start, i)]);
+        yield bytesToByteString(bytes);
       }
-      carry = NOTHING;
-      length = 0;
+      this.carry = NOTHING;
+      this.length = 0;
       start = i + 1;
     }
-    carry = wanted && length > 0 && length <= shape.maxLength ? Buffer.concat([carry, chunk.subarray(start)]) : NOTHING;
+    this.carry =
+      this.wanted && this.length > 0 && this.length <= shape.maxLength ? Buffer.concat([this.carry, chunk.subarray(start)]) : NOTHING;
   }
+}
+
+/** Which of `names` the region holds as whole strings. */
+async function namesIn(file: ElfFile, region: Region, what: string, shape: StringShape, names: ReadonlySet<string>): Promise<Set<string>> {
+  const found = new Set<string>();
+  const strings = new ShapedStrings(shape);
+  for await (const chunk of chunksOf(file, region, what)) {
+    for (const text of strings.endingIn(chunk)) if (names.has(text)) found.add(text);
+  }
+  return found;
+}
+
+/** The first string of the region of that shape that `match` accepts, or null; nothing after it is read. */
+async function firstIn(
+  file: ElfFile,
+  region: Region,
+  what: string,
+  shape: StringShape,
+  match: (text: string) => boolean,
+): Promise<string | null> {
+  const strings = new ShapedStrings(shape);
+  for await (const chunk of chunksOf(file, region, what)) {
+    for (const text of strings.endingIn(chunk)) if (match(text)) return text;
+  }
+  return null;
 }
 
 export interface DlopenNote {
@@ -74,30 +108,11 @@ export interface DlopenNote {
   readonly feature: string | null;
 }
 
-/** The `.note.dlopen` entries of the PT_NOTE segments; a payload that is not the spec's JSON is left out. */
-async function readDlopenNotes(image: ElfImage): Promise<DlopenNote[]> {
-  const notes: DlopenNote[] = [];
-  const { codec, source } = image;
-  for (const ph of image.programHeaders) {
-    if (ph.p_type !== PT.PT_NOTE || ph.p_filesz === 0 || ph.p_filesz > LARGEST_NOTES || ph.p_offset + ph.p_filesz > source.size) continue;
-    const bytes = await source.read(ph.p_offset, ph.p_filesz, 'note segment');
-    const view = dataViewOf(bytes);
-    const align = ph.p_align === 8 ? 8 : 4;
-    const up = (n: number): number => Math.ceil(n / align) * align;
-    for (let at = 0; at + 12 <= bytes.length; ) {
-      const nameSize = view.getUint32(at, codec.littleEndian);
-      const descSize = view.getUint32(at + 4, codec.littleEndian);
-      const type = view.getUint32(at + 8, codec.littleEndian);
-      const nameAt = at + 12;
-      const descAt = nameAt + up(nameSize);
-      if (descAt + descSize > bytes.length) break;
-      const owner = bytesToByteString(bytes.subarray(nameAt, nameAt + Math.max(0, nameSize - 1)));
-      if (owner === FDO_OWNER && type === NT_FDO_DLOPEN_METADATA)
-        notes.push(...parseDlopenPayload(bytes.subarray(descAt, descAt + descSize)));
-      at = descAt + up(descSize);
-    }
-  }
-  return notes;
+/** The `.note.dlopen` entries of the file's notes; a payload that is not the spec's JSON is left out. */
+async function readDlopenNotes(file: ElfFile): Promise<DlopenNote[]> {
+  return (await file.notes())
+    .filter((note) => note.owner === FDO_OWNER && note.type === NT_FDO_DLOPEN_METADATA)
+    .flatMap((note) => parseDlopenPayload(note.descriptor));
 }
 
 function parseDlopenPayload(bytes: Uint8Array): DlopenNote[] {
@@ -128,9 +143,9 @@ interface FileStrings {
   readonly notes: readonly DlopenNote[];
 }
 
-async function sectionNamed(image: ElfImage, name: string): Promise<{ offset: number; size: number } | null> {
+async function sectionNamed(file: ElfFile, name: string): Promise<Region | null> {
   try {
-    const section = (await readSectionHeaders(image)).find((s) => s.name === name && s.sh_type === SHT.SHT_PROGBITS);
+    const section = (await file.sections()).find((s) => s.name === name && s.sh_type === SHT.SHT_PROGBITS);
     return section === undefined ? null : { offset: section.sh_offset, size: section.sh_size };
   } catch (error) {
     // Section headers are optional: a stripped file has no .rodata to look in.
@@ -157,30 +172,14 @@ export class ObjectStrings {
     };
   }
 
-  private async withImage<T>(facts: ObjectFacts, work: (image: ElfImage) => Promise<T>): Promise<T> {
-    const source = FileByteSource.open(facts.hostPath);
-    try {
-      return await work(await readElfImage(source));
-    } catch (error) {
-      throw error instanceof CudaPatchelfError ? error.withFile(facts.hostPath) : error;
-    } finally {
-      source.close();
-    }
-  }
-
   private strings(facts: ObjectFacts): Promise<FileStrings> {
     let found = this.files.get(facts.fileId);
     if (found === undefined) {
-      found = this.withImage(facts, async (image) => {
-        const names = new Set<string>();
-        const table = image.dynamicStrings;
-        if (table !== null) {
-          await scanStrings(image.source, table.offset, table.size, 'dynamic string table', this.namesShape, (text) => {
-            if (this.dynstrNames.has(text)) names.add(text);
-            return false;
-          });
-        }
-        return { dynstrNames: names, notes: await readDlopenNotes(image) };
+      found = withElfFile(facts.hostPath, async (file) => {
+        const table = file.image.dynamicStrings;
+        const names =
+          table === null ? new Set<string>() : await namesIn(file, table, 'dynamic string table', this.namesShape, this.dynstrNames);
+        return { dynstrNames: names, notes: await readDlopenNotes(file) };
       });
       this.files.set(facts.fileId, found);
     }
@@ -201,16 +200,9 @@ export class ObjectStrings {
     const key = `${facts.fileId}\0${question}`;
     let found = this.rodata.get(key);
     if (found === undefined) {
-      found = this.withImage(facts, async (image) => {
-        const rodata = await sectionNamed(image, '.rodata');
-        if (rodata === null) return null;
-        let hit: string | null = null;
-        await scanStrings(image.source, rodata.offset, rodata.size, '.rodata', shape, (text) => {
-          if (!match(text)) return false;
-          hit = text;
-          return true;
-        });
-        return hit;
+      found = withElfFile(facts.hostPath, async (file) => {
+        const rodata = await sectionNamed(file, '.rodata');
+        return rodata === null ? null : await firstIn(file, rodata, '.rodata', shape, match);
       });
       this.rodata.set(key, found);
     }

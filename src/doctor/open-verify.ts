@@ -3,19 +3,10 @@
 // short, of the other byte order or not loadable stops the whole load with an error.
 
 import type { Stats } from 'node:fs';
-import { dataViewOf, FileByteSource } from '../elf/byte-source.js';
-import {
-  EI_NIDENT,
-  ELF_MAGIC,
-  ELFCLASS32,
-  ELFCLASS64,
-  ELFDATA2LSB,
-  ELFDATA2MSB,
-  EM_NAMES,
-  ET,
-  EV_CURRENT,
-  nameOf,
-} from '../elf/constants.js';
+import { FileByteSource } from '../elf/byte-source.js';
+import { EHDR, ElfCodec, PHDR } from '../elf/codec.js';
+import { EI_NIDENT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, EM_NAMES, ET, EV_CURRENT, nameOf } from '../elf/constants.js';
+import { hasElfMagic } from '../elf/file-kind.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { describeFileType } from '../errors/io-error.js';
 import type { MachineAbi } from './machine-abi.js';
@@ -41,7 +32,7 @@ function errnoOf(error: unknown): string {
 
 /** The identification checks in glibc's order; null when e_ident is what this loader expects. */
 function identVerdict(ident: Uint8Array, abi: MachineAbi, littleEndian: boolean): Verdict | null {
-  const magicOk = ELF_MAGIC.every((byte, i) => ident[i] === byte);
+  const magicOk = hasElfMagic(ident);
   const elfClass = abi.elfClass === 64 ? ELFCLASS64 : ELFCLASS32;
   const osabi = ident[7] ?? 0;
   const abiVersion = ident[8] ?? 0;
@@ -101,24 +92,23 @@ export async function verifyCandidate(root: SystemRoot, path: string, abi: Machi
     return { kind: 'passed-over', errno: errnoOf(error), reason: null };
   }
   try {
-    const headerSize = abi.elfClass === 64 ? 64 : 52;
+    // The codec of the class and byte order this loader expects: a file of another is answered by identVerdict.
+    const codec = new ElfCodec(abi.elfClass, littleEndian);
+    const headerSize = EI_NIDENT + codec.sizeOf(EHDR);
     if (source.size < headerSize) return { kind: 'fatal', message: 'file too short' };
-    const header = await source.read(0, headerSize, 'ELF header');
-    const identity = identVerdict(header, abi, littleEndian);
+    const bytes = await source.read(0, headerSize, 'ELF header');
+    const identity = identVerdict(bytes, abi, littleEndian);
     if (identity !== null) return identity;
-    const view = dataViewOf(header);
-    const type = view.getUint16(16, littleEndian);
-    const machine = view.getUint16(18, littleEndian);
-    const version = view.getUint32(20, littleEndian);
-    const phentsize = view.getUint16(abi.elfClass === 64 ? 54 : 42, littleEndian);
-    if (version !== EV_CURRENT) return { kind: 'fatal', message: 'ELF file version does not match current one' };
-    if (machine !== abi.machine) return { kind: 'passed-over', errno: 'ENOENT', reason: `${nameOf(EM_NAMES, machine)}, not ${abi.name}` };
-    if (type !== ET.ET_DYN && type !== ET.ET_EXEC) return { kind: 'fatal', message: 'only ET_DYN and ET_EXEC can be loaded' };
-    if (phentsize !== (abi.elfClass === 64 ? 56 : 32)) return { kind: 'fatal', message: "ELF file's phentsize not the expected size" };
-    const phoff = abi.elfClass === 64 ? Number(view.getBigUint64(32, littleEndian)) : view.getUint32(28, littleEndian);
-    const phnum = view.getUint16(abi.elfClass === 64 ? 56 : 44, littleEndian);
+    const header = codec.decode(EHDR, bytes, EI_NIDENT);
+    if (header.e_version !== EV_CURRENT) return { kind: 'fatal', message: 'ELF file version does not match current one' };
+    if (header.e_machine !== abi.machine)
+      return { kind: 'passed-over', errno: 'ENOENT', reason: `${nameOf(EM_NAMES, header.e_machine)}, not ${abi.name}` };
+    if (header.e_type !== ET.ET_DYN && header.e_type !== ET.ET_EXEC)
+      return { kind: 'fatal', message: 'only ET_DYN and ET_EXEC can be loaded' };
+    if (header.e_phentsize !== codec.sizeOf(PHDR)) return { kind: 'fatal', message: "ELF file's phentsize not the expected size" };
     // The program header table is read next; a file that ends before it fails that read.
-    if (phnum > 0 && phoff + phnum * phentsize > source.size) return { kind: 'fatal', message: 'cannot read file data' };
+    if (header.e_phnum > 0 && header.e_phoff + header.e_phnum * header.e_phentsize > source.size)
+      return { kind: 'fatal', message: 'cannot read file data' };
     return { kind: 'usable', hostPath: found.hostPath, stats: found.stats };
   } finally {
     source.close();

@@ -59,7 +59,10 @@ const REASON_ORDER = ['cuda-runtime', 'static-runtime', 'driver', 'nvrtc', 'need
 /** The dlopens of one name with one outcome: the callers that get the same answer are listed together. */
 interface DlopenGroup {
   readonly name: string;
-  /** Whether this dlopen fails (the name or one of its dependencies does not load) where a finding says it matters: NVRTC's builtins, a `.note.dlopen` name. */
+  /**
+   * Whether this dlopen fails (the name or one of its dependencies does not load) where a finding says it matters: NVRTC's
+   * builtins, a `.note.dlopen` name.
+   */
   readonly failsMatter: boolean;
   readonly callers: readonly string[];
   readonly lines: readonly string[];
@@ -148,7 +151,8 @@ function neededItems(report: FileReport): NeededItem[] {
       );
     if (needed.status === 'fatal')
       problem.push(
-        `${indent}${needed.name} => ${needed.path ?? ''}: ${needed.message ?? ''} (${needed.preload ? 'not preloaded; the loader goes on' : 'the loader stops here'})`,
+        `${indent}${needed.name} => ${needed.path ?? ''}: ${needed.message ?? ''} ` +
+          `(${needed.preload ? 'not preloaded; the loader goes on' : 'the loader stops here'})`,
       );
     items.push(
       problem.length > 0
@@ -166,8 +170,13 @@ function headerLine(report: FileReport, shownPath: string): string {
   const wrapper =
     report.wrapper === null
       ? ''
-      : `; ${report.wrapper.ldLibraryPath === null ? 'LD_LIBRARY_PATH unset' : `LD_LIBRARY_PATH=${report.wrapper.ldLibraryPath}`} from the wrapper`;
-  return `${shownPath}: ${report.kind}, ${report.machine}, loader ${report.loader.path} (${glibc}${cpu}${report.interpreter.found ? '' : `; interpreter ${report.interpreter.path} missing`})${wrapper}`;
+      : '; ' +
+        `${report.wrapper.ldLibraryPath === null ? 'LD_LIBRARY_PATH unset' : `LD_LIBRARY_PATH=${report.wrapper.ldLibraryPath}`} ` +
+        'from the wrapper';
+  return (
+    `${shownPath}: ${report.kind}, ${report.machine}, loader ${report.loader.path} ` +
+    `(${glibc}${cpu}${report.interpreter.found ? '' : `; interpreter ${report.interpreter.path} missing`})${wrapper}`
+  );
 }
 
 function driverLine(report: FileReport): string[] {
@@ -221,7 +230,8 @@ export function problemsText(report: FileReport, shownPath: string): string | nu
   const names = new Set(report.findings.flatMap((finding) => DLOPENS_OF_FINDING[finding.code] ?? []));
   const dlopenMissing = report.findings.some((finding) => finding.code === 'dlopen-missing');
   const groups = dlopenGroups(report.dlopen).filter((group) => (dlopenMissing && group.failsMatter) || names.has(group.name));
-  // The objects whose load lines are kept: those that need a name not found, the callers of the dlopens kept, a libcuda needed directly, and every object that loaded one of them.
+  // The objects whose load lines are kept: those that need a name not found, the callers of the dlopens kept, a libcuda needed
+  // directly, and every object that loaded one of them.
   const byPath = new Map(report.loads.map((load) => [load.path, load] as const));
   const chained = new Set<string>();
   const chain = (path: string): void => {
@@ -250,6 +260,7 @@ export function namedText(named: NamedFile, shownPath: string, problemsOnly: boo
   const runs =
     named.runs === null
       ? ''
-      : `: that program is diagnosed ${named.runs.ldLibraryPath === null ? 'with LD_LIBRARY_PATH unset' : `with LD_LIBRARY_PATH=${named.runs.ldLibraryPath}`}`;
+      : ': that program is diagnosed ' +
+        `${named.runs.ldLibraryPath === null ? 'with LD_LIBRARY_PATH unset' : `with LD_LIBRARY_PATH=${named.runs.ldLibraryPath}`}`;
   return [`${shownPath}: ${named.description}${runs}`, ...findingLines(named)].join('\n');
 }

@@ -4,21 +4,20 @@
 
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { FileByteSource } from '../elf/byte-source.js';
 import { textToByteString } from '../elf/byte-string.js';
-import { ELF_MAGIC } from '../elf/constants.js';
-import { readElfImage, skipReason, type SkipReason } from '../elf/elf-image.js';
-import { walkTrees } from '../batch/walk-trees.js';
+import { ElfFile } from '../elf/elf-file.js';
+import { skipReason } from '../edit/skip-reason.js';
+import { walkTrees } from '../walk/walk-trees.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { readCpuInfo } from './cpu-model.js';
-import { diagnoseFile, doctorContext } from './diagnose.js';
+import { diagnoseFile, doctorContext, type DoctorContext } from './diagnose.js';
 import { fileReport, type FileReport } from './doctor-report.js';
 import type { DriverVersion } from './driver-version.js';
 import { LoaderRegistry } from './emulated-loader.js';
 import { fileNature, followNamedFile, type NamedFile } from './named-file.js';
 import { describeLibcuda } from './libcuda-facts.js';
 import { hostAbi } from './machine-abi.js';
-import { ObjectFactsCache } from './object-facts.js';
+import { AS_THE_LOADER_READS, ObjectFactsCache } from './object-facts.js';
 import { ObjectStrings } from './object-strings.js';
 import { SystemRoot } from './system-root.js';
 
@@ -50,30 +49,32 @@ export interface TreeResult {
   readonly failures: readonly FileFailure[];
 }
 
-/** Whether a regular file starts with the ELF magic (one 4-byte read). */
-async function hasElfMagic(path: string): Promise<boolean> {
-  const source = FileByteSource.open(path);
-  try {
-    if (source.size < ELF_MAGIC.length) return false;
-    const magic = await source.read(0, ELF_MAGIC.length, 'ELF magic');
-    return ELF_MAGIC.every((byte, i) => magic[i] === byte);
-  } finally {
-    source.close();
-  }
+/**
+ * A file of a tree, open, when it is a program or library to diagnose; null (closed) for a file
+ * without the ELF magic or one skipReason leaves alone. It is read as the loader reads it: a library
+ * whose PT_DYNAMIC has no bytes is one the loader refuses, not a damaged file. This one open serves
+ * the diagnosis.
+ */
+async function openDynamic(path: string): Promise<ElfFile | null> {
+  const opened = await ElfFile.open(path, AS_THE_LOADER_READS);
+  if (opened.kind === 'failed') throw opened.error;
+  if (opened.kind === 'not-elf') return null;
+  if (skipReason(opened.file.image) === null) return opened.file;
+  opened.file.close();
+  return null;
 }
 
-/**
- * Why a file with the ELF magic is not a program or library to diagnose (skipReason), read as the
- * loader reads it: a library whose PT_DYNAMIC has no bytes is one the loader refuses, not a damaged file.
- */
-async function notDynamicReason(path: string): Promise<SkipReason | null> {
-  const source = FileByteSource.open(path);
+/** The report of an open dynamic ELF file, which it then closes. */
+async function reportOf(
+  file: ElfFile,
+  context: DoctorContext,
+  ldLibraryPath: string | null,
+  wrapper: FileReport['wrapper'],
+): Promise<FileReport> {
   try {
-    return skipReason(await readElfImage(source, { emptyDynamic: 'absent' }));
-  } catch (error) {
-    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
+    return await fileReport(await diagnoseFile(file, context, ldLibraryPath), wrapper);
   } finally {
-    source.close();
+    file.close();
   }
 }
 
@@ -126,25 +127,29 @@ export async function* runDoctor(request: DoctorRequest): AsyncGenerator<TreeRes
         if (item.path === resolve(path)) {
           // The path names this file: one that is not a dynamic ELF file is said what it is (in a tree it is only counted).
           const nature = await fileNature(item.path);
-          if (nature.kind !== 'dynamic') {
-            skipped++;
-            const followed = await followNamedFile(item.path, nature, root, ldLibraryPath);
-            named = followed.named;
-            const { program } = followed;
-            if (program !== null)
-              files.push(
-                await fileReport(await diagnoseFile(program.hostPath, context, program.ldLibraryPath), {
-                  file: item.path,
-                  ldLibraryPath: named.runs?.ldLibraryPath ?? null,
-                }),
-              );
+          if (nature.kind === 'dynamic') {
+            files.push(await reportOf(nature.file, context, ldLibraryPath, null));
             continue;
           }
-        } else if (!(await hasElfMagic(item.path)) || (await notDynamicReason(item.path)) !== null) {
+          skipped++;
+          const followed = await followNamedFile(item.path, nature, root, ldLibraryPath);
+          named = followed.named;
+          const { program } = followed;
+          if (program !== null)
+            files.push(
+              await reportOf(program.file, context, program.ldLibraryPath, {
+                file: item.path,
+                ldLibraryPath: named.runs?.ldLibraryPath ?? null,
+              }),
+            );
+          continue;
+        }
+        const file = await openDynamic(item.path);
+        if (file === null) {
           skipped++;
           continue;
         }
-        files.push(await fileReport(await diagnoseFile(item.path, context, ldLibraryPath), null));
+        files.push(await reportOf(file, context, ldLibraryPath, null));
       } catch (error) {
         failures.push({ file: item.path, error });
       }

@@ -41,7 +41,10 @@ export class SystemRoot {
     return this.hostRoot === '/';
   }
 
-  /** The emulated system's absolute path of a path relative to its working directory (not normalized: '..' after a link is the kernel's business). */
+  /**
+   * The emulated system's absolute path of a path relative to its working directory (not normalized: '..' after a link is the
+   * kernel's business).
+   */
   absolute(path: string): string {
     return path.startsWith('/') ? path : `${this.cwd.endsWith('/') ? this.cwd : `${this.cwd}/`}${path}`;
   }

@@ -5,7 +5,7 @@
 // file has), when the file is no longer the one apply took the stat of, that failure is reported as what
 // it is: a change.
 //
-// That stat is taken once the first block shows an ELF file (FileByteSource.openListed: the walk lists
+// That stat is taken once the first block shows an ELF file (FileHead.openWalked, then statNow: the walk lists
 // files without a stat). A change before then is not told apart: a file cut before apply read it reads
 // consistently, as the shorter file it now is, and fails as the malformed file it is. Nor is a change
 // that keeps the size and falls in the same tick of the file system's clock as the stat (the kernel's

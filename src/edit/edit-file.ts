@@ -3,8 +3,8 @@
 
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Plan, Tier } from '../plan/plan.js';
-import { commitPlan } from '../write/write-plan.js';
-import { planNamedFile, type EditOperations } from './plan-file.js';
+import { commitPlan } from '../write/commit-plan.js';
+import { planCommandLineFile, type EditOperations } from './plan-file.js';
 
 export type { EditOperations } from './plan-file.js';
 
@@ -19,20 +19,26 @@ export interface EditOptions {
   readonly dryRun?: boolean;
 }
 
-export interface EditResult {
+export interface EditResult<T = void> {
   readonly file: string;
   readonly tier: Tier;
   readonly bytesWritten: number;
   readonly plan: Plan;
   readonly oldSize: number;
+  /** What the operations returned. */
+  readonly answer: T;
 }
 
 /**
  * Reads, plans and writes one file; a symbolic link is followed, as patchelf does. Errors name the
  * file; a refused file is left byte-identical.
  */
-export async function editElfFile(path: string, operations: EditOperations, options: EditOptions = {}): Promise<EditResult> {
-  const { plan, facts, stats } = await planNamedFile(path, operations);
+export async function editElfFile<T = void>(
+  path: string,
+  operations: EditOperations<T>,
+  options: EditOptions = {},
+): Promise<EditResult<T>> {
+  const { plan, facts, stats, answer } = await planCommandLineFile(path, operations);
   let bytesWritten = 0;
   if (!options.dryRun) {
     try {
@@ -41,5 +47,5 @@ export async function editElfFile(path: string, operations: EditOperations, opti
       throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
     }
   }
-  return { file: path, tier: plan.tier, bytesWritten, plan, oldSize: facts.fileSize };
+  return { file: path, tier: plan.tier, bytesWritten, plan, oldSize: facts.fileSize, answer };
 }

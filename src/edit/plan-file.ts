@@ -4,20 +4,22 @@
 // only in the options they pass and in what they make of the result.
 
 import type { Stats } from 'node:fs';
-import { FileByteSource, type ByteSource } from '../elf/byte-source.js';
-import { AR_MAGIC, ELF_MAGIC } from '../elf/constants.js';
-import { readElfImage, skipReason, startsWith, type ElfImage, type SkipReason } from '../elf/elf-image.js';
+import { FileHead, type ByteSource, type FileByteSource } from '../elf/byte-source.js';
+import { ElfFile, withElfFile } from '../elf/elf-file.js';
+import { readElfImage, type ElfImage } from '../elf/elf-image.js';
+import { fileKind, KIND_BYTES, type FileKind } from '../elf/file-kind.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { DynamicEditor } from '../plan/dynamic-editor.js';
 import { currentEntries, type CurrentEntry, type EditFacts, type LaterFact } from '../plan/edit-facts.js';
 import { planEdit } from '../plan/plan-edit.js';
-import type { NeedsRewrite, Plan } from '../plan/plan.js';
+import type { NeedsRewrite, Plan, Planned } from '../plan/plan.js';
 import { PlannedByteSource } from '../plan/planned-byte-source.js';
 import { shiftForRewrite } from '../plan/shift-for-rewrite.js';
 import { ShiftedByteSource } from '../plan/shifted-byte-source.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from '../plan/wanted.js';
 import { changedWhileRead } from './changed-while-read.js';
 import { readEditFacts, readLaterFact } from './read-edit-facts.js';
+import { skipReason, type SkipReason } from './skip-reason.js';
 
 /**
  * The operations to carry out on a file's dynamic array, run once per file; they may read the image
@@ -45,34 +47,25 @@ export interface SkippedFile {
  * is patched once, through the first of its names that shows it is an ELF file.
  */
 export interface InodeNames {
-  /** The name this inode was first seen under, or null when that is `path` itself. */
-  firstName(path: string, stats: Stats): string | null;
+  /**
+   * Records `path` as a name of the inode `stats` describes, and returns the name the inode was first
+   * recorded under, or null when that is `path` itself (the name to patch it through).
+   */
+  recordName(path: string, stats: Stats): string | null;
 }
 
 /**
  * A file named on the command line: a symbolic link is followed, as patchelf does, and a file that
  * cannot be edited (not ELF, static, debug-info…) fails. Nothing is written. Errors name the file.
  */
-export async function planNamedFile<T>(path: string, operations: EditOperations<T>): Promise<PlannedFile<T>> {
-  let source: FileByteSource;
-  try {
-    source = FileByteSource.open(path, {});
-  } catch (error) {
-    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
-  }
-  try {
-    return await planOpenFile(source, await readElfImage(source), operations);
-  } catch (error) {
-    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
-  } finally {
-    source.close();
-  }
+export function planCommandLineFile<T>(path: string, operations: EditOperations<T>): Promise<PlannedFile<T>> {
+  return withElfFile(path, (file) => planOpenFile(file, operations));
 }
 
-/** How planListedFile reaches a file: the batch's names of each inode, and the file when sniffed already. */
-export interface ListedFileContext {
+/** How planWalkedFile reaches a file: the batch's names of each inode, and the file when sniffed already. */
+export interface WalkedFileContext {
   readonly inodes?: InodeNames;
-  /** The file open, sniffed by sniffListedFile (planListedFile closes it). */
+  /** The file open, sniffed by sniffWalkedFile (planWalkedFile closes it). */
   readonly opened?: SniffedElf;
 }
 
@@ -82,21 +75,21 @@ export interface ListedFileContext {
  * and the files `apply` leaves alone (skipReason) come back skipped; a read failure of a file that
  * changed after it was opened is reported as that change. Nothing is written.
  */
-export async function planListedFile<T>(
+export async function planWalkedFile<T>(
   path: string,
   operations: EditOperations<T>,
-  context: ListedFileContext = {},
+  context: WalkedFileContext = {},
 ): Promise<PlannedFile<T> | SkippedFile> {
-  const source = context.opened?.source ?? FileByteSource.openListed(path);
+  const sniffed = context.opened ?? sniffHead(FileHead.openWalked(path), context.inodes);
+  if (sniffed.kind === 'skipped') return sniffed;
+  const { source } = sniffed;
   try {
-    const skipped = context.opened === undefined ? sniffOpenFile(source, context.inodes) : null;
-    if (skipped !== null) return skipped;
-    const image = await readElfImage(source);
-    const reason = skipReason(image);
+    const file = await ElfFile.read(source);
+    const reason = skipReason(file.image);
     if (reason !== null) return { kind: 'skipped', reason };
-    return await planOpenFile(source, image, operations);
+    return await planOpenFile(file, operations);
   } catch (error) {
-    const changed = await changedWhileRead(path, source.statsIfTaken, error);
+    const changed = await changedWhileRead(path, source.stats, error);
     throw changed ?? (error instanceof CudaPatchelfError ? error.withFile(path) : error);
   } finally {
     source.close();
@@ -105,48 +98,56 @@ export async function planListedFile<T>(
 
 /**
  * Archives and files that are not ELF, told by their first bytes alone (no stat), and the later names
- * of a hard-linked ELF file; null for an ELF file this batch patches under this name.
+ * of a hard-linked ELF file (after the stat); an ELF file this batch patches under this name comes
+ * back open. The head is closed unless it comes back open; errors name the file.
  */
-function sniffOpenFile(source: FileByteSource, inodes: InodeNames | undefined): SkippedFile | null {
-  const head = source.firstBytes(AR_MAGIC.length);
-  if (startsWith(head, AR_MAGIC)) return { kind: 'skipped', reason: 'archive' };
-  if (!startsWith(head, ELF_MAGIC)) return { kind: 'skipped', reason: 'not-elf' };
-  const first = inodes?.firstName(source.path, source.stats) ?? null;
-  return first === null ? null : { kind: 'skipped', reason: 'hard-link', detail: first };
+function sniffHead(head: FileHead, inodes: InodeNames | undefined): SkippedFile | SniffedElf {
+  let kind: FileKind;
+  let source: FileByteSource | null = null;
+  try {
+    kind = fileKind(head.firstBytes(KIND_BYTES));
+    if (kind === 'elf') source = head.statNow();
+  } catch (error) {
+    head.close();
+    throw error;
+  }
+  if (source === null) {
+    head.close();
+    return { kind: 'skipped', reason: kind === 'archive' ? 'archive' : 'not-elf' };
+  }
+  let first: string | null;
+  try {
+    first = inodes?.recordName(source.path, source.stats) ?? null;
+  } catch (error) {
+    source.close();
+    throw error;
+  }
+  if (first === null) return { kind: 'elf', source };
+  source.close();
+  return { kind: 'skipped', reason: 'hard-link', detail: first };
 }
 
-/** A listed file that its first block shows is ELF, left open for planListedFile or closed by whoever got it. */
+/** A walked file that its first block shows is ELF, open and stat'ed, for planWalkedFile or closed by whoever got it. */
 export interface SniffedElf {
   readonly kind: 'elf';
   readonly source: FileByteSource;
 }
 
 /**
- * The first step of planListedFile alone, synchronous: an archive, a file that is not ELF or a later
+ * The first step of planWalkedFile alone, synchronous: an archive, a file that is not ELF or a later
  * name of a hard-linked one comes back skipped (and closed); an ELF file comes back open; null for a
- * file that cannot be opened or read (planListedFile then says what is wrong with it).
+ * file that cannot be opened or read (planWalkedFile then says what is wrong with it).
  */
-export function sniffListedFile(path: string, inodes?: InodeNames): SkippedFile | SniffedElf | null {
-  let source: FileByteSource;
+export function sniffWalkedFile(path: string, inodes?: InodeNames): SkippedFile | SniffedElf | null {
   try {
-    source = FileByteSource.openListed(path);
+    return sniffHead(FileHead.openWalked(path), inodes);
   } catch {
     return null;
   }
-  let skipped: SkippedFile | null;
-  try {
-    skipped = sniffOpenFile(source, inodes);
-  } catch {
-    source.close();
-    return null;
-  }
-  if (skipped === null) return { kind: 'elf', source };
-  source.close();
-  return skipped;
 }
 
-async function planOpenFile<T>(source: FileByteSource, image: ElfImage, operations: EditOperations<T>): Promise<PlannedFile<T>> {
-  return { kind: 'planned', stats: source.stats, ...(await planEditOf(image, operations)) };
+async function planOpenFile<T>(file: ElfFile, operations: EditOperations<T>): Promise<PlannedFile<T>> {
+  return { kind: 'planned', stats: file.stats, ...(await planEditOf(file.image, operations)) };
 }
 
 export interface PlannedEdit<T = void> {
@@ -169,25 +170,29 @@ export async function planEditOf<T>(image: ElfImage, operations: EditOperations<
   const wanted = editor.wanted();
   const decided = await decide(image.source, facts, wanted);
   const plan =
-    decided.decision.tier === 'needs-rewrite' ? await planRewrite(image, decided.facts, decided.decision.why, wanted) : decided.decision;
+    decided.decision.kind === 'needs-rewrite'
+      ? await planRewrite(image, decided.facts, decided.decision.why, wanted)
+      : decided.decision.plan;
   if (plan.tier !== 'noop' && plan.tier !== 'rewrite') await checkReadsBack(image, plan, wanted.entries);
   return { facts: decided.facts, plan, answer };
 }
 
 /**
  * Plans on the facts read so far; when the plan asks for a fact read only on request (the .dynsym
- * names, the .symtab bytes), reads it and plans again: each is asked for once at most.
+ * names, the .symtab bytes), reads it and plans again: each is asked for once at most. An edit no tier
+ * can make becomes the file's `unsupported` error here.
  */
 async function decide(
   source: ByteSource,
   first: EditFacts,
   wanted: WantedDynamic,
-): Promise<{ facts: EditFacts; decision: Plan | NeedsRewrite }> {
+): Promise<{ facts: EditFacts; decision: Planned | NeedsRewrite }> {
   let facts = first;
   const asked = new Set<LaterFact>();
   for (;;) {
     const decision = planEdit(facts, wanted);
-    if (decision.tier !== 'needs-facts') return { facts, decision };
+    if (decision.kind === 'unsupported') throw new CudaPatchelfError('unsupported', decision.why);
+    if (decision.kind !== 'needs-facts') return { facts, decision };
     if (asked.has(decision.facts)) throw new Error(`planEdit asked twice for ${decision.facts}`);
     asked.add(decision.facts);
     facts = await readLaterFact(source, facts, decision.facts);
@@ -202,10 +207,12 @@ async function decide(
  */
 async function planRewrite(image: ElfImage, facts: EditFacts, why: string, wanted: WantedDynamic): Promise<Plan> {
   const shifted = shiftForRewrite(facts, why);
+  if (shifted.kind === 'unsupported') throw new CudaPatchelfError('unsupported', shifted.why);
   const source = new PlannedByteSource(new ShiftedByteSource(image.source, shifted.shift), shifted.writes, shifted.size);
   const shiftedImage = await readElfImage(source);
-  const { decision: plan } = await decide(source, await readEditFacts(shiftedImage), wanted);
-  if (plan.tier === 'needs-rewrite') throw new CudaPatchelfError('unsupported', plan.why);
+  const { decision } = await decide(source, await readEditFacts(shiftedImage), wanted);
+  if (decision.kind === 'needs-rewrite') throw new CudaPatchelfError('unsupported', decision.why);
+  const plan = decision.plan;
   if (plan.tier !== 'noop') await checkReadsBack(shiftedImage, plan, wanted.entries);
   return { tier: 'rewrite', writes: [...shifted.writes, ...plan.writes], newSize: plan.newSize, shift: shifted.shift };
 }

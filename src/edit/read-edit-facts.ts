@@ -1,13 +1,14 @@
 // Reading the planner's input (src/plan/edit-facts.ts) from an open image: everything planning needs,
 // read up front, so that planning itself is pure.
 
-import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
+import { CudaPatchelfError, malformedInput } from '../errors/cuda-patchelf-error.js';
 import type { ProgramHeader } from '../elf/codec.js';
 import { DT, PT, SHT } from '../elf/constants.js';
 import { checkRange, type ByteSource } from '../elf/byte-source.js';
 import { dynamicValue, type DynamicArray, type ElfImage } from '../elf/elf-image.js';
 import { readSectionHeaders, type Section } from '../elf/section-headers.js';
-import { readDynamicSymbols, readStringReferences } from '../elf/string-references.js';
+import { readDynamicSymbols } from '../elf/dynamic-symbols.js';
+import { readStringReferences } from '../elf/string-references.js';
 import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS } from '../elf/tag-groups.js';
 import { checkEditable } from '../plan/edit-preconditions.js';
 import type { EditFacts, LaterFact, MovableRange } from '../plan/edit-facts.js';
@@ -46,8 +47,8 @@ export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' =
   const { source, header, programHeaders, dynamic, dynamicStrings, codec } = image;
   if (image.debugInfo)
     throw new CudaPatchelfError('unsupported', 'a debug-info file (objcopy --only-keep-debug): it has no dynamic section to edit');
-  if (dynamic === null) throw formatError('no dynamic section (PT_DYNAMIC): a static file has no runpath to edit');
-  if (dynamicStrings === null) throw formatError('dynamic array has no string table (DT_STRTAB)', dynamic.offset);
+  if (dynamic === null) throw malformedInput('no dynamic section (PT_DYNAMIC): a static file has no runpath to edit');
+  if (dynamicStrings === null) throw malformedInput('dynamic array has no string table (DT_STRTAB)', dynamic.offset);
   const dynstrBytes = await dynamicStrings.readAll();
   const strtabAddress = dynamicValue(dynamic, DT.DT_STRTAB) ?? 0;
   const tableEnd = header.e_phoff + header.phnum * header.e_phentsize;

@@ -1,21 +1,16 @@
 // patchelf --shrink-rpath: keep only the runpath directories that hold a needed library of the same
 // machine (relative entries such as $ORIGIN are always kept), optionally only under allowed prefixes.
 
-import { FileByteSource } from '../elf/byte-source.js';
 import { byteStringToText } from '../elf/byte-string.js';
-import { readElfImage } from '../elf/elf-image.js';
-import { splitRunpath } from '../plan/dynamic-editor.js';
+import { ElfFile } from '../elf/elf-file.js';
+import { joinRunpath, splitRunpath } from '../elf/runpath-list.js';
 
+/** The e_machine of the ELF file at `path`; null for a file that is missing, not ELF or unreadable. */
 async function machineOf(path: string): Promise<number | null> {
-  let source: FileByteSource | undefined;
-  try {
-    source = FileByteSource.open(path);
-    return (await readElfImage(source)).header.e_machine;
-  } catch {
-    return null;
-  } finally {
-    source?.close();
-  }
+  const opened = await ElfFile.open(path);
+  if (opened.kind !== 'elf') return null;
+  opened.file.close();
+  return opened.file.header.e_machine;
 }
 
 export async function shrinkRunpath(
@@ -44,5 +39,5 @@ export async function shrinkRunpath(
     }
     if (useful) kept.push(dir);
   }
-  return kept.join(':');
+  return joinRunpath(kept);
 }

@@ -1,9 +1,9 @@
 // Positional reads from a file: the reader asks for the few ranges it needs, never the whole file.
 
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
-import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
+import { CudaPatchelfError, malformedInput } from '../errors/cuda-patchelf-error.js';
 import { describeFileType, ioError } from '../errors/io-error.js';
-import { ELF_MAGIC } from './constants.js';
+import { hasElfMagic } from './file-kind.js';
 
 /** Bytes addressed by file offset, bounds-checked against the size the file had when it was opened. */
 export interface ByteSource {
@@ -23,13 +23,13 @@ export function dataViewOf(bytes: Uint8Array): DataView {
 /** Throws unless [position, position+length) lies inside a file of `size` bytes. */
 export function checkRange(size: number, position: number, length: number, what: string): void {
   if (!Number.isSafeInteger(position) || !Number.isSafeInteger(length) || position < 0 || length < 0) {
-    throw formatError(
+    throw malformedInput(
       `${what} has an impossible offset or size (offset ${position}, size ${length})`,
       position >= 0 ? position : undefined,
     );
   }
   if (position + length > size) {
-    throw formatError(
+    throw malformedInput(
       `${what} (0x${length.toString(16)} bytes at 0x${position.toString(16)}) runs past the end of the file (size 0x${size.toString(16)})`,
       position,
     );
@@ -96,10 +96,117 @@ function readBuffer(length: number): Uint8Array {
 const NOT_ELF_HEAD = 16;
 
 /**
- * A ByteSource over an open file descriptor; counts what it reads (the benchmarks report it).
- * The reads are synchronous system calls behind the async interface: a read is a few hundred bytes
- * from the page cache, where a thread-pool round trip per read costs more than the read itself, and
- * `apply` gets its parallelism from worker threads, not from reads in flight. What a small read
+ * Opens `path` for reading. O_NONBLOCK keeps a FIFO from blocking the open; `followLink` false
+ * refuses a path that is a symbolic link (a walk listed a regular file there).
+ */
+function openDescriptor(path: string, followLink: boolean): number {
+  try {
+    return openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | (followLink ? 0 : fsConstants.O_NOFOLLOW));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ELOOP' && !followLink) {
+      throw new CudaPatchelfError('changed', 'is a symbolic link now, not the regular file the walk listed; left alone', {
+        file: path,
+        cause: error,
+      });
+    }
+    throw ioError(path, 'open', error);
+  }
+}
+
+/** The open file's stat; throws for a file that is not a regular one. */
+function statOfDescriptor(fd: number, path: string): Stats {
+  let stats: Stats;
+  try {
+    stats = fstatSync(fd);
+  } catch (error) {
+    throw ioError(path, 'stat', error);
+  }
+  if (!stats.isFile()) throw new CudaPatchelfError('io', `not a regular file (${describeFileType(stats)})`, { file: path });
+  return stats;
+}
+
+/**
+ * Reads the first block through the shared scratch buffer, and returns a copy of what is worth keeping:
+ * all of it when `wholeIfElf` and it starts as an ELF file does, else its first bytes up to `end` (the
+ * end of the read that asked for it, NOT_ELF_HEAD at least). One read, with no stat to size it: a read
+ * of a regular file comes back short only at its end. `length` is what the read returned.
+ */
+function readFirstBlock(
+  fd: number,
+  path: string,
+  end: number,
+  wholeIfElf: boolean,
+): { readonly head: Uint8Array; readonly length: number } {
+  let length: number;
+  try {
+    length = readSync(fd, headScratch, 0, BLOCK, 0);
+  } catch (error) {
+    throw ioError(path, 'read', error);
+  }
+  const kept = wholeIfElf && hasElfMagic(headScratch.subarray(0, length)) ? length : Math.min(length, Math.max(end, NOT_ELF_HEAD));
+  const head = readBuffer(kept);
+  head.set(headScratch.subarray(0, kept));
+  return { head, length };
+}
+
+/**
+ * A file a tree walk listed as a regular file, open without a stat: most files of a tree are not ELF,
+ * and `firstBytes` tells them apart by their first bytes alone. The link is not followed (one swapped
+ * for a link after the walk would lead out of the tree). A path swapped for a FIFO or a device after the
+ * walk gets one non-blocking read (O_NONBLOCK); should what it reads start as an ELF file does,
+ * `statNow` then refuses it.
+ */
+export class FileHead {
+  readonly path: string;
+  bytesRead = 0;
+  private readonly fd: number;
+  private head: Uint8Array | null = null;
+
+  private constructor(path: string, fd: number) {
+    this.path = path;
+    this.fd = fd;
+  }
+
+  static openWalked(path: string): FileHead {
+    return new FileHead(path, openDescriptor(path, false));
+  }
+
+  /**
+   * Up to `length` of the file's first bytes, fewer when the file is shorter: the first block is read
+   * once, and only its first bytes are kept (the block is read again after the stat).
+   */
+  firstBytes(length: number): Uint8Array {
+    if (this.head === null) {
+      const { head, length: read } = readFirstBlock(this.fd, this.path, length, false);
+      this.bytesRead += read;
+      this.head = head;
+    }
+    return this.head.subarray(0, Math.min(length, this.head.length));
+  }
+
+  /**
+   * Takes the file's stat now (fstat) and hands the open file over to the FileByteSource it returns,
+   * which closes it; throws, leaving this head open, for a file that is not a regular one. What was
+   * read before the stat (the first block, which told an ELF file from the others) is not carried
+   * over: the source reads it again when asked, so that a change made before the stat and after that
+   * read is not missed when the stat already shows the changed file (edit/changed-while-read.ts).
+   */
+  statNow(): FileByteSource {
+    return new FileByteSource(this.path, this.fd, statOfDescriptor(this.fd, this.path), this.bytesRead);
+  }
+
+  /** Closes the file; only for a head whose statNow was not taken or failed. */
+  close(): void {
+    closeSync(this.fd);
+  }
+}
+
+/**
+ * A ByteSource over an open regular file, sized by the stat taken when it was opened; counts what it
+ * reads (the benchmarks report it). The reads are synchronous system calls behind the async
+ * interface: a read is a few hundred bytes from the page cache, where a thread-pool round trip per
+ * read costs more than the read itself, and `apply` gets its parallelism from worker threads, not
+ * from reads in flight. What a small read
  * already fetched is served again from memory (a view of the same bytes): planning and the read-back
  * ask for the same headers and tables, and each system call through Node costs microseconds.
  *
@@ -108,118 +215,43 @@ const NOT_ELF_HEAD = 16;
  */
 export class FileByteSource implements ByteSource {
   readonly path: string;
-  bytesRead = 0;
+  /** The open file's stat, taken when it was opened: reads are checked against its size. */
+  readonly stats: Stats;
+  readonly size: number;
+  bytesRead: number;
   private readonly fd: number;
-  /** The open file's stat, taken on first use (see openListed). */
-  private statsTaken: Stats | null = null;
   /** Blocks read so far, in the order read (KEPT_BLOCKS at most). */
   private readonly kept: { readonly position: number; readonly bytes: Uint8Array }[] = [];
 
-  private constructor(path: string, fd: number) {
+  /** For FileHead.statNow and open. */
+  constructor(path: string, fd: number, stats: Stats, bytesRead: number) {
     this.path = path;
     this.fd = fd;
+    this.stats = stats;
+    this.size = stats.size;
+    this.bytesRead = bytesRead;
   }
 
   /**
-   * Opens a regular file for reading. O_NONBLOCK keeps a FIFO from blocking the open; the stat check
-   * then refuses anything that is not a regular file before a single byte is read. `followLink` false
-   * refuses a path that is a symbolic link.
+   * Opens a regular file for reading and takes its stat, which refuses anything that is not a regular
+   * file before a single byte is read. `followLink` false refuses a path that is a symbolic link.
    */
   static open(path: string, options: { followLink?: boolean } = {}): FileByteSource {
-    const source = FileByteSource.openFile(path, options.followLink !== false);
-    try {
-      void source.stats;
-    } catch (error) {
-      source.close();
-      throw error;
-    }
-    return source;
-  }
-
-  /**
-   * Opens a file that a tree walk listed as a regular file, without following a link (one swapped for
-   * a link after the walk would lead out of the tree) and without a stat: most files of a tree are
-   * not ELF, and firstBytes tells them apart by their first bytes alone. The stat is taken when the
-   * size or `stats` is first asked for, and refuses a file that is no longer a regular one then. A
-   * path swapped for a FIFO or a device after the walk gets one non-blocking read (O_NONBLOCK); should
-   * what it reads start as an ELF file does, the stat then refuses it.
-   */
-  static openListed(path: string): FileByteSource {
-    return FileByteSource.openFile(path, false);
-  }
-
-  private static openFile(path: string, followLink: boolean): FileByteSource {
-    try {
-      return new FileByteSource(
-        path,
-        openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | (followLink ? 0 : fsConstants.O_NOFOLLOW)),
-      );
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ELOOP' && !followLink) {
-        throw new CudaPatchelfError('changed', 'is a symbolic link now, not the regular file the walk listed; left alone', {
-          file: path,
-          cause: error,
-        });
-      }
-      throw ioError(path, 'open', error);
-    }
-  }
-
-  /** The open file's stat (the first call takes it); throws for a file that is not a regular one. */
-  get stats(): Stats {
-    if (this.statsTaken !== null) return this.statsTaken;
+    const fd = openDescriptor(path, options.followLink !== false);
     let stats: Stats;
     try {
-      stats = fstatSync(this.fd);
+      stats = statOfDescriptor(fd, path);
     } catch (error) {
-      throw ioError(this.path, 'stat', error);
+      closeSync(fd);
+      throw error;
     }
-    if (!stats.isFile()) throw new CudaPatchelfError('io', `not a regular file (${describeFileType(stats)})`, { file: this.path });
-    this.statsTaken = stats;
-    // What was read before the stat (the first block, which told an ELF file from the others) is read
-    // again when asked for: a change made before the stat and after that read would otherwise go
-    // unseen, as the stat already shows the changed file (edit/changed-while-read.ts).
-    this.kept.length = 0;
-    return stats;
+    return new FileByteSource(path, fd, stats, 0);
   }
 
-  /** The stat taken so far, or null when nothing has asked for it yet. */
-  get statsIfTaken(): Stats | null {
-    return this.statsTaken;
-  }
-
-  /** The size the file had when its stat was taken: reads are checked against it. */
-  get size(): number {
-    return this.stats.size;
-  }
-
-  /**
-   * Up to `length` of the file's first bytes, fewer when the file is shorter, without a stat: what
-   * tells an ELF file from the others. Reads the first block, as the first read does.
-   */
-  firstBytes(length: number): Uint8Array {
-    const head = this.kept[0]?.position === 0 ? this.kept[0].bytes : this.readHead(length);
-    return head.subarray(0, Math.min(length, head.length));
-  }
-
-  /**
-   * Reads the first block, and keeps it whole when it starts as an ELF file does and the stat is taken,
-   * else only its first bytes up to `end` (the end of the read that asked for it): before the stat, the
-   * block is read again after it anyway (see `stats`), so only the magic numbers are worth keeping. One
-   * read, with no stat to size it: a read of a regular file comes back short only at its end.
-   */
+  /** The first block, kept whole for an ELF file (the ELF header and program headers most often lie in it). */
   private readHead(end: number): Uint8Array {
-    let length: number;
-    try {
-      length = readSync(this.fd, headScratch, 0, BLOCK, 0);
-    } catch (error) {
-      throw ioError(this.path, 'read', error);
-    }
+    const { head, length } = readFirstBlock(this.fd, this.path, end, true);
     this.bytesRead += length;
-    const isElf = length >= ELF_MAGIC.length && ELF_MAGIC.every((byte, i) => headScratch[i] === byte);
-    const kept = isElf && this.statsTaken !== null ? length : Math.min(length, Math.max(end, NOT_ELF_HEAD));
-    const head = readBuffer(kept);
-    head.set(headScratch.subarray(0, kept));
     this.kept.push({ position: 0, bytes: head });
     return head;
   }
@@ -234,7 +266,7 @@ export class FileByteSource implements ByteSource {
     if (length === 0) return new Uint8Array(0);
     if (this.kept.length === 0 && end <= BLOCK) {
       const head = this.readHead(end);
-      if (head.length < end) throw formatError(`${what}: the file shrank while it was read`, head.length);
+      if (head.length < end) throw malformedInput(`${what}: the file shrank while it was read`, head.length);
       return head.subarray(position, end);
     }
     if (length > KEPT_READ || this.kept.length >= KEPT_BLOCKS) return this.readFromFile(position, length, what);
@@ -258,7 +290,7 @@ export class FileByteSource implements ByteSource {
       } catch (error) {
         throw ioError(this.path, 'read', error);
       }
-      if (bytesRead === 0) throw formatError(`${what}: the file shrank while it was read`, position + done);
+      if (bytesRead === 0) throw malformedInput(`${what}: the file shrank while it was read`, position + done);
       done += bytesRead;
     }
     this.bytesRead += length;
@@ -267,5 +299,17 @@ export class FileByteSource implements ByteSource {
 
   close(): void {
     closeSync(this.fd);
+  }
+}
+
+/** Runs `work` on the regular file at `path`, open for positional reads, and closes it; errors name the file. */
+export async function withFileByteSource<T>(path: string, work: (source: FileByteSource) => Promise<T>): Promise<T> {
+  const source = FileByteSource.open(path);
+  try {
+    return await work(source);
+  } catch (error) {
+    throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
+  } finally {
+    source.close();
   }
 }

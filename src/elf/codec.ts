@@ -1,7 +1,7 @@
 // One codec for every ELF flavour: records are described once as field lists per class, and every
 // read and write goes through the codec, which knows the class (32/64) and the byte order.
 
-import { formatError } from '../errors/cuda-patchelf-error.js';
+import { malformedInput } from '../errors/cuda-patchelf-error.js';
 
 export type ElfClass = 32 | 64;
 
@@ -92,8 +92,8 @@ function fieldExpression(field: PlacedField<string>): string {
 
 /**
  * A record reader compiled from the field list: one object literal, so every record of a layout has
- * the same shape from the start. Filling an object field by field under computed names costs ten
- * times as much, and tables of thousands of records are decoded per file.
+ * the same shape from the start. Filling an object field by field under computed names costs three to
+ * four times as much (docs/benchmarks.md), and tables of thousands of records are decoded per file.
  */
 function compileReader<N extends string>(fields: readonly PlacedField<N>[]): PlacedLayout<N>['read'] {
   for (const field of fields) if (!/^[a-z_]+$/.test(field.name)) throw new Error(`field name ${field.name} is not an identifier`);
@@ -113,7 +113,10 @@ function fieldStatement(field: PlacedField<string>): string {
       return field.type === 'sxword' ? `view.setInt32(${at}, v, le);` : `view.setUint32(${at}, v, le);`;
     default:
       // Two words; a negative sxword's high word is written as its two's complement.
-      return `{ const high = Math.floor(v / ${TWO_32}); view.setUint32(le ? ${at} : ${at} + 4, v - high * ${TWO_32}, le); view.setUint32(le ? ${at} + 4 : ${at}, high >>> 0, le); }`;
+      return (
+        `{ const high = Math.floor(v / ${TWO_32}); view.setUint32(le ? ${at} : ${at} + 4, v - high * ` +
+        `${TWO_32}, le); view.setUint32(le ? ${at} + 4 : ${at}, high >>> 0, le); }`
+      );
   }
 }
 
@@ -121,7 +124,8 @@ function fieldStatement(field: PlacedField<string>): string {
 function compileWriter<N extends string>(fields: readonly PlacedField<N>[]): PlacedLayout<N>['write'] {
   const statements = fields.map(
     (field) =>
-      `v = record.${field.name}; if (v !== undefined) { if (!Number.isInteger(v)) throw new RangeError('${field.name} = ' + v + ' is not an integer'); ${fieldStatement(field)} }`,
+      `v = record.${field.name}; if (v !== undefined) { if (!Number.isInteger(v)) throw new ` +
+      `RangeError('${field.name} = ' + v + ' is not an integer'); ${fieldStatement(field)} }`,
   );
   return new Function('view', 'at', 'le', 'record', `let v;\n${statements.join('\n')}`) as PlacedLayout<N>['write'];
 }
@@ -178,7 +182,7 @@ export class ElfCodec {
   decode<N extends string>(layout: RecordLayout<N>, bytes: Uint8Array, at: number): Record<N, number> {
     const placed = this.layoutOf(layout);
     if (at < 0 || at + placed.size > bytes.length) {
-      throw formatError(`${layout.name} record runs past the end of the data read`, at);
+      throw malformedInput(`${layout.name} record runs past the end of the data read`, at);
     }
     return placed.read(this.viewOf(bytes), at, this.littleEndian);
   }

@@ -5,25 +5,12 @@
 
 import { checkRange, type ByteSource } from './byte-source.js';
 import { DYN, EHDR, ElfCodec, PHDR, SHDR, type DynamicEntry, type ElfHeaderFields, type ProgramHeader } from './codec.js';
-import {
-  AR_MAGIC,
-  DF_1,
-  DT,
-  ELFCLASS32,
-  ELFCLASS64,
-  ELFDATA2LSB,
-  ELFDATA2MSB,
-  ELF_MAGIC,
-  EI_NIDENT,
-  ET,
-  PN_XNUM,
-  PT,
-  SHT,
-} from './constants.js';
+import { DT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELF_MAGIC, EI_NIDENT, PN_XNUM, PT, SHT } from './constants.js';
 import { bytesToByteString } from './byte-string.js';
+import { fileKind, startsWith } from './file-kind.js';
 import { readSectionHeaderTable } from './section-headers.js';
 import { StringTable } from './string-table.js';
-import { CudaPatchelfError, formatError } from '../errors/cuda-patchelf-error.js';
+import { CudaPatchelfError, malformedInput } from '../errors/cuda-patchelf-error.js';
 
 export interface ElfHeader extends ElfHeaderFields {
   readonly osabi: number;
@@ -80,23 +67,25 @@ export interface ReadOptions {
   readonly emptyDynamic?: 'error' | 'absent';
 }
 
-export function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
-  return bytes.length >= prefix.length && prefix.every((byte, i) => bytes[i] === byte);
+/** The file's first bytes, where the identification and the ELF header are (the first read of readElfImage). */
+export function readHeaderBytes(source: ByteSource): Promise<Uint8Array> {
+  return source.read(0, Math.min(ELF_HEADER_READ, source.size), 'ELF header');
 }
 
 /** Reads the header and the dynamic structures of an ELF file, with a few small positional reads. */
 export async function readElfImage(source: ByteSource, options: ReadOptions = {}): Promise<ElfImage> {
-  if (source.size === 0) throw formatError('empty file, not an ELF file');
-  const ident = await source.read(0, Math.min(ELF_HEADER_READ, source.size), 'ELF header');
+  if (source.size === 0) throw malformedInput('empty file, not an ELF file');
+  const ident = await readHeaderBytes(source);
   // A static library is the non-ELF file most often named by mistake: say what it is.
-  if (startsWith(ident, AR_MAGIC)) throw formatError('an ar archive (static library), not an ELF file', 0);
-  if (!ELF_MAGIC.subarray(0, Math.min(ident.length, ELF_MAGIC.length)).every((byte, i) => ident[i] === byte)) {
-    throw formatError('not an ELF file (no \\x7fELF magic)', 0);
+  if (fileKind(ident) === 'archive') throw malformedInput('an ar archive (static library), not an ELF file', 0);
+  // A file shorter than the magic that starts as it does is a truncated ELF file, said so below.
+  if (!startsWith(ident, ELF_MAGIC.subarray(0, Math.min(ident.length, ELF_MAGIC.length)))) {
+    throw malformedInput('not an ELF file (no \\x7fELF magic)', 0);
   }
-  if (source.size < EI_NIDENT) throw formatError(`truncated ELF file: ${source.size} bytes, shorter than e_ident`);
+  if (source.size < EI_NIDENT) throw malformedInput(`truncated ELF file: ${source.size} bytes, shorter than e_ident`);
   const codec = codecFromIdent(ident);
   const headerSize = EI_NIDENT + codec.sizeOf(EHDR);
-  if (ident.length < headerSize) throw formatError(`too short for an ELF${codec.elfClass} header (${source.size} bytes)`);
+  if (ident.length < headerSize) throw malformedInput(`too short for an ELF${codec.elfClass} header (${source.size} bytes)`);
   const fields = codec.decode(EHDR, ident, EI_NIDENT);
   const programHeaders = await readProgramHeaders(source, codec, fields);
   // The fields go onto the decoded record, which is this read's own: a spread would copy it per file.
@@ -181,13 +170,10 @@ async function dynamicSectionHasNoBytes(
 
 /** Class and byte order from e_ident, or a format error saying why this is not an ELF file we read. */
 function codecFromIdent(ident: Uint8Array): ElfCodec {
-  for (let i = 0; i < ELF_MAGIC.length; i++) {
-    if (ident[i] !== ELF_MAGIC[i]) throw formatError('not an ELF file (no \\x7fELF magic)', 0);
-  }
   const elfClass = ident[4];
   const data = ident[5];
-  if (elfClass !== ELFCLASS32 && elfClass !== ELFCLASS64) throw formatError(`unknown ELF class ${elfClass} in e_ident[EI_CLASS]`, 4);
-  if (data !== ELFDATA2LSB && data !== ELFDATA2MSB) throw formatError(`unknown byte order ${data} in e_ident[EI_DATA]`, 5);
+  if (elfClass !== ELFCLASS32 && elfClass !== ELFCLASS64) throw malformedInput(`unknown ELF class ${elfClass} in e_ident[EI_CLASS]`, 4);
+  if (data !== ELFDATA2LSB && data !== ELFDATA2MSB) throw malformedInput(`unknown byte order ${data} in e_ident[EI_DATA]`, 5);
   return new ElfCodec(elfClass === ELFCLASS64 ? 64 : 32, data === ELFDATA2LSB);
 }
 
@@ -196,7 +182,7 @@ async function readProgramHeaders(source: ByteSource, codec: ElfCodec, fields: E
   if (count === 0) return [];
   const entrySize = codec.sizeOf(PHDR);
   if (fields.e_phentsize !== entrySize) {
-    throw formatError(
+    throw malformedInput(
       `e_phentsize is ${fields.e_phentsize}, expected ${entrySize} for ELF${codec.elfClass}`,
       EI_NIDENT + codec.fieldOffset(EHDR, 'e_phentsize'),
     );
@@ -212,7 +198,7 @@ async function readProgramHeaders(source: ByteSource, codec: ElfCodec, fields: E
 /** With e_phnum = PN_XNUM the real count is section header 0's sh_info (gABI "extended numbering"). */
 async function extendedProgramHeaderCount(source: ByteSource, codec: ElfCodec, fields: ElfHeaderFields): Promise<number> {
   if (fields.e_shoff === 0)
-    throw formatError(
+    throw malformedInput(
       'e_phnum is PN_XNUM but there is no section header 0 holding the real count',
       EI_NIDENT + codec.fieldOffset(EHDR, 'e_phnum'),
     );
@@ -237,7 +223,7 @@ function onlyHeaderOfType(
     if (ph.p_type !== type) continue;
     if (found !== null) {
       const count = programHeaders.filter((other) => other.p_type === type).length;
-      throw formatError(`${count} ${name} program headers, expected at most one`, table.offset + index * table.entrySize);
+      throw malformedInput(`${count} ${name} program headers, expected at most one`, table.offset + index * table.entrySize);
     }
     found = ph;
   }
@@ -247,7 +233,7 @@ function onlyHeaderOfType(
 async function readDynamicArray(source: ByteSource, codec: ElfCodec, ph: ProgramHeader): Promise<DynamicArray> {
   const entrySize = codec.sizeOf(DYN);
   const capacity = Math.floor(ph.p_filesz / entrySize);
-  if (capacity === 0) throw formatError(`PT_DYNAMIC is ${ph.p_filesz} bytes, too small for one entry`, ph.p_offset);
+  if (capacity === 0) throw malformedInput(`PT_DYNAMIC is ${ph.p_filesz} bytes, too small for one entry`, ph.p_offset);
   const bytes = await source.read(ph.p_offset, capacity * entrySize, 'dynamic array (PT_DYNAMIC)');
   const entries: DynamicEntry[] = [];
   let index = 0;
@@ -256,7 +242,7 @@ async function readDynamicArray(source: ByteSource, codec: ElfCodec, ph: Program
     if (entry.d_tag === DT.DT_NULL) break;
     entries.push(entry);
   }
-  if (index === capacity) throw formatError('dynamic array has no DT_NULL terminator', ph.p_offset);
+  if (index === capacity) throw malformedInput('dynamic array has no DT_NULL terminator', ph.p_offset);
   let spareSlots = 0;
   for (let i = index + 1; i < capacity && codec.decode(DYN, bytes, i * entrySize).d_tag === DT.DT_NULL; i++) spareSlots++;
   const usable = index + 1 + spareSlots;
@@ -272,7 +258,7 @@ async function readInterpreter(
   if (ph === null) return null;
   const bytes = await source.read(ph.p_offset, ph.p_filesz, 'interpreter path (PT_INTERP)');
   const nul = bytes.indexOf(0);
-  if (nul < 0) throw formatError('interpreter path (PT_INTERP) has no NUL terminator', ph.p_offset);
+  if (nul < 0) throw malformedInput('interpreter path (PT_INTERP) has no NUL terminator', ph.p_offset);
   return bytesToByteString(bytes.subarray(0, nul));
 }
 
@@ -297,7 +283,7 @@ export function fileOffsetOf(
     (ph) => vaddr >= ph.p_vaddr && vaddr <= ph.p_vaddr + ph.p_filesz && (length === 0 || vaddr < ph.p_vaddr + ph.p_filesz),
   );
   const outside = () =>
-    formatError(
+    malformedInput(
       `${what} (0x${length.toString(16)} bytes at address 0x${vaddr.toString(16)}) is not inside the file part of the PT_LOAD segments`,
       namedAt,
     );
@@ -328,7 +314,7 @@ function locateDynamicStrings(
   const size = dynamicValue(dynamic, DT.DT_STRSZ);
   if (address === undefined && size === undefined) return null;
   if (address === undefined || size === undefined) {
-    throw formatError(
+    throw malformedInput(
       `dynamic array has ${address === undefined ? 'DT_STRSZ without DT_STRTAB' : 'DT_STRTAB without DT_STRSZ'}`,
       dynamic.offset,
     );
@@ -345,7 +331,7 @@ export async function dynamicStringsOf(image: ElfImage, tag: number): Promise<st
   const entries = image.dynamic.entries.filter((entry) => entry.d_tag === tag);
   if (entries.length === 0) return [];
   if (image.dynamicStrings === null) {
-    throw formatError('dynamic array names strings but has no DT_STRTAB', image.dynamic.offset);
+    throw malformedInput('dynamic array names strings but has no DT_STRTAB', image.dynamic.offset);
   }
   const strings = image.dynamicStrings;
   return Promise.all(entries.map((entry) => strings.get(entry.d_val)));
@@ -358,23 +344,4 @@ export async function dynamicStringsOf(image: ElfImage, tag: number): Promise<st
  */
 export async function lastDynamicString(image: ElfImage, tag: number): Promise<string | null> {
   return (await dynamicStringsOf(image, tag)).at(-1) ?? null;
-}
-
-/** Readable ELF files `apply` leaves alone (skipReason). */
-export type SkipReason = 'relocatable' | 'core' | 'debug-info' | 'static' | 'static-pie';
-
-/**
- * Why `apply` would leave a readable ELF file alone, or null when it would visit it. A static-pie has
- * a dynamic section (for relocating itself) but no interpreter; glibc's start-up code asserts it has
- * no DT_RUNPATH/DT_RPATH, so giving it one makes it crash before main. A debug-info file has no
- * dynamic array to patch, and nothing ever loads it.
- */
-export function skipReason(image: ElfImage): SkipReason | null {
-  if (image.header.e_type === ET.ET_REL) return 'relocatable';
-  if (image.header.e_type === ET.ET_CORE) return 'core';
-  if (image.debugInfo) return 'debug-info';
-  if (image.dynamic === null) return 'static';
-  const pie = ((dynamicValue(image.dynamic, DT.DT_FLAGS_1) ?? 0) & DF_1.PIE) !== 0;
-  if (pie && image.interpreter === null) return 'static-pie';
-  return null;
 }

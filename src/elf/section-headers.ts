@@ -6,7 +6,7 @@ import { SHDR, type ElfCodec, type ElfHeaderFields, type SectionHeader } from '.
 import { SHT } from './constants.js';
 import type { ElfImage } from './elf-image.js';
 import { StringTable, stringAt } from './string-table.js';
-import { formatError } from '../errors/cuda-patchelf-error.js';
+import { malformedInput } from '../errors/cuda-patchelf-error.js';
 
 /** gABI: e_shstrndx = SHN_XINDEX means the index is in section header 0's sh_link. */
 const SHN_XINDEX = 0xffff;
@@ -26,7 +26,7 @@ export async function readSectionHeaderTable(source: ByteSource, codec: ElfCodec
   if (header.e_shoff === 0) return [];
   const entrySize = codec.sizeOf(SHDR);
   if (header.e_shentsize !== entrySize) {
-    throw formatError(`e_shentsize is ${header.e_shentsize}, expected ${entrySize} for ELF${codec.elfClass}`);
+    throw malformedInput(`e_shentsize is ${header.e_shentsize}, expected ${entrySize} for ELF${codec.elfClass}`);
   }
   checkRange(source.size, header.e_shoff, entrySize, 'section header 0');
   // Extended numbering: e_shnum = 0 with a table present puts the count in section 0's sh_size.
@@ -54,8 +54,8 @@ export async function readSectionHeaders(image: ElfImage): Promise<Section[]> {
   };
   if (namesIndex === 0) return raw.map((sh, index) => section(sh, index, ''));
   const namesHeader = raw[namesIndex];
-  if (namesHeader === undefined) throw formatError(`e_shstrndx ${namesIndex} is not a section (there are ${raw.length})`);
-  if (namesHeader.sh_type === SHT.SHT_NOBITS) throw formatError('the section name table has no bytes in the file (SHT_NOBITS)');
+  if (namesHeader === undefined) throw malformedInput(`e_shstrndx ${namesIndex} is not a section (there are ${raw.length})`);
+  if (namesHeader.sh_type === SHT.SHT_NOBITS) throw malformedInput('the section name table has no bytes in the file (SHT_NOBITS)');
   checkRange(source.size, namesHeader.sh_offset, namesHeader.sh_size, 'section name table');
   const names = new StringTable(source, namesHeader.sh_offset, namesHeader.sh_size, 'section name table');
   // A name table of usual size is read once and decoded from memory; a huge one string by string.

@@ -3,7 +3,7 @@
 
 import type { ByteSource } from './byte-source.js';
 import { bytesToByteString } from './byte-string.js';
-import { formatError } from '../errors/cuda-patchelf-error.js';
+import { malformedInput } from '../errors/cuda-patchelf-error.js';
 
 /** First read for one string; most runpaths and sonames fit, longer ones read on in doubling chunks. */
 const FIRST_CHUNK = 256;
@@ -51,7 +51,7 @@ export class StringTable {
 
   private async readString(index: number): Promise<string> {
     if (!Number.isSafeInteger(index) || index < 0 || index >= this.size) {
-      throw formatError(`string index ${index} is outside the ${this.what} (size ${this.size})`, this.offset);
+      throw malformedInput(`string index ${index} is outside the ${this.what} (size ${this.size})`, this.offset);
     }
     const parts: Uint8Array[] = [];
     let at = index;
@@ -84,18 +84,18 @@ export class StringTable {
   }
 
   private unterminated(index: number): Error {
-    return formatError(`string at index ${index} of the ${this.what} has no NUL terminator`, this.offset + index);
+    return malformedInput(`string at index ${index} of the ${this.what} has no NUL terminator`, this.offset + index);
   }
 }
 
 /** The NUL-terminated byte string at `index` of a table held in memory. */
 export function stringAt(table: Uint8Array, index: number, what = 'dynamic string table', fileOffset?: number): string {
   if (!Number.isSafeInteger(index) || index < 0 || index >= table.length) {
-    throw formatError(`string index ${index} is outside the ${what} (size ${table.length})`, fileOffset);
+    throw malformedInput(`string index ${index} is outside the ${what} (size ${table.length})`, fileOffset);
   }
   const nul = table.indexOf(0, index);
   if (nul < 0)
-    throw formatError(
+    throw malformedInput(
       `string at index ${index} of the ${what} has no NUL terminator`,
       fileOffset === undefined ? undefined : fileOffset + index,
     );

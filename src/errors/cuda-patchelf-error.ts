@@ -22,8 +22,7 @@ export class CudaPatchelfError extends Error {
     this.offset = options.offset;
   }
 
-  /** One line for a person: `FILE: MESSAGE (at offset 0x…)`. */
-  /** One line: the file (control characters escaped, so a name with a newline stays one line), what is wrong, where. */
+  /** One line for a person, `FILE: MESSAGE (at offset 0x…)`: control characters escaped, so a name with a newline stays one line. */
   describe(): string {
     const where = this.offset === undefined ? '' : ` (at offset 0x${this.offset.toString(16)})`;
     return `${this.file === undefined ? '' : `${oneLine(this.file)}: `}${oneLine(this.message)}${where}`;
@@ -42,7 +41,7 @@ export class CudaPatchelfError extends Error {
 }
 
 /** Shorthand for the most common error: a structure of the file is malformed. */
-export function formatError(message: string, offset?: number): CudaPatchelfError {
+export function malformedInput(message: string, offset?: number): CudaPatchelfError {
   return new CudaPatchelfError('format', message, offset === undefined ? {} : { offset });
 }
 

@@ -2,6 +2,7 @@
 // them, turned into the WantedDynamic the planner places. Pure: strings are byte strings.
 
 import { DT } from '../elf/constants.js';
+import { dedupeEntries, joinRunpath, splitRunpath } from '../elf/runpath-list.js';
 import type { CurrentEntry } from './edit-facts.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { WantedDynamic, WantedEntry } from './wanted.js';
@@ -121,11 +122,6 @@ export class DynamicEditor {
   }
 }
 
-/** A runpath as its list of directories ("" is no directory at all). */
-export function splitRunpath(value: string | null): string[] {
-  return value === null || value === '' ? [] : value.split(':');
-}
-
 /**
  * Adds directories to a runpath. With `dedupe`, entries already present are not added again and
  * empty entries are dropped.
@@ -133,16 +129,9 @@ export function splitRunpath(value: string | null): string[] {
 export function addRunpathEntries(value: string | null, dirs: readonly string[], position: 'prepend' | 'append', dedupe: boolean): string {
   const old = splitRunpath(value);
   const added = position === 'prepend' ? [...dirs, ...old] : [...old, ...dirs];
-  return (dedupe ? dedupeEntries(added) : added).join(':');
+  return joinRunpath(dedupe ? dedupeEntries(added) : added);
 }
 
 export function removeRunpathEntries(value: string | null, dirs: readonly string[]): string {
-  return splitRunpath(value)
-    .filter((dir) => !dirs.includes(dir))
-    .join(':');
-}
-
-/** First occurrence wins; empty entries go. */
-export function dedupeEntries(entries: readonly string[]): string[] {
-  return [...new Set(entries.filter((dir) => dir !== ''))];
+  return joinRunpath(splitRunpath(value).filter((dir) => !dirs.includes(dir)));
 }

@@ -3,7 +3,7 @@
 // values and places new data by the segments' addresses: values it cannot carry over exactly, and
 // segments or tags that contradict each other, are refused up front and the file is left alone.
 
-import { formatError } from '../errors/cuda-patchelf-error.js';
+import { malformedInput } from '../errors/cuda-patchelf-error.js';
 import { PHDR, type ProgramHeader } from '../elf/codec.js';
 import { DT, DT_NAMES, PT, nameOf } from '../elf/constants.js';
 import type { DynamicArray } from '../elf/elf-image.js';
@@ -32,7 +32,7 @@ const PROGRAM_HEADER_FIELDS = PHDR.fields64.map(([field]) => field);
  * every file of a tree: the message is built only on failure.)
  */
 function beyondExact(what: string): Error {
-  return formatError(`${what} is beyond 2^53, which no real file has; refusing to rewrite it`);
+  return malformedInput(`${what} is beyond 2^53, which no real file has; refusing to rewrite it`);
 }
 
 /** What the checks look at besides the program headers and the dynamic array. */
@@ -61,7 +61,7 @@ export function checkEditable(programHeaders: readonly ProgramHeader[], dynamic:
   for (const tag of ONE_PER_FILE_TAGS) {
     const count = counts.get(tag) ?? 0;
     if (count > 1)
-      throw formatError(`the dynamic array has ${count} ${nameOf(DT_NAMES, tag)} entries, expected at most one`, dynamic.offset);
+      throw malformedInput(`the dynamic array has ${count} ${nameOf(DT_NAMES, tag)} entries, expected at most one`, dynamic.offset);
   }
   checkLoadSegments(programHeaders, file.fileSize);
   checkStringTable(dynamic, file);
@@ -79,7 +79,7 @@ function checkTablesOutsideHeaders(programHeaders: readonly ProgramHeader[], dyn
     if (!RELOCATABLE_SECTION_TAGS.includes(entry.d_tag)) continue;
     const offset = mappedOffset(programHeaders, entry.d_val);
     if (offset !== null && inHeaders(offset)) {
-      throw formatError(
+      throw malformedInput(
         `${nameOf(DT_NAMES, entry.d_tag)} (0x${entry.d_val.toString(16)}) points into the ELF or program headers, which an edit rewrites`,
         dynamic.offset,
       );
@@ -101,20 +101,21 @@ function mappedOffset(programHeaders: readonly ProgramHeader[], vaddr: number): 
 function checkStringTable(dynamic: DynamicArray, file: EditableFile): void {
   const { offset, vaddr, bytes } = file.dynstr;
   if (bytes.length === 0 || bytes[0] !== 0 || bytes[bytes.length - 1] !== 0) {
-    throw formatError('the dynamic string table does not start and end with a NUL byte (DT_STRTAB or DT_STRSZ is off)', offset);
+    throw malformedInput('the dynamic string table does not start and end with a NUL byte (DT_STRTAB or DT_STRSZ is off)', offset);
   }
   const overlaps = (start: number, end: number): boolean => offset < end && start < offset + bytes.length;
   if (overlaps(0, file.ehsize) || overlaps(file.phoff, file.phEnd))
-    throw formatError('the dynamic string table lies over the ELF or program headers', offset);
+    throw malformedInput('the dynamic string table lies over the ELF or program headers', offset);
   if (overlaps(dynamic.offset, dynamic.offset + dynamic.bytes.length))
-    throw formatError('the dynamic string table lies over the dynamic array', offset);
+    throw malformedInput('the dynamic string table lies over the dynamic array', offset);
   const inside = dynamic.entries.find(
     (entry) =>
       entry.d_tag !== DT.DT_STRTAB && ADDRESS_TAGS.includes(entry.d_tag) && entry.d_val >= vaddr && entry.d_val < vaddr + bytes.length,
   );
   if (inside !== undefined) {
-    throw formatError(
-      `${nameOf(DT_NAMES, inside.d_tag)} (0x${inside.d_val.toString(16)}) points inside the dynamic string table (DT_STRSZ is too large or the tag is off)`,
+    throw malformedInput(
+      `${nameOf(DT_NAMES, inside.d_tag)} (0x${inside.d_val.toString(16)}) points inside the dynamic ` +
+        'string table (DT_STRSZ is too large or the tag is off)',
       offset,
     );
   }
@@ -130,15 +131,17 @@ function checkLoadSegments(programHeaders: readonly ProgramHeader[], fileSize: n
   for (const [index, ph] of programHeaders.entries()) {
     if (ph.p_type !== PT.PT_LOAD) continue;
     if (ph.p_filesz > ph.p_memsz)
-      throw formatError(`PT_LOAD ${index} has p_filesz 0x${ph.p_filesz.toString(16)} above its p_memsz 0x${ph.p_memsz.toString(16)}`);
+      throw malformedInput(`PT_LOAD ${index} has p_filesz 0x${ph.p_filesz.toString(16)} above its p_memsz 0x${ph.p_memsz.toString(16)}`);
     if (ph.p_offset + ph.p_filesz > fileSize) {
-      throw formatError(
-        `PT_LOAD ${index} maps bytes up to 0x${(ph.p_offset + ph.p_filesz).toString(16)}, past the end of the file (0x${fileSize.toString(16)})`,
+      throw malformedInput(
+        `PT_LOAD ${index} maps bytes up to 0x${(ph.p_offset + ph.p_filesz).toString(16)}, past the end ` +
+          `of the file (0x${fileSize.toString(16)})`,
       );
     }
     if (previous !== null && previous.ph.p_vaddr + previous.ph.p_memsz > ph.p_vaddr) {
-      throw formatError(
-        `PT_LOAD ${index} (at 0x${ph.p_vaddr.toString(16)}) is not above PT_LOAD ${previous.index}, which ends at 0x${(previous.ph.p_vaddr + previous.ph.p_memsz).toString(16)}`,
+      throw malformedInput(
+        `PT_LOAD ${index} (at 0x${ph.p_vaddr.toString(16)}) is not above PT_LOAD ${previous.index}, ` +
+          `which ends at 0x${(previous.ph.p_vaddr + previous.ph.p_memsz).toString(16)}`,
       );
     }
     previous = { ph, index };

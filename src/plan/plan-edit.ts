@@ -1,169 +1,93 @@
 // The planner: from what a file has (EditFacts) and what it should have (WantedDynamic) to an ordered
 // list of positional writes, cheapest tier first. Pure: it reads nothing and writes nothing.
+//
+// In three steps. What the edit changes (WantedChange), with an edit cut short finished first. Where
+// each new byte goes: strings into the string table (string-placement.ts), and when a table must move
+// or grow, the blocks the appended region holds (placeTables: the region laid out by
+// segment-layout.ts). Then the writes, each part's own (editPlan), put in phase order (write-list.ts):
+// every prefix of them leaves a file that loads. Where a step needs a fact read only on request, or no
+// tier fits, it returns that instead of a plan.
 
-import { DYN, EHDR, PHDR, SHDR, SYM, type DynamicEntry, type ProgramHeader } from '../elf/codec.js';
-import { DT, EI_NIDENT, PT, SHT } from '../elf/constants.js';
-import type { EditFacts } from './edit-facts.js';
-import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
-import { stringAt } from '../elf/string-table.js';
-import { dataViewOf } from '../elf/byte-source.js';
-import type { Section } from '../elf/section-headers.js';
-import type { NeedsFacts, NeedsRewrite, PlanDecision, PlannedWrite, WritePhase } from './plan.js';
+import { DYN, type DynamicEntry } from '../elf/codec.js';
+import { DT, PT } from '../elf/constants.js';
 import { byteStringToBytes } from '../elf/byte-string.js';
-import { layoutSegment, type FinishedLayout, type MovedRange, type SegmentLayout, type TableLayout } from './segment-layout.js';
-import { resumeOf, stringStarts, type Resume, type SectionRepair } from './resume-edit.js';
-import { placeStrings, type StringPlacement, type StringRequest } from './string-placement.js';
-import { CLEANUP_MARK, encodeDynamicArray, withNullValues } from './cleanup-mark.js';
 import type { StringReference } from '../elf/string-references.js';
+import { stringAt } from '../elf/string-table.js';
+import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
+import { appendWrites } from './append-writes.js';
+import { CLEANUP_MARK, encodeDynamicArray, withNullValues } from './cleanup-mark.js';
+import type { EditFacts } from './edit-facts.js';
+import { needsFacts, planned, type NoPlan, type Plan, type PlanDecision, type PlannedWrite } from './plan.js';
+import type { RegionPart } from './region.js';
+import { resumeOf, stringStarts, type Resume, type SectionRepair } from './resume-edit.js';
+import { sectionWrites } from './section-writes.js';
+import { chooseSegment, layOutRegion, type BlockRequest, type MovedRange, type Place, type RegionLayout } from './segment-layout.js';
+import { placeStrings, type StringPlacement, type StringRequest } from './string-placement.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from './wanted.js';
+import { changedSpanWrites, inPhaseOrder } from './write-list.js';
 
 /** DT_NULL slots a moved dynamic array gets beyond what it needs, so that later edits fit in place. */
 const SPARE_DYNAMIC_SLOTS = 4;
 
-interface Writes {
-  add(phase: WritePhase, offset: number, bytes: Uint8Array, what: string): void;
-  list(): PlannedWrite[];
+/** What the edit changes, as the planner works on it. */
+interface WantedChange {
+  /** The dynamic array as it should be; an entry whose string its old index already holds is kept as it is. */
+  readonly entries: readonly WantedEntry[];
+  /** The version need file names (vn_file) that follow a DT_NEEDED rename: each record and its new name. */
+  readonly renames: readonly VersionNeedRename[];
 }
 
-function writeList(): Writes {
-  const writes: PlannedWrite[] = [];
-  const order: WritePhase[] = ['data', 'headers', 'dynamic', 'cleanup', 'sections', 'unmark', 'settle'];
-  return {
-    add: (phase, offset, bytes, what) => writes.push({ phase, offset, bytes, what }),
-    // Stable sort by phase: within a phase, writes keep the order they were added in.
-    list: () =>
-      writes
-        .map((w, i) => ({ w, i }))
-        .sort((a, b) => order.indexOf(a.w.phase) - order.indexOf(b.w.phase) || a.i - b.i)
-        .map(({ w }) => w),
-  };
-}
-
-/** A wanted string entry whose text is what its previous index already holds is simply kept. */
-function normalize(facts: EditFacts, entry: WantedEntry): WantedEntry {
-  if (isStringEntry(entry) && entry.previous !== null && stringAt(facts.dynstr.bytes, entry.previous) === entry.text) {
-    return { d_tag: entry.d_tag, d_val: entry.previous };
-  }
-  return entry;
+interface VersionNeedRename {
+  readonly ref: StringReference;
+  readonly text: string;
 }
 
 /**
  * The plan for one file, cheapest tier first, or the decision that only the whole-file rewrite can
- * make this edit (the caller plans that on the shifted layout, src/plan/shift-for-rewrite.ts).
+ * make this edit (the caller plans that on the shifted layout, src/plan/shift-for-rewrite.ts), that a
+ * fact read on request is needed first, or that no tier can.
  */
 export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDecision {
   // An edit cut short is finished first; planning goes on from the section headers as they should be.
   const resume = resumeOf(factsAsRead);
   const facts = resume === null ? factsAsRead : withRepairedSections(factsAsRead, resume.sections);
-  const table = facts.dynstr.bytes;
-  const entries = wanted.entries.map((entry) => normalize(facts, entry));
-  const renamed = facts.references.versionRecords.filter(
-    (ref) => ref.source === 'version-need-file' && wanted.versionNeedRenames.has(stringAt(table, ref.index)),
-  );
-  if (resume === null && renamed.length === 0 && sameEntries(entries, facts.dynamic.entries))
-    return { tier: 'noop', writes: [], newSize: facts.fileSize };
+  const change = wantedChange(facts, wanted);
+  if (resume === null && change.renames.length === 0 && sameEntries(change.entries, facts.dynamic.entries))
+    return planned({ tier: 'noop', writes: [], newSize: facts.fileSize });
 
   const symbolNames = facts.references.symbolNames;
-  if (symbolNames === null && stringsMayBeFreed(facts, entries, renamed, resume)) return { tier: 'needs-facts', facts: 'dynamic-symbols' };
-  const placement = placeWantedStrings(facts, symbolNames ?? new Uint32Array(0), entries, renamed, wanted, resume);
-  const dynamicEntries = entries.map(
+  if (symbolNames === null && stringsMayBeFreed(facts, change, resume)) return needsFacts('dynamic-symbols');
+  const placement = placeWantedStrings(facts, symbolNames ?? new Uint32Array(0), change, resume);
+  const entries = change.entries.map(
     (entry): DynamicEntry =>
       isStringEntry(entry)
         ? { d_tag: entry.d_tag, d_val: placement.indexOf.get(entry.text) ?? 0 }
         : { d_tag: entry.d_tag, d_val: entry.d_val },
   );
-  const places = placeTables(facts, placement, dynamicEntries.length);
-  if ('tier' in places) return places;
-  const { layout, table: newTable, dynamic } = places;
+  const places = placeTables(facts, placement, entries.length);
+  if (places.kind !== 'places') return places;
   // Section headers change address when tables move or an interrupted edit's stale ones are
   // repaired; the .symtab symbols defined in those sections follow them.
-  if (facts.symbolTable !== null && facts.symbolTable.bytes === null && (layout !== null || (resume?.sections.length ?? 0) > 0))
-    return { tier: 'needs-facts', facts: 'symbol-table' };
-  const tableMoved = newTable.offset !== facts.dynstr.offset;
-  const writes = writeList();
+  const sectionsMove = places.region !== null || (resume?.sections.length ?? 0) > 0;
+  if (sectionsMove && facts.symbolTable !== null && facts.symbolTable.bytes === null) return needsFacts('symbol-table');
+  return planned(editPlan(facts, { resume, change, placement, entries, places }));
+}
 
-  const moved = layout?.moved ?? [];
-  const movedRangeOf = (vaddr: number): MovedRange | undefined => moved.find((m) => vaddr >= m.fromVaddr && vaddr < m.fromVaddr + m.size);
-  const finalEntries = dynamicEntries.map((entry) => {
-    if (entry.d_tag === DT.DT_STRTAB) return { ...entry, d_val: newTable.vaddr };
-    if (entry.d_tag === DT.DT_STRSZ) return { ...entry, d_val: placement.table.length };
-    // A section moved out of the program header table's way: its tag follows the copy.
-    const range = RELOCATABLE_SECTION_TAGS.includes(entry.d_tag) ? movedRangeOf(entry.d_val) : undefined;
-    return range === undefined ? entry : { ...entry, d_val: entry.d_val + range.vaddrDelta };
+/** The wanted entries, an entry whose string is already at its old index kept as it is; the version needs a rename reaches. */
+function wantedChange(facts: EditFacts, wanted: WantedDynamic): WantedChange {
+  const table = facts.dynstr.bytes;
+  const renames: VersionNeedRename[] = [];
+  for (const ref of facts.references.versionRecords) {
+    const text = ref.source === 'version-need-file' ? wanted.versionNeedRenames.get(stringAt(table, ref.index)) : undefined;
+    if (text !== undefined) renames.push({ ref, text });
+  }
+  const entries = wanted.entries.map((entry): WantedEntry => {
+    if (isStringEntry(entry) && entry.previous !== null && stringAt(table, entry.previous) === entry.text) {
+      return { d_tag: entry.d_tag, d_val: entry.previous };
+    }
+    return entry;
   });
-
-  // Strings written into the live table before or as the switch (only when the table stays put).
-  if (!tableMoved) {
-    for (const range of placement.slackWrites)
-      writes.add(
-        'data',
-        facts.dynstr.offset + range.start,
-        placement.table.slice(range.start, range.end),
-        'new string in zeroed slack of .dynstr',
-      );
-    for (const range of placement.inPlaceWrites)
-      writes.add(
-        'dynamic',
-        facts.dynstr.offset + range.start,
-        placement.table.slice(range.start, range.end),
-        'string rewritten in place in .dynstr',
-      );
-  }
-
-  // A plan that zeroes strings marks the dynamic array until it has (cleanup-mark.ts): the array that
-  // goes live at the switch is marked, and so is the one in place before it.
-  const marked = placement.deadRanges.length > 0 || (resume?.deadFileRanges.length ?? 0) > 0;
-  const nullValue = marked ? CLEANUP_MARK : 0;
-  const dynamicSize = dynamic.capacity * facts.codec.sizeOf(DYN);
-  const movedArray = dynamic.moves ? encodeDynamicArray(facts.codec, finalEntries, dynamic.capacity, nullValue) : null;
-  let newSize = facts.fileSize;
-  if (layout !== null) {
-    if (movedArray !== null) layout.region.fill(dynamic.offset, movedArray);
-    const finished = layout.finish({ writable: dynamic.moves });
-    newSize = finished.fileEnd;
-    const withDynamic = (table: TableLayout): TableLayout =>
-      dynamic.moves
-        ? { ...table, programHeaders: withMovedDynamic(table.programHeaders, dynamic.offset, dynamic.vaddr, dynamicSize) }
-        : table;
-    addHeaderWrites(
-      facts,
-      { ...finished, ...withDynamic(finished), interim: finished.interim === null ? null : withDynamic(finished.interim) },
-      layout,
-      writes,
-    );
-  }
-
-  const liveArray = movedArray ?? addDynamicWrites(facts, finalEntries, nullValue, writes);
-  for (const ref of renamed) {
-    const index = placement.indexOf.get(wanted.versionNeedRenames.get(stringAt(table, ref.index)) ?? '') ?? 0;
-    // When the version needs moved out of the table's way, the rename goes to the copy.
-    const range = moved.find((m) => ref.fieldOffset >= m.from && ref.fieldOffset < m.from + m.size);
-    writes.add(
-      'dynamic',
-      ref.fieldOffset + (range === undefined ? 0 : range.to - range.from),
-      encodeWord(facts, index),
-      'version need file name (vn_file)',
-    );
-  }
-
-  addSectionWrites(facts, writes, {
-    repairs: resume?.sections ?? [],
-    table: tableMoved || placement.table.length > placement.oldSize ? { ...newTable, size: placement.table.length } : null,
-    dynamic: dynamic.moves ? { offset: dynamic.offset, vaddr: dynamic.vaddr, size: dynamicSize } : null,
-    moved,
-  });
-
-  for (const range of placement.deadRanges) {
-    writes.add('cleanup', facts.dynstr.offset + range.start, new Uint8Array(range.end - range.start), 'dead string zeroed in .dynstr');
-  }
-  for (const range of resume?.deadFileRanges ?? []) {
-    writes.add('cleanup', range.start, new Uint8Array(range.end - range.start), 'string table an interrupted edit left, zeroed');
-  }
-  if (marked) {
-    const cleared = withNullValues(facts.codec, liveArray, finalEntries.length, 0);
-    addChangedSpan(writes, 'unmark', dynamic.offset, liveArray, cleared, 'dynamic array DT_NULL values: the cleanup is done');
-  }
-  return { tier: layout === null ? 'in-place' : 'append', writes: writes.list(), newSize };
+  return { entries, renames };
 }
 
 /** Whether the wanted entries are the file's entries as they are (no string to place, no value changed). */
@@ -180,13 +104,9 @@ function sameEntries(entries: readonly WantedEntry[], current: readonly DynamicE
  * in the table is long enough for a requested string (slack holds a string only where no symbol
  * points). Otherwise strings are only reused or appended, and the symbols do not matter.
  */
-function stringsMayBeFreed(
-  facts: EditFacts,
-  entries: readonly WantedEntry[],
-  renamed: readonly StringReference[],
-  resume: Resume | null,
-): boolean {
-  if (resume !== null || renamed.length > 0) return true;
+function stringsMayBeFreed(facts: EditFacts, change: WantedChange, resume: Resume | null): boolean {
+  if (resume !== null || change.renames.length > 0) return true;
+  const { entries } = change;
   const kept = new Set(entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val));
   if (facts.dynamic.entries.some((e) => STRING_TAGS.has(e.d_tag) && !kept.has(e.d_val))) return true;
   const requested = entries.filter(isStringEntry).map((e) => byteStringToBytes(e.text).length);
@@ -197,74 +117,76 @@ function stringsMayBeFreed(
 }
 
 /** The new string table: what stays referenced, what is released, what must be placed. */
-function placeWantedStrings(
-  facts: EditFacts,
-  symbolNames: Uint32Array,
-  entries: readonly WantedEntry[],
-  renamed: readonly StringReference[],
-  wanted: WantedDynamic,
-  resume: Resume | null,
-): StringPlacement {
+function placeWantedStrings(facts: EditFacts, symbolNames: Uint32Array, change: WantedChange, resume: Resume | null): StringPlacement {
   const table = facts.dynstr.bytes;
+  const { entries, renames } = change;
+  const renamed = new Set(renames.map((rename) => rename.ref));
   const live = [
     symbolNames,
-    facts.references.versionRecords.filter((ref) => !renamed.includes(ref)).map((ref) => ref.index),
+    facts.references.versionRecords.filter((ref) => !renamed.has(ref)).map((ref) => ref.index),
     entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
   ];
   const released = [
     ...facts.dynamic.entries.filter((e) => STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
-    ...renamed.map((ref) => ref.index),
+    ...renames.map((rename) => rename.ref.index),
     // What the cut-short cleanup would have zeroed is no longer known: every string nothing refers to.
     ...(resume === null ? [] : stringStarts(table)),
   ];
   const requests: StringRequest[] = [
     ...entries.filter(isStringEntry).map((e) => ({ text: e.text, previous: e.previous })),
-    ...renamed.map((ref) => ({ text: wanted.versionNeedRenames.get(stringAt(table, ref.index)) ?? '', previous: null })),
+    ...renames.map((rename) => ({ text: rename.text, previous: null })),
   ];
   return placeStrings(table, live, released, requests);
 }
 
-/** Where the string table and the dynamic array will be, and the appended segment when either needs one. */
+/** Where the string table and the dynamic array will be, and the appended region when either moves or grows. */
 interface TablePlaces {
+  readonly kind: 'places';
   /** Null when both stay where they are (the in-place tier). */
-  readonly layout: SegmentLayout | null;
-  readonly table: { readonly offset: number; readonly vaddr: number };
+  readonly region: RegionLayout | null;
+  readonly table: Place;
   readonly dynamic: { readonly moves: boolean; readonly offset: number; readonly vaddr: number; readonly capacity: number };
+  /** The string bytes the region holds: the whole table, moved, or the tail of one that grows where it ends the file. */
+  readonly appendedStrings: readonly RegionPart[];
 }
 
-function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: number): TablePlaces | NeedsRewrite | NeedsFacts {
+function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: number): TablePlaces | NoPlan {
   const tableGrows = placement.table.length > placement.oldSize;
   const dynamicMoves = entryCount + 1 > facts.dynamic.capacity;
   const unmoved: TablePlaces = {
-    layout: null,
+    kind: 'places',
+    region: null,
     table: { offset: facts.dynstr.offset, vaddr: facts.dynstr.vaddr },
     dynamic: { moves: false, offset: facts.dynamic.offset, vaddr: facts.dynamic.vaddr, capacity: facts.dynamic.capacity },
+    appendedStrings: [],
   };
   if (!tableGrows && !dynamicMoves) return unmoved;
-  const layout = layoutSegment(facts);
-  if ('tier' in layout) return layout;
-  const region = layout.region;
-  let dynamic = unmoved.dynamic;
-  if (dynamicMoves) {
-    const capacity = entryCount + 1 + SPARE_DYNAMIC_SLOTS;
-    const offset = region.reserve(capacity * facts.codec.sizeOf(DYN), facts.codec.wordSize);
-    dynamic = { moves: true, offset, vaddr: layout.vaddrOf(offset), capacity };
-  }
-  let table = unmoved.table;
-  if (tableGrows) {
-    // A table that already ends the file inside the segment being extended grows where it is.
-    const growsAtEnd =
-      layout.extendsSegment && facts.dynstr.offset + placement.oldSize === facts.fileSize && region.endOffset === facts.fileSize;
-    if (growsAtEnd) {
-      const tailAt = region.reserve(placement.table.length - placement.oldSize, 1);
-      region.fill(tailAt, placement.table.subarray(placement.oldSize));
-    } else {
-      const offset = region.reserve(placement.table.length, 1);
-      table = { offset, vaddr: layout.vaddrOf(offset) };
-      region.fill(offset, placement.table);
-    }
-  }
-  return { layout, table, dynamic };
+  const segment = chooseSegment(facts);
+  if (segment.kind !== 'segment') return segment;
+  const capacity = entryCount + 1 + SPARE_DYNAMIC_SLOTS;
+  // A table that already ends the file, inside the segment being extended, grows where it is (unless the
+  // dynamic array, laid out first, takes the bytes after it).
+  const growsAtEnd =
+    tableGrows && !dynamicMoves && segment.strategy === 'extend' && facts.dynstr.offset + placement.oldSize === facts.fileSize;
+  const strings = growsAtEnd ? placement.table.subarray(placement.oldSize) : placement.table;
+  // The blocks of the region, in this order: the dynamic array (ld.so writes DT_DEBUG into it), the strings.
+  const { codec } = facts;
+  const dynamicBlock = dynamicMoves
+    ? { size: capacity * codec.sizeOf(DYN), align: codec.wordSize, mappedBy: PT.PT_DYNAMIC, writable: true }
+    : null;
+  const stringsBlock = tableGrows ? { size: strings.length, align: 1, writable: false } : null;
+  const blocks = [dynamicBlock, stringsBlock].filter((block): block is BlockRequest => block !== null);
+  const region = layOutRegion(facts, segment, blocks);
+  const placeOf = (block: BlockRequest | null): Place | undefined => (block === null ? undefined : region.blocks[blocks.indexOf(block)]);
+  const dynamicPlace = placeOf(dynamicBlock);
+  const stringsPlace = placeOf(stringsBlock);
+  return {
+    kind: 'places',
+    region,
+    table: stringsPlace === undefined || growsAtEnd ? unmoved.table : stringsPlace,
+    dynamic: dynamicPlace === undefined ? unmoved.dynamic : { moves: true, ...dynamicPlace, capacity },
+    appendedStrings: stringsPlace === undefined ? [] : [{ offset: stringsPlace.offset, bytes: strings }],
+  };
 }
 
 /** The facts with the repaired section headers in place of the stale ones. */
@@ -279,171 +201,150 @@ function withRepairedSections(facts: EditFacts, repairs: readonly SectionRepair[
   };
 }
 
-function encodeWord(facts: EditFacts, value: number): Uint8Array {
-  const bytes = new Uint8Array(4);
-  new DataView(bytes.buffer).setUint32(0, value, facts.codec.littleEndian);
-  return bytes;
+/** Everything a plan is made from, once every fact it needs is at hand and its tier fits. */
+interface EditParts {
+  readonly resume: Resume | null;
+  readonly change: WantedChange;
+  readonly placement: StringPlacement;
+  /** The wanted entries with their strings placed. */
+  readonly entries: readonly DynamicEntry[];
+  readonly places: TablePlaces;
 }
 
-/** The smallest [first, end) outside which `next` equals `old` (same length); null when equal. */
-function changedSpan(old: Uint8Array, next: Uint8Array): { first: number; end: number } | null {
-  let first = 0;
-  while (first < next.length && next[first] === old[first]) first++;
-  if (first === next.length) return null;
-  let end = next.length;
-  while (end > first && next[end - 1] === old[end - 1]) end--;
-  return { first, end };
+/**
+ * The writes of each part, put in phase order: strings put into the table where it stands, the
+ * appended region and the program headers that map it, the dynamic array (the switch), the version
+ * need renames, the section headers, the dead strings zeroed, and the cleanup mark cleared.
+ */
+function editPlan(facts: EditFacts, parts: EditParts): Plan {
+  const { resume, change, placement, places } = parts;
+  const { region, table, dynamic } = places;
+  const moved = region?.moved ?? [];
+  const entries = switchedEntries(parts.entries, placement, table, moved);
+  // A plan that zeroes strings marks the dynamic array until it has (cleanup-mark.ts): the array that
+  // goes live at the switch is marked, and so is the one in place before it.
+  const marked = placement.deadRanges.length > 0 || (resume?.deadFileRanges.length ?? 0) > 0;
+  const liveArray = encodeDynamicArray(facts.codec, entries, dynamic.capacity, marked ? CLEANUP_MARK : 0);
+  const tableMoved = table.offset !== facts.dynstr.offset;
+  const dynamicSize = dynamic.capacity * facts.codec.sizeOf(DYN);
+  const writes: PlannedWrite[] = [
+    // Strings written into the live table before or as the switch (only when the table stays put).
+    ...(tableMoved ? [] : stringsInPlace(facts, placement)),
+    ...(region === null
+      ? []
+      : appendWrites(facts, region, [...places.appendedStrings, ...(dynamic.moves ? [{ offset: dynamic.offset, bytes: liveArray }] : [])])),
+    ...(dynamic.moves ? [] : dynamicArrayWrites(facts, liveArray, marked)),
+    ...versionNeedWrites(facts, change.renames, placement, moved),
+    ...sectionWrites(facts, {
+      repairs: resume?.sections ?? [],
+      table: tableMoved || placement.table.length > placement.oldSize ? { ...table, size: placement.table.length } : null,
+      dynamic: dynamic.moves ? { offset: dynamic.offset, vaddr: dynamic.vaddr, size: dynamicSize } : null,
+      moved,
+    }),
+    ...cleanupWrites(facts, placement, resume),
+    ...(marked
+      ? changedSpanWrites(
+          'unmark',
+          dynamic.offset,
+          liveArray,
+          withNullValues(facts.codec, liveArray, entries.length, 0),
+          'dynamic array DT_NULL values: the cleanup is done',
+        )
+      : []),
+  ];
+  return { tier: region === null ? 'in-place' : 'append', writes: inPhaseOrder(writes), newSize: region?.fileEnd ?? facts.fileSize };
 }
 
-/** One write of the span where `next` differs from `old`, the bytes at `offset`; none when they are equal. */
-function addChangedSpan(writes: Writes, phase: WritePhase, offset: number, old: Uint8Array, next: Uint8Array, what: string): void {
-  const span = changedSpan(old, next);
-  if (span !== null) writes.add(phase, offset + span.first, next.slice(span.first, span.end), what);
+/** The entries as the switch writes them: DT_STRTAB and DT_STRSZ name the new table, and a tag whose section moved follows it. */
+function switchedEntries(
+  entries: readonly DynamicEntry[],
+  placement: StringPlacement,
+  table: Place,
+  moved: readonly MovedRange[],
+): DynamicEntry[] {
+  return entries.map((entry) => {
+    if (entry.d_tag === DT.DT_STRTAB) return { ...entry, d_val: table.vaddr };
+    if (entry.d_tag === DT.DT_STRSZ) return { ...entry, d_val: placement.table.length };
+    // A section moved out of the program header table's way: its tag follows the copy.
+    const range = RELOCATABLE_SECTION_TAGS.includes(entry.d_tag)
+      ? moved.find((m) => entry.d_val >= m.fromVaddr && entry.d_val < m.fromVaddr + m.size)
+      : undefined;
+    return range === undefined ? entry : { ...entry, d_val: entry.d_val + range.vaddrDelta };
+  });
+}
+
+/** New strings put into zeroed slack before anything refers to them, and strings rewritten where they stand, as the switch. */
+function stringsInPlace(facts: EditFacts, placement: StringPlacement): PlannedWrite[] {
+  const at = (range: { start: number; end: number }): { offset: number; bytes: Uint8Array } => ({
+    offset: facts.dynstr.offset + range.start,
+    bytes: placement.table.slice(range.start, range.end),
+  });
+  return [
+    ...placement.slackWrites.map((range): PlannedWrite => ({ phase: 'data', ...at(range), what: 'new string in zeroed slack of .dynstr' })),
+    ...placement.inPlaceWrites.map(
+      (range): PlannedWrite => ({ phase: 'dynamic', ...at(range), what: 'string rewritten in place in .dynstr' }),
+    ),
+  ];
 }
 
 /**
  * The dynamic array rewritten in place: one write covering its changed span, which switches everything
- * at once. A marked plan marks the array's DT_NULL slots in a write before it (`nullValue`,
- * cleanup-mark.ts). Each span is diffed against the array's bytes as the file holds them at that
- * point, not a re-encoding of what was decoded. Returns the array as the switch leaves it.
+ * at once. A marked plan marks the array's DT_NULL slots in a write before it (cleanup-mark.ts). Each
+ * span is diffed against the array's bytes as the file holds them at that point, not a re-encoding of
+ * what was decoded.
  */
-function addDynamicWrites(facts: EditFacts, entries: readonly DynamicEntry[], nullValue: number, writes: Writes): Uint8Array {
+function dynamicArrayWrites(facts: EditFacts, liveArray: Uint8Array, marked: boolean): PlannedWrite[] {
   const { codec, dynamic } = facts;
-  const before = nullValue === 0 ? dynamic.bytes : withNullValues(codec, dynamic.bytes, dynamic.entries.length, nullValue);
-  addChangedSpan(writes, 'data', dynamic.offset, dynamic.bytes, before, 'dynamic array DT_NULL values: a cleanup is under way');
-  const next = encodeDynamicArray(codec, entries, dynamic.capacity, nullValue);
-  addChangedSpan(writes, 'dynamic', dynamic.offset, before, next, 'dynamic array entries');
-  return next;
+  const before = marked ? withNullValues(codec, dynamic.bytes, dynamic.entries.length, CLEANUP_MARK) : dynamic.bytes;
+  return [
+    ...changedSpanWrites('data', dynamic.offset, dynamic.bytes, before, 'dynamic array DT_NULL values: a cleanup is under way'),
+    ...changedSpanWrites('dynamic', dynamic.offset, before, liveArray, 'dynamic array entries'),
+  ];
 }
 
-function withMovedDynamic(programHeaders: ProgramHeader[], offset: number, vaddr: number, size: number): ProgramHeader[] {
-  return programHeaders.map((ph) =>
-    ph.p_type === PT.PT_DYNAMIC ? { ...ph, p_offset: offset, p_vaddr: vaddr, p_paddr: vaddr, p_filesz: size, p_memsz: size } : ph,
-  );
-}
-
-/**
- * The appended region first (invisible until mapped), then the program headers that map it. A table
- * that grows in place goes out together with the ELF header in one write, so e_phnum and the entries
- * change at once; a moved table becomes live with the one ELF header write that points at it; a table
- * that grows after moving settles back once the dynamic tags no longer point at what it grows over.
- */
-function addHeaderWrites(facts: EditFacts, finished: FinishedLayout, layout: SegmentLayout, writes: Writes): void {
-  const { codec, header } = facts;
-  const table = facts.codec.encodeRecords(PHDR, finished.programHeaders);
-  const pointHeaderAt = (phase: WritePhase, tableOffset: number, count: number, what: string): void => {
-    const headerBytes = new Uint8Array(EI_NIDENT + codec.sizeOf(EHDR));
-    codec.encode(EHDR, { ...header, e_phoff: tableOffset, e_phnum: count }, headerBytes, EI_NIDENT);
-    const at = EI_NIDENT + codec.fieldOffset(EHDR, 'e_phoff');
-    const end = EI_NIDENT + codec.fieldOffset(EHDR, 'e_shentsize');
-    writes.add(phase, at, headerBytes.slice(at, end), what);
-  };
-  if (finished.strategy === 'move-table') layout.region.fill(finished.tableOffset, table);
-  if (finished.interim !== null)
-    layout.region.fill(finished.interim.tableOffset, facts.codec.encodeRecords(PHDR, finished.interim.programHeaders));
-  writes.add('data', layout.region.start, layout.region.bytes(), 'appended tables');
-
-  if (finished.strategy === 'move-table') {
-    pointHeaderAt('headers', finished.tableOffset, finished.programHeaders.length, 'ELF header (e_phoff, e_phnum)');
-    return;
-  }
-  if (finished.interim !== null) {
-    pointHeaderAt(
-      'headers',
-      finished.interim.tableOffset,
-      finished.interim.programHeaders.length,
-      'ELF header (e_phoff, e_phnum): the table, moved for now',
-    );
-    writes.add('settle', header.e_phoff, table, 'the grown program header table, in its place');
-    pointHeaderAt('settle', header.e_phoff, finished.programHeaders.length, 'ELF header (e_phoff, e_phnum): back to the grown table');
-    return;
-  }
-  if (finished.strategy === 'grow-in-place') {
-    const headerBytes = new Uint8Array(EI_NIDENT + codec.sizeOf(EHDR));
-    codec.encode(EHDR, { ...header, e_phnum: finished.programHeaders.length }, headerBytes, EI_NIDENT);
-    const at = EI_NIDENT + codec.fieldOffset(EHDR, 'e_phnum');
-    const combined = new Uint8Array(header.e_phoff + table.length - at);
-    combined.set(headerBytes.subarray(at), 0);
-    combined.set(table, header.e_phoff - at);
-    writes.add('headers', at, combined, 'ELF header e_phnum and the grown program header table');
-    return;
-  }
-  // Same number of entries in place: write the span that changed.
-  addChangedSpan(writes, 'headers', header.e_phoff, facts.codec.encodeRecords(PHDR, facts.programHeaders), table, 'program headers');
-}
-
-interface MovedTable {
-  readonly offset: number;
-  readonly vaddr: number;
-  readonly size: number;
-}
-
-/** Section headers follow what moved, so that readelf, strip and debuggers see the new places. */
-function addSectionWrites(
+/** Each renamed version need's vn_file, pointing at its new name; in the copy when the version needs moved out of the table's way. */
+function versionNeedWrites(
   facts: EditFacts,
-  writes: Writes,
-  moves: { repairs: readonly SectionRepair[]; table: MovedTable | null; dynamic: MovedTable | null; moved: readonly MovedRange[] },
-): void {
-  /** Address delta of each moved section, by section index. */
-  const moved = new Map<number, number>();
-  const update = (section: Section, fields: Partial<Section>, what: string): void => {
-    const bytes = new Uint8Array(facts.codec.sizeOf(SHDR));
-    facts.codec.encode(SHDR, { ...section, ...fields }, bytes, 0);
-    writes.add('sections', section.headerOffset, bytes, what);
-    if (fields.sh_addr !== undefined && fields.sh_addr !== section.sh_addr) moved.set(section.index, fields.sh_addr - section.sh_addr);
-  };
-  // Repairs first: a header this edit moves again is written once more, later in the same phase.
-  for (const { section, fields } of moves.repairs) update(section, fields, `section header of ${section.name}, as the tags say`);
-  for (const section of facts.sections) {
-    if (
-      moves.table !== null &&
-      section.sh_type === SHT.SHT_STRTAB &&
-      section.sh_offset === facts.dynstr.offset &&
-      section.sh_addr === facts.dynstr.vaddr
-    ) {
-      update(
-        section,
-        { sh_offset: moves.table.offset, sh_addr: moves.table.vaddr, sh_size: moves.table.size },
-        'section header of .dynstr',
-      );
-    } else if (moves.dynamic !== null && section.sh_type === SHT.SHT_DYNAMIC) {
-      update(
-        section,
-        { sh_offset: moves.dynamic.offset, sh_addr: moves.dynamic.vaddr, sh_size: moves.dynamic.size },
-        'section header of .dynamic',
-      );
-    } else {
-      const range = moves.moved.find(
-        (m) => section.sh_size > 0 && section.sh_offset >= m.from && section.sh_offset + section.sh_size <= m.from + m.size,
-      );
-      if (range !== undefined) {
-        update(
-          section,
-          { sh_offset: section.sh_offset + (range.to - range.from), sh_addr: section.sh_addr + range.vaddrDelta },
-          `section header of ${section.name}`,
-        );
-      }
-    }
-  }
-  addSymbolWrites(facts, moved, writes);
+  renames: readonly VersionNeedRename[],
+  placement: StringPlacement,
+  moved: readonly MovedRange[],
+): PlannedWrite[] {
+  return renames.map(({ ref, text }): PlannedWrite => {
+    const range = moved.find((m) => ref.fieldOffset >= m.from && ref.fieldOffset < m.from + m.size);
+    return {
+      phase: 'dynamic',
+      offset: ref.fieldOffset + (range === undefined ? 0 : range.to - range.from),
+      bytes: encodeWord(facts, placement.indexOf.get(text) ?? 0),
+      what: 'version need file name (vn_file)',
+    };
+  });
 }
 
-/** Symbols defined in a moved section (its section symbol, _DYNAMIC) follow it in .symtab. */
-function addSymbolWrites(facts: EditFacts, moved: ReadonlyMap<number, number>, writes: Writes): void {
-  if (facts.symbolTable === null || moved.size === 0) return;
-  // planEdit asked for the bytes (NeedsFacts) whenever a section can move.
-  const { offset, bytes } = facts.symbolTable;
-  if (bytes === null) throw new Error('planEdit: sections moved, but the .symtab bytes were not asked for');
-  const size = facts.codec.sizeOf(SYM);
-  // Only st_shndx is looked at for every symbol (unstripped files have tens of thousands).
-  const shndxAt = facts.codec.fieldOffset(SYM, 'st_shndx');
-  const view = dataViewOf(bytes);
-  for (let at = 0; at + size <= bytes.length; at += size) {
-    const delta = moved.get(view.getUint16(at + shndxAt, facts.codec.littleEndian));
-    if (delta === undefined) continue;
-    const symbol = facts.codec.decode(SYM, bytes, at);
-    const record = bytes.slice(at, at + size);
-    facts.codec.encode(SYM, { st_value: symbol.st_value + delta }, record, 0);
-    writes.add('sections', offset + at, record, 'symbol in a moved section (.symtab)');
-  }
+/** The strings nothing refers to any more, zeroed, and a table an interrupted edit left. */
+function cleanupWrites(facts: EditFacts, placement: StringPlacement, resume: Resume | null): PlannedWrite[] {
+  const zeros = (size: number): Uint8Array => new Uint8Array(size);
+  return [
+    ...placement.deadRanges.map(
+      (range): PlannedWrite => ({
+        phase: 'cleanup',
+        offset: facts.dynstr.offset + range.start,
+        bytes: zeros(range.end - range.start),
+        what: 'dead string zeroed in .dynstr',
+      }),
+    ),
+    ...(resume?.deadFileRanges ?? []).map(
+      (range): PlannedWrite => ({
+        phase: 'cleanup',
+        offset: range.start,
+        bytes: zeros(range.end - range.start),
+        what: 'string table an interrupted edit left, zeroed',
+      }),
+    ),
+  ];
+}
+
+function encodeWord(facts: EditFacts, value: number): Uint8Array {
+  const bytes = new Uint8Array(4);
+  new DataView(bytes.buffer).setUint32(0, value, facts.codec.littleEndian);
+  return bytes;
 }

@@ -52,12 +52,18 @@ export interface Plan {
   readonly shift?: number;
 }
 
+/** A plan: what planning comes to once every fact it needs is at hand and some tier fits. */
+export interface Planned {
+  readonly kind: 'plan';
+  readonly plan: Plan;
+}
+
 /**
  * The append tier cannot map new data (an executable whose program header table has no room): only
- * the whole-file rewrite can make this edit. A decision, returned like a plan, not an error.
+ * the whole-file rewrite can make this edit.
  */
 export interface NeedsRewrite {
-  readonly tier: 'needs-rewrite';
+  readonly kind: 'needs-rewrite';
   /** Why, in words (the edit's error when the rewrite is not offered). */
   readonly why: string;
 }
@@ -67,17 +73,40 @@ export interface NeedsRewrite {
  * caller reads it and plans again. Most edits need neither, and those tables are the largest reads.
  */
 export interface NeedsFacts {
-  readonly tier: 'needs-facts';
+  readonly kind: 'needs-facts';
   readonly facts: LaterFact;
 }
 
-/** What planning one file comes to: a plan, or what must happen before there can be one. */
-export type PlanDecision = Plan | NeedsRewrite | NeedsFacts;
-
-export function needsRewrite(why: string): NeedsRewrite {
-  return { tier: 'needs-rewrite', why };
+/** No tier fits this edit of this file, the rewrite included: the file is refused (`unsupported`), unchanged. */
+export interface Unsupported {
+  readonly kind: 'unsupported';
+  /** Why, in words: the refusal's message. */
+  readonly why: string;
 }
 
-export function bytesWritten(plan: Plan): number {
+/** What planning comes to when it does not come to a plan: each is a returned value, never an exception. */
+export type NoPlan = NeedsRewrite | NeedsFacts | Unsupported;
+
+/** What planning one file comes to: a plan, or what must happen before there can be one. */
+export type PlanDecision = Planned | NoPlan;
+
+export function planned(plan: Plan): Planned {
+  return { kind: 'plan', plan };
+}
+
+export function needsRewrite(why: string): NeedsRewrite {
+  return { kind: 'needs-rewrite', why };
+}
+
+export function needsFacts(facts: LaterFact): NeedsFacts {
+  return { kind: 'needs-facts', facts };
+}
+
+export function unsupported(why: string): Unsupported {
+  return { kind: 'unsupported', why };
+}
+
+/** The bytes a plan would write (what was written is the write's own count, EditResult.bytesWritten). */
+export function plannedBytes(plan: Plan): number {
   return plan.writes.reduce((sum, write) => sum + write.bytes.length, 0);
 }

@@ -1,10 +1,11 @@
-// The bytes appended at the end of the file, laid out item by item with their alignments.
+// The bytes appended at the end of the file: space reserved item by item with its alignment while
+// the layout is made (segment-layout.ts), and the bytes put together once it is (append-writes.ts).
 
+/** Reserves space past `start`, item by item, each at its alignment. */
 export class AppendedRegion {
-  /** The file offset where the region starts (the old end of the file). */
+  /** The file offset where the region starts (the old end of the file, or past it). */
   readonly start: number;
   private end: number;
-  private readonly parts: { offset: number; bytes: Uint8Array }[] = [];
 
   constructor(start: number) {
     this.start = start;
@@ -18,25 +19,23 @@ export class AppendedRegion {
     return offset;
   }
 
-  /** Fills reserved bytes. */
-  fill(offset: number, bytes: Uint8Array): void {
-    this.parts.push({ offset, bytes });
-  }
-
-  get size(): number {
-    return this.end - this.start;
-  }
-
+  /** The end of the last reservation. */
   get endOffset(): number {
     return this.end;
   }
+}
 
-  /** The region's bytes, alignment gaps zeroed. */
-  bytes(): Uint8Array {
-    const out = new Uint8Array(this.end - this.start);
-    for (const part of this.parts) out.set(part.bytes, part.offset - this.start);
-    return out;
-  }
+/** Bytes that go at a file offset inside the region. */
+export interface RegionPart {
+  readonly offset: number;
+  readonly bytes: Uint8Array;
+}
+
+/** The region [start, end) with each part at its offset, the alignment gaps zeroed. */
+export function regionBytes(start: number, end: number, parts: readonly RegionPart[]): Uint8Array {
+  const out = new Uint8Array(end - start);
+  for (const part of parts) out.set(part.bytes, part.offset - start);
+  return out;
 }
 
 export function alignUp(value: number, align: number): number {

@@ -1,37 +1,15 @@
 // Mapping appended data: extend the segment a previous edit appended, or add one PT_LOAD, finding a
-// program header slot without moving anything the loader or the kernel finds by position (docs/design.md: the ELF facts, and how a file is edited).
+// program header slot without moving anything the loader or the kernel finds by position (docs/design.md:
+// the ELF facts, and how a file is edited). Two steps, each coming to a plain record: the segment is
+// chosen first (chooseSegment: which one, and how the program header table gets its entry), then the
+// region is laid out around the blocks the edit appends (layOutRegion: where each lands, what moves
+// out of the table's way, the table at each step). append-writes.ts makes the writes from that record.
 
 import type { ProgramHeader } from '../elf/codec.js';
 import { ET, PF_R, PF_W, PF_X, PT, SHF_ALLOC, SHT, machinePageSize } from '../elf/constants.js';
 import type { EditFacts, MovableRange } from './edit-facts.js';
-import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import { needsRewrite, type NeedsFacts, type NeedsRewrite } from './plan.js';
+import { needsFacts, needsRewrite, unsupported, type NeedsRewrite, type NoPlan, type Unsupported } from './plan.js';
 import { AppendedRegion, alignUp } from './region.js';
-
-/** What the appended data is mapped by. */
-export interface SegmentLayout {
-  readonly region: AppendedRegion;
-  /** True when the region extends the segment that ends the file (data there grows contiguously). */
-  readonly extendsSegment: boolean;
-  /** The virtual address of a file offset inside the region. */
-  vaddrOf(offset: number): number;
-  /**
-   * Completes the layout once every item is reserved: the new program header table and ELF header
-   * fields, and where the table lives.
-   */
-  finish(options: { writable: boolean }): FinishedLayout;
-  /** Reserves region space for the bytes that must move to make room (grown table strategy). */
-  readonly moved: readonly MovedRange[];
-}
-
-export interface MovedRange {
-  readonly from: number;
-  readonly fromVaddr: number;
-  readonly to: number;
-  readonly size: number;
-  /** to-vaddr minus from-vaddr. */
-  readonly vaddrDelta: number;
-}
 
 /**
  * How the program header table gets its new entry:
@@ -49,14 +27,79 @@ export interface MovedRange {
  */
 export type TableStrategy = 'extend' | 'null-slot' | 'grow-in-place' | 'grow-after-move' | 'move-table';
 
+/** The segment an earlier edit appended, which ends the file: the region extends it. */
+export interface ExtendedSegment {
+  readonly kind: 'segment';
+  readonly strategy: 'extend';
+  /** Its index in the program header table. */
+  readonly index: number;
+}
+
+/** A new PT_LOAD for the region, and how the program header table gets the entry for it. */
+export interface NewSegment {
+  readonly kind: 'segment';
+  readonly strategy: Exclude<TableStrategy, 'extend'>;
+  /** Where the region starts: its file offset (the end of the file, or past it) and its address. */
+  readonly start: number;
+  readonly vaddr: number;
+  readonly align: number;
+  /** `null-slot`: the index of the PT_NULL entry that becomes the new PT_LOAD. */
+  readonly nullSlot: number;
+  /** What the table grows over, with its address: copied into the region, first thing in it. */
+  readonly grow: readonly GrowRange[];
+}
+
+export interface GrowRange extends MovableRange {
+  readonly vaddr: number;
+}
+
+export type SegmentChoice = ExtendedSegment | NewSegment;
+
+/** A block of bytes the edit appends (a moved table, say): the layout says where it lands. */
+export interface BlockRequest {
+  readonly size: number;
+  readonly align: number;
+  /** The type of the program header that maps exactly this block (PT_DYNAMIC for the dynamic array): it follows the block. */
+  readonly mappedBy?: number;
+  /** Whether the loader writes into it (ld.so writes DT_DEBUG in a dynamic array): the segment is then writable. */
+  readonly writable: boolean;
+}
+
+/** A file offset and the address it is mapped at. */
+export interface Place {
+  readonly offset: number;
+  readonly vaddr: number;
+}
+
+export interface MovedRange {
+  readonly from: number;
+  readonly fromVaddr: number;
+  readonly to: number;
+  readonly size: number;
+  /** to-vaddr minus from-vaddr. */
+  readonly vaddrDelta: number;
+  /** The bytes copied from `from` to `to`. */
+  readonly bytes: Uint8Array;
+}
+
 export interface TableLayout {
   readonly programHeaders: ProgramHeader[];
   /** Where the table is written: in place at e_phoff, or in the region. */
   readonly tableOffset: number;
 }
 
-export interface FinishedLayout extends TableLayout {
+/** The appended region, laid out: what goes where, and the program header table that maps it. */
+export interface RegionLayout {
   readonly strategy: TableStrategy;
+  /** The file offset of the region's first byte, and the end of its last (an interim table included). */
+  readonly start: number;
+  readonly end: number;
+  /** Where each block asked for lands, in the order asked. */
+  readonly blocks: readonly Place[];
+  /** What moved out of the program header table's way (grow-in-place, grow-after-move). */
+  readonly moved: readonly MovedRange[];
+  /** The program header table the edit leaves: at e_phoff, or in the region (move-table). */
+  readonly table: TableLayout;
   /**
    * grow-after-move: the table as it stands in the region while the tags switch. It is the last thing
    * in the region, outside the final segment, and cut off the file once the grown table is live.
@@ -83,36 +126,62 @@ function extendableSegment(facts: EditFacts): number | null {
   return endsAtEof && ph.p_filesz === ph.p_memsz && (ph.p_flags & PF_X) === 0 ? highest : null;
 }
 
-function unsupported(message: string): CudaPatchelfError {
-  return new CudaPatchelfError('unsupported', message);
-}
-
 /**
- * Chooses how the region at the end of the file will be mapped, or says that only the whole-file
- * rewrite can: an executable's program header table that can neither grow where it is nor move to
- * where the kernel looks for it. A new segment's place needs the largest .dynsym size (NeedsFacts).
+ * Chooses the segment that maps the region at the end of the file, or says that only the whole-file
+ * rewrite can (an executable's program header table that can neither grow where it is nor move to
+ * where the kernel looks for it), or that no tier can (no room for a new segment). A new segment's
+ * place needs the largest .dynsym size (NeedsFacts).
  */
-export function layoutSegment(facts: EditFacts): SegmentLayout | NeedsRewrite | NeedsFacts {
+export function chooseSegment(facts: EditFacts): SegmentChoice | NoPlan {
   const extend = extendableSegment(facts);
-  if (extend !== null) return extendLayout(facts, extend);
-  if (facts.largestSymbolSize === null) return { tier: 'needs-facts', facts: 'dynamic-symbols' };
-  return newLoadLayout(facts, facts.largestSymbolSize);
+  if (extend !== null) return { kind: 'segment', strategy: 'extend', index: extend };
+  if (facts.largestSymbolSize === null) return needsFacts('dynamic-symbols');
+  return newSegment(facts, facts.largestSymbolSize);
 }
 
-function extendLayout(facts: EditFacts, index: number): SegmentLayout {
-  const segment = facts.programHeaders[index] as ProgramHeader;
+/** Lays out the region around `blocks` on the chosen segment. */
+export function layOutRegion(facts: EditFacts, segment: SegmentChoice, blocks: readonly BlockRequest[]): RegionLayout {
+  return segment.strategy === 'extend' ? extendedRegion(facts, segment, blocks) : newSegmentRegion(facts, segment, blocks);
+}
+
+function segmentFlags(blocks: readonly BlockRequest[]): number {
+  return PF_R | (blocks.some((block) => block.writable) ? PF_W : 0);
+}
+
+/** The program headers with each one that maps a block moved onto it (a moved dynamic array's PT_DYNAMIC). */
+function followBlocks(programHeaders: ProgramHeader[], blocks: readonly BlockRequest[], places: readonly Place[]): ProgramHeader[] {
+  let followed = programHeaders;
+  blocks.forEach((block, i) => {
+    const place = places[i];
+    if (block.mappedBy === undefined || place === undefined) return;
+    followed = followed.map((ph) =>
+      ph.p_type === block.mappedBy
+        ? { ...ph, p_offset: place.offset, p_vaddr: place.vaddr, p_paddr: place.vaddr, p_filesz: block.size, p_memsz: block.size }
+        : ph,
+    );
+  });
+  return followed;
+}
+
+function extendedRegion(facts: EditFacts, segment: ExtendedSegment, blocks: readonly BlockRequest[]): RegionLayout {
+  const extended = facts.programHeaders[segment.index] as ProgramHeader;
   const region = new AppendedRegion(facts.fileSize);
+  const places = blocks.map((block): Place => {
+    const offset = region.reserve(block.size, block.align);
+    return { offset, vaddr: extended.p_vaddr + (offset - extended.p_offset) };
+  });
+  const programHeaders = facts.programHeaders.map((ph) => ({ ...ph }));
+  const size = region.endOffset - extended.p_offset;
+  programHeaders[segment.index] = { ...extended, p_filesz: size, p_memsz: size, p_flags: extended.p_flags | segmentFlags(blocks) };
   return {
-    region,
-    extendsSegment: true,
+    strategy: 'extend',
+    start: region.start,
+    end: region.endOffset,
+    blocks: places,
     moved: [],
-    vaddrOf: (offset) => segment.p_vaddr + (offset - segment.p_offset),
-    finish: ({ writable }) => {
-      const programHeaders = facts.programHeaders.map((ph) => ({ ...ph }));
-      const size = region.endOffset - segment.p_offset;
-      programHeaders[index] = { ...segment, p_filesz: size, p_memsz: size, p_flags: segment.p_flags | PF_R | (writable ? PF_W : 0) };
-      return { programHeaders, tableOffset: facts.header.e_phoff, strategy: 'extend', interim: null, fileEnd: region.endOffset };
-    },
+    table: { programHeaders: followBlocks(programHeaders, blocks, places), tableOffset: facts.header.e_phoff },
+    interim: null,
+    fileEnd: region.endOffset,
   };
 }
 
@@ -143,13 +212,14 @@ function placeNewSegment(
   reach: number,
   pageSize: number,
   executableTableMoves: boolean,
-): { start: number; vaddr: number; align: number } | NeedsRewrite {
+): { start: number; vaddr: number; align: number } | NeedsRewrite | Unsupported {
   const loads = facts.programHeaders.filter(isLoad);
   const highestEnd = Math.max(...loads.map((ph) => ph.p_vaddr + ph.p_memsz));
   const lowestFree = highestEnd + reach;
   if (!Number.isSafeInteger(lowestFree))
-    throw unsupported(
-      `no room for a new segment below 2^53: the highest segment ends at 0x${highestEnd.toString(16)}, and it must start ${reach} bytes above (the largest dynamic symbol's size)`,
+    return unsupported(
+      `no room for a new segment below 2^53: the highest segment ends at 0x${highestEnd.toString(16)}, ` +
+        `and it must start ${reach} bytes above (the largest dynamic symbol's size)`,
     );
   if (!executableTableMoves) {
     return { start: facts.fileSize, vaddr: alignUp(lowestFree, pageSize) + (facts.fileSize % pageSize), align: pageSize };
@@ -157,14 +227,18 @@ function placeNewSegment(
   const first = loads.reduce((low, ph) => (ph.p_vaddr < low.p_vaddr ? ph : low));
   if (first.p_offset !== 0) {
     return needsRewrite(
-      'needs one more program header; the table cannot grow in place, and an executable whose first PT_LOAD does not start at offset 0 cannot have it moved (the kernel finds it by position)',
+      'needs one more program header; the table cannot grow in place, and an executable whose first ' +
+        'PT_LOAD does not start at offset 0 cannot have it moved (the kernel finds it by position)',
     );
   }
   const delta = first.p_vaddr;
   const start = Math.max(alignUp(facts.fileSize, facts.codec.wordSize), alignUp(lowestFree, pageSize) - delta);
   if (start - facts.fileSize > MAX_IDENTITY_HOLE) {
     return needsRewrite(
-      `needs one more program header; the table cannot grow in place, and moving it where the kernel looks for it would leave a hole of ${Math.round((start - facts.fileSize) / 2 ** 20)} MiB in the file (the memory image, with the largest dynamic symbol's size past it, is that much larger than the file)`,
+      'needs one more program header; the table cannot grow in place, and moving it where the kernel ' +
+        `looks for it would leave a hole of ${Math.round((start - facts.fileSize) / 2 ** 20)} MiB in the ` +
+        `file (the memory image, with the largest dynamic symbol's size past it, is that much larger ` +
+        'than the file)',
     );
   }
   return { start, vaddr: delta + start, align: delta % pageSize === 0 ? pageSize : first.p_align };
@@ -182,19 +256,29 @@ function strippedBelow(facts: EditFacts): number {
   return Math.max(0, facts.fileSize - loadedEnd);
 }
 
-function newLoadLayout(facts: EditFacts, reach: number): SegmentLayout | NeedsRewrite {
-  const { header, programHeaders, codec } = facts;
-  const pageSize = machinePageSize(header.e_machine);
-  if (!programHeaders.some(isLoad)) throw unsupported('no PT_LOAD segment to place new data after');
+/** How the program header table gets the new PT_LOAD's entry, in order of preference, and what it grows over. */
+function tableEntry(facts: EditFacts): Pick<NewSegment, 'strategy' | 'nullSlot'> & { readonly grow: readonly MovableRange[] } {
+  const { header, programHeaders } = facts;
   const entrySize = header.e_phentsize;
   const nullSlot = programHeaders.findIndex((ph) => ph.p_type === PT.PT_NULL);
+  if (nullSlot >= 0) return { strategy: 'null-slot', nullSlot, grow: [] };
   // The single write of header and grown table needs the table right after the ELF header.
-  const growNow = nullSlot >= 0 || header.e_phoff !== header.e_ehsize ? null : roomAfterTable(facts, entrySize, facts.movableRanges);
-  const growLater =
-    nullSlot >= 0 || growNow !== null ? null : roomAfterTable(facts, entrySize, [...facts.movableRanges, ...facts.relocatableSections]);
-  const grow = growNow ?? growLater;
-  const strategy: TableStrategy =
-    nullSlot >= 0 ? 'null-slot' : growNow !== null ? 'grow-in-place' : growLater !== null ? 'grow-after-move' : 'move-table';
+  const growNow = header.e_phoff !== header.e_ehsize ? null : roomAfterTable(facts, entrySize, facts.movableRanges);
+  if (growNow !== null) return { strategy: 'grow-in-place', nullSlot, grow: growNow };
+  const growLater = roomAfterTable(facts, entrySize, [...facts.movableRanges, ...facts.relocatableSections]);
+  if (growLater !== null) return { strategy: 'grow-after-move', nullSlot, grow: growLater };
+  return { strategy: 'move-table', nullSlot, grow: [] };
+}
+
+/**
+ * A new PT_LOAD for the region: how the table gets its entry, and where the segment starts, `reach`
+ * above every segment (placeNewSegment); NeedsRewrite or Unsupported where none fits.
+ */
+function newSegment(facts: EditFacts, reach: number): NewSegment | NeedsRewrite | Unsupported {
+  const { header, programHeaders, codec } = facts;
+  const pageSize = machinePageSize(header.e_machine);
+  if (!programHeaders.some(isLoad)) return unsupported('no PT_LOAD segment to place new data after');
+  const { strategy, nullSlot, grow: growRanges } = tableEntry(facts);
   const isSharedObject = header.e_type === ET.ET_DYN && !programHeaders.some((ph) => ph.p_type === PT.PT_INTERP);
   const tableMoves = strategy === 'move-table' || strategy === 'grow-after-move';
   const placed = placeNewSegment(
@@ -203,22 +287,35 @@ function newLoadLayout(facts: EditFacts, reach: number): SegmentLayout | NeedsRe
     pageSize,
     tableMoves && !isSharedObject,
   );
-  if ('why' in placed) return placed;
-  const region = new AppendedRegion(placed.start);
-  const vaddr = placed.vaddr;
-  const vaddrOf = (offset: number): number => vaddr + (offset - region.start);
+  if ('kind' in placed) return placed;
   // A generous bound on where the new segment ends: the file size again past its start.
-  if (codec.elfClass === 32 && vaddrOf(region.start + facts.fileSize) > 0xffffffff)
-    throw unsupported('no room for a new segment in a 32-bit address space');
-  if (!Number.isSafeInteger(vaddrOf(region.start + facts.fileSize)))
-    throw unsupported('no room for a new segment below 2^53: the highest segment ends too high');
-  if (programHeaders.length + 2 >= 0xffff) throw unsupported('program header table is full (PN_XNUM)');
+  const boundVaddr = placed.vaddr + (placed.start + facts.fileSize - placed.start);
+  if (codec.elfClass === 32 && boundVaddr > 0xffffffff) return unsupported('no room for a new segment in a 32-bit address space');
+  if (!Number.isSafeInteger(boundVaddr)) return unsupported('no room for a new segment below 2^53: the highest segment ends too high');
+  if (programHeaders.length + 2 >= 0xffff) return unsupported('program header table is full (PN_XNUM)');
+  const grow: GrowRange[] = [];
+  for (const range of growRanges) {
+    const vaddr = vaddrAtOffset(facts, range.offset);
+    if (vaddr === null) return unsupported(`bytes at 0x${range.offset.toString(16)} are not in any PT_LOAD`);
+    grow.push({ ...range, vaddr });
+  }
+  return { kind: 'segment', strategy, start: placed.start, vaddr: placed.vaddr, align: placed.align, nullSlot, grow };
+}
 
-  const moved: MovedRange[] = (grow ?? []).map((range) => {
+/**
+ * The region of a new segment: the ranges the table grows over first, then a table moved for good,
+ * the blocks, and last an interim table. The program headers: every one inside a moved range follows
+ * it, and the new PT_LOAD maps the region (less an interim table, in the table the edit leaves).
+ */
+function newSegmentRegion(facts: EditFacts, segment: NewSegment, blocks: readonly BlockRequest[]): RegionLayout {
+  const { header, programHeaders, codec } = facts;
+  const entrySize = header.e_phentsize;
+  const region = new AppendedRegion(segment.start);
+  const vaddrOf = (offset: number): number => segment.vaddr + (offset - region.start);
+  const moved = segment.grow.map((range): MovedRange => {
     const to = region.reserve(range.bytes.length, 16);
-    region.fill(to, range.bytes);
-    const fromVaddr = vaddrAtOffset(facts, range.offset);
-    return { from: range.offset, fromVaddr, to, size: range.bytes.length, vaddrDelta: vaddrOf(to) - fromVaddr };
+    const size = range.bytes.length;
+    return { from: range.offset, fromVaddr: range.vaddr, to, size, vaddrDelta: vaddrOf(to) - range.vaddr, bytes: range.bytes };
   });
   const hasPhdr = programHeaders.some((ph) => ph.p_type === PT.PT_PHDR);
   const movedCount = programHeaders.length + 1 + (hasPhdr ? 0 : 1);
@@ -226,79 +323,70 @@ function newLoadLayout(facts: EditFacts, reach: number): SegmentLayout | NeedsRe
   // A table moved for good goes first, before the tables copied after it: binutils strip re-lays out
   // a segment that holds a program header table, and with the table last it garbled the .dynstr of
   // npm's libvips-cpp.so (test/rewrite-matrix.test.ts).
-  const movedTableAt = strategy === 'move-table' ? reserveTable() : -1;
-
-  return {
-    region,
-    extendsSegment: false,
-    moved,
-    vaddrOf,
-    finish: ({ writable }) => {
-      // An interim table goes last, outside the final segment: it is cut off the end once dead.
-      const dataEnd = region.endOffset;
-      const tableAt = strategy === 'grow-after-move' ? reserveTable() : movedTableAt;
-      const loadUpTo = (end: number): ProgramHeader => ({
-        p_type: PT.PT_LOAD,
-        p_flags: PF_R | (writable ? PF_W : 0),
-        p_offset: region.start,
-        p_vaddr: vaddr,
-        p_paddr: vaddr,
-        p_filesz: end - region.start,
-        p_memsz: end - region.start,
-        p_align: placed.align,
-      });
-      const load = loadUpTo(region.endOffset);
-      const shifted = programHeaders.map((ph) => shiftIntoMoved(ph, moved));
-      const grown = (finalLoad: ProgramHeader): TableLayout => ({
-        programHeaders: [
-          ...shifted.map((ph) =>
-            ph.p_type === PT.PT_PHDR ? { ...ph, p_filesz: ph.p_filesz + entrySize, p_memsz: ph.p_memsz + entrySize } : ph,
-          ),
-          finalLoad,
-        ],
-        tableOffset: header.e_phoff,
-      });
-      // The table in the new segment; PT_PHDR (first, as the gABI asks) tells glibc where it is.
-      const movedTable = (): TableLayout => {
-        const tableVaddr = vaddrOf(tableAt);
-        const tableSize = movedCount * entrySize;
-        const phdr: ProgramHeader = {
-          p_type: PT.PT_PHDR,
-          p_flags: PF_R,
-          p_offset: tableAt,
-          p_vaddr: tableVaddr,
-          p_paddr: tableVaddr,
-          p_filesz: tableSize,
-          p_memsz: tableSize,
-          p_align: codec.wordSize,
-        };
-        return { programHeaders: [phdr, ...shifted.filter((ph) => ph.p_type !== PT.PT_PHDR), load], tableOffset: tableAt };
-      };
-      const fileEnd = region.endOffset;
-      switch (strategy) {
-        case 'null-slot':
-          return {
-            programHeaders: [...shifted.filter((_, i) => i !== nullSlot), load],
-            tableOffset: header.e_phoff,
-            strategy,
-            interim: null,
-            fileEnd,
-          };
-        case 'grow-in-place':
-          return { ...grown(load), strategy, interim: null, fileEnd };
-        case 'grow-after-move':
-          return { ...grown(loadUpTo(dataEnd)), strategy, interim: movedTable(), fileEnd: dataEnd };
-        default:
-          return { ...movedTable(), strategy, interim: null, fileEnd };
-      }
-    },
+  const movedTableAt = segment.strategy === 'move-table' ? reserveTable() : -1;
+  const places = blocks.map((block): Place => {
+    const offset = region.reserve(block.size, block.align);
+    return { offset, vaddr: vaddrOf(offset) };
+  });
+  // An interim table goes last, outside the final segment: it is cut off the end once dead.
+  const dataEnd = region.endOffset;
+  const tableAt = segment.strategy === 'grow-after-move' ? reserveTable() : movedTableAt;
+  const loadUpTo = (end: number): ProgramHeader => ({
+    p_type: PT.PT_LOAD,
+    p_flags: segmentFlags(blocks),
+    p_offset: region.start,
+    p_vaddr: segment.vaddr,
+    p_paddr: segment.vaddr,
+    p_filesz: end - region.start,
+    p_memsz: end - region.start,
+    p_align: segment.align,
+  });
+  const load = loadUpTo(region.endOffset);
+  const shifted = programHeaders.map((ph) => shiftIntoMoved(ph, moved));
+  const grown = (finalLoad: ProgramHeader): ProgramHeader[] => [
+    ...shifted.map((ph) => (ph.p_type === PT.PT_PHDR ? { ...ph, p_filesz: ph.p_filesz + entrySize, p_memsz: ph.p_memsz + entrySize } : ph)),
+    finalLoad,
+  ];
+  // The table in the new segment; PT_PHDR (first, as the gABI asks) tells glibc where it is.
+  const movedTable = (): TableLayout => {
+    const tableVaddr = vaddrOf(tableAt);
+    const tableSize = movedCount * entrySize;
+    const phdr: ProgramHeader = {
+      p_type: PT.PT_PHDR,
+      p_flags: PF_R,
+      p_offset: tableAt,
+      p_vaddr: tableVaddr,
+      p_paddr: tableVaddr,
+      p_filesz: tableSize,
+      p_memsz: tableSize,
+      p_align: codec.wordSize,
+    };
+    return { programHeaders: [phdr, ...shifted.filter((ph) => ph.p_type !== PT.PT_PHDR), load], tableOffset: tableAt };
   };
+  const inPlace = (headers: ProgramHeader[]): TableLayout => ({ programHeaders: headers, tableOffset: header.e_phoff });
+  const follow = (table: TableLayout): TableLayout => ({ ...table, programHeaders: followBlocks(table.programHeaders, blocks, places) });
+  const laidOut = { strategy: segment.strategy, start: region.start, end: region.endOffset, blocks: places, moved };
+  switch (segment.strategy) {
+    case 'null-slot':
+      return {
+        ...laidOut,
+        table: follow(inPlace([...shifted.filter((_, i) => i !== segment.nullSlot), load])),
+        interim: null,
+        fileEnd: region.endOffset,
+      };
+    case 'grow-in-place':
+      return { ...laidOut, table: follow(inPlace(grown(load))), interim: null, fileEnd: region.endOffset };
+    case 'grow-after-move':
+      return { ...laidOut, table: follow(inPlace(grown(loadUpTo(dataEnd)))), interim: follow(movedTable()), fileEnd: dataEnd };
+    case 'move-table':
+      return { ...laidOut, table: follow(movedTable()), interim: null, fileEnd: region.endOffset };
+  }
 }
 
-function vaddrAtOffset(facts: EditFacts, offset: number): number {
+/** The address of a file offset, through the PT_LOAD that maps it; null where none does. */
+function vaddrAtOffset(facts: EditFacts, offset: number): number | null {
   const load = facts.programHeaders.find((ph) => isLoad(ph) && offset >= ph.p_offset && offset < ph.p_offset + ph.p_filesz);
-  if (load === undefined) throw unsupported(`bytes at 0x${offset.toString(16)} are not in any PT_LOAD`);
-  return load.p_vaddr + (offset - load.p_offset);
+  return load === undefined ? null : load.p_vaddr + (offset - load.p_offset);
 }
 
 /** A program header whose range lies inside a moved range follows it. */

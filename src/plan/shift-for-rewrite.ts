@@ -26,8 +26,7 @@ import {
   machinePageSize,
 } from '../elf/constants.js';
 import type { EditFacts } from './edit-facts.js';
-import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import type { PlannedWrite } from './plan.js';
+import { unsupported, type PlannedWrite, type Unsupported } from './plan.js';
 import { alignUp } from './region.js';
 
 /** The lowest address Linux maps by default (vm.mmap_min_addr). */
@@ -37,6 +36,7 @@ const MIN_MAP_ADDRESS = 0x10000;
 const SPARE_TABLE_SLOTS = 8;
 
 export interface ShiftedFile {
+  readonly kind: 'shifted';
   /** Bytes the old file moves by: it starts at this offset of the new file, after the new first page. */
   readonly shift: number;
   /** The new file's size before the edit: the first page and the old file. */
@@ -46,25 +46,24 @@ export interface ShiftedFile {
 }
 
 /**
- * Lays out the new file, or throws `unsupported` with `why` (the reason the append tier gave up) and
- * the reason a rewrite cannot help either.
+ * Lays out the new file, or refuses it: `why` (the reason the append tier gave up) and the reason a
+ * rewrite cannot help either.
  */
-export function shiftForRewrite(facts: EditFacts, why: string): ShiftedFile {
+export function shiftForRewrite(facts: EditFacts, why: string): ShiftedFile | Unsupported {
   const { codec, header, programHeaders } = facts;
-  const refuse = (reason: string): CudaPatchelfError =>
-    new CudaPatchelfError('unsupported', `${why}; nor can a whole-file rewrite help: ${reason}`);
-  if (header.e_type !== ET.ET_EXEC) throw refuse('a position-independent file has no addresses free below its first segment');
+  const refuse = (reason: string): Unsupported => unsupported(`${why}; nor can a whole-file rewrite help: ${reason}`);
+  if (header.e_type !== ET.ET_EXEC) return refuse('a position-independent file has no addresses free below its first segment');
   const pageSize = machinePageSize(header.e_machine);
   const loads = programHeaders.filter((ph) => ph.p_type === PT.PT_LOAD);
   // Every PT_LOAD moves by `shift` in the file: its p_vaddr - p_offset drops by as much.
   const base = Math.min(...loads.map((ph) => ph.p_vaddr - ph.p_offset));
   const entrySize = codec.sizeOf(PHDR);
   const count = programHeaders.length + 1;
-  if (count + SPARE_TABLE_SLOTS >= 0xffff) throw refuse('the program header table is full (PN_XNUM)');
+  if (count + SPARE_TABLE_SLOTS >= 0xffff) return refuse('the program header table is full (PN_XNUM)');
   const shift = alignUp(header.e_ehsize + (count + SPARE_TABLE_SLOTS) * entrySize, pageSize);
   const firstPage = base - shift;
   if (base % pageSize !== 0 || firstPage < MIN_MAP_ADDRESS) {
-    throw refuse(`no page-aligned room below the lowest segment (0x${base.toString(16)}) for the headers`);
+    return refuse(`no page-aligned room below the lowest segment (0x${base.toString(16)}) for the headers`);
   }
 
   const tableSize = count * entrySize;
@@ -117,5 +116,5 @@ export function shiftForRewrite(facts: EditFacts, why: string): ShiftedFile {
       what: 'section headers of the rewritten file',
     });
   }
-  return { shift, size: facts.fileSize + shift, writes };
+  return { kind: 'shifted', shift, size: facts.fileSize + shift, writes };
 }

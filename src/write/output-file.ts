@@ -14,7 +14,7 @@ import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, lstatSync, o
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { describeFileType, ioError } from '../errors/io-error.js';
 import type { Plan } from '../plan/plan.js';
-import { applyPlan } from './apply-plan.js';
+import { writeAtOffsets } from './write-at-offsets.js';
 import { copyShifted } from './rewrite-file.js';
 import { changedSincePlanned, sameFile } from './same-file.js';
 
@@ -114,7 +114,7 @@ export function writeOutput(input: string, output: string, edit: OutputEdit | nu
       const rewrite = edit?.plan.tier === 'rewrite';
       try {
         copyShifted(source, fd, inputStats.size, rewrite ? (edit?.plan.shift ?? 0) : 0);
-        const written = edit === null ? 0 : applyPlan(fd, edit.plan);
+        const written = edit === null ? 0 : writeAtOffsets(fd, edit.plan);
         // One sync at the end: no one reads the output before it is complete, so its phases need none
         // in between (as for the rewrite's temporary file).
         if (edit?.durable === true) fsyncSync(fd);

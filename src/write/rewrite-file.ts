@@ -23,24 +23,12 @@ import { basename, dirname, join } from 'node:path';
 import { ioError } from '../errors/io-error.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Plan } from '../plan/plan.js';
-import { applyPlan } from './apply-plan.js';
+import { rewriteTemporaryName } from '../walk/rewrite-temporary.js';
+import { writeAtOffsets } from './write-at-offsets.js';
 import { changedSincePlanned, sameFile } from './same-file.js';
 import { splitsHardLinks } from './write-refusal.js';
 
 const COPY_CHUNK = 1 << 20;
-
-/** The name the new file has until it replaces `path`. */
-function rewriteTempPath(path: string): string {
-  return join(dirname(path), `.${basename(path)}.cuda-patchelf-rewrite-${process.pid}`);
-}
-
-/**
- * Whether a file name is such a temporary name: a run killed during a rewrite leaves one, and a run at
- * the same moment may be writing one. The walk leaves them alone.
- */
-export function isRewriteTemporary(name: string): boolean {
-  return /^\..+\.cuda-patchelf-rewrite-\d+$/.test(name);
-}
 
 /** Copies all of `from` (of `size` bytes) into `to` at offset `shift`. */
 export function copyShifted(from: number, to: number, size: number, shift: number): void {
@@ -66,7 +54,7 @@ export function rewriteFile(path: string, plan: Plan, planned: Stats, options: {
   } catch (error) {
     throw ioError(path, 'resolve', error);
   }
-  const temp = rewriteTempPath(real);
+  const temp = join(dirname(real), rewriteTemporaryName(basename(real), process.pid));
   let input: number | undefined;
   let output: number | undefined;
   let step = 'open';
@@ -80,7 +68,7 @@ export function rewriteFile(path: string, plan: Plan, planned: Stats, options: {
     step = 'write the new file for';
     copyShifted(input, output, before.size, plan.shift ?? 0);
     // The phases need no syncs in between: nothing sees the new file before the rename.
-    const written = before.size + applyPlan(output, plan);
+    const written = before.size + writeAtOffsets(output, plan);
     try {
       fchownSync(output, before.uid, before.gid);
     } catch (error) {

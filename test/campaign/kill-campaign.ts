@@ -23,7 +23,8 @@ import { assembleElfTree, type ElfTreeFile, type ElfTreeSource } from '../helper
 import { mapLimited } from '../helpers/map-limited.js';
 import { parseReport } from '../helpers/tree-report.js';
 import { sha256File } from '../helpers/tree-tools.js';
-import { effectiveRunpath, readDynamic } from '../helpers/readelf-dynamic.js';
+import { effectiveRunpath, readDynamic } from '../helpers/readelf.js';
+import { isBuildArch } from '../helpers/arch.js';
 
 export const COMPAT_DIR = '/nix/store/00000000000000000000000000000000-cuda_compat';
 const PAGE = 4096;
@@ -122,7 +123,7 @@ async function hashes(root: string, files: readonly ElfTreeFile[]): Promise<Map<
 
 /** Whether the loader maps the file and finds its dependencies (x86_64 natively, aarch64 under qemu). */
 async function loads(path: string, file: ElfTreeFile): Promise<boolean | null> {
-  if (file.arch === 'other') return null;
+  if (!isBuildArch(file.arch)) return null;
   try {
     await ldList(path, file.arch, file.arch === 'aarch64' ? { libraryPath: dirname(path) } : {});
     return true;

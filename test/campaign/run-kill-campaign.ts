@@ -4,13 +4,14 @@
 // machine's /usr and the fixtures; kill-campaign.ts says what is checked after each kill) and prints
 // the figures as JSON; exits 1 when any file was left broken or a second apply did not finish the job.
 
-import { cp, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, rm, symlink, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REAL_ELF_SOURCES } from '../helpers/kill-tree.js';
-import { assertCliBuilt, cliPath, repoRoot } from '../helpers/run-cli.js';
+import { REPO_ROOT } from '../helpers/fixtures.js';
+import { assertCliBuilt, cliPath } from '../helpers/run-cli.js';
 import { runKillCampaign } from './kill-campaign.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
 
 const { values } = parseArgs({
   options: {
@@ -35,17 +36,17 @@ function whole(name: string, text: string | undefined): number {
  */
 async function snapshotCli(scratch: string): Promise<string> {
   const root = join(scratch, 'cli');
-  await cp(join(repoRoot, 'dist'), join(root, 'dist'), { recursive: true });
-  await cp(join(repoRoot, 'package.json'), join(root, 'package.json'));
-  await symlink(join(repoRoot, 'node_modules'), join(root, 'node_modules'));
-  return join(root, relative(repoRoot, cliPath));
+  await cp(join(REPO_ROOT, 'dist'), join(root, 'dist'), { recursive: true });
+  await cp(join(REPO_ROOT, 'package.json'), join(root, 'package.json'));
+  await symlink(join(REPO_ROOT, 'node_modules'), join(root, 'node_modules'));
+  return join(root, relative(REPO_ROOT, cliPath));
 }
 
 async function main(): Promise<number> {
   assertCliBuilt();
   // On a disk, not tmpfs: --durable runs wait there for each fsync, which is where kills land inside a
   // file's writes.
-  const scratch = await mkdtemp(join(tmpdir(), 'cuda-patchelf-kill-'));
+  const scratch = await makeTempDir('kill');
   try {
     const cli = await snapshotCli(scratch);
     const { figures, problems } = await runKillCampaign({

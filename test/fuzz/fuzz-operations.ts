@@ -14,10 +14,10 @@ import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../../src/elf/tag-groups.
 import { readElfImage } from '../../src/elf/elf-image.js';
 import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
 import { editElfFile, type EditOperations } from '../../src/edit/edit-file.js';
-import { cudaCompatHook, driverHook, removeStubsHook } from '../../src/hooks/builtin-hooks.js';
-import type { Semantics } from '../../src/hooks/compose-hooks.js';
-import { orderHooks } from '../../src/hooks/order-hooks.js';
-import { BUILTIN_HOOK_NAMES } from '../../src/hooks/builtin-hooks.js';
+import { cudaCompatHook, driverHook, removeStubsHook } from '../../src/hook-engine/builtin-hooks.js';
+import type { Semantics } from '../../src/hook-engine/compose-hooks.js';
+import { orderHooks } from '../../src/hook-engine/order-hooks.js';
+import { BUILTIN_HOOK_NAMES } from '../../src/hook-engine/builtin-hooks.js';
 import type { DynamicEditor } from '../../src/plan/dynamic-editor.js';
 import { isStringEntry, type WantedEntry } from '../../src/plan/wanted.js';
 import type { Plan } from '../../src/plan/plan.js';

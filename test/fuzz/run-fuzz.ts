@@ -5,13 +5,11 @@
 // --iterations 1). --report writes the figures and failures to a file as well; --save-failures DIR keeps
 // each failing input and the file the tool wrote from it.
 
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { fuzzBases } from '../helpers/fuzz-bases.js';
 import { runFuzz, type FuzzFigures } from './fuzz-campaign.js';
+import { makeTempDir, MEMORY_TMP } from '../helpers/temp-dir.js';
 
 const { values } = parseArgs({
   options: {
@@ -43,7 +41,7 @@ function line(f: FuzzFigures): string {
 
 async function main(): Promise<number> {
   // tmpfs keeps a million scratch writes off the disk; the write path is the same.
-  const workDir = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'cuda-patchelf-fuzz-'));
+  const workDir = await makeTempDir('fuzz', MEMORY_TMP);
   try {
     const { figures, failures } = await runFuzz({
       seed: whole('seed', values.seed) >>> 0,

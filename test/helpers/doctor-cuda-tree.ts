@@ -2,15 +2,20 @@
 // (the real libcudart 11.8 of the fixtures), a driver directory as /run/opengl-driver/lib holds it and a
 // cuda_compat package (DIR/compat), each with the fixtures' real libcuda under the version a test names.
 
-import { copyFile, link, mkdir, symlink, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { copyFile, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { cudaFixture, requireTool, type BuildArch } from './fixtures.js';
+import type { BuildArch } from './arch.js';
+import { cudaFixture, compilerFor } from './fixtures.js';
 import { mustExec } from './exec.js';
 
-/** A hard link where the file system allows (libcuda is 29 MB), a copy otherwise. */
+/**
+ * A copy of a fixture (a reflink where the file system offers one: libcuda is 29 MB). Never a hard link:
+ * a test that edits the file it placed would edit the shared fixture, and every test that reads it.
+ */
 export async function place(from: string, to: string): Promise<string> {
   await mkdir(dirname(to), { recursive: true });
-  await link(from, to).catch(() => copyFile(from, to));
+  await copyFile(from, to, constants.COPYFILE_FICLONE);
   return to;
 }
 
@@ -40,13 +45,6 @@ export async function cudaOutput(root: string, arch: BuildArch = 'x86_64', progr
   );
   const probe = join(root, 'bin/probe');
   await mkdir(dirname(probe), { recursive: true });
-  await mustExec(requireTool(arch === 'x86_64' ? 'gcc' : 'aarch64-linux-gnu-gcc'), [
-    '-O1',
-    '-o',
-    probe,
-    source,
-    cudart,
-    `-Wl,--enable-new-dtags,-rpath,${programRunpath}`,
-  ]);
+  await mustExec(compilerFor(arch), ['-O1', '-o', probe, source, cudart, `-Wl,--enable-new-dtags,-rpath,${programRunpath}`]);
   return { root, probe, cudart };
 }

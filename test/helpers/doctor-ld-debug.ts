@@ -3,7 +3,8 @@
 // which file it opened for each object it loaded, in load order.
 
 import { join } from 'node:path';
-import { requireTool, type BuildArch } from './fixtures.js';
+import type { BuildArch } from './arch.js';
+import { requireTool } from './fixtures.js';
 import { cleanEnv, execTool } from './exec.js';
 
 export interface RealLoad {

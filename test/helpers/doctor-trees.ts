@@ -4,7 +4,8 @@
 
 import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
-import { compilerFor, type BuildArch } from './fixtures.js';
+import type { BuildArch } from './arch.js';
+import { compilerFor } from './fixtures.js';
 import { mustExec } from './exec.js';
 
 export interface BuildOptions {

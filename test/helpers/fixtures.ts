@@ -4,16 +4,14 @@
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cleanEnv, execTool, mustExec, type ExecResult } from './exec.js';
+import type { Arch, BuildArch } from './arch.js';
+import { cleanEnv, execTool, type ExecResult } from './exec.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** fixtures/build.sh writes here (CUDA_PATCHELF_FIXTURES_CACHE moves the cache for both). */
 export const CACHE_DIR = resolve(process.env.CUDA_PATCHELF_FIXTURES_CACHE ?? join(REPO_ROOT, 'fixtures', '.cache'));
 const MANIFEST_PATH = join(CACHE_DIR, 'manifest.json');
 
-export type Arch = 'x86_64' | 'aarch64' | 'arm' | 'ppc64';
-/** The architectures whose code the tests compile and run here (x86_64 natively, aarch64 under qemu-aarch64); arm and ppc64 files are only read and edited. */
-export type BuildArch = Extract<Arch, 'x86_64' | 'aarch64'>;
 export type Origin = 'compiled' | 'debian' | 'cuda' | 'npm';
 export type FixtureKind = 'pie' | 'exec' | 'shared' | 'static';
 export type Linker = 'bfd' | 'lld' | 'gold';
@@ -164,11 +162,6 @@ export function cudaFixture(arch: BuildArch, pkg: string): Fixture {
 /** The C (or C++) compiler driver that builds for an architecture: gcc, or the cross gcc. */
 export function compilerFor(arch: BuildArch, language: 'c' | 'c++' = 'c'): string {
   return crossTool(arch, language === 'c' ? 'gcc' : 'g++');
-}
-
-/** `readelf ARGS FILE` (binutils readelf reads every architecture); returns stdout. */
-export async function readelf(args: string[], file: string): Promise<string> {
-  return (await mustExec(requireTool('readelf'), ['-W', ...args, file])).stdout;
 }
 
 export interface RunOptions {

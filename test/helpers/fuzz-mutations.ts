@@ -6,6 +6,7 @@
 // replayed from three numbers.
 
 import { fieldOffsets, readUnsigned, writeUnsigned, type RawLayout } from './malformed.js';
+import { DT, PT } from '../../src/elf/constants.js';
 
 /** mulberry32: small, fast and the same on every platform, so a seed replays exactly. */
 function mulberry32(seed: number): () => number {
@@ -37,20 +38,8 @@ export function inputRng(seed: number, fileIndex: number, iteration: number): Rn
   return rng((seed ^ Math.imul(fileIndex + 1, 0x9e3779b9) ^ Math.imul(iteration + 1, 0x85ebca6b)) >>> 0);
 }
 
-// Numbers from the gABI, spelled out so that a wrong table in src/ cannot hide a wrong mutation.
-const PT_LOAD = 1;
-const DT_STRTAB = 5;
-const DT_SYMTAB = 6;
-const DT_HASH = 4;
-const DT_GNU_HASH = 0x6ffffef5;
-const DT_VERSYM = 0x6ffffff0;
-const DT_VERDEF = 0x6ffffffc;
-const DT_VERNEED = 0x6ffffffe;
 /** String tags: their values are offsets into DT_STRTAB. */
-const DT_NEEDED = 1;
-const DT_SONAME = 14;
-const DT_RPATH = 15;
-const DT_RUNPATH = 29;
+const STRING_TAGS: readonly number[] = [DT.DT_NEEDED, DT.DT_SONAME, DT.DT_RPATH, DT.DT_RUNPATH];
 
 interface Region {
   readonly name: string;
@@ -60,18 +49,18 @@ interface Region {
 
 /** File offset of `vaddr` through the PT_LOADs, or null when no segment maps it. */
 function offsetOf(layout: RawLayout, vaddr: number): number | null {
-  const load = layout.programHeaders.find((ph) => ph.type === PT_LOAD && vaddr >= ph.vaddr && vaddr < ph.vaddr + ph.filesz);
+  const load = layout.programHeaders.find((ph) => ph.type === PT.PT_LOAD && vaddr >= ph.vaddr && vaddr < ph.vaddr + ph.filesz);
   return load === undefined ? null : load.offset + (vaddr - load.vaddr);
 }
 
 /** Records a tag points at: the first bytes of each (their headers and first entries). */
 const POINTED_AT: readonly [string, number][] = [
-  ['DT_SYMTAB', DT_SYMTAB],
-  ['DT_HASH', DT_HASH],
-  ['DT_GNU_HASH', DT_GNU_HASH],
-  ['DT_VERSYM', DT_VERSYM],
-  ['DT_VERDEF', DT_VERDEF],
-  ['DT_VERNEED', DT_VERNEED],
+  ['DT_SYMTAB', DT.DT_SYMTAB],
+  ['DT_HASH', DT.DT_HASH],
+  ['DT_GNU_HASH', DT.DT_GNU_HASH],
+  ['DT_VERSYM', DT.DT_VERSYM],
+  ['DT_VERDEF', DT.DT_VERDEF],
+  ['DT_VERNEED', DT.DT_VERNEED],
 ];
 const POINTED_AT_BYTES = 256;
 
@@ -252,7 +241,7 @@ export function mutate(base: Uint8Array, layout: RawLayout, r: Rng): Mutation {
       }
       case 8: {
         // A string tag pointed into the middle of another string (a shared tail) or at the table's end.
-        const stringEntries = entries.filter((e) => [DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH].includes(e.tag));
+        const stringEntries = entries.filter((e) => STRING_TAGS.includes(e.tag));
         const entry = stringEntries[r.below(stringEntries.length)];
         if (entry === undefined || strings === null) break;
         const index = r.below(4) === 0 ? strings.size - 1 + r.below(3) : r.below(strings.size);
@@ -335,7 +324,7 @@ export function mutate(base: Uint8Array, layout: RawLayout, r: Rng): Mutation {
       }
       default: {
         // The string table's size or place: DT_STRSZ/DT_STRTAB a little off.
-        const entry = entries.find((e) => e.tag === r.pick([DT_STRTAB, 10]));
+        const entry = entries.find((e) => e.tag === r.pick([DT.DT_STRTAB, 10]));
         if (entry === undefined) break;
         const delta = BigInt(r.pick([-1, 1, -16, 16, 4096]));
         put(entry.at + w, w, BigInt.asUintN(w * 8, BigInt(entry.val) + delta), `d_val(tag ${entry.tag}) ${delta > 0n ? '+' : ''}${delta}`);

@@ -6,14 +6,14 @@
 import type { Dirent } from 'node:fs';
 import { copyFile, mkdir, open, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { archOfMachine, type Arch } from './arch.js';
 import { CACHE_DIR } from './fixtures.js';
-
-export type TreeArch = 'x86_64' | 'aarch64' | 'other';
 
 export interface ElfTreeFile {
   /** Path relative to the tree root, `/`-separated. */
   readonly rel: string;
-  readonly arch: TreeArch;
+  /** null: a machine none of the fixtures is built for. */
+  readonly arch: Arch | null;
   readonly size: number;
 }
 
@@ -36,18 +36,14 @@ export const REAL_ELF_SOURCES: readonly ElfTreeSource[] = [
   { dir: join(CACHE_DIR, 'compiled'), name: 'compiled' },
 ];
 
-const EM_X86_64 = 62;
-const EM_AARCH64 = 183;
-
-/** The first 20 bytes say ELF, class and byte order, and e_machine. */
-async function elfMachine(path: string): Promise<TreeArch | null> {
+/** e_machine, or null for a file that is not ELF (the first 20 bytes say ELF, class and byte order, and e_machine). */
+async function elfMachine(path: string): Promise<number | null> {
   const handle = await open(path, 'r');
   try {
     const head = Buffer.alloc(20);
     const { bytesRead } = await handle.read(head, 0, 20, 0);
     if (bytesRead < 20 || head.readUInt32BE(0) !== 0x7f454c46) return null;
-    const machine = head[5] === 2 ? head.readUInt16BE(18) : head.readUInt16LE(18);
-    return machine === EM_X86_64 ? 'x86_64' : machine === EM_AARCH64 ? 'aarch64' : 'other';
+    return head[5] === 2 ? head.readUInt16BE(18) : head.readUInt16LE(18);
   } finally {
     await handle.close();
   }
@@ -82,12 +78,12 @@ export async function assembleElfTree(root: string, sources: readonly ElfTreeSou
       const { size } = await handle.stat();
       await handle.close();
       if (size > maxFileBytes) continue;
-      const arch = await elfMachine(path);
-      if (arch === null) continue;
+      const machine = await elfMachine(path);
+      if (machine === null) continue;
       const treeRel = `${source.name}/${rel}`;
       await mkdir(dirname(join(root, treeRel)), { recursive: true });
       await copyFile(path, join(root, treeRel));
-      files.push({ rel: treeRel, arch, size });
+      files.push({ rel: treeRel, arch: archOfMachine(machine), size });
       taken++;
     }
   }

@@ -4,6 +4,8 @@
 // The structures are located here with a small decoder of its own, not with the reader under test, so a
 // reader bug cannot hide the very corruption meant to expose it.
 
+import { DT, PT } from '../../src/elf/constants.js';
+
 export interface RawProgramHeader {
   /** File offset of this entry in the program header table. */
   readonly at: number;
@@ -34,14 +36,6 @@ export interface RawLayout {
   readonly interp: { readonly offset: number; readonly filesz: number } | null;
 }
 
-const PT_LOAD = 1;
-const PT_DYNAMIC = 2;
-const PT_INTERP = 3;
-const DT_NULL = 0;
-const DT_NEEDED = 1;
-const DT_STRTAB = 5;
-const DT_STRSZ = 10;
-const DT_DEBUG = 21;
 const PN_XNUM = 0xffff;
 
 /** Byte offsets of the fields this corpus touches, per class (the gABI Elf32 and Elf64 record layouts). */
@@ -121,7 +115,7 @@ export function rawLayout(bytes: Uint8Array): RawLayout {
       memsz: readUnsigned(bytes, at + f.p_filesz + w, w, little),
     });
   }
-  const dynamicHeader = programHeaders.find((ph) => ph.type === PT_DYNAMIC);
+  const dynamicHeader = programHeaders.find((ph) => ph.type === PT.PT_DYNAMIC);
   let dynamic: RawLayout['dynamic'] = null;
   let dynstr: RawLayout['dynstr'] = null;
   if (dynamicHeader !== undefined) {
@@ -132,16 +126,16 @@ export function rawLayout(bytes: Uint8Array): RawLayout {
     dynamic = { offset: dynamicHeader.offset, filesz: dynamicHeader.filesz, entries };
     const live = entries.slice(
       0,
-      entries.findIndex((e) => e.tag === DT_NULL),
+      entries.findIndex((e) => e.tag === DT.DT_NULL),
     );
-    const strtab = live.find((e) => e.tag === DT_STRTAB)?.val;
-    const strsz = live.find((e) => e.tag === DT_STRSZ)?.val;
+    const strtab = live.find((e) => e.tag === DT.DT_STRTAB)?.val;
+    const strsz = live.find((e) => e.tag === DT.DT_STRSZ)?.val;
     if (strtab !== undefined && strsz !== undefined) {
-      const load = programHeaders.find((ph) => ph.type === PT_LOAD && strtab >= ph.vaddr && strtab + strsz <= ph.vaddr + ph.filesz);
+      const load = programHeaders.find((ph) => ph.type === PT.PT_LOAD && strtab >= ph.vaddr && strtab + strsz <= ph.vaddr + ph.filesz);
       if (load !== undefined) dynstr = { offset: load.offset + (strtab - load.vaddr), size: strsz };
     }
   }
-  const interpHeader = programHeaders.find((ph) => ph.type === PT_INTERP);
+  const interpHeader = programHeaders.find((ph) => ph.type === PT.PT_INTERP);
   return {
     elfClass,
     little,
@@ -326,7 +320,7 @@ export function malformedCorpus(base: Uint8Array): MalformedCase[] {
   );
 
   const ph = (type: number): RawProgramHeader | undefined => layout.programHeaders.find((p) => p.type === type);
-  const dynamicHeader = ph(PT_DYNAMIC);
+  const dynamicHeader = ph(PT.PT_DYNAMIC);
   if (dynamicHeader !== undefined && layout.dynamic !== null) {
     const dynamic = layout.dynamic;
     const dynOffsetField = dynamicHeader.at + f.p_offset;
@@ -352,24 +346,24 @@ export function malformedCorpus(base: Uint8Array): MalformedCase[] {
       edited((b) => writeUnsigned(b, dynamicHeader.at + f.p_filesz, w, le, 2n ** BigInt(w * 8) - 1n)),
       { message: /dynamic array/, offset: 'any' },
     );
-    const other = layout.programHeaders.find((p) => p.type !== PT_DYNAMIC && p.type !== PT_LOAD);
+    const other = layout.programHeaders.find((p) => p.type !== PT.PT_DYNAMIC && p.type !== PT.PT_LOAD);
     if (other !== undefined) {
       add(
         'two-pt_dynamic',
-        edited((b) => writeUnsigned(b, other.at + f.p_type, 4, le, PT_DYNAMIC)),
+        edited((b) => writeUnsigned(b, other.at + f.p_type, 4, le, PT.PT_DYNAMIC)),
         { message: /2 PT_DYNAMIC program headers/, offset: 'any' },
       );
     }
     add(
       'dynamic-without-dt_null',
       edited((b) => {
-        for (const e of dynamic.entries) if (e.tag === DT_NULL) writeUnsigned(b, e.at, w, le, DT_DEBUG);
+        for (const e of dynamic.entries) if (e.tag === DT.DT_NULL) writeUnsigned(b, e.at, w, le, DT.DT_DEBUG);
       }),
       { message: /no DT_NULL terminator/, offset: dynamic.offset },
     );
-    const strtab = dynamic.entries.find((e) => e.tag === DT_STRTAB);
-    const strsz = dynamic.entries.find((e) => e.tag === DT_STRSZ);
-    const needed = dynamic.entries.find((e) => e.tag === DT_NEEDED);
+    const strtab = dynamic.entries.find((e) => e.tag === DT.DT_STRTAB);
+    const strsz = dynamic.entries.find((e) => e.tag === DT.DT_STRSZ);
+    const needed = dynamic.entries.find((e) => e.tag === DT.DT_NEEDED);
     if (strtab !== undefined && strsz !== undefined) {
       const unmapped = w === 8 ? 0x7fff_0000_0000 : 0xfff0_0000;
       add(
@@ -384,13 +378,13 @@ export function malformedCorpus(base: Uint8Array): MalformedCase[] {
       );
       add(
         'dt_strsz-without-dt_strtab',
-        edited((b) => writeUnsigned(b, strtab.at, w, le, DT_DEBUG)),
+        edited((b) => writeUnsigned(b, strtab.at, w, le, DT.DT_DEBUG)),
         { message: /DT_STRSZ without DT_STRTAB/, offset: dynamic.offset },
       );
       if (w === 8) {
         // Two PT_LOADs that continue each other far above 2^53, where a double cannot hold every address:
         // the table [2^60, 2^60+1000) is covered by neither [2^60, 2^60+200) nor [2^60+256, 2^60+356).
-        const [first, second] = layout.programHeaders.filter((p) => p.type === PT_LOAD);
+        const [first, second] = layout.programHeaders.filter((p) => p.type === PT.PT_LOAD);
         if (first !== undefined && second !== undefined) {
           const top = 2n ** 60n;
           add(
@@ -435,7 +429,7 @@ export function malformedCorpus(base: Uint8Array): MalformedCase[] {
       null,
     );
   }
-  const interpHeader = ph(PT_INTERP);
+  const interpHeader = ph(PT.PT_INTERP);
   if (interpHeader !== undefined && layout.interp !== null) {
     const interp = layout.interp;
     add(

@@ -4,8 +4,7 @@
 
 import { readFile, writeFile } from 'node:fs/promises';
 import { rawLayout, writeUnsigned } from './malformed.js';
-
-const DT_NEEDED = 1;
+import { DT } from '../../src/elf/constants.js';
 
 /**
  * Gives the DT_NEEDED entry naming `name` another tag (or, with `toEmpty`, points it at the string
@@ -18,7 +17,7 @@ export async function retagNeeded(file: string, name: string, change: { tag: num
   const { dynstr } = layout;
   const stringAt = (offset: number): string =>
     Buffer.from(bytes.subarray(dynstr.offset + offset, bytes.indexOf(0, dynstr.offset + offset))).toString('latin1');
-  const entry = layout.dynamic.entries.find((e) => e.tag === DT_NEEDED && stringAt(e.val) === name);
+  const entry = layout.dynamic.entries.find((e) => e.tag === DT.DT_NEEDED && stringAt(e.val) === name);
   if (entry === undefined) throw new Error(`${file}: no DT_NEEDED ${name}`);
   const word = layout.elfClass === 64 ? 8 : 4;
   if ('tag' in change) writeUnsigned(bytes, entry.at, word, layout.little, change.tag);

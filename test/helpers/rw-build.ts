@@ -1,19 +1,15 @@
-// Building small, purpose-made ELF inputs for the rewrite regression tests, and reading results back
-// with binutils as an independent oracle (they run through runOn in fixtures.ts: natively for x86_64,
-// under qemu-aarch64 for aarch64). Every external command runs without a shell and under a time limit.
+// Building small, purpose-made ELF inputs for the rewrite regression tests (they run through runOn in
+// fixtures.ts: natively for x86_64, under qemu-aarch64 for aarch64), and whole-file facts to check the
+// results with; readelf.ts reads them back. Every external command runs without a shell and under a
+// time limit.
 
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { compilerFor, requireTool, type BuildArch } from './fixtures.js';
+import type { BuildArch } from './arch.js';
+import { compilerFor, requireTool } from './fixtures.js';
 import { mustExec, type ExecResult } from './exec.js';
-
-/** A fresh directory under the system temporary directory, and a function that removes it. */
-export async function scratchDir(prefix: string): Promise<{ dir: string; remove: () => Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), `cuda-patchelf-${prefix}-`));
-  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
-}
+import type { SegmentRow } from './readelf.js';
 
 /**
  * Compiles and links `sources` (file name → text, written into `dir`) into `dir/output` with the given
@@ -61,112 +57,6 @@ export async function defaultLinkerScript(arch: BuildArch, dir: string, flags: r
 /** Output of a run for an assertion message. */
 export function describeRun(result: ExecResult): string {
   return `exit ${String(result.code)} signal ${String(result.signal)}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`;
-}
-
-// ---- Reading results back with readelf (binutils, independent of the code under test) ----
-
-export interface SegmentRow {
-  readonly type: string;
-  readonly offset: number;
-  readonly vaddr: number;
-  readonly paddr: number;
-  readonly filesz: number;
-  readonly memsz: number;
-  readonly flags: string;
-  readonly align: number;
-}
-
-const hexNumber = (text: string): number => Number(BigInt(text.startsWith('0x') ? text : `0x${text}`));
-
-/** The program headers as readelf -lW lists them, in table order. */
-export async function segments(file: string): Promise<SegmentRow[]> {
-  const text = (await mustExec(requireTool('readelf'), ['-lW', file])).stdout;
-  const rows: SegmentRow[] = [];
-  const pattern =
-    /^\s+(\S+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+([RWE ]{3})\s+(0x[0-9a-f]+|\d+)\s*$/;
-  for (const line of text.split('\n')) {
-    const m = pattern.exec(line);
-    if (m === null) continue;
-    rows.push({
-      type: m[1] as string,
-      offset: hexNumber(m[2] as string),
-      vaddr: hexNumber(m[3] as string),
-      paddr: hexNumber(m[4] as string),
-      filesz: hexNumber(m[5] as string),
-      memsz: hexNumber(m[6] as string),
-      flags: m[7] as string,
-      align: (m[8] as string).startsWith('0x') ? hexNumber(m[8] as string) : Number(m[8]),
-    });
-  }
-  return rows;
-}
-
-export interface SectionRow {
-  readonly name: string;
-  readonly type: string;
-  readonly addr: number;
-  readonly offset: number;
-  readonly size: number;
-}
-
-export async function sectionRows(file: string): Promise<SectionRow[]> {
-  const text = (await mustExec(requireTool('readelf'), ['-SW', file])).stdout;
-  const rows: SectionRow[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^\s*\[\s*\d+\]\s+(\S*)\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s/.exec(line);
-    if (m === null || m[2] === 'NULL') continue;
-    rows.push({
-      name: m[1] as string,
-      type: m[2] as string,
-      addr: hexNumber(m[3] as string),
-      offset: hexNumber(m[4] as string),
-      size: hexNumber(m[5] as string),
-    });
-  }
-  return rows;
-}
-
-export async function section(file: string, name: string): Promise<SectionRow> {
-  const found = (await sectionRows(file)).find((s) => s.name === name);
-  if (found === undefined) throw new Error(`${file} has no section ${name}`);
-  return found;
-}
-
-export interface HeaderFields {
-  readonly phoff: number;
-  readonly phnum: number;
-  readonly type: string;
-}
-
-export async function elfHeader(file: string): Promise<HeaderFields> {
-  const text = (await mustExec(requireTool('readelf'), ['-hW', file])).stdout;
-  const field = (label: string): string => {
-    const m = new RegExp(`^\\s*${label}:\\s+(.*)$`, 'm').exec(text);
-    if (m === null) throw new Error(`readelf -h ${file}: no "${label}"`);
-    return (m[1] as string).trim();
-  };
-  return {
-    phoff: Number(/^(\d+)/.exec(field('Start of program headers'))?.[1]),
-    phnum: Number(field('Number of program headers')),
-    type: field('Type').split(' ')[0] ?? '',
-  };
-}
-
-/** The address of a symbol in the static symbol table (readelf -s). */
-export async function symbolAddress(file: string, name: string): Promise<number> {
-  const text = (await mustExec(requireTool('readelf'), ['-sW', file])).stdout;
-  for (const line of text.split('\n')) {
-    const cols = line.trim().split(/\s+/);
-    if (cols[7] === name && cols[1] !== undefined) return hexNumber(cols[1]);
-  }
-  throw new Error(`${file} has no symbol ${name}`);
-}
-
-/** The file offset of a virtual address, through the PT_LOADs. */
-export function offsetOfAddress(rows: readonly SegmentRow[], vaddr: number): number {
-  const load = rows.find((r) => r.type === 'LOAD' && vaddr >= r.vaddr && vaddr < r.vaddr + r.filesz);
-  if (load === undefined) throw new Error(`address 0x${vaddr.toString(16)} is not in any PT_LOAD`);
-  return load.offset + (vaddr - load.vaddr);
 }
 
 // ---- Whole-file facts ----

@@ -1,6 +1,8 @@
 // Byte-level transforms of little-endian ELF64 files (x86_64, aarch64), for inputs no linker produces:
-// a program header table that does not follow the ELF header. Written against the gABI field offsets,
-// not against the code under test.
+// a program header table that does not follow the ELF header. Written against the gABI field offsets
+// (the segment types are src/elf/constants.ts's), not against the reader under test.
+
+import { PT } from '../../src/elf/constants.js';
 
 const E_PHOFF = 0x20;
 const E_SHOFF = 0x28;
@@ -10,12 +12,6 @@ const E_SHENTSIZE = 0x3a;
 const E_SHNUM = 0x3c;
 const PHDR_SIZE = 56;
 const SHDR_SIZE = 64;
-
-const PT_NULL = 0;
-const PT_LOAD = 1;
-const PT_INTERP = 3;
-const PT_NOTE = 4;
-const PT_PHDR = 6;
 
 export interface RawSegment {
   p_type: number;
@@ -116,7 +112,7 @@ export function relocateProgramHeaders(original: Uint8Array, options: RelocateOp
   const { phoff, segments } = readSegments(bytes);
   const ehsize = v.getUint16(0x34, true);
   if (phoff !== ehsize) throw new Error(`the table already starts at 0x${phoff.toString(16)}`);
-  const first = segments.find((s) => s.p_type === PT_LOAD);
+  const first = segments.find((s) => s.p_type === PT.PT_LOAD);
   if (first === undefined || first.p_offset !== 0) throw new Error('the first PT_LOAD does not map the start of the file');
   const count = segments.length + options.spareNullEntries;
   if (count * PHDR_SIZE > options.roomSize) throw new Error('the room is too small for the table');
@@ -125,7 +121,7 @@ export function relocateProgramHeaders(original: Uint8Array, options: RelocateOp
 
   const moved = segments.map((s) => ({ ...s }));
   for (const s of moved) {
-    if (s.p_type !== PT_PHDR) continue;
+    if (s.p_type !== PT.PT_PHDR) continue;
     s.p_offset = options.roomOffset;
     s.p_vaddr = roomAddress;
     s.p_paddr = roomAddress;
@@ -133,19 +129,19 @@ export function relocateProgramHeaders(original: Uint8Array, options: RelocateOp
     s.p_memsz = count * PHDR_SIZE;
   }
   for (let i = 0; i < options.spareNullEntries; i++)
-    moved.push({ p_type: PT_NULL, p_flags: 0, p_offset: 0, p_vaddr: 0, p_paddr: 0, p_filesz: 0, p_memsz: 0, p_align: 0 });
+    moved.push({ p_type: PT.PT_NULL, p_flags: 0, p_offset: 0, p_vaddr: 0, p_paddr: 0, p_filesz: 0, p_memsz: 0, p_align: 0 });
 
   // The old place: zeroed, then optionally given to a live range.
   bytes.fill(0, phoff, phoff + segments.length * PHDR_SIZE);
   if (options.occupyOldPlace) {
-    const live = moved.find((s) => s.p_type === PT_INTERP) ?? moved.find((s) => s.p_type === PT_NOTE);
+    const live = moved.find((s) => s.p_type === PT.PT_INTERP) ?? moved.find((s) => s.p_type === PT.PT_NOTE);
     if (live === undefined) throw new Error('no PT_INTERP or PT_NOTE to put after the ELF header');
     const target = ehsize;
     if (live.p_filesz > segments.length * PHDR_SIZE) throw new Error('the live range does not fit where the table was');
     const content = original.slice(live.p_offset, live.p_offset + live.p_filesz);
     const from = live.p_offset;
     for (const s of moved) {
-      if ((s.p_type === live.p_type || s.p_type === 0x6474e553) && s.p_offset === from) {
+      if ((s.p_type === live.p_type || s.p_type === PT.PT_GNU_PROPERTY) && s.p_offset === from) {
         // PT_GNU_PROPERTY shares the range of the property note.
         s.p_offset = target;
         s.p_vaddr = first.p_vaddr + target;
@@ -178,7 +174,7 @@ export function stretchHighestLoad32(original: Uint8Array, end: number): Uint8Ar
   let highestVaddr = -1;
   for (let i = 0; i < phnum; i++) {
     const at = phoff + i * phentsize;
-    if (v.getUint32(at, true) === PT_LOAD && v.getUint32(at + 8, true) > highestVaddr) {
+    if (v.getUint32(at, true) === PT.PT_LOAD && v.getUint32(at + 8, true) > highestVaddr) {
       highest = at;
       highestVaddr = v.getUint32(at + 8, true);
     }

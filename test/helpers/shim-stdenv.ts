@@ -14,8 +14,9 @@ import { dirname, join, relative } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { REPO_ROOT, requireTool } from './fixtures.js';
 import { assertCliBuilt, cliPath } from './run-cli.js';
-import { dedupeRunpath, hasElfMagic, makeTempDir } from './tree-tools.js';
-import { readDynamic, tagKind, type TagKind } from './readelf-dynamic.js';
+import { makeTempDir } from './temp-dir.js';
+import { dedupeRunpath, hasElfMagic } from './tree-tools.js';
+import { readDynamic, tagKind, type TagKind } from './readelf.js';
 import { execTool, mustExec, type ExecResult } from './exec.js';
 
 export const HOOKS_DIR = join(REPO_ROOT, 'hooks');

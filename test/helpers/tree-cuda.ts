@@ -8,7 +8,8 @@
 import { copyFile, link, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { compilerFor, crossTool, cudaFixture, fixture, loadManifest, GREETING, type BuildArch, type Fixture } from './fixtures.js';
+import type { BuildArch } from './arch.js';
+import { compilerFor, crossTool, cudaFixture, fixture, loadManifest, GREETING, type Fixture } from './fixtures.js';
 import { mustExec } from './exec.js';
 
 /** What apply/check/plan must do with an entry. */

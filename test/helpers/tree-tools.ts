@@ -1,18 +1,13 @@
-// File-system and ELF oracles for the tree tests (apply/check/plan over whole directories): temp trees,
-// tree snapshots to prove what did and did not change, and the ELF facts they check that share no code
-// with the tool under test (the dynamic entries themselves are read in readelf-dynamic.ts).
+// File-system oracles for the tree tests (apply/check/plan over whole directories): copies of trees,
+// snapshots to prove what did and did not change, the ELF magic (what readelf says of the files is
+// read in readelf.ts).
 
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { lstat, mkdtemp, open, readdir, readlink } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { requireTool } from './fixtures.js';
 import { mustExec } from './exec.js';
-
-export function makeTempDir(label: string): Promise<string> {
-  return mkdtemp(join(tmpdir(), `cuda-patchelf-${label}-`));
-}
 
 /** `cp -a`: keeps symbolic links as links, hard links within the tree as hard links, modes and times. */
 export async function copyTree(source: string, destination: string): Promise<void> {
@@ -97,13 +92,6 @@ export async function hasElfMagic(path: string): Promise<boolean> {
   } finally {
     await handle.close();
   }
-}
-
-/** PT_DYNAMIC's file offset (readelf -lW), or null when the file has none. */
-export async function dynamicSegmentOffset(path: string): Promise<number | null> {
-  const result = await mustExec(requireTool('readelf'), ['-lW', path]);
-  const match = /^\s*DYNAMIC\s+0x([0-9a-f]+)/m.exec(result.stdout);
-  return match?.[1] === undefined ? null : Number.parseInt(match[1], 16);
 }
 
 /** What Nixpkgs' default would be without its quirks: drop empty and repeated entries, first wins. */

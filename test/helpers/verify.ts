@@ -6,8 +6,7 @@
 
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { copyFile, cp, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, cp, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { expect } from 'vitest';
 import { FileByteSource } from '../../src/elf/byte-source.js';
@@ -15,32 +14,14 @@ import { byteStringToText } from '../../src/elf/byte-string.js';
 import type { ProgramHeader } from '../../src/elf/codec.js';
 import { fileOffsetOf, readElfImage, type ElfImage } from '../../src/elf/elf-image.js';
 import { readSectionHeaders, type Section } from '../../src/elf/section-headers.js';
-import { summarize, type ElfSummary } from '../../src/elf/summary.js';
-import { runCli as runCliMain } from '../../src/cli/program.js';
-import { crossTool, fixture, listDependencies, programVars, requireTool, runOn, type Arch, type Fixture } from './fixtures.js';
-import { assertCliBuilt, runCli } from './run-cli.js';
+import { summarize, type ElfSummary } from '../../src/edit/summary.js';
+import { type Arch, machinePageSizeOf } from './arch.js';
+import { crossTool, fixture, listDependencies, programVars, requireTool, runOn, type Fixture } from './fixtures.js';
+import { runCliInProcess } from './run-cli.js';
 import { execTool, type ExecResult } from './exec.js';
-import { dynamicFacts, parseDynamicRows, rowNumber } from './readelf-dynamic.js';
-
-// Numbers from the gABI, spelled out here so that a wrong table in src/ cannot hide a wrong check.
-const PT_NULL = 0;
-const PT_LOAD = 1;
-const PT_DYNAMIC = 2;
-const PT_INTERP = 3;
-const PT_PHDR = 6;
-const PT_GNU_STACK = 0x6474e551;
-const PT_GNU_RELRO = 0x6474e552;
-const PF_W = 2;
-const ET_EXEC = 2;
-const SHF_ALLOC = 2;
-const SHT_NOBITS = 8;
-const SHT_DYNAMIC = 6;
-const SHT_STRTAB = 3;
-const DT_STRTAB = 5;
-const DT_STRSZ = 10;
-
-/** The page size a loader may run with (docs/design.md, The ELF facts the edits rely on): a new segment must be aligned at least to it. */
-export const MACHINE_PAGE_SIZE: Readonly<Record<Arch, number>> = { x86_64: 0x1000, aarch64: 0x10000, arm: 0x1000, ppc64: 0x10000 };
+import { makeTempDir } from './temp-dir.js';
+import { dynamicFacts, parseDynamicRows, rowNumber, runReadelf } from './readelf.js';
+import { DT, ET, PF_W, PT, SHF_ALLOC, SHT } from '../../src/elf/constants.js';
 
 /** Run-time page sizes a loader may use on the machine (aarch64 kernels run 4 KiB or 64 KiB pages). */
 const RUNTIME_PAGE_SIZES: Readonly<Record<Arch, readonly number[]>> = {
@@ -49,9 +30,6 @@ const RUNTIME_PAGE_SIZES: Readonly<Record<Arch, readonly number[]>> = {
   arm: [0x1000],
   ppc64: [0x10000],
 };
-
-/** Architectures whose files this machine can load (natively or under qemu-user). */
-export const LOADABLE_ARCHES: readonly Arch[] = ['x86_64', 'aarch64'];
 
 // ---------------------------------------------------------------------------------------------
 // Processes
@@ -93,39 +71,6 @@ export interface EditRecord {
   readonly error?: { kind: string; message: string };
 }
 
-export interface InProcessResult {
-  readonly code: number;
-  readonly out: string;
-  readonly err: string;
-}
-
-/**
- * The CLI's command tree (argument parsing, subcommands, JSON report) run inside the test process:
- * the same code as dist/cli/main.js without a node start-up per call, which the matrix cannot afford
- * a thousand times. The built binary itself is run by the runpath-used tests (spawnBuiltCli).
- */
-export async function runCliInProcess(argv: readonly string[]): Promise<InProcessResult> {
-  const out: string[] = [];
-  const err: string[] = [];
-  // A variable, not a literal argument: the io interface may gain members the tests do not need.
-  const io = {
-    out: (line: string): void => void out.push(line),
-    err: (line: string): void => void err.push(line),
-    errRaw: (chunk: string): void => void err.push(chunk),
-    setExitCode: (): void => undefined,
-    stderrIsTty: false,
-    cpuCount: 1,
-  };
-  const code = await runCliMain(argv, io);
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
-
-/** The built CLI (dist/cli/main.js) as a user runs it, with a time limit. */
-export function spawnBuiltCli(args: readonly string[], timeoutMs = 120_000): ReturnType<typeof runCli> {
-  assertCliBuilt();
-  return runCli(args, { timeoutMs });
-}
-
 /**
  * Runs one edit subcommand on FILES with --json; returns one record per file. A failing file gives a
  * record with `error` (and exit status 3), anything else unexpected throws.
@@ -133,9 +78,9 @@ export function spawnBuiltCli(args: readonly string[], timeoutMs = 120_000): Ret
 async function cliEdit(args: readonly string[], files: readonly string[]): Promise<EditRecord[]> {
   const result = await runCliInProcess([...args, '--json', ...files]);
   if (result.code !== 0 && result.code !== 3) {
-    throw new Error(`cuda-patchelf ${args.join(' ')} ${files.join(' ')}: exit ${String(result.code)}\n${result.err}`);
+    throw new Error(`cuda-patchelf ${args.join(' ')} ${files.join(' ')}: exit ${String(result.code)}\n${result.stderr}`);
   }
-  const records = JSON.parse(result.out) as EditRecord[];
+  const records = JSON.parse(result.stdout) as EditRecord[];
   if (records.length !== files.length)
     throw new Error(`cuda-patchelf ${args.join(' ')}: ${records.length} records for ${files.length} files`);
   return records;
@@ -151,10 +96,6 @@ export async function cliEditOne(args: readonly string[], file: string): Promise
 
 // ---------------------------------------------------------------------------------------------
 // Copies
-
-export async function makeTempDir(prefix: string): Promise<string> {
-  return mkdtemp(join(tmpdir(), `cuda-patchelf-${prefix}-`));
-}
 
 /**
  * A private copy of a fixture to edit. Compiled fixtures are copied with their whole directory
@@ -190,7 +131,7 @@ export interface ReadBack {
 export const stripAfterMovedTable = new Set<string>();
 
 /** DT_GNU_HASH, DT_HASH, DT_SYMTAB, DT_VERSYM, DT_VERNEED, DT_VERDEF: sections that may move out of the table's way. */
-const RELOCATABLE_TAGS: readonly number[] = [0x6ffffef5, 4, 6, 0x6ffffff0, 0x6ffffffe, 0x6ffffffc];
+const RELOCATABLE_TAGS: readonly number[] = [DT.DT_GNU_HASH, DT.DT_HASH, DT.DT_SYMTAB, DT.DT_VERSYM, DT.DT_VERNEED, DT.DT_VERDEF];
 
 /** Whether the original's section at `oldAddress` has the same bytes as the patched file at `newAddress`. */
 async function sameSectionBytes(
@@ -271,7 +212,7 @@ const toolReadsCache = new Map<string, Promise<boolean>>();
 
 /** readelf over everything the edit may touch; cached for originals (fixtures never change). */
 function readelfAll(path: string, cache: boolean): Promise<ExecResult> {
-  const run = (): Promise<ExecResult> => execTool(requireTool('readelf'), ['-W', '-h', '-l', '-d', '-S', '-V', '--dyn-syms', path]);
+  const run = (): Promise<ExecResult> => runReadelf(['-h', '-l', '-d', '-S', '-V', '--dyn-syms'], path);
   return cache ? remembered(readelfCache, path, run) : run();
 }
 
@@ -341,7 +282,7 @@ function countOccurrences(haystack: Buffer, needle: string): number {
 // ---------------------------------------------------------------------------------------------
 // Program header invariants
 
-const isLoad = (ph: ProgramHeader): boolean => ph.p_type === PT_LOAD;
+const isLoad = (ph: ProgramHeader): boolean => ph.p_type === PT.PT_LOAD;
 const hex = (value: number): string => `0x${value.toString(16)}`;
 const describePh = (ph: ProgramHeader): string =>
   `type ${hex(ph.p_type)} offset ${hex(ph.p_offset)} vaddr ${hex(ph.p_vaddr)} filesz ${hex(ph.p_filesz)} memsz ${hex(ph.p_memsz)} align ${hex(ph.p_align)}`;
@@ -388,11 +329,11 @@ export function layoutProblems(arch: Arch, original: ReadBack, patched: ReadBack
   const before = original.image.programHeaders;
   const after = patched.image.programHeaders;
   const header = patched.image.header;
-  const pageSize = MACHINE_PAGE_SIZE[arch];
+  const pageSize = machinePageSizeOf(arch);
   const loads = after.filter(isLoad);
 
   for (const ph of after) {
-    if (ph.p_type === PT_NULL || ph.p_type === PT_GNU_STACK) continue;
+    if (ph.p_type === PT.PT_NULL || ph.p_type === PT.PT_GNU_STACK) continue;
     if (ph.p_offset + ph.p_filesz > patched.size)
       problems.push(`segment runs past the end of the file (size ${hex(patched.size)}): ${describePh(ph)}`);
   }
@@ -457,8 +398,8 @@ export function layoutProblems(arch: Arch, original: ReadBack, patched: ReadBack
   const tableSize = header.phnum * header.e_phentsize;
   const tableMoved = header.e_phoff !== original.image.header.e_phoff;
   const tableGrown = !tableMoved && header.phnum !== original.image.header.phnum;
-  const isExecutable = header.e_type === ET_EXEC || before.some((ph) => ph.p_type === PT_INTERP);
-  const phdrEntry = after.find((ph) => ph.p_type === PT_PHDR);
+  const isExecutable = header.e_type === ET.ET_EXEC || before.some((ph) => ph.p_type === PT.PT_INTERP);
+  const phdrEntry = after.find((ph) => ph.p_type === PT.PT_PHDR);
   if (tableMoved && isExecutable) {
     // The kernel before 5.18 (first PT_LOAD's p_vaddr - p_offset + e_phoff) and qemu-user (lowest
     // PT_LOAD's p_vaddr + e_phoff) tell the program where its table is without looking at PT_PHDR.
@@ -475,11 +416,11 @@ export function layoutProblems(arch: Arch, original: ReadBack, patched: ReadBack
       );
     }
   }
-  const phdrIndex = after.findIndex((ph) => ph.p_type === PT_PHDR);
+  const phdrIndex = after.findIndex((ph) => ph.p_type === PT.PT_PHDR);
   const firstLoad = after.findIndex(isLoad);
   if (phdrIndex >= 0) {
     const phdr = after[phdrIndex] as ProgramHeader;
-    if (after.filter((ph) => ph.p_type === PT_PHDR).length > 1) problems.push('more than one PT_PHDR');
+    if (after.filter((ph) => ph.p_type === PT.PT_PHDR).length > 1) problems.push('more than one PT_PHDR');
     if (firstLoad >= 0 && phdrIndex > firstLoad)
       problems.push(`PT_PHDR (entry ${phdrIndex}) comes after the first PT_LOAD (entry ${firstLoad})`);
     if (phdr.p_offset !== header.e_phoff || phdr.p_filesz !== tableSize) {
@@ -512,13 +453,19 @@ export function layoutProblems(arch: Arch, original: ReadBack, patched: ReadBack
 
   // Segments that lay inside a LOAD still do, at consistent addresses; PT_DYNAMIC stays writable.
   for (const ph of after) {
-    if (ph.p_type === PT_LOAD || ph.p_type === PT_NULL || ph.p_type === PT_GNU_STACK || ph.p_type === PT_GNU_RELRO || ph.p_filesz === 0)
+    if (
+      ph.p_type === PT.PT_LOAD ||
+      ph.p_type === PT.PT_NULL ||
+      ph.p_type === PT.PT_GNU_STACK ||
+      ph.p_type === PT.PT_GNU_RELRO ||
+      ph.p_filesz === 0
+    )
       continue;
     const old = before.find((o) => o.p_type === ph.p_type && (o.p_offset === ph.p_offset || o.p_filesz === ph.p_filesz));
     const wasMapped = old === undefined || mappingLoad(before, old.p_offset, old.p_filesz, old.p_vaddr) !== undefined;
     const load = mappingLoad(after, ph.p_offset, ph.p_filesz, ph.p_vaddr);
     if (wasMapped && load === undefined) problems.push(`segment not inside a PT_LOAD at a consistent address: ${describePh(ph)}`);
-    if (ph.p_type === PT_DYNAMIC && load !== undefined && old !== undefined) {
+    if (ph.p_type === PT.PT_DYNAMIC && load !== undefined && old !== undefined) {
       const oldLoad = mappingLoad(before, old.p_offset, old.p_filesz, old.p_vaddr);
       if (oldLoad !== undefined && (oldLoad.p_flags & PF_W) !== 0 && (load.p_flags & PF_W) === 0) {
         problems.push(`PT_DYNAMIC moved into a read-only PT_LOAD (ld.so writes DT_DEBUG there): ${describePh(ph)} in ${describePh(load)}`);
@@ -541,7 +488,7 @@ function sectionProblems(original: ReadBack, patched: ReadBack, dynamicTable: { 
     const old = original.sections[i] as Section;
     if (section.name !== old.name || section.sh_type !== old.sh_type)
       problems.push(`section ${i} changed name or type: ${old.name} → ${section.name}`);
-    if ((section.sh_flags & SHF_ALLOC) === 0 || section.sh_type === SHT_NOBITS || section.sh_size === 0) return;
+    if ((section.sh_flags & SHF_ALLOC) === 0 || section.sh_type === SHT.SHT_NOBITS || section.sh_size === 0) return;
     const wasMapped = mappingLoad(before, old.sh_offset, old.sh_size, old.sh_addr) !== undefined;
     if (wasMapped && mappingLoad(after, section.sh_offset, section.sh_size, section.sh_addr) === undefined) {
       problems.push(
@@ -549,10 +496,10 @@ function sectionProblems(original: ReadBack, patched: ReadBack, dynamicTable: { 
       );
     }
   });
-  const strtabBefore = original.image.dynamic?.entries.find((e) => e.d_tag === DT_STRTAB)?.d_val;
-  const strszBefore = original.image.dynamic?.entries.find((e) => e.d_tag === DT_STRSZ)?.d_val;
+  const strtabBefore = original.image.dynamic?.entries.find((e) => e.d_tag === DT.DT_STRTAB)?.d_val;
+  const strszBefore = original.image.dynamic?.entries.find((e) => e.d_tag === DT.DT_STRSZ)?.d_val;
   const dynstrIndex = original.sections.findIndex(
-    (s) => s.sh_type === SHT_STRTAB && s.sh_addr === strtabBefore && s.sh_size === strszBefore,
+    (s) => s.sh_type === SHT.SHT_STRTAB && s.sh_addr === strtabBefore && s.sh_size === strszBefore,
   );
   const dynstr = patched.sections[dynstrIndex];
   if (dynstr !== undefined && (dynstr.sh_addr !== dynamicTable.strtab || dynstr.sh_size !== dynamicTable.strsz)) {
@@ -560,9 +507,9 @@ function sectionProblems(original: ReadBack, patched: ReadBack, dynamicTable: { 
       `.dynstr section header (addr ${hex(dynstr.sh_addr)} size ${dynstr.sh_size}) disagrees with DT_STRTAB ${hex(dynamicTable.strtab ?? -1)} / DT_STRSZ ${String(dynamicTable.strsz)}`,
     );
   }
-  const dynamicPh = patched.image.programHeaders.find((ph) => ph.p_type === PT_DYNAMIC);
-  const dynamicBefore = original.image.programHeaders.find((ph) => ph.p_type === PT_DYNAMIC);
-  const dynamicIndex = original.sections.findIndex((s) => s.sh_type === SHT_DYNAMIC);
+  const dynamicPh = patched.image.programHeaders.find((ph) => ph.p_type === PT.PT_DYNAMIC);
+  const dynamicBefore = original.image.programHeaders.find((ph) => ph.p_type === PT.PT_DYNAMIC);
+  const dynamicIndex = original.sections.findIndex((s) => s.sh_type === SHT.SHT_DYNAMIC);
   const oldDynamic = original.sections[dynamicIndex];
   const dynamicSection = patched.sections[dynamicIndex];
   if (
@@ -726,12 +673,13 @@ async function collectProblems(input: VerifyInput): Promise<{ problems: string[]
       problems.push(`reader: ${field} changed: ${JSON.stringify(o[field])} → ${JSON.stringify(s[field])}`);
   }
   const liveTags = (r: ReadBack): number[] => (r.image.dynamic?.entries ?? []).map((e) => e.d_tag);
-  const untouched = (tags: number[]): number[] => tags.filter((t) => t !== 1 && t !== 15 && t !== 29 && t !== DT_STRTAB && t !== DT_STRSZ);
+  const edited: readonly number[] = [DT.DT_NEEDED, DT.DT_RPATH, DT.DT_RUNPATH, DT.DT_STRTAB, DT.DT_STRSZ];
+  const untouched = (tags: number[]): number[] => tags.filter((t) => !edited.includes(t));
   if (JSON.stringify(untouched(liveTags(after))) !== JSON.stringify(untouched(liveTags(before)))) {
     problems.push('reader: dynamic tags other than DT_NEEDED/DT_RPATH/DT_RUNPATH changed or were reordered');
   }
   for (const entry of before.image.dynamic?.entries ?? []) {
-    if ([1, 15, 29, 14, DT_STRTAB, DT_STRSZ].includes(entry.d_tag)) continue;
+    if (edited.includes(entry.d_tag) || entry.d_tag === DT.DT_SONAME) continue;
     const same = (after.image.dynamic?.entries ?? []).find((e) => e.d_tag === entry.d_tag);
     if (same !== undefined && same.d_val === entry.d_val) continue;
     // A section after the program header table may move out of its way: then its tag follows it,

@@ -2,34 +2,31 @@
 // them and served again from memory, large ones are read as asked, and a file that makes the reader
 // visit many places keeps a bounded number of blocks (the reads after that are made as asked). The
 // first block is read through one buffer shared by every file and kept whole only for an ELF file.
-// A file a walk listed is opened without a stat, which is taken only when its size is first needed;
-// what was read before it is read again after it.
+// A file a walk listed is opened without a stat (FileHead), which is taken as a step of its own
+// (statNow); what was read before it is read again after it.
 
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { FileByteSource } from '../../src/elf/byte-source.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { FileByteSource, FileHead } from '../../src/elf/byte-source.js';
+import { useTempDir } from '../helpers/use-temp-dir.js';
 
 const SIZE = 1024 * 1024 + 123;
 const content = Uint8Array.from({ length: SIZE }, (_, i) => (i * 131 + (i >> 12)) & 0xff);
-const dir = mkdtempSync(join(tmpdir(), 'byte-source-'));
-const path = join(dir, 'file');
-writeFileSync(path, content);
-const elfPath = join(dir, 'elf');
 const elfContent = Uint8Array.from({ length: 10_000 }, (_, i) => (i < 4 ? ([0x7f, 0x45, 0x4c, 0x46][i] ?? 0) : (i * 7) & 0xff));
-writeFileSync(elfPath, elfContent);
-const shortPath = join(dir, 'short');
-writeFileSync(shortPath, content.subarray(0, 3));
-const directoryPath = join(dir, 'directory');
-mkdirSync(directoryPath);
-const linkPath = join(dir, 'link');
-symlinkSync(elfPath, linkPath);
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = useTempDir('byte-source');
+const at = (name: 'file' | 'elf' | 'short' | 'directory' | 'link'): string => join(dir(), name);
+beforeAll(() => {
+  writeFileSync(at('file'), content);
+  writeFileSync(at('elf'), elfContent);
+  writeFileSync(at('short'), content.subarray(0, 3));
+  mkdirSync(at('directory'));
+  symlinkSync(at('elf'), at('link'));
+});
 
 describe('FileByteSource', () => {
   it('widens a small read to its blocks and serves reads inside them without reading again', async () => {
-    const source = FileByteSource.open(path);
+    const source = FileByteSource.open(at('file'));
     try {
       expect(await source.read(5000, 100, 'a')).toEqual(content.subarray(5000, 5100));
       expect(source.bytesRead).toBe(4096);
@@ -48,7 +45,7 @@ describe('FileByteSource', () => {
   });
 
   it('reads a large range as asked, and keeps a bounded number of blocks', async () => {
-    const source = FileByteSource.open(path);
+    const source = FileByteSource.open(at('file'));
     try {
       expect(await source.read(100, 20000, 'large')).toEqual(content.subarray(100, 20100));
       expect(source.bytesRead).toBe(20000);
@@ -67,8 +64,8 @@ describe('FileByteSource', () => {
   });
 
   it('keeps the whole first block of an ELF file, and only the first bytes of another', async () => {
-    const elf = FileByteSource.open(elfPath);
-    const other = FileByteSource.open(path);
+    const elf = FileByteSource.open(at('elf'));
+    const other = FileByteSource.open(at('file'));
     try {
       expect(await elf.read(0, 4, 'magic')).toEqual(elfContent.subarray(0, 4));
       expect(await other.read(0, 8, 'magic')).toEqual(content.subarray(0, 8));
@@ -88,7 +85,7 @@ describe('FileByteSource', () => {
   });
 
   it('refuses a range past the end of the file before reading', async () => {
-    const source = FileByteSource.open(path);
+    const source = FileByteSource.open(at('file'));
     try {
       await expect(source.read(SIZE - 4, 8, 'tail')).rejects.toThrow(/tail .* runs past the end of the file/);
       expect(source.bytesRead).toBe(0);
@@ -97,38 +94,40 @@ describe('FileByteSource', () => {
     }
   });
 
-  describe('a file a walk listed (openListed)', () => {
-    it('tells a file by its first bytes with one read and no stat, takes the stat when the size is asked for, and reads again after it', async () => {
-      const elf = FileByteSource.openListed(elfPath);
-      const short = FileByteSource.openListed(shortPath);
+  describe('a file a walk listed (FileHead)', () => {
+    it('tells a file by its first bytes with one read and no stat; after the stat the source reads the first block again', async () => {
+      const head = FileHead.openWalked(at('elf'));
+      const short = FileHead.openWalked(at('short'));
       try {
-        expect(elf.firstBytes(8)).toEqual(elfContent.subarray(0, 8));
+        expect(head.firstBytes(8)).toEqual(elfContent.subarray(0, 8));
         expect(short.firstBytes(8)).toEqual(content.subarray(0, 3));
-        expect([elf.statsIfTaken, short.statsIfTaken]).toEqual([null, null]);
-        expect([elf.bytesRead, short.bytesRead]).toEqual([4096, 3]);
-        // The size comes with the stat, and what is read after it was read after it: the first block
-        // is read again, once, and serves the reads after that.
+        expect([head.bytesRead, short.bytesRead]).toEqual([4096, 3]);
+      } finally {
+        short.close();
+      }
+      // The size comes with the stat, and what is read after it was read after it: the first block
+      // is read again, once, and serves the reads after that.
+      const elf = head.statNow();
+      try {
+        expect(elf.stats.size).toBe(10_000);
         expect(await elf.read(100, 1000, 'program headers')).toEqual(elfContent.subarray(100, 1100));
-        expect(elf.statsIfTaken?.size).toBe(10_000);
         expect(elf.bytesRead).toBe(8192);
         expect(await elf.read(0, 64, 'ELF header')).toEqual(elfContent.subarray(0, 64));
         expect(elf.bytesRead).toBe(8192);
         expect(elf.size).toBe(10_000);
       } finally {
         elf.close();
-        short.close();
       }
     });
 
-    it('refuses a directory when its stat is taken, and a symbolic link at the open', async () => {
-      const directory = FileByteSource.openListed(directoryPath);
+    it('refuses a directory when its stat is taken, and a symbolic link at the open', () => {
+      const directory = FileHead.openWalked(at('directory'));
       try {
-        expect(() => directory.size).toThrow(/not a regular file \(a directory\)/);
-        await expect(directory.read(0, 4, 'magic')).rejects.toThrow(/not a regular file \(a directory\)/);
+        expect(() => directory.statNow()).toThrow(/not a regular file \(a directory\)/);
       } finally {
         directory.close();
       }
-      expect(() => FileByteSource.openListed(linkPath)).toThrow(/is a symbolic link now/);
+      expect(() => FileHead.openWalked(at('link'))).toThrow(/is a symbolic link now/);
     });
   });
 });

@@ -5,14 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { DT } from '../../src/elf/constants.js';
 import type { CurrentEntry } from '../../src/plan/edit-facts.js';
 import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
-import {
-  DynamicEditor,
-  addRunpathEntries,
-  dedupeEntries,
-  removeRunpathEntries,
-  splitRunpath,
-  type RunpathTagPolicy,
-} from '../../src/plan/dynamic-editor.js';
+import { dedupeEntries, splitRunpath } from '../../src/elf/runpath-list.js';
+import { DynamicEditor, addRunpathEntries, removeRunpathEntries, type RunpathTagPolicy } from '../../src/plan/dynamic-editor.js';
 
 const NEEDED = (text: string, at: number): CurrentEntry => ({ d_tag: DT.DT_NEEDED, d_val: at, text });
 const STRTAB: CurrentEntry = { d_tag: DT.DT_STRTAB, d_val: 0x400, text: null };

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
-import { parseHookConfig } from '../../src/hooks/hook-config.js';
+import { parseHookConfig } from '../../src/hook-engine/hook-config.js';
 
 const FILE = '/etc/hooks.json';
 const config = (...hooks: unknown[]): string => JSON.stringify({ hooks });

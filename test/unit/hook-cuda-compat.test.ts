@@ -5,11 +5,17 @@
 
 import { describe, expect, it } from 'vitest';
 import { EM } from '../../src/elf/constants.js';
-import { CUDA_COMPAT_PATTERNS, cudaCompatHook, driverHook, dropCudaCompatHook, removeStubsHook } from '../../src/hooks/builtin-hooks.js';
-import { composeRunpath, isOneHookRun, type Semantics } from '../../src/hooks/compose-hooks.js';
-import { driverDirectories, entriesPutBehindDriver } from '../../src/hooks/driver-precedence.js';
-import type { FileFacts, Hook } from '../../src/hooks/hook.js';
-import { orderHooks } from '../../src/hooks/order-hooks.js';
+import {
+  CUDA_COMPAT_PATTERNS,
+  cudaCompatHook,
+  driverHook,
+  dropCudaCompatHook,
+  removeStubsHook,
+} from '../../src/hook-engine/builtin-hooks.js';
+import { composeRunpath, isOneHookRun, type Semantics } from '../../src/hook-engine/compose-hooks.js';
+import { driverDirectories, entriesPutBehindDriver } from '../../src/hook-engine/driver-precedence.js';
+import type { FileFacts, Hook } from '../../src/hook-engine/hook.js';
+import { orderHooks } from '../../src/hook-engine/order-hooks.js';
 import { permutations } from './helpers/permutations.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda12.8-cuda_compat-12.8.40136012/compat';

@@ -5,10 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import { EM } from '../../src/elf/constants.js';
 import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
-import { cudaCompatHook, driverHook, removeStubsHook } from '../../src/hooks/builtin-hooks.js';
-import { composeRunpath, type Semantics } from '../../src/hooks/compose-hooks.js';
-import type { FileFacts, Hook } from '../../src/hooks/hook.js';
-import { orderHooks } from '../../src/hooks/order-hooks.js';
+import { cudaCompatHook, driverHook, removeStubsHook } from '../../src/hook-engine/builtin-hooks.js';
+import { composeRunpath, type Semantics } from '../../src/hook-engine/compose-hooks.js';
+import type { FileFacts, Hook } from '../../src/hook-engine/hook.js';
+import { orderHooks } from '../../src/hook-engine/order-hooks.js';
 import { permutations } from './helpers/permutations.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';

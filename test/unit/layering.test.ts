@@ -1,9 +1,11 @@
 // The dependency rule of ARCHITECTURE.md, checked on the sources: data flows one way (elf → plan →
-// write, hooks beside plan, edit and batch composing them, cli on top), and only the command line
+// write, hook-engine beside plan, edit and batch composing them, cli on top), and only the command line
 // touches `process`. The imports of every src/**/*.ts file are read with a small lexer (comments and
 // string contents blanked, so that an import in a comment or a message does not count) and compared
-// with the table below. Imports that break the rule today are listed in KNOWN_DEBTS: a new one fails,
-// and so does a debt that has been paid but is still listed, so the list only shrinks.
+// with the table below, and so is what each file loads through other layers: a layer may not reach
+// one its row does not name by way of another. Imports that break the rule today are listed in
+// KNOWN_DEBTS: a new one fails, and so does a debt that has been paid but is still listed, so the list
+// only shrinks.
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -12,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
-const LAYERS = ['errors', 'elf', 'hooks', 'plan', 'write', 'edit', 'batch', 'doctor', 'cli'] as const;
+const LAYERS = ['errors', 'elf', 'walk', 'hook-engine', 'plan', 'write', 'edit', 'batch', 'doctor', 'cli'] as const;
 type Layer = (typeof LAYERS)[number];
 
 /** What a layer may import from another layer: all of it, or only some modules, or only types. */
@@ -23,18 +25,33 @@ interface Allowance {
   readonly typeOnly?: boolean;
 }
 
-/** Its own layer is always allowed; `any` is for the command line, which composes everything. */
+/**
+ * Its own layer is always allowed; `any` is for the command line, which composes everything. A row
+ * names every layer its code may depend on, directly or through another layer; the module and
+ * type-only limits are for its own imports.
+ */
 const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>> } = {
   errors: {},
   elf: { errors: {} },
-  hooks: { elf: { modules: ['byte-string.ts', 'constants.ts'] }, errors: {} },
+  walk: { errors: {} },
+  'hook-engine': { elf: { modules: ['byte-string.ts', 'constants.ts', 'runpath-list.ts'] }, errors: {} },
   plan: { elf: {}, errors: {} },
-  // Plans as data: nothing of ELF.
-  write: { plan: { modules: ['plan.ts'], typeOnly: true }, errors: {} },
-  edit: { elf: {}, plan: {}, write: {}, errors: {} },
+  // Plans as data: nothing of ELF. The rewrite's temporary name is the walk's rule too.
+  write: { plan: { modules: ['plan.ts'], typeOnly: true }, walk: { modules: ['rewrite-temporary.ts'] }, errors: {} },
+  // walk/ through write/ (the rewrite's temporary name).
+  edit: { elf: {}, plan: {}, write: {}, walk: { modules: ['rewrite-temporary.ts'] }, errors: {} },
   // Walking, scheduling and the summary: a file's path through elf/ and plan/ is edit/'s pipeline.
-  batch: { elf: { modules: ['constants.ts'] }, edit: {}, plan: { modules: ['plan.ts'], typeOnly: true }, hooks: {}, write: {}, errors: {} },
-  doctor: { elf: {}, errors: {} },
+  batch: {
+    elf: { modules: ['constants.ts'] },
+    walk: {},
+    edit: {},
+    plan: { modules: ['plan.ts'], typeOnly: true },
+    'hook-engine': {},
+    write: {},
+    errors: {},
+  },
+  // The pipeline's skip policy, which doctor applies to the files of a tree as apply does.
+  doctor: { elf: {}, walk: {}, edit: { modules: ['skip-reason.ts'] }, errors: {} },
   cli: 'any',
 };
 
@@ -42,18 +59,14 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
  * Imports that break the table today, each with why it is there. Paying one means deleting its line
  * here: the last test fails while a listed import no longer exists.
  */
-const KNOWN_DEBTS: readonly { readonly from: string; readonly to: string; readonly why: string }[] = [
-  // The tree walk (symlinks skipped, inodes deduped, raw names) is shared by `apply` and `doctor`, but
-  // lives in batch/; it belongs in a layer of its own below both.
-  { from: 'doctor/run-doctor.ts', to: 'batch/walk-trees.ts', why: 'doctor reuses the batch tree walk' },
-];
+const KNOWN_DEBTS: readonly { readonly from: string; readonly to: string; readonly why: string }[] = [];
 
 /** Packages and Node modules the pure layers may use: no file system, no threads, no sockets. */
 const PURE_LAYER_PACKAGES: Partial<Record<Layer, readonly string[]>> = {
   errors: [],
   plan: [],
   // resolve() for excludeUnder, picomatch for include/exclude globs and stubs patterns.
-  hooks: ['node:path', 'picomatch'],
+  'hook-engine': ['node:path', 'picomatch'],
 };
 
 /** The entry point that owns `process` (argv, exit code, streams, TTY, CPU count). */
@@ -64,8 +77,6 @@ const BIN_LOADER = 'cli/bin.ts';
 const WORKER_ENTRY_POINTS: readonly string[] = ['batch/patch-worker.ts'];
 /** Other modules that use `process` today; each should get what it needs from cli/main.ts instead. */
 const PROCESS_DEBTS: readonly { readonly file: string; readonly why: string }[] = [
-  { file: 'cli/doctor-command.ts', why: 'process.cwd() and process.arch, which could come through CliIo as cpuCount does' },
-  { file: 'write/file-lock.ts', why: 'process.platform decides whether the abstract-socket lock exists' },
   { file: 'write/rewrite-file.ts', why: 'process.pid names the rewrite temporary file' },
 ];
 
@@ -276,6 +287,40 @@ function breach(edge: Edge): string | null {
 const describeEdge = (edge: Edge, why: string): string => `src/${edge.from}:${edge.line} imports ${edge.to} (${why})`;
 const isKnownDebt = (edge: Edge): boolean => KNOWN_DEBTS.some((debt) => debt.from === edge.from && debt.to === edge.to);
 
+/**
+ * What each file loads at run time, by file. Type-only imports are erased at build time and are not
+ * followed (the table limits them where they are written); nor is a known debt, listed once with
+ * what it brings.
+ */
+const runtimeImports = new Map<string, string[]>(files.map((file) => [file, []]));
+for (const edge of edges) if (edge.internal && !edge.typeOnly && !isKnownDebt(edge)) runtimeImports.get(edge.from)?.push(edge.to);
+
+/** Every file `file` loads through other files, each with the first chain of imports (breadth first) that leads to it. */
+function reachedThroughOthers(file: string, imports: ReadonlyMap<string, readonly string[]>): Map<string, string[]> {
+  const chains = new Map<string, string[]>([[file, [file]]]);
+  const queue = [file];
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    for (const target of imports.get(next) ?? []) {
+      if (chains.has(target)) continue;
+      chains.set(target, [...(chains.get(next) ?? []), target]);
+      queue.push(target);
+    }
+  }
+  chains.delete(file);
+  return new Map([...chains].filter(([, chain]) => chain.length > 2));
+}
+
+/** Why a file reaching another through other files breaks the table (a layer its row does not name), or null. */
+function transitiveBreach(chain: readonly string[]): string | null {
+  const fromLayer = layerOf(chain[0] ?? '') as Layer;
+  const toLayer = layerOf(chain[chain.length - 1] ?? '');
+  const rules = ALLOWED[fromLayer];
+  if (fromLayer === toLayer || rules === 'any') return null;
+  return (LAYERS as readonly string[]).includes(toLayer) && rules[toLayer as Layer] !== undefined
+    ? null
+    : `${fromLayer} → ${toLayer} is not allowed, even through another layer: ${chain.map((file) => `src/${file}`).join(' → ')}`;
+}
+
 /** The files whose code (comments and string contents left out) uses `process.`. */
 const processUsers = files.filter((file) => /(?<![\w$.])process\s*\??\.\s*[A-Za-z_$]/.test(blankOut(sources.get(file) ?? '', true)));
 
@@ -330,11 +375,39 @@ describe('the dependency rule', () => {
   it('the table itself: layers, modules and type-only imports', () => {
     const edge = (from: string, to: string, typeOnly = false): Edge => ({ from, to, internal: true, typeOnly, line: 1 });
     expect(breach(edge('plan/a.ts', 'write/apply-plan.ts'))).toBe('plan → write is not allowed');
-    expect(breach(edge('hooks/a.ts', 'elf/elf-image.ts'))).toMatch(/^hooks may use only elf\/byte-string.ts, elf\/constants.ts/);
+    expect(breach(edge('hook-engine/a.ts', 'elf/elf-image.ts'))).toMatch(
+      /^hook-engine may use only elf\/byte-string.ts, elf\/constants.ts/,
+    );
     expect(breach(edge('write/a.ts', 'plan/plan.ts'))).toBe('write may import only types from plan');
     expect(breach(edge('write/a.ts', 'plan/plan.ts', true))).toBeNull();
     expect(breach(edge('elf/a.ts', 'elf/b.ts'))).toBeNull();
     expect(breach(edge('cli/a.ts', 'batch/patch-tree.ts'))).toBeNull();
+  });
+
+  it('the transitive rule itself: a layer reaching another its row does not name, through a third', () => {
+    const imports = new Map([
+      ['doctor/a.ts', ['walk/b.ts']],
+      ['walk/b.ts', ['write/c.ts', 'errors/d.ts']],
+    ]);
+    const chains = [...reachedThroughOthers('doctor/a.ts', imports).values()];
+    expect(chains).toEqual([
+      ['doctor/a.ts', 'walk/b.ts', 'write/c.ts'],
+      ['doctor/a.ts', 'walk/b.ts', 'errors/d.ts'],
+    ]);
+    expect(chains.map(transitiveBreach)).toEqual([
+      'doctor → write is not allowed, even through another layer: src/doctor/a.ts → src/walk/b.ts → src/write/c.ts',
+      null,
+    ]);
+  });
+
+  it('no layer reaches, through another, a layer its row does not name', () => {
+    const breaches = files.flatMap((file) =>
+      [...reachedThroughOthers(file, runtimeImports).values()].flatMap((chain) => {
+        const why = transitiveBreach(chain);
+        return why === null ? [] : [why];
+      }),
+    );
+    expect(breaches).toEqual([]);
   });
 
   it('no import goes against the one-way flow, beyond the known debts', () => {

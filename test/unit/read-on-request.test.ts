@@ -41,7 +41,7 @@ async function planOnRequest(
   const asked: LaterFact[] = [];
   let facts = first;
   let decision = planEdit(facts, wanted);
-  while (decision.tier === 'needs-facts') {
+  while (decision.kind === 'needs-facts') {
     expect(asked, `asked twice for ${decision.facts}`).not.toContain(decision.facts);
     asked.push(decision.facts);
     facts = await readLaterFact(image.source, facts, decision.facts);

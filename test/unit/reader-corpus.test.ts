@@ -3,7 +3,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { DT } from '../../src/elf/constants.js';
-import { dynamicStringsOf, readElfImage, skipReason } from '../../src/elf/elf-image.js';
+import { dynamicStringsOf, readElfImage } from '../../src/elf/elf-image.js';
+import { skipReason } from '../../src/edit/skip-reason.js';
 import { MemoryByteSource } from '../helpers/memory-byte-source.js';
 import { CORPUS } from './corpus-table.js';
 import { corpusBytes, corpusImage } from './helpers/corpus.js';

@@ -28,13 +28,14 @@ export async function planOn(bytes: Uint8Array, operations: Operations): Promise
 
 /** A plan of the first three tiers; a test that gets another decision instead fails, saying which. */
 export function withoutRewrite(decision: PlanDecision): Plan {
-  if (decision.tier === 'needs-rewrite') throw new Error(`the edit needs the whole-file rewrite: ${decision.why}`);
-  if (decision.tier === 'needs-facts') throw new Error(`the plan asks for ${decision.facts}, which factsOf reads`);
-  return decision;
+  if (decision.kind === 'needs-rewrite') throw new Error(`the edit needs the whole-file rewrite: ${decision.why}`);
+  if (decision.kind === 'needs-facts') throw new Error(`the plan asks for ${decision.facts}, which factsOf reads`);
+  if (decision.kind === 'unsupported') throw new Error(`the edit is refused: ${decision.why}`);
+  return decision.plan;
 }
 
 /**
- * The bytes after `writes`, in order, cut to `size`: as write/apply-plan.ts leaves a file. Writes may
+ * The bytes after `writes`, in order, cut to `size`: as write/write-at-offsets.ts leaves a file. Writes may
  * reach past `size` (an interim table), so the buffer is as large as the furthest write first.
  */
 export function applyInMemory(bytes: Uint8Array, writes: readonly PlannedWrite[], size: number): Uint8Array {

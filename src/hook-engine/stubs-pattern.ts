@@ -17,7 +17,8 @@ export function stubsMatcher(patterns: readonly string[]): (entry: string) => bo
     if (!/[^*?/]/.test(pattern)) {
       throw new CudaPatchelfError(
         'usage',
-        `stubs pattern "${pattern}" would match every runpath entry; give one that names the stubs directory (default: ${NIXPKGS_STUBS_PATTERNS.join(' ')})`,
+        `stubs pattern "${pattern}" would match every runpath entry; give one that names the stubs ` +
+          `directory (default: ${NIXPKGS_STUBS_PATTERNS.join(' ')})`,
       );
     }
     return pattern.replace(/[.*+?^${}()|[\]\\]/g, (char) => (char === '*' ? '[^]*' : char === '?' ? '[^]' : `\\${char}`));

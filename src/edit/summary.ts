@@ -1,7 +1,8 @@
 // What `cuda-patchelf print` reports about one file: a plain record with stable field names.
 
-import { DF_1_NAMES, DF_NAMES, DT, EM_NAMES, ET_NAMES, PT, flagNames, nameOf } from './constants.js';
-import { dynamicStringsOf, dynamicValue, lastDynamicString, skipReason, type ElfImage } from './elf-image.js';
+import { DF_1_NAMES, DF_NAMES, DT, EM_NAMES, ET_NAMES, PT, flagNames, nameOf } from '../elf/constants.js';
+import { dynamicStringsOf, dynamicValue, lastDynamicString, type ElfImage } from '../elf/elf-image.js';
+import { skipReason } from './skip-reason.js';
 
 export interface LoadSummary {
   readonly offset: number;

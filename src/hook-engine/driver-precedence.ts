@@ -5,6 +5,7 @@
 // not counted: the driver belongs ahead of them. Whether a directory holds a libcuda.so.1 is for the
 // caller to find out: nothing here touches the disk.
 
+import { runpathFields } from '../elf/runpath-list.js';
 import { BUILTIN_DRIVER_HOOK_NAMES } from './builtin-hooks.js';
 import type { Hook, TracedEntry } from './hook.js';
 import { normalizeRunpathEntry } from './runpath-entry.js';
@@ -49,7 +50,7 @@ export function entriesPutBehindDriver(
   const driverAt = composed.findIndex((dir) => driverDirs.has(dir));
   const driver = composed[driverAt];
   if (driver === undefined) return null;
-  const old = (oldRunpath ?? '').split(':').map(spell);
+  const old = runpathFields(oldRunpath).map(spell);
   const oldDriverAt = old.findIndex((dir) => driverDirs.has(dir));
   const aheadOfDriver = new Set(oldDriverAt < 0 ? old : old.slice(0, oldDriverAt));
   const behind = composed

@@ -46,7 +46,9 @@ export function orderHooks(hooks: readonly Hook[], absentAllowed: ReadonlySet<st
     else if (a === 'append' && b === 'append') successors.get(first.name)?.add(second.name);
     else if (a === 'append' && b === 'prepend') {
       throw usage(
-        `hook "${by}" puts the entries of "${first.name}" before those of "${second.name}", but "${first.name}" appends and "${second.name}" prepends: appended entries always come after prepended ones`,
+        `hook "${by}" puts the entries of "${first.name}" before those of "${second.name}", but ` +
+          `"${first.name}" appends and "${second.name}" prepends: appended entries always come after ` +
+          'prepended ones',
       );
     }
     // A prepended entry comes before an appended one whatever the run order.
@@ -62,7 +64,8 @@ export function orderHooks(hooks: readonly Hook[], absentAllowed: ReadonlySet<st
     }
     if (stageOf(hook) !== 'add')
       throw usage(
-        `hook "${owner.name}" ${field} hook "${name}", which adds no entries of its own to come before or after (hooks that remove entries run after every hook that adds them)`,
+        `hook "${owner.name}" ${field} hook "${name}", which adds no entries of its own to come before ` +
+          'or after (hooks that remove entries run after every hook that adds them)',
       );
     return [hook];
   };
@@ -70,7 +73,8 @@ export function orderHooks(hooks: readonly Hook[], absentAllowed: ReadonlySet<st
     const constraints = [...hook.precedes, ...hook.follows];
     if (stageOf(hook) !== 'add' && constraints.length > 0) {
       throw usage(
-        `hook "${hook.name}" adds no entries of its own, so it cannot precede or follow "${constraints.join('", "')}" (hooks that remove entries run after every hook that adds them)`,
+        `hook "${hook.name}" adds no entries of its own, so it cannot precede or follow ` +
+          `"${constraints.join('", "')}" (hooks that remove entries run after every hook that adds them)`,
       );
     }
     for (const name of hook.precedes) for (const other of named(hook, name, 'precedes')) place(hook, other, hook.name);

@@ -1,14 +1,15 @@
-// Writing a plan to a path: to --output's file (output-file.ts), or to the file itself under the per-file lock. The
-// file is checked to be the one planned for, a read-only one is opened up for the write
-// (--make-writable) and its mode put back, and the plan's writes go in their order, or the whole-file
-// rewrite makes the new file and renames it over the old one.
+// Committing a plan to a path (commitPlan): to --output's file (output-file.ts), or to the file itself
+// under the per-file lock, where writeIfUnchanged opens it and checks it is the one planned for: a
+// read-only one is opened up for the write (--make-writable) and its mode put back, and the plan's
+// writes go at their offsets in their order (write-at-offsets.ts), or the whole-file rewrite makes the
+// new file and renames it over the old one.
 
 import { closeSync, fstatSync, openSync, statSync, type Stats } from 'node:fs';
 import { chmod } from 'node:fs/promises';
 import { ioError } from '../errors/io-error.js';
 import type { Plan } from '../plan/plan.js';
-import { applyPlan } from './apply-plan.js';
-import { withFileLock } from './file-lock.js';
+import { writeAtOffsets } from './write-at-offsets.js';
+import { lockName, takeLock } from './file-lock.js';
 import { outputIsInput, writeOutput } from './output-file.js';
 import { rewriteFile } from './rewrite-file.js';
 import { changedSincePlanned, sameFile } from './same-file.js';
@@ -30,7 +31,7 @@ export interface CommitOptions extends WriteOptions {
  * Writes a plan made from the file at `path`, which `planned` describes as it was read; returns the
  * bytes written. With `output`, the input's bytes and the plan's writes go there and the input is left
  * as it is (output-file.ts), unless `output` names the input itself. Otherwise a noop writes nothing,
- * not even the timestamp, and any other plan is written under the file lock, where writePlan's check
+ * not even the timestamp, and any other plan is written under the file lock, where writeIfUnchanged's check
  * sees a write another cuda-patchelf made since this one read the file.
  */
 export async function commitPlan(path: string, plan: Plan, planned: Stats, options: CommitOptions): Promise<number> {
@@ -38,14 +39,21 @@ export async function commitPlan(path: string, plan: Plan, planned: Stats, optio
     return writeOutput(path, options.output, { plan, planned, ...(options.durable === undefined ? {} : { durable: options.durable }) });
   }
   if (plan.tier === 'noop') return 0;
-  return withFileLock(path, planned, () => writePlan(path, plan, planned, options));
+  const lock = await takeLock(lockName(planned), path);
+  // Without the lock (the system will not bind its socket) the file is written all the same: writeIfUnchanged's
+  // check still refuses a file that changed since it was planned, and only the gap after it is open.
+  try {
+    return await writeIfUnchanged(path, plan, planned, options);
+  } finally {
+    if (lock.kind === 'locked') lock.release();
+  }
 }
 
 /**
  * Opens the file for writing and checks it is still the file that was planned for (same inode, size
- * and mtime), then applies the plan. Root can write anything, so the mode is checked here.
+ * and mtime), then writes the plan into it. Root can write anything, so the mode is checked here.
  */
-export async function writePlan(path: string, plan: Plan, planned: Stats, options: WriteOptions): Promise<number> {
+export async function writeIfUnchanged(path: string, plan: Plan, planned: Stats, options: WriteOptions): Promise<number> {
   // A rewrite makes a new file with the old one's mode: the old one is never opened for writing.
   if (plan.tier === 'rewrite') {
     const refusal = readOnlyRefusalOf(path, statOrThrow(path).mode, options.makeWritable === true);
@@ -60,7 +68,7 @@ export async function writePlan(path: string, plan: Plan, planned: Stats, option
     if (refusal !== null) throw refusal;
     if (!sameFile(stats, planned)) throw changedSincePlanned(path);
     try {
-      return applyPlan(fd, plan, options.durable === undefined ? {} : { durable: options.durable });
+      return writeAtOffsets(fd, plan, options.durable === undefined ? {} : { durable: options.durable });
     } catch (error) {
       throw ioError(path, 'write', error);
     }

@@ -10,7 +10,7 @@
 // An entry's type comes from the directory read (Node takes an lstat only where the file system does
 // not give the type): the walk takes no stat of a file. Most files of a tree are not ELF and are told
 // apart by their first bytes alone; an ELF file's stat is taken when it is opened, and that is where a
-// hard link is told apart too (plan-file.ts, InodeNames). The calls are synchronous: a directory read
+// hard link is told apart too (edit/plan-file.ts, InodeNames). The calls are synchronous: a directory read
 // served from the kernel's caches costs less than a round trip through the thread pool, and the walk
 // feeds the workers from the main thread.
 
@@ -18,7 +18,7 @@ import { readdirSync, statSync, type Dirent, type Stats } from 'node:fs';
 import { relative, resolve, sep } from 'node:path';
 import { ioError } from '../errors/io-error.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import { isRewriteTemporary } from '../write/rewrite-file.js';
+import { isRewriteTemporary } from './rewrite-temporary.js';
 
 export type WalkItem =
   | {

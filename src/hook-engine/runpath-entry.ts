@@ -33,7 +33,8 @@ export function hookDirectory(value: string, where: string, allowOrigin: boolean
   if (!value.startsWith('/') && !(allowOrigin && ORIGIN_PREFIX.test(value))) {
     throw new CudaPatchelfError(
       'usage',
-      `${where} "${value}" is relative; it must be ${accepted} (a relative runpath entry is searched from the working directory of the process)`,
+      `${where} "${value}" is relative; it must be ${accepted} (a relative runpath entry is searched ` +
+        'from the working directory of the process)',
     );
   }
   return normalizeRunpathEntry(value);

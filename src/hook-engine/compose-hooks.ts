@@ -2,6 +2,7 @@
 
 import { resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
+import { dedupeEntries, joinRunpath, runpathFields, splitRunpath } from '../elf/runpath-list.js';
 import type { FileFacts, FileSelector, Hook, RunpathTransform, TracedEntry } from './hook.js';
 import { normalizeRunpathEntry } from './runpath-entry.js';
 import { stubsMatcher } from './stubs-pattern.js';
@@ -163,18 +164,12 @@ export function composeRunpath(
   const applicable = orderedHooks.filter((hook) => selects(hook.files, file));
   if (applicable.length === 0) return null;
   // patchelf --print-rpath prints "" for no runpath, and "<dir>:" + "" is what Nixpkgs writes.
-  const start = semantics === 'nixpkgs-compat' ? (current ?? '').split(':') : current === null || current === '' ? [] : current.split(':');
+  const start = semantics === 'nixpkgs-compat' ? runpathFields(current) : splitRunpath(current);
   let entries: TracedEntry[] = start.map((dir) => ({ dir, hook: null }));
   const repeat = semantics === 'nixpkgs-compat' ? names : 1;
   for (const hook of applicable) entries = applyHookRuns(entries, hook, file, semantics, repeat);
-  if (semantics === 'default') {
-    const seen = new Set<string>();
-    entries = entries.filter((entry) => {
-      const key = normalizeRunpathEntry(entry.dir);
-      return key !== '' && !seen.has(key) && seen.add(key) !== undefined;
-    });
-  }
-  return { value: entries.map((entry) => entry.dir).join(':'), entries, applied: applicable.map((hook) => hook.name) };
+  if (semantics === 'default') entries = dedupeEntries(entries, (entry) => normalizeRunpathEntry(entry.dir));
+  return { value: joinRunpath(entries.map((entry) => entry.dir)), entries, applied: applicable.map((hook) => hook.name) };
 }
 
 /**
@@ -186,9 +181,10 @@ export function composeRunpath(
  * gives a file with three names in the trees each hook's entries three times.
  */
 export function isOneHookRun(orderedHooks: readonly Hook[], file: FileFacts, current: string, names = 1): boolean {
-  const entries = current.split(':');
+  const entries = runpathFields(current);
   const composesBack = (lead: number, trail: number): boolean =>
-    composeRunpath(orderedHooks, file, entries.slice(lead, entries.length - trail).join(':'), 'nixpkgs-compat', names)?.value === current;
+    composeRunpath(orderedHooks, file, joinRunpath(entries.slice(lead, entries.length - trail)), 'nixpkgs-compat', names)?.value ===
+    current;
   const { growth, afterOwn } = runGrowth(orderedHooks, names);
   // A run lengthens a runpath by at most `growth` entries, so a slice that leaves out more cannot
   // compose back to `current`; nor can the empty slice (read as one empty entry) unless `current` has
@@ -197,8 +193,9 @@ export function isOneHookRun(orderedHooks: readonly Hook[], file: FileFacts, cur
     // A run goes from the first entry to the last, so the slices from `lead` compose to prefixes of
     // what the slice to the end composes to, up to what it adds after the runpath's own entries: one
     // composition rules out every trail of a lead.
-    const toEnd = composeRunpath(orderedHooks, file, entries.slice(lead).join(':'), 'nixpkgs-compat', names)?.value.split(':');
-    if (toEnd === undefined) return false;
+    const composed = composeRunpath(orderedHooks, file, joinRunpath(entries.slice(lead)), 'nixpkgs-compat', names);
+    if (composed === null) return false;
+    const toEnd = runpathFields(composed.value);
     if (!entries.every((entry, i) => i >= entries.length - afterOwn || toEnd[i] === entry)) continue;
     for (let trail = 0; lead + trail <= growth && lead + trail < entries.length; trail++) if (composesBack(lead, trail)) return true;
   }

@@ -1,19 +1,20 @@
-// Executes a plan: positional writes in the plan's order. It knows nothing of ELF; the order is what
-// keeps every intermediate file valid (see plan.ts). The writes are synchronous system calls: a plan
+// A plan's writes at their offsets of an open file, in the plan's order (the last step of commit-plan.ts,
+// output-file.ts and rewrite-file.ts). It knows nothing of ELF; the order is what keeps every
+// intermediate file valid (see plan.ts). The writes are synchronous system calls: a plan
 // is a few small writes, for which a thread-pool round trip each costs more than the write itself.
 
 import { fsyncSync, ftruncateSync, writeSync } from 'node:fs';
 import type { Plan, PlannedWrite } from '../plan/plan.js';
 
-export interface ApplyOptions {
+export interface WriteAtOffsetsOptions {
   /** fsync between phases, so that no header reaches the disk before the data it points at. */
   readonly durable?: boolean;
   /** Stop after this many writes (prefix testing). */
   readonly limit?: number;
 }
 
-/** Writes the plan to the open file descriptor `fd`; returns the number of bytes written. */
-export function applyPlan(fd: number, plan: Plan, options: ApplyOptions = {}): number {
+/** Writes the plan's writes at their offsets of the open file descriptor `fd`; returns the number of bytes written. */
+export function writeAtOffsets(fd: number, plan: Plan, options: WriteAtOffsetsOptions = {}): number {
   const writes = plan.writes.slice(0, options.limit ?? plan.writes.length);
   let written = 0;
   let phase = writes[0]?.phase;

@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Plan, PlannedWrite, WritePhase } from '../../src/plan/plan.js';
-import { applyPlan, joinAdjacent } from '../../src/write/apply-plan.js';
+import { writeAtOffsets, joinAdjacent } from '../../src/write/write-at-offsets.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'apply-plan-'));
+const dir = mkdtempSync(join(tmpdir(), 'write-at-offsets-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const write = (phase: WritePhase, offset: number, text: string): PlannedWrite => ({
@@ -85,7 +85,7 @@ describe('joinAdjacent', () => {
   });
 });
 
-describe('applyPlan', () => {
+describe('writeAtOffsets', () => {
   const plan: Plan = { tier: 'append', writes: WRITES, newSize: 12 };
 
   it.each([0, 1, 2, 5, 8, WRITES.length])('leaves the file the first %i writes one by one leave', (limit) => {
@@ -93,7 +93,7 @@ describe('applyPlan', () => {
     writeFileSync(path, '................');
     const fd = openSync(path, 'r+');
     try {
-      const written = applyPlan(fd, plan, { limit });
+      const written = writeAtOffsets(fd, plan, { limit });
       expect(written).toBe(WRITES.slice(0, limit).reduce((sum, w) => sum + w.bytes.length, 0));
     } finally {
       closeSync(fd);
