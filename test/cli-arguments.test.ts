@@ -81,6 +81,16 @@ const usage: Array<[string, string[], RegExp]> = [
     /dangling-result: cannot walk: no such file/,
   ],
   ['a FIFO as a tree', ['apply', 'fifo', 'lib'], /^cuda-patchelf: fifo: cannot walk a FIFO: name a directory or a file$/],
+  ['--libs without --auto-patchelf', ['apply', '.', '--libs', 'lib'], /^cuda-patchelf: --libs needs --auto-patchelf$/],
+  ['--keep-libc without --auto-patchelf', ['plan', '.', '--keep-libc'], /--keep-libc needs --auto-patchelf/],
+  ['--ignore-missing without --auto-patchelf', ['check', '.', '--ignore-missing', '*'], /--ignore-missing needs --auto-patchelf/],
+  [
+    'an --interpreter that does not exist',
+    ['apply', '.', '--auto-patchelf', '--interpreter', '/nonexistent/ld.so'],
+    /^cuda-patchelf: \/nonexistent\/ld\.so: --interpreter: .*no such file/,
+  ],
+  ['an --interpreter that is not ELF', ['apply', '.', '--auto-patchelf', '--interpreter', 'fifo'], /^cuda-patchelf: fifo: --interpreter: /],
+  ['a --libc-dir that is no directory', ['apply', '.', '--auto-patchelf', '--libc-dir', 'lib/libuser.so'], /--libc-dir: not a directory/],
 ];
 
 describe('usage errors', () => {

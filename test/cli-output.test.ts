@@ -251,7 +251,7 @@ describe('dry runs, --quiet and --verbose', () => {
         summary: Record<string, unknown>;
         files: { status: string }[];
       };
-      expect(raw.version).toBe(3);
+      expect(raw.version).toBe(4);
       expect(raw.dryRun).toBe(true);
       expect(raw.summary.wouldPatch).toEqual({ append: 4 });
       expect(raw.summary).not.toHaveProperty('patched');

@@ -9,6 +9,7 @@ import { isInterrupted } from './interrupt.js';
 import type { FileOptions } from './process-file.js';
 import { FileScheduler } from './schedule-files.js';
 import { walkTrees, type WalkItem } from '../walk/walk-trees.js';
+import { resolveTrees, type AutoPatchelfOptions, type TreeResolution } from './resolve-trees.js';
 
 /** How often, at most, the walk lets a Ctrl-C be heard (a turn of the event loop costs microseconds). */
 const INTERRUPT_CHECK_MS = 20;
@@ -22,6 +23,8 @@ export interface BatchOptions extends FileOptions {
   readonly threadsFromStart?: boolean;
   /** Called as each file is done (progress, streaming reports). */
   readonly onOutcome?: (outcome: FileOutcome) => void;
+  /** --auto-patchelf: the resolver's phase 1 (resolve-trees.ts) runs over the whole walk first. */
+  readonly autoPatchelf?: AutoPatchelfOptions;
 }
 
 /**
@@ -29,7 +32,7 @@ export interface BatchOptions extends FileOptions {
  * needs this (Nixpkgs patches an inode once per name it finds), and it costs the streaming and a stat
  * of every file, which the walk does not take.
  */
-function withNameCounts(walk: Iterable<WalkItem>): WalkItem[] {
+function withNameCounts<T extends WalkItem>(walk: Iterable<T>): T[] {
   const items = [...walk];
   // A file that cannot be stat'ed counts one name; opening it reports what is wrong.
   const inodeOf = (path: string): string | null => {
@@ -59,10 +62,12 @@ export interface BatchResult {
    * more than the limit, nor than the ELF files handed to them (a replacement for a dead one aside).
    */
   readonly workerThreads: number;
+  /** With --auto-patchelf: what the resolver found, per file and for the run. */
+  readonly resolution: Omit<TreeResolution, 'items'> | null;
 }
 
 export async function patchTrees(roots: readonly string[], options: BatchOptions): Promise<BatchResult> {
-  const { onOutcome, jobs, cpuCount, threadsFromStart = false, ...fileOptions } = options;
+  const { onOutcome, jobs, cpuCount, threadsFromStart = false, autoPatchelf, ...fileOptions } = options;
   const scheduler = new FileScheduler(fileOptions, jobs, cpuCount, threadsFromStart);
   const summary = emptySummary();
   const outcomes: FileOutcome[] = [];
@@ -73,7 +78,11 @@ export async function patchTrees(roots: readonly string[], options: BatchOptions
     countOutcome(summary, outcome);
     onOutcome?.(outcome);
   };
-  const items = options.semantics === 'nixpkgs-compat' ? withNameCounts(walkTrees(roots)) : walkTrees(roots);
+  // With the resolver, every file of the trees is resolved before the first one is planned.
+  const resolution =
+    autoPatchelf === undefined ? null : await resolveTrees(roots, walkTrees(roots), autoPatchelf, options.semantics, options.hooks);
+  const walk = resolution?.items ?? walkTrees(roots);
+  const items = options.semantics === 'nixpkgs-compat' ? withNameCounts(walk) : walk;
   let lastTurn = performance.now();
   try {
     for (const item of items) {
@@ -101,5 +110,7 @@ export async function patchTrees(roots: readonly string[], options: BatchOptions
   }
   // Reports list files in path order, whatever order the workers finished in.
   outcomes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return { outcomes, summary, threadLimit: scheduler.maxThreads, workerThreads: scheduler.workerThreads };
+  const resolverFindings =
+    resolution === null ? null : { reports: resolution.reports, skipped: resolution.skipped, warnings: resolution.warnings };
+  return { outcomes, summary, threadLimit: scheduler.maxThreads, workerThreads: scheduler.workerThreads, resolution: resolverFindings };
 }

@@ -5,14 +5,31 @@
 import { DT, ET, PT } from '../elf/constants.js';
 import { planWalkedFile, type EditOperations, type WalkedFileContext, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
 import { commitPlan } from '../write/commit-plan.js';
-import { composeRunpath, isOneHookRun, type ComposedRunpath, type Semantics } from '../hook-engine/compose-hooks.js';
-import type { Hook } from '../hook-engine/hook.js';
+import {
+  composeAfterResolver,
+  composeRunpath,
+  isOneHookRun,
+  RESOLVER_HOOK_NAME,
+  type ComposedRunpath,
+  type Semantics,
+} from '../hook-engine/compose-hooks.js';
+import { splitRunpath } from '../elf/runpath-list.js';
+import type { Hook, TracedEntry } from '../hook-engine/hook.js';
 import { writeRefusal } from '../write/write-refusal.js';
 import type { FileOutcome, RunpathChange } from './file-outcome.js';
 import { isInterrupted, type InterruptFlag } from './interrupt.js';
 import type { WalkItem } from '../walk/walk-trees.js';
 
-export type FileItem = Extract<WalkItem, { kind: 'file' }>;
+/** What the auto-patchelf resolver decided for a file, in the main thread: plain data, as sent to worker threads. */
+export interface ResolverAnswer {
+  /** The runpath it writes, traced (its directories, then the file's `$ORIGIN` entries it keeps); null: it leaves the runpath as it is. */
+  readonly runpath: readonly TracedEntry[] | null;
+}
+
+export interface FileItem extends Extract<WalkItem, { kind: 'file' }> {
+  /** Absent when the resolver is off, or leaves this file alone (another machine, an incompatible OS ABI). */
+  readonly resolver?: ResolverAnswer;
+}
 
 /** What a file is patched with: plain data, as sent to worker threads. */
 export interface FileOptions {
@@ -39,7 +56,10 @@ interface HookAnswer {
   readonly composed: ComposedRunpath | null;
 }
 
-/** The hooks as edit operations: the runpath they compose, set with the semantics' tag policy. */
+/**
+ * The hooks as edit operations: the runpath they compose, set with the semantics' tag policy. With the
+ * auto-patchelf resolver, its runpath comes first and the other hooks compose on it (composeAfterResolver).
+ */
 function hookOperations(item: FileItem, options: FileOptions): EditOperations<HookAnswer> {
   return (editor, image) => {
     const fileFacts = {
@@ -50,22 +70,36 @@ function hookOperations(item: FileItem, options: FileOptions): EditOperations<Ho
     };
     const oldRunpath = editor.runpath();
     const names = item.names ?? 1;
-    const composed = composeRunpath(options.hooks, fileFacts, oldRunpath, options.semantics, names);
-    if (composed === null) return { oldRunpath, composed };
+    const resolved = item.resolver?.runpath ?? null;
+    const composed =
+      resolved === null
+        ? composeRunpath(options.hooks, fileFacts, oldRunpath, options.semantics, names)
+        : composeAfterResolver(options.hooks, fileFacts, resolved, options.semantics, names);
+    if (composed === null) {
+      // The resolver alone, leaving the runpath as it is: the file is its, and stays as it is.
+      return { oldRunpath, composed: item.resolver === undefined ? null : untouchedRunpath(oldRunpath) };
+    }
     if (options.semantics === 'default') {
       if (composed.value !== (oldRunpath ?? '')) editor.setRunpath(composed.value, 'keep');
       return { oldRunpath, composed };
     }
+    // Where the resolver replaced the runpath, one run's result does not depend on the runpath before
+    // it: the file is done when it has that result. Otherwise every run prepends again (isOneHookRun).
     const done =
       options.gate === true &&
       oldRunpath !== null &&
       editor.runpathTag() === DT.DT_RUNPATH &&
-      isOneHookRun(options.hooks, fileFacts, oldRunpath, names);
+      (resolved === null ? isOneHookRun(options.hooks, fileFacts, oldRunpath, names) : oldRunpath === composed.value);
     // Nixpkgs runs patchelf --set-rpath for every hook, even one that leaves the value as it is (the
     // stubs hook): DT_RPATH becomes DT_RUNPATH, and a file without one gets an empty DT_RUNPATH.
     if (!done) editor.setRunpath(composed.value, 'runpath');
     return { oldRunpath, composed };
   };
+}
+
+/** The resolver's answer when it leaves the runpath as it is and no other hook applies. */
+function untouchedRunpath(runpath: string | null): ComposedRunpath {
+  return { value: runpath ?? '', entries: splitRunpath(runpath).map((dir) => ({ dir, hook: null })), applied: [RESOLVER_HOOK_NAME] };
 }
 
 export function skippedOutcome(path: string, skipped: SkippedFile): FileOutcome {

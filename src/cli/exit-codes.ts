@@ -6,7 +6,10 @@ export const EXIT = {
   checkFoundWork: 1,
   /** The command line was wrong: nothing was read or written. */
   usage: 2,
-  /** Some files failed (each reported on stderr); the others were done, the failed ones left untouched. */
+  /**
+   * Some files failed (each reported on stderr); the others were done, the failed ones left untouched.
+   * Also: --auto-patchelf found a library nowhere (one line per file and library; the files patched with the rest).
+   */
   someFilesFailed: 3,
   /** apply was interrupted (Ctrl-C): the files done are counted, the others left untouched (128 + SIGINT, as a shell reports it). */
   interrupted: 130,
@@ -18,7 +21,7 @@ export const EXIT_CODES_HELP = [
   `  ${EXIT.ok}    everything asked for was done`,
   `  ${EXIT.checkFoundWork}    check: files that apply would change`,
   `  ${EXIT.usage}    a usage error: nothing was read or written`,
-  `  ${EXIT.someFilesFailed}    some files failed, one line each on stderr; the others were done`,
+  `  ${EXIT.someFilesFailed}    some files failed, or --auto-patchelf found libraries nowhere, one line each on stderr; the others were done`,
   `  ${EXIT.interrupted}  apply was interrupted (Ctrl-C): the files done are counted, the others left untouched`,
   '  doctor: 0 all well, 1 a problem found, 2 a usage error, 3 files could not be read',
   "  patchelf-compatible mode: 0, or 1 on any failure, as patchelf's",

@@ -16,9 +16,10 @@ import {
   dropCudaCompatHook,
   removeStubsHook,
 } from '../hook-engine/builtin-hooks.js';
-import type { Semantics } from '../hook-engine/compose-hooks.js';
+import { RESOLVER_HOOK_NAME, type Semantics } from '../hook-engine/compose-hooks.js';
 import { parseHookConfig } from '../hook-engine/hook-config.js';
-import type { Hook } from '../hook-engine/hook.js';
+import type { Hook, TracedEntry } from '../hook-engine/hook.js';
+import type { ResolverReport } from '../batch/resolve-trees.js';
 import { orderHooks } from '../hook-engine/order-hooks.js';
 import { hookDirectory } from '../hook-engine/runpath-entry.js';
 import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../hook-engine/stubs-pattern.js';
@@ -28,8 +29,17 @@ import { EXIT } from './exit-codes.js';
 import { errorJson, errorLine, existingTrees, rejectEmptyPaths } from './report.js';
 import { ProgressLine } from './progress-line.js';
 import { docPath } from './package-files.js';
+import {
+  autoPatchelfOptionsOf,
+  missingCount,
+  namesResolvedBy,
+  resolverJson,
+  resolverLines,
+  withAutoPatchelfOptions,
+  type AutoPatchelfFlags,
+} from './auto-patchelf-options.js';
 
-interface TreeOptions {
+interface TreeOptions extends AutoPatchelfFlags {
   driver: boolean;
   driverLink: string;
   cudaCompat?: string;
@@ -69,8 +79,7 @@ const MAX_JOBS = 8192;
 const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
 function withTreeOptions(command: Command, cpuCount: number): Command {
-  return command
-    .argument('<dirs...>', 'output trees (or single files) to walk')
+  return withAutoPatchelfOptions(command.argument('<dirs...>', 'output trees (or single files) to walk'))
     .option('--no-driver', 'leave out the driver hook (Nixpkgs: dontUseAutoAddDriverRunpath)')
     .option('--driver-link <dir>', 'the driver link, absolute; the hook adds DIR/lib (DIR-32/lib for i386 files)', DEFAULT_DRIVER_LINK)
     .option('--cuda-compat <dir>', 'add the cuda_compat hook (absolute DIR): DIR/compat goes before the driver directory')
@@ -149,7 +158,8 @@ function rejectOverlappingTrees(dirs: readonly string[]): void {
   }
 }
 
-async function hooksFrom(options: TreeOptions): Promise<Hook[]> {
+/** `resolver`: --auto-patchelf is on, a hook of its own (composed first, outside this list). */
+async function hooksFrom(options: TreeOptions, resolver: boolean): Promise<Hook[]> {
   const hooks: Hook[] = [];
   const driverLink = textToByteString(hookDirectory(options.driverLink, '--driver-link', false));
   if (options.driver) hooks.push(driverHook(driverLink));
@@ -171,10 +181,10 @@ async function hooksFrom(options: TreeOptions): Promise<Hook[]> {
     }
     hooks.push(...parseHookConfig(options.config, text));
   }
-  if (hooks.length === 0)
+  if (hooks.length === 0 && !resolver)
     throw new CudaPatchelfError(
       'usage',
-      'no hooks: --no-driver without --cuda-compat, --drop-cuda-compat, --remove-stubs or --config leaves nothing to do',
+      'no hooks: --no-driver without --auto-patchelf, --cuda-compat, --drop-cuda-compat, --remove-stubs or --config leaves nothing to do',
     );
   return orderHooks(hooks, BUILTIN_HOOK_NAMES);
 }
@@ -201,13 +211,16 @@ interface TreeRun extends BatchResult {
   readonly dryRun: boolean;
   /** Ctrl-C stopped apply: the outcomes are the files done, the others were not touched. */
   readonly interrupted: boolean;
+  /** Dependencies the resolver found in no directory (not matched by --ignore-missing): exit 3. */
+  readonly missing: number;
 }
 
 async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptions, command: Command, io: CliIo): Promise<TreeRun> {
   checkArguments(dirs, options, command);
   const jobs = jobsOf(options, io);
   rejectOverlappingTrees(dirs);
-  const hooks = await hooksFrom(options);
+  const autoPatchelf = await autoPatchelfOptionsOf(options);
+  const hooks = await hooksFrom(options, autoPatchelf !== null);
   const semantics: Semantics = options.nixpkgsCompat ? 'nixpkgs-compat' : 'default';
   const dryRun = name !== 'apply' || options.dryRun === true;
   const progress = io.stderrIsTty && !options.json && !options.quiet ? new ProgressLine(io) : null;
@@ -229,6 +242,7 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
     durable: options.durable === true,
     makeWritable: options.makeWritable === true,
     ...(interrupt === undefined ? {} : { interrupt }),
+    ...(autoPatchelf === null ? {} : { autoPatchelf }),
     onOutcome: (outcome) => {
       // A file apply would refuse is shown by a dry run of apply even without --verbose, as the failure
       // it would be; plan and check show it in their own listing.
@@ -241,9 +255,10 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
     },
   }).finally(() => release?.());
   progress?.clear();
+  if (result.resolution !== null) for (const line of resolverLines(result.resolution, options.quiet === true)) io.err(line);
   const warning = options.quiet ? null : driverAheadWarning(name, result.outcomes, hooks, dryRun);
   if (warning !== null) io.err(warning);
-  return { ...result, jobs, hooks, dryRun, interrupted: isInterrupted(interrupt) };
+  return { ...result, jobs, hooks, dryRun, interrupted: isInterrupted(interrupt), missing: missingCount(result.resolution) };
 }
 
 /**
@@ -291,6 +306,12 @@ function summaryLine(verb: string, s: BatchSummary): string {
   ].join(' · ');
 }
 
+/** A file's JSON: its outcome, and what the resolver found for it. */
+function fileJson(outcome: FileOutcome, run: TreeRun): object {
+  const report = run.resolution?.reports.get(outcome.path);
+  return report === undefined ? outcomeJson(outcome, run.dryRun) : { ...outcomeJson(outcome, run.dryRun), ...resolverJson(report) };
+}
+
 /** A dry run's JSON says "would-patch" where a real run says "patched". */
 function outcomeJson(outcome: FileOutcome, dryRun: boolean): object {
   switch (outcome.status) {
@@ -316,10 +337,13 @@ function outcomeJson(outcome: FileOutcome, dryRun: boolean): object {
 }
 
 /**
- * Version 3: a dry run's files say "would-patch" or "would-refuse" (with `refusal`, apply's words), and
- * its summary counts them under `wouldPatch` and `wouldRefuse`; a real run has neither. (Version 2
- * reported apply's refusals in a dry run as failures.) `interrupted`: Ctrl-C stopped apply, and
- * `files` are the files done.
+ * Version 4: with --auto-patchelf, each file the resolver applies to has `resolved` (its directories,
+ * each with the names it resolves), `missing` and `ignoredMissing` (each dependency as its
+ * alternatives) and `interpreter` ({old, new}) when --interpreter changes it; the summary has
+ * `autoPatchelf` (`missing`, and the files left to the other hooks by reason), and `hooks` starts with
+ * "auto-patchelf". Version 3: a dry run's files say "would-patch" or "would-refuse" (with `refusal`,
+ * apply's words), and its summary counts them under `wouldPatch` and `wouldRefuse`; a real run has
+ * neither. `interrupted`: Ctrl-C stopped apply, and `files` are the files done.
  */
 function reportJson(io: CliIo, command: TreeCommandName, run: TreeRun, options: TreeOptions): void {
   const { visited, patched, wouldRefuse, ...counts } = run.summary;
@@ -327,21 +351,33 @@ function reportJson(io: CliIo, command: TreeCommandName, run: TreeRun, options: 
   io.out(
     JSON.stringify(
       {
-        version: 3,
+        version: 4,
         command,
         dryRun: run.dryRun,
         interrupted: run.interrupted,
         semantics: options.nixpkgsCompat ? 'nixpkgs-compat' : 'default',
-        hooks: run.hooks.map((h) => h.name),
+        hooks: [...(run.resolution === null ? [] : [RESOLVER_HOOK_NAME]), ...run.hooks.map((h) => h.name)],
         jobs: { asked: run.jobs, limit: run.threadLimit },
         workerThreads: run.workerThreads,
-        summary: { visited, ...planned, ...counts },
-        files: run.outcomes.map((outcome) => outcomeJson(outcome, run.dryRun)),
+        summary: {
+          visited,
+          ...planned,
+          ...counts,
+          ...(run.resolution === null ? {} : { autoPatchelf: { missing: run.missing, skipped: run.resolution.skipped } }),
+        },
+        files: run.outcomes.map((outcome) => fileJson(outcome, run)),
       },
       null,
       2,
     ),
   );
+}
+
+/** The hook behind a runpath entry; for the resolver's, the names it resolves: `auto-patchelf (libz.so.1)`. */
+function entrySource(entry: TracedEntry, report: ResolverReport | undefined): string {
+  if (entry.hook !== RESOLVER_HOOK_NAME) return entry.hook ?? 'file';
+  const names = namesResolvedBy(report, entry.dir);
+  return names === null ? entry.hook : `${entry.hook} (${names})`;
 }
 
 type PendingOutcome = Extract<FileOutcome, { status: 'patched' | 'would-refuse' }>;
@@ -350,13 +386,17 @@ type PendingOutcome = Extract<FileOutcome, { status: 'patched' | 'would-refuse' 
 const pendingOf = (run: TreeRun): PendingOutcome[] =>
   run.outcomes.filter((o): o is PendingOutcome => o.status === 'patched' || o.status === 'would-refuse');
 
-/** `check`'s last line: "nothing to do" only when no file needs patching and none failed. */
-function checkSummary(pending: number, s: BatchSummary): string {
-  if (pending === 0 && s.failed === 0) return 'nothing to do';
+/** `check`'s last line: "nothing to do" only when no file needs patching, none failed and no library is missing. */
+function checkSummary(pending: number, s: BatchSummary, missing: number): string {
+  if (pending === 0 && s.failed === 0 && missing === 0) return 'nothing to do';
   const refused = s.wouldRefuse > 0 ? ` (apply would refuse ${s.wouldRefuse} of them as they are)` : '';
   const needing = pending === 0 ? 'no other file needs patching' : `${pending} file(s) need patching${refused}`;
-  return s.failed === 0 ? needing : `${s.failed} failed, ${needing}`;
+  const problems = [...(s.failed === 0 ? [] : [`${s.failed} failed`]), ...(missing === 0 ? [] : [`${missing} missing librar(y/ies)`])];
+  return [...problems, needing].join(', ');
 }
+
+/** Files that failed, or libraries the resolver found nowhere: exit 3, after every file was processed. */
+const failedOrMissing = (run: TreeRun): boolean => run.summary.failed > 0 || run.missing > 0;
 
 export function registerTreeCommands(program: Command, io: CliIo): void {
   withTreeOptions(program.command('apply'), io.cpuCount)
@@ -382,7 +422,7 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
           );
         }
       }
-      io.setExitCode(run.interrupted ? EXIT.interrupted : run.summary.failed > 0 ? EXIT.someFilesFailed : EXIT.ok);
+      io.setExitCode(run.interrupted ? EXIT.interrupted : failedOrMissing(run) ? EXIT.someFilesFailed : EXIT.ok);
     });
 
   withTreeOptions(program.command('check'), io.cpuCount)
@@ -399,9 +439,9 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
             for (const line of refusalLines(o)) io.out(line);
           }
         }
-        io.out(`cuda-patchelf check: ${checkSummary(pending.length, run.summary)}`);
+        io.out(`cuda-patchelf check: ${checkSummary(pending.length, run.summary, run.missing)}`);
       }
-      io.setExitCode(run.summary.failed > 0 ? EXIT.someFilesFailed : pending.length > 0 ? EXIT.checkFoundWork : EXIT.ok);
+      io.setExitCode(failedOrMissing(run) ? EXIT.someFilesFailed : pending.length > 0 ? EXIT.checkFoundWork : EXIT.ok);
     });
 
   withTreeOptions(program.command('plan'), io.cpuCount)
@@ -414,11 +454,14 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
           io.out(`${oneLine(o.path)} (${o.tier})`);
           io.out(`  old: ${text(o.oldRunpath)}`);
           io.out(`  new: ${text(o.newRunpath)}`);
-          for (const entry of o.entries) io.out(`    ${byteStringToText(entry.dir) || '(empty)'}  <- ${entry.hook ?? 'file'}`);
+          const interpreter = run.resolution?.reports.get(o.path)?.interpreter ?? null;
+          if (interpreter !== null) io.out(`  interpreter: ${text(interpreter.old)} -> ${text(interpreter.new)}`);
+          for (const entry of o.entries)
+            io.out(`    ${byteStringToText(entry.dir) || '(empty)'}  <- ${entrySource(entry, run.resolution?.reports.get(o.path))}`);
           for (const line of refusalLines(o)) io.out(line);
         }
         io.out(`cuda-patchelf plan: ${summaryLine('to patch', run.summary)}`);
       }
-      io.setExitCode(run.summary.failed > 0 ? EXIT.someFilesFailed : EXIT.ok);
+      io.setExitCode(failedOrMissing(run) ? EXIT.someFilesFailed : EXIT.ok);
     });
 }

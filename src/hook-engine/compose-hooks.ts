@@ -165,11 +165,53 @@ export function composeRunpath(
   if (applicable.length === 0) return null;
   // patchelf --print-rpath prints "" for no runpath, and "<dir>:" + "" is what Nixpkgs writes.
   const start = semantics === 'nixpkgs-compat' ? runpathFields(current) : splitRunpath(current);
-  let entries: TracedEntry[] = start.map((dir) => ({ dir, hook: null }));
+  return foldHooks(
+    applicable,
+    file,
+    start.map((dir) => ({ dir, hook: null })),
+    semantics,
+    names,
+    [],
+  );
+}
+
+/** The name the auto-patchelf resolver's entries are traced to. */
+export const RESOLVER_HOOK_NAME = 'auto-patchelf';
+
+/**
+ * The hooks composed after the auto-patchelf resolver, which replaced the runpath with `resolved` (its
+ * directories, traced to it, and the file's `$ORIGIN` entries it kept): whatever the order the hooks
+ * were given in, the resolver runs first and the others prepend to, filter or replace in its result,
+ * as Nixpkgs' hooks do when autoPatchelfHook is sourced first. `resolved` is not empty.
+ */
+export function composeAfterResolver(
+  orderedHooks: readonly Hook[],
+  file: FileFacts,
+  resolved: readonly TracedEntry[],
+  semantics: Semantics,
+  names = 1,
+): ComposedRunpath {
+  const applicable = orderedHooks.filter((hook) => selects(hook.files, file));
+  return foldHooks(applicable, file, [...resolved], semantics, names, [RESOLVER_HOOK_NAME]);
+}
+
+function foldHooks(
+  applicable: readonly Hook[],
+  file: FileFacts,
+  start: TracedEntry[],
+  semantics: Semantics,
+  names: number,
+  appliedBefore: readonly string[],
+): ComposedRunpath {
+  let entries = start;
   const repeat = semantics === 'nixpkgs-compat' ? names : 1;
   for (const hook of applicable) entries = applyHookRuns(entries, hook, file, semantics, repeat);
   if (semantics === 'default') entries = dedupeEntries(entries, (entry) => normalizeRunpathEntry(entry.dir));
-  return { value: joinRunpath(entries.map((entry) => entry.dir)), entries, applied: applicable.map((hook) => hook.name) };
+  return {
+    value: joinRunpath(entries.map((entry) => entry.dir)),
+    entries,
+    applied: [...appliedBefore, ...applicable.map((hook) => hook.name)],
+  };
 }
 
 /**

@@ -87,7 +87,12 @@ function readEntries(path: string): DirectoryEntry[] {
   return raw.sort((a, b) => Buffer.compare(a.name, b.name)).map((entry) => ({ entry, name: nameText(entry.name) }));
 }
 
-export function* walkTrees(roots: readonly string[]): Generator<WalkItem> {
+/**
+ * `recursive: false` lists each root directory's own entries only (a library directory searched as the
+ * loader searches it); its subdirectories are not yielded.
+ */
+export function* walkTrees(roots: readonly string[], options: { readonly recursive?: boolean } = {}): Generator<WalkItem> {
+  const recursive = options.recursive !== false;
   for (const root of roots) {
     const absoluteRoot = resolve(root);
     let rootStats: Stats;
@@ -124,8 +129,9 @@ export function* walkTrees(roots: readonly string[]): Generator<WalkItem> {
         }
         const path = `${directory.path}${sep}${name}`;
         const relativePath = directory.relativePath === '' ? name : `${directory.relativePath}/${name}`;
-        if (entry.isDirectory()) subdirectories.push({ path, relativePath });
-        else if (entry.isSymbolicLink()) yield { kind: 'skip', path, reason: 'symlink' };
+        if (entry.isDirectory()) {
+          if (recursive) subdirectories.push({ path, relativePath });
+        } else if (entry.isSymbolicLink()) yield { kind: 'skip', path, reason: 'symlink' };
         else if (isRewriteTemporary(name)) yield { kind: 'skip', path, reason: 'rewrite-temporary' };
         else if (entry.isFile()) yield { kind: 'file', path, relativePath };
         else yield { kind: 'skip', path, reason: 'special' };

@@ -59,7 +59,7 @@ export interface TreeReport {
 }
 
 /**
- * Reads a version 3 report strictly: a dry run's files say `would-patch` (never `patched`) or
+ * Reads a version 4 report strictly: a dry run's files say `would-patch` (never `patched`) or
  * `would-refuse`, and its summary counts them under `wouldPatch` and `wouldRefuse`; a real run says
  * `patched` and has neither. The summary comes back with the patched count under `patched` in both
  * cases, so that tests compare counts whatever the run.
@@ -67,13 +67,13 @@ export interface TreeReport {
 export function parseReport(stdout: string): TreeReport {
   const report = JSON.parse(stdout) as TreeReport & { summary: { wouldPatch?: Record<string, number> } };
   if (
-    report.version !== 3 ||
+    report.version !== 4 ||
     !Array.isArray(report.files) ||
     typeof report.summary !== 'object' ||
     typeof report.jobs?.asked !== 'number' ||
     typeof report.jobs.limit !== 'number'
   ) {
-    throw new Error(`not a version 3 tree report:\n${stdout.slice(0, 2000)}`);
+    throw new Error(`not a version 4 tree report:\n${stdout.slice(0, 2000)}`);
   }
   const [present, absent, wrongStatus] = report.dryRun
     ? (['wouldPatch', 'patched', ['patched']] as const)

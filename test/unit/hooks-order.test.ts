@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { EM } from '../../src/elf/constants.js';
 import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
 import { cudaCompatHook, driverHook, removeStubsHook } from '../../src/hook-engine/builtin-hooks.js';
-import { composeRunpath, type Semantics } from '../../src/hook-engine/compose-hooks.js';
+import { composeAfterResolver, composeRunpath, type Semantics } from '../../src/hook-engine/compose-hooks.js';
 import type { FileFacts, Hook } from '../../src/hook-engine/hook.js';
 import { orderHooks } from '../../src/hook-engine/order-hooks.js';
 import { permutations } from './helpers/permutations.js';
@@ -298,5 +298,32 @@ describe('composeRunpath', () => {
     expect(compose(hooks, null, 'default', file({ relativePath: 'lib/stubs/libcuda.so' }))).toBe(`${DRIVER}:/so`);
     expect(compose(hooks, null, 'default', file({ relativePath: 'bin/app', isSharedObject: false }))).toBe(DRIVER);
     expect(compose(hooks, null, 'default', file({ relativePath: 'libexec/lib/x.so' }))).toBe(`${DRIVER}:/so`);
+  });
+});
+
+describe('composeAfterResolver', () => {
+  const resolved = [
+    { dir: '/nix/store/22222222222222222222222222222222-zlib/lib', hook: 'auto-patchelf' },
+    { dir: '$ORIGIN/../lib', hook: null },
+  ];
+
+  it('the resolver first, then cuda-compat and driver prepend, whatever the order the hooks are given in', () => {
+    const builtins = [driverHook(), cudaCompatHook(COMPAT), removeStubsHook()];
+    for (const given of permutations(builtins)) {
+      const composed = composeAfterResolver(orderHooks(given), file(), resolved, 'default');
+      expect(composed.value).toBe(`${COMPAT}/compat:${DRIVER}:${resolved[0]?.dir}:$ORIGIN/../lib`);
+      expect(composed.entries.map((entry) => entry.hook)).toEqual(['cuda-compat', 'driver', 'auto-patchelf', null]);
+      expect(composed.applied[0]).toBe('auto-patchelf');
+    }
+  });
+
+  it('nixpkgs-compat: each hook prepends to what the resolver wrote, as its patchelf --set-rpath after autoPatchelf', () => {
+    const composed = composeAfterResolver(orderHooks([driverHook()]), file(), resolved.slice(0, 1), 'nixpkgs-compat', 2);
+    expect(composed.value).toBe(`${DRIVER}:${DRIVER}:${resolved[0]?.dir}`);
+  });
+
+  it('with no other hook for the file, the resolver alone', () => {
+    const composed = composeAfterResolver([], file(), resolved, 'default');
+    expect(composed).toEqual({ value: `${resolved[0]?.dir}:$ORIGIN/../lib`, entries: resolved, applied: ['auto-patchelf'] });
   });
 });

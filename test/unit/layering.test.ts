@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
-const LAYERS = ['errors', 'elf', 'walk', 'hook-engine', 'plan', 'write', 'edit', 'batch', 'doctor', 'cli'] as const;
+const LAYERS = ['errors', 'elf', 'walk', 'hook-engine', 'resolve', 'plan', 'write', 'edit', 'batch', 'doctor', 'cli'] as const;
 type Layer = (typeof LAYERS)[number];
 
 /** What a layer may import from another layer: all of it, or only some modules, or only types. */
@@ -35,6 +35,8 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   elf: { errors: {} },
   walk: { errors: {} },
   'hook-engine': { elf: { modules: ['byte-string.ts', 'constants.ts', 'runpath-list.ts'] }, errors: {} },
+  // autoPatchelf's dependency resolution: facts, index and options in, a resolution out; nothing of the disk.
+  resolve: { elf: { modules: ['byte-string.ts', 'constants.ts'] }, errors: {} },
   plan: { elf: {}, errors: {} },
   // Plans as data: nothing of ELF. The rewrite's temporary name is the walk's rule too.
   write: { plan: { modules: ['plan.ts'], typeOnly: true }, walk: { modules: ['rewrite-temporary.ts'] }, errors: {} },
@@ -42,11 +44,12 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   edit: { elf: {}, plan: {}, write: {}, walk: { modules: ['rewrite-temporary.ts'] }, errors: {} },
   // Walking, scheduling and the summary: a file's path through elf/ and plan/ is edit/'s pipeline.
   batch: {
-    elf: { modules: ['constants.ts'] },
+    elf: { modules: ['constants.ts', 'elf-file.ts', 'byte-string.ts', 'runpath-list.ts'] },
     walk: {},
     edit: {},
     plan: { modules: ['plan.ts'], typeOnly: true },
     'hook-engine': {},
+    resolve: {},
     write: {},
     errors: {},
   },
@@ -67,6 +70,7 @@ const PURE_LAYER_PACKAGES: Partial<Record<Layer, readonly string[]>> = {
   plan: [],
   // resolve() for excludeUnder, picomatch for include/exclude globs and stubs patterns.
   'hook-engine': ['node:path', 'picomatch'],
+  resolve: ['node:path'],
 };
 
 /** The entry point that owns `process` (argv, exit code, streams, TTY, CPU count). */

@@ -1,0 +1,188 @@
+// auto-patchelf's first phase, in the thread that walks the batch, before any file is planned: one walk
+// of the trees reads the facts of every ELF file (few small reads through the ELF facade), the
+// library index is built from the trees' libraries, the directories their runpaths name and --libs
+// (library-index-walk.ts), and each file of the trees is resolved (src/resolve/). What the second
+// phase needs of it travels with each file as plain data (`FileItem.resolver`): worker threads never
+// see the index. Phase 2 opens and reads each file again (docs/auto-patchelf.md, "What is read").
+
+import { existsSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { byteStringToText, textToByteString } from '../elf/byte-string.js';
+import { RESOLVER_HOOK_NAME, type Semantics } from '../hook-engine/compose-hooks.js';
+import type { Hook, TracedEntry } from '../hook-engine/hook.js';
+import { ignoreMissingMatcher } from '../resolve/ignore-missing.js';
+import { targetSkipReason, type MachineAndOsAbi, type TargetSkipReason } from '../resolve/os-abi.js';
+import {
+  resolveFile,
+  type FileResolution,
+  type ResolvedDirectory,
+  type ResolverFileSystem,
+  type ResolverOptions,
+} from '../resolve/resolve-file.js';
+import type { WalkItem } from '../walk/walk-trees.js';
+import { isLibraryName, LibraryIndexWalk } from './library-index-walk.js';
+import type { FileItem } from './process-file.js';
+import { readResolverFacts, type ResolverFacts } from './resolver-facts.js';
+
+/** The resolver's command line, as plain data (paths as the user gave them, runpath entries as byte strings). */
+export interface AutoPatchelfOptions {
+  /** --libs: directories (or files), scanned in order, not recursively. */
+  readonly libs: readonly string[];
+  /** --runtime-dependencies and --append-rpaths, byte strings. */
+  readonly runtimeDependencies: readonly string[];
+  readonly appendRpaths: readonly string[];
+  /** --ignore-missing patterns (fnmatch). */
+  readonly ignoreMissing: readonly string[];
+  /** --interpreter: its path (a byte string) and the target's machine and OS ABI; null without it. */
+  readonly interpreter: (MachineAndOsAbi & { readonly path: string }) | null;
+  /** --libc-dir, or the interpreter's real directory; null: no libc rule. */
+  readonly libcDir: string | null;
+  readonly keepLibc: boolean;
+  readonly relativeToTree: boolean;
+}
+
+/** What the resolver found for one file, for the reports (names and directories are byte strings). */
+export interface ResolverReport {
+  /** R: each directory, how it is written, and the dependencies it resolves. */
+  readonly resolved: readonly ResolvedDirectory[];
+  /** Dependencies nothing resolved (each its alternatives), and those of them --ignore-missing matched. */
+  readonly missing: readonly (readonly string[])[];
+  readonly ignoredMissing: readonly (readonly string[])[];
+  /** The interpreter --interpreter gives the file, when it has another one. */
+  readonly interpreter: { readonly old: string; readonly new: string } | null;
+}
+
+export interface TreeResolution {
+  /** The walk, each file of the trees the resolver applies to carrying its answer. */
+  readonly items: readonly (WalkItem | FileItem)[];
+  /** By path: the files the resolver applies to. */
+  readonly reports: ReadonlyMap<string, ResolverReport>;
+  /** Files of the trees the resolver leaves to the other hooks, by reason. */
+  readonly skipped: Partial<Record<TargetSkipReason, number>>;
+  /** Warnings, one line each, in walk order: a name found in two directories, a malformed note. */
+  readonly warnings: readonly string[];
+}
+
+function realPathOf(path: string): string | null {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+}
+
+/** What the rules ask of the disk, byte strings in and out; the libc directory's answers cached. */
+function fileSystemOf(libcDir: string | null): ResolverFileSystem {
+  const inLibc = new Map<string, boolean>();
+  return {
+    inLibcDir: (name) => {
+      if (libcDir === null) return false;
+      let known = inLibc.get(name);
+      if (known === undefined) {
+        known = existsSync(join(libcDir, byteStringToText(name)));
+        inLibc.set(name, known);
+      }
+      return known;
+    },
+    isFile: (path) => {
+      try {
+        return statSync(byteStringToText(path)).isFile();
+      } catch {
+        return false;
+      }
+    },
+    realPath: (path) => {
+      const real = realPathOf(byteStringToText(path));
+      return real === null ? null : textToByteString(real);
+    },
+  };
+}
+
+/** The resolver's runpath traced: its directories to it, the file's `$ORIGIN` entries it kept to the file. */
+function tracedRunpath(resolution: FileResolution): TracedEntry[] | null {
+  if (resolution.runpath === null) return null;
+  return resolution.runpath.map((dir) => ({ dir, hook: resolution.kept.includes(dir) ? null : RESOLVER_HOOK_NAME }));
+}
+
+/**
+ * Phase 1 of a batch with --auto-patchelf: `walk` is the trees' walk (consumed here, and handed back as
+ * `items` for phase 2). `hooks` tell the driver library rule which hooks are on.
+ */
+export async function resolveTrees(
+  roots: readonly string[],
+  walk: Iterable<WalkItem>,
+  options: AutoPatchelfOptions,
+  semantics: Semantics,
+  hooks: readonly Hook[],
+): Promise<TreeResolution> {
+  const indexWalk = new LibraryIndexWalk(roots);
+  const walked = [...walk];
+  const factsOf = new Map<string, ResolverFacts>();
+  const runpathDirectories: string[] = [];
+  for (const item of walked) {
+    const isLink = item.kind === 'skip' && item.reason === 'symlink';
+    if (item.kind !== 'file' && !(isLink && isLibraryName(basename(item.path)))) continue;
+    const facts = await readResolverFacts(item.path, isLink, item.kind === 'file');
+    if (facts === null) continue;
+    if (item.kind === 'file' && facts.skip === null) factsOf.set(item.path, facts);
+    runpathDirectories.push(...indexWalk.addLibrary(item.path, isLink, facts));
+  }
+  await indexWalk.scan(runpathDirectories, true);
+  await indexWalk.scan(options.libs, false);
+
+  const hookNames = new Set(hooks.map((hook) => hook.name));
+  const resolverOptions: ResolverOptions = {
+    semantics:
+      semantics === 'nixpkgs-compat'
+        ? { kind: 'nixpkgs-compat' }
+        : {
+            kind: 'default',
+            driverHooks: { driver: hookNames.has('driver'), cudaCompat: hookNames.has('cuda-compat') },
+            relativeToTrees: options.relativeToTree ? roots.map((root) => textToByteString(resolve(root))) : [],
+          },
+    keepLibc: options.keepLibc,
+    runtimeDependencies: options.runtimeDependencies,
+    appendRunpaths: options.appendRpaths,
+  };
+  const fileSystem = fileSystemOf(options.libcDir);
+  const ignored = ignoreMissingMatcher(options.ignoreMissing);
+  const reports = new Map<string, ResolverReport>();
+  const skipped: Partial<Record<TargetSkipReason, number>> = {};
+  const warnings: string[] = [];
+  const warnedNames = new Set<string>();
+  const items = walked.map((item): WalkItem | FileItem => {
+    const facts = item.kind === 'file' ? factsOf.get(item.path) : undefined;
+    if (item.kind !== 'file' || facts === undefined) return item;
+    const why = targetSkipReason(facts, options.interpreter);
+    if (why !== null) {
+      skipped[why] = (skipped[why] ?? 0) + 1;
+      return item;
+    }
+    for (const line of facts.malformedNotes) warnings.push(`${item.path}: ${line}; ignored`);
+    const resolution = resolveFile(
+      { ...facts, directory: textToByteString(dirname(item.path)), hasInterpreter: facts.interpreter !== null },
+      indexWalk.index,
+      resolverOptions,
+      fileSystem,
+    );
+    for (const { found } of resolution.dependencies) {
+      if (found?.by.rule !== 'index' || found.by.shadowed === null || warnedNames.has(found.name)) continue;
+      warnedNames.add(found.name);
+      const name = byteStringToText(basename(found.name));
+      const [used, other] = [byteStringToText(found.by.directory), byteStringToText(found.by.shadowed)];
+      warnings.push(`${name} is in ${used} and in ${other}: ${join(used, name)} is used (found first)`);
+    }
+    const interpreter = options.interpreter;
+    reports.set(item.path, {
+      resolved: resolution.resolved,
+      missing: resolution.missing.filter((alternatives) => !ignored(alternatives)),
+      ignoredMissing: resolution.missing.filter(ignored),
+      interpreter:
+        interpreter !== null && facts.interpreter !== null && facts.interpreter !== interpreter.path
+          ? { old: facts.interpreter, new: interpreter.path }
+          : null,
+    });
+    return { ...item, resolver: { runpath: tracedRunpath(resolution) } };
+  });
+  return { items, reports, skipped, warnings };
+}

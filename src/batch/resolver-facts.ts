@@ -1,0 +1,57 @@
+// What the auto-patchelf resolver reads of an ELF file, through the ELF facade: the header (machine,
+// OS ABI), the interpreter, the runpath and, for a file to resolve, its DT_NEEDED entries and
+// `.note.dlopen` dependencies. A few small positional reads per file; nothing is written.
+
+import { DT } from '../elf/constants.js';
+import { ElfFile } from '../elf/elf-file.js';
+import { splitRunpath } from '../elf/runpath-list.js';
+import { skipReason, type SkipReason } from '../edit/skip-reason.js';
+import { type DlopenDependency, dlopenDependencies } from '../resolve/dlopen-note.js';
+
+export interface ResolverFacts {
+  readonly machine: number;
+  readonly osAbi: number;
+  /** Why apply leaves the file alone (static, debug-info…), or null when it patches it. */
+  readonly skip: SkipReason | null;
+  /** PT_INTERP's path (a byte string), or null. */
+  readonly interpreter: string | null;
+  /** DT_RUNPATH's entries, else DT_RPATH's (byte strings); empty without either. */
+  readonly runpath: readonly string[];
+  /** DT_NEEDED, in order; empty unless dependencies were asked for. */
+  readonly needed: readonly string[];
+  readonly dlopen: readonly DlopenDependency[];
+  /** A line for each `.note.dlopen` note that could not be read (it is ignored). */
+  readonly malformedNotes: readonly string[];
+}
+
+/**
+ * The facts of the ELF file at `path`, or null when it is not an ELF file or cannot be read: a library
+ * candidate that cannot be read is not one, and a file of the trees that cannot be read is reported
+ * by the pass that patches it. `followLink`: a symbolic link in a library directory is followed; a
+ * walked file that became a link is not. `dependencies`: also read DT_NEEDED and the dlopen notes.
+ */
+export async function readResolverFacts(path: string, followLink: boolean, dependencies: boolean): Promise<ResolverFacts | null> {
+  const opened = await ElfFile.open(path, { followLink });
+  if (opened.kind !== 'elf') return null;
+  const file = opened.file;
+  try {
+    const skip = skipReason(file.image);
+    const runpath = splitRunpath((await file.lastDynString(DT.DT_RUNPATH)) ?? (await file.lastDynString(DT.DT_RPATH)));
+    const wanted = dependencies && skip === null;
+    const notes = wanted ? dlopenDependencies(await file.notes()) : { dependencies: [], malformed: [] };
+    return {
+      machine: file.header.e_machine,
+      osAbi: file.header.osabi,
+      skip,
+      interpreter: file.interpreter,
+      runpath,
+      needed: wanted ? await file.dynStrings(DT.DT_NEEDED) : [],
+      dlopen: notes.dependencies,
+      malformedNotes: notes.malformed,
+    };
+  } catch {
+    return null;
+  } finally {
+    file.close();
+  }
+}

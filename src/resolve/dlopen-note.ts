@@ -1,0 +1,92 @@
+// `.note.dlopen`: the libraries a file may dlopen, as the FDO "dlopen() metadata for ELF files"
+// specification (https://systemd.io/ELF_DLOPEN_METADATA/) writes them. Each note has owner "FDO",
+// type 0x407c0c0a, and a descriptor holding a JSON array of objects, zero-terminated and zero-padded;
+// each object's `soname` array lists alternatives, the preferred first. Other keys (`feature`,
+// `description`, `priority`, and any later ones) are not ours to read: the resolver wants the names.
+// The notes themselves come from the ELF reader's one note walker (src/elf/notes.ts); this is what a
+// descriptor means. Bad input comes back as a value naming what is wrong, never as an exception.
+
+import { textToByteString } from '../elf/byte-string.js';
+
+/** NT_FDO_DLOPEN_METADATA (glibc elf.h). */
+const NT_FDO_DLOPEN_METADATA = 0x407c0c0a;
+const FDO_OWNER = 'FDO';
+
+/** One dependency: the names that can satisfy it, in order of preference (byte strings). */
+export type DlopenDependency = readonly string[];
+
+export type DlopenDescriptor =
+  | { readonly ok: true; readonly dependencies: readonly DlopenDependency[] }
+  | { readonly ok: false; readonly error: string };
+
+/** The dlopen dependencies of a file, and a line for each FDO dlopen note that could not be read. */
+export interface DlopenNotes {
+  readonly dependencies: readonly DlopenDependency[];
+  readonly malformed: readonly string[];
+}
+
+/** A note as the ELF reader gives it (src/elf/notes.ts walks the note segments and sections). */
+interface Note {
+  /** The owner's name without its NUL, as a byte string. */
+  readonly owner: string;
+  readonly type: number;
+  readonly descriptor: Uint8Array;
+}
+
+/**
+ * The dependencies listed by a file's FDO dlopen notes, in note order; notes of other owners or types
+ * are not ours. A note whose descriptor cannot be read is reported in `malformed` (numbered among the
+ * FDO dlopen notes, from 1) and ignored; the others still count.
+ */
+export function dlopenDependencies(notes: readonly Note[]): DlopenNotes {
+  const dependencies: DlopenDependency[] = [];
+  const malformed: string[] = [];
+  const dlopenNotes = notes.filter((note) => note.type === NT_FDO_DLOPEN_METADATA && note.owner === FDO_OWNER);
+  for (const [index, note] of dlopenNotes.entries()) {
+    const descriptor = parseDlopenDescriptor(note.descriptor);
+    if (descriptor.ok) dependencies.push(...descriptor.dependencies);
+    else malformed.push(`.note.dlopen note ${index + 1}: ${descriptor.error}`);
+  }
+  return { dependencies, malformed };
+}
+
+/**
+ * One FDO dlopen descriptor: a zero-terminated UTF-8 JSON array of objects, each with a non-empty
+ * `soname` array of non-empty strings. The text ends at the first NUL (the zero padding after it is not
+ * JSON); a descriptor without one is read whole.
+ */
+export function parseDlopenDescriptor(descriptor: Uint8Array): DlopenDescriptor {
+  const end = descriptor.indexOf(0);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(descriptor.subarray(0, end < 0 ? descriptor.length : end));
+  } catch {
+    return { ok: false, error: 'the descriptor is not UTF-8 text' };
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, error: `malformed JSON (${(error as Error).message})` };
+  }
+  if (!Array.isArray(json)) return { ok: false, error: 'the JSON is not an array' };
+  const dependencies: DlopenDependency[] = [];
+  for (const [index, entry] of json.entries()) {
+    const sonames = sonamesOf(entry);
+    if (typeof sonames === 'string') return { ok: false, error: `entry ${index}: ${sonames}` };
+    dependencies.push(sonames.map(textToByteString));
+  }
+  return { ok: true, dependencies };
+}
+
+/** An entry's `soname` array, or what is wrong with the entry. */
+function sonamesOf(entry: unknown): readonly string[] | string {
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return 'not a JSON object';
+  const sonames: unknown = (entry as Record<string, unknown>).soname;
+  if (!Array.isArray(sonames)) return 'no "soname" array';
+  if (sonames.length === 0) return 'an empty "soname" array';
+  if (!sonames.every((soname): soname is string => typeof soname === 'string' && soname !== '')) {
+    return 'a "soname" that is not a non-empty string';
+  }
+  return sonames;
+}

@@ -1,0 +1,92 @@
+// How the default semantics write the resolver's directories into a file's runpath without losing
+// what makes the file relocatable. Each directory keeps the spelling the file already has for it
+// (`$ORIGIN/../lib` stays `$ORIGIN/../lib` when that is where the library was found), else becomes
+// `$ORIGIN/…` when --relative-to-tree asks and it is inside the file's tree, else is written absolute.
+// The file's other `$ORIGIN` entries follow ("kept": its package's own directories, which plugins it
+// dlopens may need); its other entries go, as Nixpkgs' --set-rpath drops them.
+
+import { posix } from 'node:path';
+
+/** `$ORIGIN` (not followed by a name character: `$ORIGINAL` is another token) or `${ORIGIN}`, as the loader reads them. */
+const ORIGIN_TOKEN = /\$(?:ORIGIN(?![A-Za-z0-9_])|\{ORIGIN\})/;
+
+export interface SpellingInputs {
+  /** The file's directory, absolute: what `$ORIGIN` stands for. */
+  readonly fileDirectory: string;
+  /** The file's runpath entries before this hook (DT_RUNPATH, else DT_RPATH). */
+  readonly currentRunpath: readonly string[];
+  /** The trees' roots when --relative-to-tree is on, else empty. Compared as written with the directories. */
+  readonly relativeToTrees: readonly string[];
+  /** The canonical path of an existing file or directory, or null when there is none. */
+  readonly realPath: (path: string) => string | null;
+}
+
+export interface SpelledRunpath {
+  /** For each directory given, in order, the entry that names it. */
+  readonly spellings: readonly string[];
+  /** The file's `$ORIGIN` entries kept after them, in the file's order. */
+  readonly kept: readonly string[];
+  /** The runpath to write: the spellings, then the kept entries; one entry per directory. */
+  readonly entries: readonly string[];
+}
+
+/** Whether an entry uses `$ORIGIN` or `${ORIGIN}` anywhere. */
+export function usesOrigin(entry: string): boolean {
+  return ORIGIN_TOKEN.test(entry);
+}
+
+/**
+ * The absolute directory an entry names, `$ORIGIN` substituted, or null when a string cannot tell it:
+ * a relative entry (searched from the working directory), or one with another token (`$LIB`, `$PLATFORM`).
+ */
+function directoryNamedBy(entry: string, fileDirectory: string): string | null {
+  const expanded = entry.split(ORIGIN_TOKEN).join(fileDirectory);
+  return expanded.startsWith('/') && !expanded.includes('$') ? expanded : null;
+}
+
+/** Lexical spelling of a path that does not exist: `.` and `..` folded, no trailing `/`. */
+function lexicalPath(path: string): string {
+  const normalized = posix.normalize(path);
+  return normalized.length > 1 && normalized.endsWith('/') ? normalized.slice(0, -1) : normalized;
+}
+
+const isInside = (path: string, root: string): boolean => path === root || path.startsWith(root.endsWith('/') ? root : `${root}/`);
+
+/** `$ORIGIN/<relative>` for a directory in the same tree as the file, when --relative-to-tree is on. */
+function treeRelativeSpelling(directory: string, inputs: SpellingInputs): string | null {
+  const tree = inputs.relativeToTrees.find((root) => isInside(inputs.fileDirectory, root));
+  if (tree === undefined || !isInside(directory, tree)) return null;
+  const relative = posix.relative(inputs.fileDirectory, directory);
+  return relative === '' ? '$ORIGIN' : `$ORIGIN/${relative}`;
+}
+
+/** The default semantics' runpath for a non-empty list of resolved directories (absolute, in one spelling each). */
+export function spellRunpath(directories: readonly string[], inputs: SpellingInputs): SpelledRunpath {
+  // Two names of one directory are one directory: compare canonical paths where they exist.
+  const identityOf = (path: string): string => inputs.realPath(path) ?? lexicalPath(path);
+  const current = inputs.currentRunpath.map((entry) => {
+    const named = directoryNamedBy(entry, inputs.fileDirectory);
+    return { entry, identity: named === null ? null : identityOf(named) };
+  });
+  const spellingOf = new Map<string, string>();
+  const spellings = directories.map((directory) => {
+    const identity = identityOf(directory);
+    let spelling = spellingOf.get(identity);
+    if (spelling === undefined) {
+      spelling = current.find((existing) => existing.identity === identity)?.entry ?? treeRelativeSpelling(directory, inputs) ?? directory;
+      spellingOf.set(identity, spelling);
+    }
+    return spelling;
+  });
+  const kept: string[] = [];
+  const seen = new Set(spellingOf.keys());
+  for (const { entry, identity } of current) {
+    if (!usesOrigin(entry)) continue;
+    // A directory already written (its spelling was this entry, or another name of it) is not kept twice.
+    const key = identity ?? entry;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    kept.push(entry);
+  }
+  return { spellings, kept, entries: [...new Set(spellings), ...kept] };
+}
