@@ -99,6 +99,7 @@ describe('--help', () => {
       'check',
       'plan',
       'print',
+      'print-interpreter',
       'doctor',
       'set-runpath',
       'add-runpath',
@@ -106,6 +107,7 @@ describe('--help', () => {
       'add-needed',
       'remove-needed',
       'replace-needed',
+      'set-interpreter',
       'help',
     ]);
     const exitCodes = result.stdout.split('Exit codes:\n')[1]?.split('\n\n')[0]?.split('\n') ?? [];

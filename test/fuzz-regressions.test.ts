@@ -225,6 +225,7 @@ describe('inputs the fuzzer found: refused cleanly or edited right', () => {
       bases: fuzzBases(),
       timeCapMs: 2_000,
       rssCapBytes: 2 ** 30,
+      interpreterEdits: false,
     });
     expect(failures.flatMap((f) => [`${f.mutation}; ${f.operation}`, ...f.problems])).toEqual([]);
   });

@@ -260,12 +260,16 @@ describe('--help documents the patchelf-compatible mode', () => {
       '--print-needed',
       '--print-soname',
       '--print-interpreter',
+      '--set-interpreter INTERPRETER',
+      '--interpreter INTERPRETER',
       '--output FILE',
       '--debug',
     ]) {
       expect(result.stdout).toMatch(new RegExp(`^ +${escapeRegExp(flag)} `, 'm'));
     }
-    expect(result.stdout).toContain('@FILE as the value of --set-rpath, --add-rpath, --add-needed, --remove-needed or --output');
+    expect(result.stdout).toContain(
+      '@FILE as the value of --set-rpath, --add-rpath, --add-needed, --remove-needed, --set-interpreter, --interpreter or --output',
+    );
     expect(result.stdout).toContain("Exit status 0, or 1 on any failure (a wrong command line included), as patchelf's.");
   });
 });

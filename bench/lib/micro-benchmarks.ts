@@ -105,7 +105,7 @@ export async function plannerBenchmarks(libraries: readonly string[], cudaCompat
   const cases: MicroCase[] = [];
   for (const path of libraries) {
     const facts = await factsOf(path);
-    const editor = new DynamicEditor(currentEntries(facts));
+    const editor = new DynamicEditor(currentEntries(facts), facts.interpreter?.text ?? null);
     const old = editor.runpath();
     editor.setRunpath([`${cudaCompat}/compat`, '/run/opengl-driver/lib', ...(old === null || old === '' ? [] : [old])].join(':'));
     const wanted = editor.wanted();

@@ -1,5 +1,5 @@
 // The editing subcommands: set-runpath, add-runpath, remove-runpath, add-needed, remove-needed,
-// replace-needed. Each edits every file given, says what it changed and how it was written (JSON adds
+// replace-needed, set-interpreter. Each edits every file given, says what it changed and how it was written (JSON adds
 // the tier), and goes on after failures.
 
 import type { Command } from 'commander';
@@ -148,4 +148,15 @@ export function registerEditCommands(program: Command, io: CliIo): void {
     .action((from: string, to: string, files: string[], options: CommonOptions) =>
       editFiles(io, files, (editor) => editor.replaceNeeded(textToByteString(from), textToByteString(to)), options),
     );
+
+  withCommonOptions(program.command('set-interpreter'))
+    .description("set a program's interpreter (PT_INTERP, the dynamic loader the kernel starts it with) to PATH")
+    .argument('<path>', 'the loader, e.g. /lib64/ld-linux-x86-64.so.2 (not checked to exist: it is looked up when the program runs)')
+    .argument('<files...>', 'programs to edit (a symbolic link is followed); a library or a static program is refused')
+    .action((path: string, files: string[], options: CommonOptions) => {
+      // An empty path is an unset variable: said before any file is read.
+      if (path === '')
+        throw new CudaPatchelfError('usage', 'set-interpreter needs a path, and an empty one was given (an unset variable?)');
+      return editFiles(io, files, (editor) => editor.setInterpreter(textToByteString(path)), options);
+    });
 }

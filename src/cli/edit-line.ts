@@ -1,4 +1,4 @@
-// The line a single-file edit prints: what changed in the dynamic section, in words, and how it reached
+// The line a single-file edit prints: what changed in the dynamic section and the interpreter, in words, and how it reached
 // the file. The planner's tier names stay out of it: "append" printed after a prepend reads as the wrong
 // operation. The words come from the entries before and after the operations, so they say what was
 // done, whichever command asked for it (a set-runpath that only converts DT_RPATH says so).
@@ -14,10 +14,11 @@ interface DynamicState {
   readonly runpath: string | null;
   readonly runpathTag: number | null;
   readonly needed: readonly string[];
+  readonly interpreter: string | null;
 }
 
 function stateOf(editor: DynamicEditor): DynamicState {
-  return { runpath: editor.runpath(), runpathTag: editor.runpathTag(), needed: editor.needed() };
+  return { runpath: editor.runpath(), runpathTag: editor.runpathTag(), needed: editor.needed(), interpreter: editor.interpreter() };
 }
 
 /** The operations, answering what they changed, in words (none when they changed nothing). */
@@ -82,8 +83,12 @@ function neededChanges(before: DynamicState, after: DynamicState): string[] {
   return changes;
 }
 
+function interpreterChange(before: DynamicState, after: DynamicState): string | null {
+  return after.interpreter === null || before.interpreter === after.interpreter ? null : `interpreter set to ${quoted(after.interpreter)}`;
+}
+
 function describeChanges(before: DynamicState, after: DynamicState): string[] {
-  return [tagChange(before, after), runpathChange(before, after), ...neededChanges(before, after)].filter(
+  return [interpreterChange(before, after), tagChange(before, after), runpathChange(before, after), ...neededChanges(before, after)].filter(
     (change): change is string => change !== null,
   );
 }

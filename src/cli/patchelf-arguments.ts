@@ -41,6 +41,8 @@ const PATCHELF_FLAGS: readonly FlagSpec[] = [
   flag('--print-needed', 'print the DT_NEEDED entries'),
   flag('--print-soname', "print a library's DT_SONAME"),
   flag('--print-interpreter', "print a program's interpreter (PT_INTERP)"),
+  flag('--set-interpreter', "set a program's interpreter (PT_INTERP); an empty value changes nothing", ['INTERPRETER'], true),
+  flag('--interpreter', 'the same as --set-interpreter', ['INTERPRETER'], true),
   flag('--output', 'write the result to FILE, leave the input alone', ['FILE'], true),
   flag('--debug', 'say on stderr what changed in each edited file'),
   flag('--make-writable', "edit a read-only file too, its mode put back (cuda-patchelf's own flag)"),
@@ -50,8 +52,6 @@ const SPEC_OF = new Map(PATCHELF_FLAGS.map((spec) => [spec.flag, spec]));
 
 /** patchelf's flags for what cuda-patchelf does not do: named as such, not as unknown. */
 const NOT_TAKEN = new Set([
-  '--set-interpreter',
-  '--interpreter',
   '--page-size',
   '--print-os-abi',
   '--set-os-abi',
@@ -100,6 +100,8 @@ export function patchelfHelp(): string {
 export interface PatchelfRequest {
   files: string[];
   output?: string;
+  /** The new interpreter path; an empty one is no edit, as in patchelf 0.18. */
+  setInterpreter?: string;
   setRpath?: string;
   addRpath?: string;
   removeRpath: boolean;
@@ -171,6 +173,10 @@ export async function parsePatchelfArguments(argv: readonly string[]): Promise<P
     }
     const [first = '', second = ''] = values;
     switch (arg) {
+      case '--set-interpreter':
+      case '--interpreter':
+        request.setInterpreter = first;
+        break;
       case '--set-rpath':
         request.setRpath = first;
         break;

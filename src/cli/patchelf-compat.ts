@@ -1,7 +1,7 @@
 // The patchelf-compatible mode: what a patchelf command line asks (patchelf-arguments.ts), done as
 // patchelf does it, so that scripts can call `cuda-patchelf --set-rpath … FILE` where they called
 // patchelf: silence on success and exit status 1 on any failure. Per file, patchelf's order: print the
-// interpreter, soname and rpath; shrink, remove, set or add the rpath; print the needed libraries;
+// interpreter, soname and rpath; set the interpreter; shrink, remove, set or add the rpath; print the needed libraries;
 // remove, replace and add needed libraries. Unlike patchelf, a failing file does not stop the others.
 
 import type { Stats } from 'node:fs';
@@ -16,6 +16,7 @@ import type { CliIo } from './cli-io.js';
 import { editLine, watchChanges } from './edit-line.js';
 import { EXIT } from './exit-codes.js';
 import { parsePatchelfArguments, type PatchelfRequest } from './patchelf-arguments.js';
+import { interpreterOf } from './print-command.js';
 import { errorLine, forEachFile } from './report.js';
 
 /** patchelf exits 1 on every failure, a wrong command line included. */
@@ -32,12 +33,7 @@ const DEBUG_INFO = 'a debug-info file (objcopy --only-keep-debug)';
  */
 async function printQueries(file: ElfFile, request: PatchelfRequest, io: CliIo): Promise<void> {
   const { debugInfo } = file.image;
-  if (request.printInterpreter) {
-    if (debugInfo) throw new CudaPatchelfError('unsupported', `${DEBUG_INFO}: the interpreter path is not in it`);
-    if (file.interpreter === null)
-      throw new CudaPatchelfError('unsupported', 'no interpreter (PT_INTERP): the file is a library or statically linked');
-    io.out(byteStringToText(file.interpreter));
-  }
+  if (request.printInterpreter) io.out(byteStringToText(interpreterOf(file)));
   // patchelf looks for a soname in shared objects (ET_DYN) only.
   if (request.printSoname && file.header.e_type === ET.ET_DYN) {
     const soname = await file.lastDynString(DT.DT_SONAME);
@@ -55,12 +51,20 @@ async function printQueries(file: ElfFile, request: PatchelfRequest, io: CliIo):
 
 function hasEdits(request: PatchelfRequest): boolean {
   const rpath = request.shrinkRpath || request.removeRpath || request.setRpath !== undefined || request.addRpath !== undefined;
-  return rpath || request.addNeeded.length > 0 || request.removeNeeded.length > 0 || request.replaceNeeded.length > 0;
+  const needed = request.addNeeded.length > 0 || request.removeNeeded.length > 0 || request.replaceNeeded.length > 0;
+  return rpath || needed || interpreterEdit(request) !== null;
+}
+
+/** The interpreter to set: patchelf 0.18 takes an empty --set-interpreter value as none. */
+function interpreterEdit(request: PatchelfRequest): string | null {
+  return request.setInterpreter === undefined || request.setInterpreter === '' ? null : request.setInterpreter;
 }
 
 function editsOf(request: PatchelfRequest): EditOperations {
   const policy = request.forceRpath ? 'rpath' : 'runpath';
+  const interpreter = interpreterEdit(request);
   return async (editor, image) => {
+    if (interpreter !== null) editor.setInterpreter(interpreter);
     const old = editor.runpath();
     // Like --set-rpath, a shrink converts DT_RPATH to DT_RUNPATH (or back with --force-rpath), shorter or not.
     if (request.shrinkRpath) {
@@ -92,8 +96,8 @@ async function patchelfFile(file: string, request: PatchelfRequest, io: CliIo): 
     await printQueries(elf, request, io);
     return { debugInfo: elf.image.debugInfo, stats: elf.stats };
   });
-  // Adding a needed library has nowhere to go: the edit refuses the file as the editing commands do.
-  if (debugInfo && request.addNeeded.length === 0) return keepDebugInfo(file, stats, request, io);
+  // Adding a needed library or setting the interpreter has nowhere to go: the edit refuses the file as the editing commands do.
+  if (debugInfo && request.addNeeded.length === 0 && interpreterEdit(request) === null) return keepDebugInfo(file, stats, request, io);
   // patchelf always writes --output, changed or not.
   if (!hasEdits(request) && request.output === undefined) return;
   const result = await editElfFile(file, watchChanges(editsOf(request)), {

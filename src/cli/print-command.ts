@@ -1,8 +1,10 @@
-// `cuda-patchelf print FILE...`: what the tool sees in each file.
+// `cuda-patchelf print FILE...`: what the tool sees in each file; `print-interpreter FILE...`: the
+// interpreter path alone.
 
 import type { Command } from 'commander';
 import { byteStringToText } from '../elf/byte-string.js';
-import { withElfFile } from '../elf/elf-file.js';
+import { withElfFile, type ElfFile } from '../elf/elf-file.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { summarize, type ElfSummary } from '../edit/summary.js';
 import { forEachFile, rejectEmptyPaths } from './report.js';
 import type { CliIo } from './cli-io.js';
@@ -53,6 +55,15 @@ function humanLines(file: string, s: ElfSummary): string[] {
   return [file, ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`)];
 }
 
+/** A program's interpreter path (a byte string); a file without one, or a debug-info file, is refused. */
+export function interpreterOf(file: ElfFile): string {
+  if (file.image.debugInfo)
+    throw new CudaPatchelfError('unsupported', 'a debug-info file (objcopy --only-keep-debug): the interpreter path is not in it');
+  if (file.interpreter === null)
+    throw new CudaPatchelfError('unsupported', 'no interpreter (PT_INTERP): the file is a library or statically linked');
+  return file.interpreter;
+}
+
 export function registerPrint(program: Command, io: CliIo): void {
   program
     .command('print')
@@ -64,6 +75,18 @@ export function registerPrint(program: Command, io: CliIo): void {
       await forEachFile(io, files, options.json === true, async (file) => {
         const summary = await withElfFile(file, (elf) => summarize(elf.image));
         return { json: { file, ...summaryForOutput(summary) }, text: humanLines(file, summary).join('\n') };
+      });
+    });
+  program
+    .command('print-interpreter')
+    .description("print each program's interpreter (PT_INTERP), one line per file")
+    .argument('<files...>', 'programs to read; a library or a static program fails')
+    .option('--json', 'one JSON array on stdout, an object per file: file, interpreter')
+    .action(async (files: string[], options: { json?: boolean }) => {
+      rejectEmptyPaths(files, 'files to read');
+      await forEachFile(io, files, options.json === true, async (file) => {
+        const interpreter = byteStringToText(await withElfFile(file, async (elf) => interpreterOf(elf)));
+        return { json: { file, interpreter }, text: interpreter };
       });
     });
 }

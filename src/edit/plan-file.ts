@@ -165,7 +165,7 @@ export interface PlannedEdit<T = void> {
  */
 export async function planEditOf<T>(image: ElfImage, operations: EditOperations<T>): Promise<PlannedEdit<T>> {
   const facts = await readEditFacts(image);
-  const editor = new DynamicEditor(currentEntries(facts));
+  const editor = new DynamicEditor(currentEntries(facts), facts.interpreter?.text ?? null);
   const answer = await operations(editor, image);
   const wanted = editor.wanted();
   const decided = await decide(image.source, facts, wanted);
@@ -173,7 +173,7 @@ export async function planEditOf<T>(image: ElfImage, operations: EditOperations<
     decided.decision.kind === 'needs-rewrite'
       ? await planRewrite(image, decided.facts, decided.decision.why, wanted)
       : decided.decision.plan;
-  if (plan.tier !== 'noop' && plan.tier !== 'rewrite') await checkReadsBack(image, plan, wanted.entries);
+  if (plan.tier !== 'noop' && plan.tier !== 'rewrite') await checkReadsBack(image, plan, wanted);
   return { facts: decided.facts, plan, answer };
 }
 
@@ -213,15 +213,17 @@ async function planRewrite(image: ElfImage, facts: EditFacts, why: string, wante
   const { decision } = await decide(source, await readEditFacts(shiftedImage), wanted);
   if (decision.kind === 'needs-rewrite') throw new CudaPatchelfError('unsupported', decision.why);
   const plan = decision.plan;
-  if (plan.tier !== 'noop') await checkReadsBack(shiftedImage, plan, wanted.entries);
+  if (plan.tier !== 'noop') await checkReadsBack(shiftedImage, plan, wanted);
   return { tier: 'rewrite', writes: [...shifted.writes, ...plan.writes], newSize: plan.newSize, shift: shifted.shift };
 }
 
-async function checkReadsBack(image: ElfImage, plan: Plan, wanted: readonly WantedEntry[]): Promise<void> {
+async function checkReadsBack(image: ElfImage, plan: Plan, wanted: WantedDynamic): Promise<void> {
   let mismatch: string | null;
   try {
     const after = await readElfImage(new PlannedByteSource(image.source, plan.writes, plan.newSize));
-    mismatch = firstMismatch(wanted, currentEntries(await readEditFacts(after, 'check')));
+    mismatch =
+      firstMismatch(wanted.entries, currentEntries(await readEditFacts(after, 'check'))) ??
+      (after.interpreter === wanted.interpreter ? null : 'the interpreter path (PT_INTERP) does not read back as planned');
   } catch (error) {
     if (!(error instanceof CudaPatchelfError)) throw error;
     mismatch = error.message;

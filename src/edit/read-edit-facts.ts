@@ -11,7 +11,7 @@ import { readDynamicSymbols } from '../elf/dynamic-symbols.js';
 import { readStringReferences } from '../elf/string-references.js';
 import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS } from '../elf/tag-groups.js';
 import { checkEditable } from '../plan/edit-preconditions.js';
-import type { EditFacts, LaterFact, MovableRange } from '../plan/edit-facts.js';
+import type { EditFacts, InterpreterFact, LaterFact, MovableRange } from '../plan/edit-facts.js';
 
 /**
  * Whether a PT_INTERP or PT_NOTE segment covers more than the interpreter name or the notes: an
@@ -33,6 +33,17 @@ function holdsMoreThanItself(ph: ProgramHeader, dynamic: DynamicArray, sections:
   );
 }
 
+/** PT_INTERP as planning needs it: where the path is, and how much room it has in place. */
+async function readInterpreterFact(image: ElfImage): Promise<InterpreterFact | null> {
+  const index = image.programHeaders.findIndex((ph) => ph.p_type === PT.PT_INTERP);
+  const ph = image.programHeaders[index];
+  if (image.interpreter === null || ph === undefined) return null;
+  const bytes = await image.source.read(ph.p_offset, ph.p_filesz, 'interpreter path (PT_INTERP)');
+  const used = image.interpreter.length + 1;
+  const room = bytes.subarray(used).every((byte) => byte === 0) ? ph.p_filesz : used;
+  return { index, offset: ph.p_offset, vaddr: ph.p_vaddr, size: ph.p_filesz, text: image.interpreter, room };
+}
+
 /** A .symtab larger than this is left as it is when sections move (tools-only data). */
 const SYMBOL_TABLE_LIMIT = 64 * 2 ** 20;
 
@@ -47,7 +58,7 @@ export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' =
   const { source, header, programHeaders, dynamic, dynamicStrings, codec } = image;
   if (image.debugInfo)
     throw new CudaPatchelfError('unsupported', 'a debug-info file (objcopy --only-keep-debug): it has no dynamic section to edit');
-  if (dynamic === null) throw malformedInput('no dynamic section (PT_DYNAMIC): a static file has no runpath to edit');
+  if (dynamic === null) throw malformedInput('no dynamic section (PT_DYNAMIC): a statically linked file, nothing to edit');
   if (dynamicStrings === null) throw malformedInput('dynamic array has no string table (DT_STRTAB)', dynamic.offset);
   const dynstrBytes = await dynamicStrings.readAll();
   const strtabAddress = dynamicValue(dynamic, DT.DT_STRTAB) ?? 0;
@@ -96,6 +107,7 @@ export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' =
     dynamic,
     dynstr: { offset: dynamicStrings.offset, vaddr: strtabAddress, bytes: dynstrBytes },
     references: await readStringReferences(image, sections),
+    interpreter: await readInterpreterFact(image),
     sections,
     movableRanges,
     relocatableSections,

@@ -1,5 +1,6 @@
-// The edit operations on a file's dynamic array: runpath and DT_NEEDED changes, as a person asks for
-// them, turned into the WantedDynamic the planner places. Pure: strings are byte strings.
+// The edit operations on a file's dynamic array and interpreter: runpath, DT_NEEDED and PT_INTERP
+// changes, as a person asks for them, turned into the WantedDynamic the planner places. Pure: strings
+// are byte strings.
 
 import { DT } from '../elf/constants.js';
 import { dedupeEntries, joinRunpath, splitRunpath } from '../elf/runpath-list.js';
@@ -29,12 +30,45 @@ function checkString(value: string, what: string): void {
   if (value.includes('\0')) throw new CudaPatchelfError('usage', `${what} must not contain a NUL byte`);
 }
 
+/**
+ * The longest interpreter path with its NUL: the kernel refuses a PT_INTERP larger than PATH_MAX
+ * (fs/binfmt_elf.c), and so does glibc's loader when the path is handed to it.
+ */
+const INTERPRETER_MAX = 4096;
+
 export class DynamicEditor {
   private readonly entries: WorkingEntry[];
   private readonly renames = new Map<string, string>();
+  private readonly hasInterpreter: boolean;
+  private interpreterPath: string | null;
 
-  constructor(current: readonly CurrentEntry[]) {
+  /** `interpreter`: the file's PT_INTERP path, null when it has none. */
+  constructor(current: readonly CurrentEntry[], interpreter: string | null) {
     this.entries = current.map((e) => ({ d_tag: e.d_tag, d_val: e.d_val, text: e.text, previous: e.text === null ? null : e.d_val }));
+    this.hasInterpreter = interpreter !== null;
+    this.interpreterPath = interpreter;
+  }
+
+  /** The interpreter path (PT_INTERP, without its NUL), null when the file has none. */
+  interpreter(): string | null {
+    return this.interpreterPath;
+  }
+
+  /**
+   * Sets the interpreter path. A file without PT_INTERP (a library, a static program) is refused: a
+   * program without one is not loaded through an interpreter, and adding one is not an edit of it.
+   */
+  setInterpreter(path: string): void {
+    if (!this.hasInterpreter)
+      throw new CudaPatchelfError('unsupported', 'no interpreter (PT_INTERP) to set: the file is a library or statically linked');
+    if (path === '') throw new CudaPatchelfError('usage', 'an interpreter path must not be empty');
+    checkString(path, 'an interpreter path');
+    if (path.length + 1 > INTERPRETER_MAX)
+      throw new CudaPatchelfError(
+        'usage',
+        `an interpreter path of ${path.length} bytes is too long: the kernel takes ${INTERPRETER_MAX - 1} at most`,
+      );
+    this.interpreterPath = path;
   }
 
   /** The last entry with this tag: the one the loader keeps when a tag comes twice (patchelf reads it too). */
@@ -118,7 +152,7 @@ export class DynamicEditor {
       if (e.text === null) return { d_tag: e.d_tag, d_val: e.d_val };
       return { d_tag: e.d_tag, text: e.text, previous: e.previous };
     });
-    return { entries, versionNeedRenames: new Map(this.renames) };
+    return { entries, versionNeedRenames: new Map(this.renames), interpreter: this.interpreterPath };
   }
 }
 

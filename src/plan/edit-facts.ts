@@ -14,6 +14,23 @@ export interface DynamicStringTable {
   readonly bytes: Uint8Array;
 }
 
+/** PT_INTERP: the interpreter path the kernel reads at p_offset, as planning needs it. */
+export interface InterpreterFact {
+  /** The index of PT_INTERP in the program header table. */
+  readonly index: number;
+  readonly offset: number;
+  readonly vaddr: number;
+  /** p_filesz: the path, its NUL, and any zeros after it. */
+  readonly size: number;
+  /** The path, as a byte string (without the NUL). */
+  readonly text: string;
+  /**
+   * The bytes from p_offset that a new path may take in place: p_filesz when every byte after the
+   * path's NUL is zero (room an earlier, longer path left), else the path and its NUL.
+   */
+  readonly room: number;
+}
+
 /** A file range that the program header table may grow over once its bytes are copied elsewhere. */
 export interface MovableRange {
   readonly offset: number;
@@ -30,6 +47,8 @@ export interface EditFacts {
   /** References into .dynstr from outside the dynamic array. */
   readonly references: StringReferences;
   readonly sections: readonly Section[];
+  /** PT_INTERP, null without one (a library, a static program). */
+  readonly interpreter: InterpreterFact | null;
   /** The bytes of PT_INTERP and PT_NOTE ranges (what may be moved to make room after the table). */
   readonly movableRanges: readonly MovableRange[];
   /** Sections right after the program header table that a RELOCATABLE_SECTION_TAGS tag points at. */

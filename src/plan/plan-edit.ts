@@ -2,9 +2,9 @@
 // list of positional writes, cheapest tier first. Pure: it reads nothing and writes nothing.
 //
 // In three steps. What the edit changes (WantedChange), with an edit cut short finished first. Where
-// each new byte goes: strings into the string table (string-placement.ts), and when a table must move
-// or grow, the blocks the appended region holds (placeTables: the region laid out by
-// segment-layout.ts). Then the writes, each part's own (editPlan), put in phase order (write-list.ts):
+// each new byte goes: strings into the string table (string-placement.ts), an interpreter path where
+// the old one is when it fits, and when a table must move or grow, or the path does not fit, the
+// blocks the appended region holds (placeTables: the region laid out by segment-layout.ts). Then the writes, each part's own (editPlan), put in phase order (write-list.ts):
 // every prefix of them leaves a file that loads. Where a step needs a fact read only on request, or no
 // tier fits, it returns that instead of a plan.
 
@@ -16,7 +16,7 @@ import { stringAt } from '../elf/string-table.js';
 import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
 import { appendWrites } from './append-writes.js';
 import { CLEANUP_MARK, encodeDynamicArray, withNullValues } from './cleanup-mark.js';
-import type { EditFacts } from './edit-facts.js';
+import type { EditFacts, InterpreterFact } from './edit-facts.js';
 import { needsFacts, planned, type NoPlan, type Plan, type PlanDecision, type PlannedWrite } from './plan.js';
 import type { RegionPart } from './region.js';
 import { resumeOf, stringStarts, type Resume, type SectionRepair } from './resume-edit.js';
@@ -35,6 +35,14 @@ interface WantedChange {
   readonly entries: readonly WantedEntry[];
   /** The version need file names (vn_file) that follow a DT_NEEDED rename: each record and its new name. */
   readonly renames: readonly VersionNeedRename[];
+  /** A new interpreter path; null when it stays as it is. */
+  readonly interpreter: InterpreterChange | null;
+}
+
+interface InterpreterChange {
+  readonly old: InterpreterFact;
+  /** The new path with its NUL. */
+  readonly bytes: Uint8Array;
 }
 
 interface VersionNeedRename {
@@ -52,7 +60,7 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
   const resume = resumeOf(factsAsRead);
   const facts = resume === null ? factsAsRead : withRepairedSections(factsAsRead, resume.sections);
   const change = wantedChange(facts, wanted);
-  if (resume === null && change.renames.length === 0 && sameEntries(change.entries, facts.dynamic.entries))
+  if (resume === null && change.renames.length === 0 && change.interpreter === null && sameEntries(change.entries, facts.dynamic.entries))
     return planned({ tier: 'noop', writes: [], newSize: facts.fileSize });
 
   const symbolNames = facts.references.symbolNames;
@@ -64,7 +72,7 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
         ? { d_tag: entry.d_tag, d_val: placement.indexOf.get(entry.text) ?? 0 }
         : { d_tag: entry.d_tag, d_val: entry.d_val },
   );
-  const places = placeTables(facts, placement, entries.length);
+  const places = placeTables(facts, placement, entries.length, change.interpreter);
   if (places.kind !== 'places') return places;
   // Section headers change address when tables move or an interrupted edit's stale ones are
   // repaired; the .symtab symbols defined in those sections follow them.
@@ -87,7 +95,12 @@ function wantedChange(facts: EditFacts, wanted: WantedDynamic): WantedChange {
     }
     return entry;
   });
-  return { entries, renames };
+  const old = facts.interpreter;
+  const interpreter =
+    old === null || wanted.interpreter === null || wanted.interpreter === old.text
+      ? null
+      : { old, bytes: byteStringToBytes(`${wanted.interpreter}\0`) };
+  return { entries, renames, interpreter };
 }
 
 /** Whether the wanted entries are the file's entries as they are (no string to place, no value changed). */
@@ -105,7 +118,7 @@ function sameEntries(entries: readonly WantedEntry[], current: readonly DynamicE
  * points). Otherwise strings are only reused or appended, and the symbols do not matter.
  */
 function stringsMayBeFreed(facts: EditFacts, change: WantedChange, resume: Resume | null): boolean {
-  if (resume !== null || change.renames.length > 0) return true;
+  if (resume?.unreferencedStrings === true || change.renames.length > 0) return true;
   const { entries } = change;
   const kept = new Set(entries.filter((e): e is DynamicEntry => !isStringEntry(e) && STRING_TAGS.has(e.d_tag)).map((e) => e.d_val));
   if (facts.dynamic.entries.some((e) => STRING_TAGS.has(e.d_tag) && !kept.has(e.d_val))) return true;
@@ -130,7 +143,7 @@ function placeWantedStrings(facts: EditFacts, symbolNames: Uint32Array, change: 
     ...facts.dynamic.entries.filter((e) => STRING_TAGS.has(e.d_tag)).map((e) => e.d_val),
     ...renames.map((rename) => rename.ref.index),
     // What the cut-short cleanup would have zeroed is no longer known: every string nothing refers to.
-    ...(resume === null ? [] : stringStarts(table)),
+    ...(resume?.unreferencedStrings === true ? stringStarts(table) : []),
   ];
   const requests: StringRequest[] = [
     ...entries.filter(isStringEntry).map((e) => ({ text: e.text, previous: e.previous })),
@@ -148,9 +161,43 @@ interface TablePlaces {
   readonly dynamic: { readonly moves: boolean; readonly offset: number; readonly vaddr: number; readonly capacity: number };
   /** The string bytes the region holds: the whole table, moved, or the tail of one that grows where it ends the file. */
   readonly appendedStrings: readonly RegionPart[];
+  /** Where a new interpreter path goes in the region; null when it goes in place (or stays). */
+  readonly interpreter: Place | null;
 }
 
-function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: number): TablePlaces | NoPlan {
+/** The smallest page of any kernel: a write inside one such page is never cut by a kill (the kernel stops a write only between pages). */
+const SMALLEST_PAGE = 4096;
+
+/**
+ * The write of a new interpreter path where the old one is, the old one's bytes zeroed after it; null
+ * when it does not fit there (the path, its NUL and the zeros after them: `room`), or when that one
+ * write would cross a page boundary, where a kill could leave half of each path.
+ */
+function interpreterInPlace(change: InterpreterChange): PlannedWrite | null {
+  const { old, bytes } = change;
+  if (bytes.length > old.room) return null;
+  const written = new Uint8Array(Math.max(bytes.length, old.text.length + 1));
+  written.set(bytes);
+  if (Math.floor(old.offset / SMALLEST_PAGE) !== Math.floor((old.offset + written.length - 1) / SMALLEST_PAGE)) return null;
+  return { phase: 'dynamic', offset: old.offset, bytes: written, what: 'interpreter path (PT_INTERP), in place' };
+}
+
+/** The facts with the old interpreter path's bytes zeroed where the program header table may grow over them: a copy of it would keep the old path. */
+function withoutOldInterpreter(facts: EditFacts, old: InterpreterFact): EditFacts {
+  return {
+    ...facts,
+    movableRanges: facts.movableRanges.map((range) =>
+      range.offset === old.offset ? { offset: range.offset, bytes: new Uint8Array(range.bytes.length) } : range,
+    ),
+  };
+}
+
+function placeTables(
+  facts: EditFacts,
+  placement: StringPlacement,
+  entryCount: number,
+  interpreter: InterpreterChange | null,
+): TablePlaces | NoPlan {
   const tableGrows = placement.table.length > placement.oldSize;
   const dynamicMoves = entryCount + 1 > facts.dynamic.capacity;
   const unmoved: TablePlaces = {
@@ -159,9 +206,14 @@ function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: n
     table: { offset: facts.dynstr.offset, vaddr: facts.dynstr.vaddr },
     dynamic: { moves: false, offset: facts.dynamic.offset, vaddr: facts.dynamic.vaddr, capacity: facts.dynamic.capacity },
     appendedStrings: [],
+    interpreter: null,
   };
-  if (!tableGrows && !dynamicMoves) return unmoved;
-  const segment = chooseSegment(facts);
+  // A path that fits goes in place, unless the edit appends anyway: then it joins the region, where
+  // no growth of the program header table can reach it.
+  const interpreterAppended = interpreter !== null && (tableGrows || dynamicMoves || interpreterInPlace(interpreter) === null);
+  if (!tableGrows && !dynamicMoves && !interpreterAppended) return unmoved;
+  const layoutFacts = interpreterAppended ? withoutOldInterpreter(facts, interpreter.old) : facts;
+  const segment = chooseSegment(layoutFacts);
   if (segment.kind !== 'segment') return segment;
   const capacity = entryCount + 1 + SPARE_DYNAMIC_SLOTS;
   // A table that already ends the file, inside the segment being extended, grows where it is (unless the
@@ -175,17 +227,26 @@ function placeTables(facts: EditFacts, placement: StringPlacement, entryCount: n
     ? { size: capacity * codec.sizeOf(DYN), align: codec.wordSize, mappedBy: PT.PT_DYNAMIC, writable: true }
     : null;
   const stringsBlock = tableGrows ? { size: strings.length, align: 1, writable: false } : null;
-  const blocks = [dynamicBlock, stringsBlock].filter((block): block is BlockRequest => block !== null);
-  const region = layOutRegion(facts, segment, blocks);
+  // PT_INTERP follows the path (the kernel reads it at p_offset, glibc at p_vaddr); its entry keeps its place in the table.
+  const interpreterBlock = interpreterAppended
+    ? { size: interpreter.bytes.length, align: 1, mappedBy: PT.PT_INTERP, writable: false }
+    : null;
+  const blocks = [dynamicBlock, stringsBlock, interpreterBlock].filter((block): block is BlockRequest => block !== null);
+  const region = layOutRegion(layoutFacts, segment, blocks);
   const placeOf = (block: BlockRequest | null): Place | undefined => (block === null ? undefined : region.blocks[blocks.indexOf(block)]);
   const dynamicPlace = placeOf(dynamicBlock);
   const stringsPlace = placeOf(stringsBlock);
+  const interpreterPlace = placeOf(interpreterBlock);
   return {
     kind: 'places',
     region,
     table: stringsPlace === undefined || growsAtEnd ? unmoved.table : stringsPlace,
     dynamic: dynamicPlace === undefined ? unmoved.dynamic : { moves: true, ...dynamicPlace, capacity },
-    appendedStrings: stringsPlace === undefined ? [] : [{ offset: stringsPlace.offset, bytes: strings }],
+    appendedStrings: [
+      ...(stringsPlace === undefined ? [] : [{ offset: stringsPlace.offset, bytes: strings }]),
+      ...(interpreterPlace === undefined || interpreter === null ? [] : [{ offset: interpreterPlace.offset, bytes: interpreter.bytes }]),
+    ],
+    interpreter: interpreterPlace ?? null,
   };
 }
 
@@ -227,9 +288,13 @@ function editPlan(facts: EditFacts, parts: EditParts): Plan {
   const liveArray = encodeDynamicArray(facts.codec, entries, dynamic.capacity, marked ? CLEANUP_MARK : 0);
   const tableMoved = table.offset !== facts.dynstr.offset;
   const dynamicSize = dynamic.capacity * facts.codec.sizeOf(DYN);
+  const interpreter = change.interpreter;
+  const interpreterMoved = interpreter !== null && places.interpreter !== null ? places.interpreter : null;
   const writes: PlannedWrite[] = [
     // Strings written into the live table before or as the switch (only when the table stays put).
     ...(tableMoved ? [] : stringsInPlace(facts, placement)),
+    // A path in place is one write, which switches it; a moved one switches with the program headers.
+    ...(interpreter === null || interpreterMoved !== null ? [] : [interpreterInPlace(interpreter)].filter((w) => w !== null)),
     ...(region === null
       ? []
       : appendWrites(facts, region, [...places.appendedStrings, ...(dynamic.moves ? [{ offset: dynamic.offset, bytes: liveArray }] : [])])),
@@ -239,9 +304,11 @@ function editPlan(facts: EditFacts, parts: EditParts): Plan {
       repairs: resume?.sections ?? [],
       table: tableMoved || placement.table.length > placement.oldSize ? { ...table, size: placement.table.length } : null,
       dynamic: dynamic.moves ? { offset: dynamic.offset, vaddr: dynamic.vaddr, size: dynamicSize } : null,
+      interpreter: interpreterMoved === null || interpreter === null ? null : { ...interpreterMoved, size: interpreter.bytes.length },
       moved,
     }),
     ...cleanupWrites(facts, placement, resume),
+    ...(interpreterMoved === null || interpreter === null || region === null ? [] : oldInterpreterZeroed(facts, interpreter.old, region)),
     ...(marked
       ? changedSpanWrites(
           'unmark',
@@ -341,6 +408,22 @@ function cleanupWrites(facts: EditFacts, placement: StringPlacement, resume: Res
       }),
     ),
   ];
+}
+
+/**
+ * The old interpreter path, zeroed once PT_INTERP has left it (a replaced /nix/store path would keep
+ * that dependency alive), except where the program header table now lies: it may have grown over it.
+ */
+function oldInterpreterZeroed(facts: EditFacts, old: InterpreterFact, region: RegionLayout): PlannedWrite[] {
+  const { header } = facts;
+  const tableEnd = header.e_phoff + region.table.programHeaders.length * header.e_phentsize;
+  const inPlaceTable = region.table.tableOffset === header.e_phoff;
+  let start = old.offset;
+  let end = old.offset + old.text.length + 1;
+  if (inPlaceTable && start >= header.e_phoff && start < tableEnd) start = tableEnd;
+  if (inPlaceTable && header.e_phoff > start && header.e_phoff < end) end = header.e_phoff;
+  if (start >= end) return [];
+  return [{ phase: 'cleanup', offset: start, bytes: new Uint8Array(end - start), what: 'old interpreter path zeroed' }];
 }
 
 function encodeWord(facts: EditFacts, value: number): Uint8Array {

@@ -10,12 +10,19 @@
 // zeroed: that is what the cut-short cleanup would have done, so no replaced /nix/store path stays in
 // the file. Strings nothing referred to before the edit either (a build directory's runpath that a
 // build tool dropped from the tags) go too: the interrupted run's list of what it freed is lost.
+//
+// An interpreter path moved into the appended region leaves the `.interp` section header describing
+// the old path until the section headers are written, after the old path is zeroed: a `.interp`
+// header that no longer describes PT_INTERP is the third sign. Its header is set to what PT_INTERP
+// says, and the old path's bytes are zeroed where nothing else claims them (the program header table
+// may have grown over its start).
 
 import type { EditFacts } from './edit-facts.js';
 import type { Section } from '../elf/section-headers.js';
-import { SHT } from '../elf/constants.js';
+import { PT, SHT } from '../elf/constants.js';
 import type { Range } from './string-placement.js';
 import { cleanupMarked } from './cleanup-mark.js';
+import { isInterpreterSection } from './section-writes.js';
 
 export interface SectionRepair {
   readonly section: Section;
@@ -25,15 +32,64 @@ export interface SectionRepair {
 export interface Resume {
   /** Section headers to set to what the dynamic tags say. */
   readonly sections: readonly SectionRepair[];
-  /** File ranges to zero: a table the tags have left (the live table's dead strings are found by placement). */
+  /** File ranges to zero: a table the tags have left, an interpreter path PT_INTERP has left. */
   readonly deadFileRanges: readonly Range[];
+  /** Whether the strings of the live table that nothing refers to are zeroed (found by placement). */
+  readonly unreferencedStrings: boolean;
 }
 
 /** Null for a file no edit was cut short in; else the section headers to set and the ranges to zero. */
 export function resumeOf(facts: EditFacts): Resume | null {
-  const stale = staleHeaderRepairs(facts);
-  if (stale !== null) return stale;
-  return cleanupMarked(facts.codec, facts.dynamic) ? { sections: [], deadFileRanges: [] } : null;
+  const table = staleHeaderRepairs(facts);
+  const interpreter = staleInterpreterRepairs(facts);
+  if (table === null && interpreter === null) return cleanupMarked(facts.codec, facts.dynamic) ? stringsOnly : null;
+  const parts = [table, interpreter].filter((part): part is Resume => part !== null);
+  return {
+    sections: parts.flatMap((part) => part.sections),
+    deadFileRanges: parts.flatMap((part) => part.deadFileRanges),
+    unreferencedStrings: table !== null || cleanupMarked(facts.codec, facts.dynamic),
+  };
+}
+
+const stringsOnly: Resume = { sections: [], deadFileRanges: [], unreferencedStrings: true };
+
+/**
+ * What a `.interp` section header that no longer describes PT_INTERP says is left to do: the header
+ * set to PT_INTERP's place, and the old path zeroed. The old path's range is zeroed only where the
+ * program header table does not now lie, and only when nothing else claims it (no other section, no
+ * segment but the PT_LOAD around it, not the dynamic array or strings) and it is no longer than a
+ * path can be: a damaged header that points elsewhere gets its header set and no byte zeroed.
+ */
+function staleInterpreterRepairs(facts: EditFacts): Resume | null {
+  const live = facts.interpreter;
+  const section = facts.sections.find(isInterpreterSection);
+  if (live === null || section === undefined) return null;
+  if (section.sh_offset === live.offset && section.sh_addr === live.vaddr && section.sh_size === live.size) return null;
+  const fields = { sh_offset: live.offset, sh_addr: live.vaddr, sh_size: live.size };
+  return { sections: [{ section, fields }], deadFileRanges: leftInterpreter(facts, section), unreferencedStrings: false };
+}
+
+/** The longest range a path with its NUL takes (PATH_MAX, which the kernel holds PT_INTERP to). */
+const PATH_MAX = 4096;
+
+function leftInterpreter(facts: EditFacts, section: Section): Range[] {
+  const { header, programHeaders } = facts;
+  const tableEnd = header.e_phoff + programHeaders.length * header.e_phentsize;
+  const start = section.sh_offset >= header.e_phoff && section.sh_offset < tableEnd ? tableEnd : section.sh_offset;
+  const end = section.sh_offset + section.sh_size;
+  if (section.sh_size > PATH_MAX || end > facts.fileSize || start >= end) return [];
+  const overlaps = (offset: number, size: number): boolean => size > 0 && offset < end && start < offset + size;
+  const live = facts.interpreter;
+  const claimed =
+    (live !== null && overlaps(live.offset, live.size)) ||
+    overlaps(facts.dynamic.offset, facts.dynamic.bytes.length) ||
+    overlaps(facts.dynstr.offset, facts.dynstr.bytes.length) ||
+    overlaps(header.e_phoff, tableEnd - header.e_phoff) ||
+    programHeaders.some((ph) => ph.p_type !== PT.PT_LOAD && ph.p_type !== PT.PT_PHDR && overlaps(ph.p_offset, ph.p_filesz)) ||
+    facts.sections.some(
+      (other) => other.index !== section.index && other.sh_type !== SHT.SHT_NOBITS && overlaps(other.sh_offset, other.sh_size),
+    );
+  return claimed ? [] : [{ start, end }];
 }
 
 /** What a `.dynstr` section header that no longer describes the live table says is left to do; null when it does. */
@@ -59,7 +115,7 @@ function staleHeaderRepairs(facts: EditFacts): Resume | null {
   const tableLeft =
     stringsSection.sh_addr !== table.sh_addr && left.end <= facts.fileSize && (left.end <= live.start || live.end <= left.start);
   const overlapsDynamic = left.start < facts.dynamic.offset + facts.dynamic.bytes.length && facts.dynamic.offset < left.end;
-  return { sections, deadFileRanges: tableLeft && !overlapsDynamic ? [left] : [] };
+  return { sections, deadFileRanges: tableLeft && !overlapsDynamic ? [left] : [], unreferencedStrings: true };
 }
 
 /** The start of every NUL-terminated string of a table. */

@@ -27,6 +27,8 @@ interface SectionMoves {
   readonly table: MovedTable | null;
   /** The dynamic array, moved; null when it stays. */
   readonly dynamic: MovedTable | null;
+  /** The interpreter path, moved into the appended region; null when it stays. */
+  readonly interpreter: MovedTable | null;
   readonly moved: readonly MovedRange[];
 }
 
@@ -44,7 +46,13 @@ export function sectionWrites(facts: EditFacts, moves: SectionMoves): PlannedWri
   // Repairs first: a header this edit moves again is written once more, later in the same phase.
   for (const { section, fields } of moves.repairs) update(section, fields, `section header of ${section.name}, as the tags say`);
   for (const section of facts.sections) {
-    if (
+    if (moves.interpreter !== null && isInterpreterSection(section)) {
+      update(
+        section,
+        { sh_offset: moves.interpreter.offset, sh_addr: moves.interpreter.vaddr, sh_size: moves.interpreter.size },
+        'section header of .interp',
+      );
+    } else if (
       moves.table !== null &&
       section.sh_type === SHT.SHT_STRTAB &&
       section.sh_offset === facts.dynstr.offset &&
@@ -75,6 +83,11 @@ export function sectionWrites(facts: EditFacts, moves: SectionMoves): PlannedWri
     }
   }
   return [...writes, ...symbolWrites(facts, moved)];
+}
+
+/** The section that holds the interpreter path, as linkers name it. */
+export function isInterpreterSection(section: Section): boolean {
+  return section.name === '.interp' && section.sh_type === SHT.SHT_PROGBITS;
 }
 
 /** Symbols defined in a moved section (its section symbol, _DYNAMIC) follow it in .symtab. */

@@ -1,4 +1,4 @@
-// What the edit operations ask of the planner: the dynamic array as it should end up.
+// What the edit operations ask of the planner: the dynamic array, and the interpreter path, as they should end up.
 
 /** An entry kept as it is (its value is not a new string). */
 export interface KeptEntry {
@@ -21,6 +21,8 @@ export interface WantedDynamic {
   readonly entries: readonly WantedEntry[];
   /** DT_NEEDED renames that the version needs (.gnu.version_r vn_file) must follow, old → new. */
   readonly versionNeedRenames: ReadonlyMap<string, string>;
+  /** The interpreter path (PT_INTERP) as it should be, a byte string; null for a file without one. */
+  readonly interpreter: string | null;
 }
 
 export function isStringEntry(entry: WantedEntry): entry is StringEntry {

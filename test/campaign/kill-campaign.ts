@@ -142,15 +142,12 @@ const planFor = (path: string, runpath: string): Promise<Plan> =>
   planFile(path, (editor) => editor.setRunpath(textToByteString(runpath), 'keep'));
 
 /**
- * The hashes of every state a kill can leave the file in: the original with the first k writes of the
- * plan, and with write k+1 cut at each page boundary inside it; then all of them, cut to the plan's
- * final size. Maps hash → a description.
+ * Every state a kill can leave the file in: the original with the first k writes of the plan, and with
+ * write k+1 cut at each page boundary inside it; then all of them, cut to the plan's final size
+ * (`complete`). Each with a description.
  */
-function killStates(original: Uint8Array, plan: Plan): Map<string, string> {
-  const states = new Map<string, string>();
-  const add = (bytes: Uint8Array, what: string): void => {
-    states.set(createHash('sha256').update(bytes).digest('hex'), what);
-  };
+export function killStateList(original: Uint8Array, plan: Plan): { bytes: Uint8Array; what: string }[] {
+  const states: { bytes: Uint8Array; what: string }[] = [];
   const laid = (base: Uint8Array, write: PlannedWrite, length: number): Uint8Array => {
     const out = new Uint8Array(Math.max(base.length, write.offset + length));
     out.set(base);
@@ -158,20 +155,28 @@ function killStates(original: Uint8Array, plan: Plan): Map<string, string> {
     return out;
   };
   let bytes = original;
-  add(bytes, 'original');
+  states.push({ bytes, what: 'original' });
   plan.writes.forEach((write, k) => {
     for (let cut = (Math.floor(write.offset / PAGE) + 1) * PAGE; cut < write.offset + write.bytes.length; cut += PAGE) {
-      add(
-        laid(bytes, write, cut - write.offset),
-        `${k} of ${plan.writes.length} writes, and write ${k + 1} (${write.what}) cut at 0x${cut.toString(16)}`,
-      );
+      states.push({
+        bytes: laid(bytes, write, cut - write.offset),
+        what: `${k} of ${plan.writes.length} writes, and write ${k + 1} (${write.what}) cut at 0x${cut.toString(16)}`,
+      });
     }
     bytes = laid(bytes, write, write.bytes.length);
-    add(bytes, `${k + 1} of ${plan.writes.length} writes${k + 1 === plan.writes.length ? ', the file not yet cut to its final size' : ''}`);
+    states.push({
+      bytes,
+      what: `${k + 1} of ${plan.writes.length} writes${k + 1 === plan.writes.length ? ', the file not yet cut to its final size' : ''}`,
+    });
   });
   // After the last write the file is cut to its final size (a no-op unless a write reached past it).
-  add(bytes.subarray(0, plan.newSize), 'complete');
+  states.push({ bytes: bytes.subarray(0, plan.newSize), what: 'complete' });
   return states;
+}
+
+/** The hashes of every state a kill can leave the file in (killStateList), each to its description. */
+function killStates(original: Uint8Array, plan: Plan): Map<string, string> {
+  return new Map(killStateList(original, plan).map(({ bytes, what }) => [createHash('sha256').update(bytes).digest('hex'), what]));
 }
 
 async function reference(

@@ -32,6 +32,11 @@ export interface FuzzConfig {
   /** Called every `progressEvery` iterations. */
   readonly onProgress?: (figures: FuzzFigures) => void;
   readonly progressEvery?: number;
+  /**
+   * Whether set-interpreter is drawn (one input in four, from a stream of its own): false replays an
+   * input found before it was, with the operation it was found with. True unless said.
+   */
+  readonly interpreterEdits?: boolean;
 }
 
 /** What kind of property an input broke; an input that broke several counts once, as the first here. */
@@ -140,7 +145,7 @@ export async function runFuzz(config: FuzzConfig): Promise<{ figures: FuzzFigure
       const r = inputRng(config.seed, 0, iteration);
       const base = r.pick(bases);
       const { bytes, what } = mutate(base.bytes, base.layout, r);
-      const operation = drawOperation(r);
+      const operation = drawOperation(r, config.interpreterEdits === false ? null : inputRng(config.seed, 1, iteration));
       const replay = `seed ${seedText} iteration ${iteration}: ${base.fixture.id}; ${what.join('; ')}; ${operation.name}`;
       seen.add(createHash('sha1').update(bytes).digest().readUIntBE(0, 6));
       await writeFile(path, bytes);

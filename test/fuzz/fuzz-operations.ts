@@ -1,7 +1,7 @@
 // The operations a fuzzed input goes through, each by the tool's own read → plan → write path on a
 // real file (editElfFile for the edit commands, processFile for apply's hooks), and what must read
-// back afterwards: the dynamic array the edit asked for, every other entry as it was, and nothing more
-// to do when the same edit is asked again.
+// back afterwards: the dynamic array and the interpreter path the edit asked for, every other entry as
+// it was, and nothing more to do when the same edit is asked again.
 
 import { readFile, stat } from 'node:fs/promises';
 import type { FileOutcome } from '../../src/batch/file-outcome.js';
@@ -206,7 +206,8 @@ export function editOperation(name: string, apply: (editor: DynamicEditor) => vo
       const operations: EditOperations = (editor, image) => {
         apply(editor);
         wanted = editor.wanted().entries;
-        before = { machine: image.header.e_machine, type: image.header.e_type, interpreter: image.interpreter };
+        // The interpreter the edit leaves: the file's own, or the one set-interpreter asked for.
+        before = { machine: image.header.e_machine, type: image.header.e_type, interpreter: editor.wanted().interpreter };
       };
       let plan: Plan;
       try {
@@ -229,7 +230,7 @@ export function editOperation(name: string, apply: (editor: DynamicEditor) => vo
         problems.push(...arrayDifferences(wanted, back.entries));
         const was = before as { machine: number; type: number; interpreter: string | null } | null;
         if (was !== null && (was.machine !== back.machine || was.type !== back.type || was.interpreter !== back.interpreter)) {
-          problems.push('e_machine, e_type or the interpreter changed');
+          problems.push(`e_machine or e_type changed, or the interpreter reads back as "${printable(back.interpreter ?? '(none)')}"`);
         }
       } catch (error) {
         problems.push(`the written file does not read back: ${error instanceof Error ? error.message : String(error)}`);
@@ -319,27 +320,50 @@ function neededPicker(which: number): { which: number; name(editor: DynamicEdito
   };
 }
 
-/** One operation for an input, drawn from the same generator as its mutation. */
-export function drawOperation(r: Rng): Operation {
+/** A path for set-interpreter: shorter than a loader's (in place when it fits), a little longer, or much longer (appended). */
+function interpreterPath(r: Rng): string {
+  return `/${pathBytes(r, r.pick([1 + r.below(26), 27 + r.below(100), 200 + r.below(3000)]))}`;
+}
+
+/**
+ * One operation for an input, drawn from the same generator as its mutation. `interpreter`, a stream
+ * of its own (so that every seed and iteration draws the operations it drew before), adds
+ * set-interpreter to one input in four: alone in place of apply's hooks, else in the same edit (one
+ * plan: the path and a grown string table share the appended region). Null draws none (the replays
+ * of inputs found before it existed).
+ */
+export function drawOperation(r: Rng, interpreter: Rng | null): Operation {
+  const path = interpreter !== null && interpreter.below(4) === 0 ? interpreterPath(interpreter) : null;
+  const setInterpreter = (e: DynamicEditor): void => {
+    if (path !== null) e.setInterpreter(path);
+  };
+  const named = (name: string): string => (path === null ? name : `set-interpreter "${printable(path)}" and ${name}`);
+  const edit = (name: string, apply: (editor: DynamicEditor) => void): Operation =>
+    editOperation(named(name), (e) => {
+      setInterpreter(e);
+      apply(e);
+    });
   switch (r.below(8)) {
-    case 0:
-      return hooksOperation('default', r.below(2) === 0);
+    case 0: {
+      const removeStubs = r.below(2) === 0;
+      return path === null ? hooksOperation('default', removeStubs) : edit('nothing else', () => undefined);
+    }
     case 1:
-      return hooksOperation('nixpkgs-compat', false);
+      return path === null ? hooksOperation('nixpkgs-compat', false) : edit('nothing else', () => undefined);
     case 2: {
       const value = runpathValue(r);
       const policy = r.pick(['keep', 'runpath', 'rpath'] as const);
-      return editOperation(`set-runpath (${policy}) "${printable(value)}"`, (e) => e.setRunpath(value, policy));
+      return edit(`set-runpath (${policy}) "${printable(value)}"`, (e) => e.setRunpath(value, policy));
     }
     case 3:
-      return editOperation('remove-runpath --all', (e) => e.setRunpath(null));
+      return edit('remove-runpath --all', (e) => e.setRunpath(null));
     case 4: {
       const name = libraryName(r);
-      return editOperation(`add-needed "${printable(name)}"`, (e) => e.addNeeded(name));
+      return edit(`add-needed "${printable(name)}"`, (e) => e.addNeeded(name));
     }
     case 5: {
       const pick = neededPicker(r.below(4));
-      return editOperation(`remove-needed #${pick.which}`, (e) => {
+      return edit(`remove-needed #${pick.which}`, (e) => {
         const name = pick.name(e);
         if (name !== undefined) e.removeNeeded(name);
       });
@@ -347,14 +371,14 @@ export function drawOperation(r: Rng): Operation {
     case 6: {
       const pick = neededPicker(r.below(4));
       const to = libraryName(r);
-      return editOperation(`replace-needed #${pick.which} "${printable(to)}"`, (e) => {
+      return edit(`replace-needed #${pick.which} "${printable(to)}"`, (e) => {
         const name = pick.name(e);
         if (name !== undefined && name !== to) e.replaceNeeded(name, to);
       });
     }
     default: {
       const dirs = Array.from({ length: 1 + r.below(3) }, () => `/${pathBytes(r, 1 + r.below(60))}`);
-      return editOperation(`add-runpath "${printable(dirs.join(':'), 400)}"`, (e) => {
+      return edit(`add-runpath "${printable(dirs.join(':'), 400)}"`, (e) => {
         const current = e.runpath();
         const kept = current === null || current === '' ? [] : current.split(':').filter((dir) => !dirs.includes(dir));
         e.setRunpath([...dirs, ...kept].join(':'));

@@ -21,13 +21,13 @@ describe('a tag given twice: the last is the one the loader uses', () => {
   const RUNPATH_TOO: CurrentEntry = { d_tag: DT.DT_RUNPATH, d_val: 60, text: '/u2' };
   const SONAME_TOO: CurrentEntry = { d_tag: DT.DT_SONAME, d_val: 70, text: 'libx.so.2' };
   it('runpath and soname read the last', () => {
-    const editor = new DynamicEditor([RUNPATH, SONAME, RUNPATH_TOO, SONAME_TOO]);
+    const editor = new DynamicEditor([RUNPATH, SONAME, RUNPATH_TOO, SONAME_TOO], null);
     expect(editor.runpath()).toBe('/u2');
     expect(editor.soname()).toBe('libx.so.2');
   });
 
   it('setting the runpath gives every entry of it the value: the loader reads the new one whichever it takes', () => {
-    const editor = new DynamicEditor([RUNPATH, RUNPATH_TOO]);
+    const editor = new DynamicEditor([RUNPATH, RUNPATH_TOO], null);
     editor.setRunpath(`/new:${editor.runpath() ?? ''}`);
     expect(tagsAndTexts(editor)).toEqual([
       [DT.DT_RUNPATH, '/new:/u2'],
@@ -83,14 +83,14 @@ describe('setRunpath: the tag each policy writes', () => {
     { start: [RPATH, RUNPATH], policy: 'runpath', tags: [[DT.DT_RUNPATH, '/new']] },
   ];
   it.each(cases)('$start.length entries, policy $policy', ({ start, policy, tags }) => {
-    const editor = new DynamicEditor(start);
+    const editor = new DynamicEditor(start, null);
     editor.setRunpath('/new', policy);
     expect(tagsAndTexts(editor)).toEqual(tags);
     expect(editor.runpath()).toBe('/new');
   });
 
   it('null removes DT_RUNPATH and DT_RPATH alike', () => {
-    const editor = new DynamicEditor([RPATH, STRTAB, RUNPATH]);
+    const editor = new DynamicEditor([RPATH, STRTAB, RUNPATH], null);
     editor.setRunpath(null);
     expect(tagsAndTexts(editor)).toEqual([[DT.DT_STRTAB, null]]);
     expect(editor.runpath()).toBeNull();
@@ -100,7 +100,7 @@ describe('setRunpath: the tag each policy writes', () => {
 
 describe('reading', () => {
   it('prefers DT_RUNPATH, as the loader does, and names the tag of the runpath it reads (old ld wrote DT_RPATH first)', () => {
-    const editor = new DynamicEditor([RPATH, RUNPATH, SONAME, NEEDED('liba.so', 1)]);
+    const editor = new DynamicEditor([RPATH, RUNPATH, SONAME, NEEDED('liba.so', 1)], null);
     expect(editor.runpath()).toBe('/u');
     expect(editor.runpathTag()).toBe(DT.DT_RUNPATH);
     expect(editor.soname()).toBe('libx.so.1');
@@ -110,7 +110,7 @@ describe('reading', () => {
 
 describe('DT_NEEDED', () => {
   it('adds before the existing entries, as patchelf does, and not twice', () => {
-    const editor = new DynamicEditor([SONAME, NEEDED('liba.so', 1), NEEDED('libb.so', 9)]);
+    const editor = new DynamicEditor([SONAME, NEEDED('liba.so', 1), NEEDED('libb.so', 9)], null);
     editor.addNeeded('libnew.so');
     editor.addNeeded('liba.so');
     expect(tagsAndTexts(editor)).toEqual([
@@ -122,7 +122,7 @@ describe('DT_NEEDED', () => {
   });
 
   it('adds first when there is none', () => {
-    const editor = new DynamicEditor([STRTAB]);
+    const editor = new DynamicEditor([STRTAB], null);
     editor.addNeeded('libnew.so');
     expect(tagsAndTexts(editor)).toEqual([
       [DT.DT_NEEDED, 'libnew.so'],
@@ -131,13 +131,13 @@ describe('DT_NEEDED', () => {
   });
 
   it('removes every entry of a name', () => {
-    const editor = new DynamicEditor([NEEDED('liba.so', 1), NEEDED('libb.so', 9), NEEDED('liba.so', 1)]);
+    const editor = new DynamicEditor([NEEDED('liba.so', 1), NEEDED('libb.so', 9), NEEDED('liba.so', 1)], null);
     editor.removeNeeded('liba.so');
     expect(editor.needed()).toEqual(['libb.so']);
   });
 
   it('renames, and the version needs follow (versionNeedRenames)', () => {
-    const editor = new DynamicEditor([NEEDED('liba.so', 1), NEEDED('libb.so', 9)]);
+    const editor = new DynamicEditor([NEEDED('liba.so', 1), NEEDED('libb.so', 9)], null);
     editor.replaceNeeded('liba.so', 'liba.so.2');
     editor.replaceNeeded('libmissing.so', 'libz.so');
     expect(editor.needed()).toEqual(['liba.so.2', 'libb.so']);
@@ -147,7 +147,7 @@ describe('DT_NEEDED', () => {
 
 describe('what the planner gets', () => {
   it('kept entries as values, string entries as text with the index they replace', () => {
-    const editor = new DynamicEditor([NEEDED('liba.so', 1), STRTAB, RUNPATH]);
+    const editor = new DynamicEditor([NEEDED('liba.so', 1), STRTAB, RUNPATH], null);
     editor.setRunpath('/new');
     editor.addNeeded('libnew.so');
     expect(editor.wanted().entries).toEqual([
@@ -163,7 +163,7 @@ describe('what the planner gets', () => {
     ['a new DT_NEEDED', (editor: DynamicEditor) => editor.addNeeded('lib\0.so')],
     ['a renamed DT_NEEDED', (editor: DynamicEditor) => editor.replaceNeeded('liba.so', 'lib\0.so')],
   ])('refuses a NUL byte in %s as a usage error', (_what, operation) => {
-    const editor = new DynamicEditor([NEEDED('liba.so', 1)]);
+    const editor = new DynamicEditor([NEEDED('liba.so', 1)], null);
     let caught: unknown;
     try {
       operation(editor);

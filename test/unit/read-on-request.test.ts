@@ -35,7 +35,7 @@ async function planOnRequest(
   operations: Operations,
 ): Promise<{ asked: LaterFact[]; decision: PlanDecision }> {
   const image = await readImage(bytes);
-  const editor = new DynamicEditor(currentEntries(first));
+  const editor = new DynamicEditor(currentEntries(first), first.interpreter?.text ?? null);
   operations(editor);
   const wanted = editor.wanted();
   const asked: LaterFact[] = [];
@@ -60,7 +60,7 @@ describe.each(CORPUS)('$name', (file) => {
     const { asked, decision } = await planOnRequest(bytes, first, operations);
 
     const every = await factsOf(bytes);
-    const editor = new DynamicEditor(currentEntries(every));
+    const editor = new DynamicEditor(currentEntries(every), every.interpreter?.text ?? null);
     operations(editor);
     const plan = withoutRewrite(planEdit(every, editor.wanted()));
     expect(withoutRewrite(decision)).toEqual(plan);

@@ -108,7 +108,7 @@ describe.each(CORPUS)('$name', (file) => {
   // No tier fits: a returned value the pipeline turns into the file's `unsupported` error, not an exception.
   it('returns a refusal, not an exception, when no new segment fits below 2^53 or in a first page of its own', async () => {
     const facts = await factsOf(corpusBytes(file.name));
-    const editor = new DynamicEditor(currentEntries(facts));
+    const editor = new DynamicEditor(currentEntries(facts), facts.interpreter?.text ?? null);
     editor.setRunpath(`/${'x'.repeat(4000)}`);
     const decision = planEdit({ ...facts, largestSymbolSize: 2 ** 53 }, editor.wanted());
     expect(decision).toMatchObject({ kind: 'unsupported', why: expect.stringMatching(/^no room for a new segment below 2\^53/) });

@@ -21,7 +21,7 @@ export async function factsOf(bytes: Uint8Array): Promise<EditFacts> {
 
 export async function planOn(bytes: Uint8Array, operations: Operations): Promise<{ facts: EditFacts; plan: Plan }> {
   const facts = await factsOf(bytes);
-  const editor = new DynamicEditor(currentEntries(facts));
+  const editor = new DynamicEditor(currentEntries(facts), facts.interpreter?.text ?? null);
   operations(editor);
   return { facts, plan: withoutRewrite(planEdit(facts, editor.wanted())) };
 }
