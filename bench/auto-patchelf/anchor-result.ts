@@ -63,7 +63,7 @@ const byFile = (entries: readonly { name: string; file: string }[], copy: string
 };
 
 /** What readelf shows of one file before and after a run (either side's), and the directories its runpath names. */
-function readBack(copy: string, path: string, before: ElfFacts | undefined, after: ElfFacts) {
+export function readBack(copy: string, path: string, before: ElfFacts | undefined, after: ElfFacts) {
   return {
     path,
     machine: after.machine,

@@ -1,8 +1,17 @@
 // The command line the entry scripts share: case names, --dist DIR, and the results' name.
 
 import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
 
 const DIST_FLAG = '--dist';
+
+/** The build to run: --dist DIR, else the checkout's dist/. */
+export function distArgument(argv: readonly string[] = process.argv): string {
+  const at = argv.indexOf(DIST_FLAG);
+  const given = at < 0 ? undefined : argv[at + 1];
+  if (at >= 0 && given === undefined) throw new Error(`${DIST_FLAG} needs a directory`);
+  return resolve(given ?? join(import.meta.dirname, '..', '..', 'dist'));
+}
 
 /** The case names: every argument that is neither a flag nor --dist's value. */
 export const caseArguments = (argv: readonly string[] = process.argv): string[] =>

@@ -3,7 +3,7 @@
 // for `cuda-patchelf apply --auto-patchelf`.
 
 import { spawn } from 'node:child_process';
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 
 const repoRoot = join(import.meta.dirname, '..', '..');
@@ -12,10 +12,12 @@ export const AP_CACHE = join(repoRoot, 'bench', '.cache', 'auto-patchelf');
 const FIXTURES = process.env.CUDA_PATCHELF_FIXTURES_CACHE ?? join(repoRoot, 'fixtures', '.cache');
 /** The closure benchmark's cache (bench/closure/assemble.sh): its tree and patchelf 0.18. */
 const CLOSURE = process.env.CUDA_PATCHELF_BENCH_CACHE ?? join(repoRoot, 'bench', '.cache', 'closure');
+/** What cuda_compat's directory is called in the closure benchmark (closure.ts). */
+export const CUDA_COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
 
 /** Stand-ins for $NIX_BINTOOLS: the interpreter and the libc directory (nix-support/orig-libc + /lib). */
 export type Bintools = 'x86_64' | 'x86_64-glibc' | 'aarch64';
-const PATCHELF_VERSIONS = ['0.14.3', '0.18'] as const;
+export const PATCHELF_VERSIONS = ['0.14.3', '0.18'] as const;
 export type PatchelfVersion = (typeof PATCHELF_VERSIONS)[number];
 
 export interface AutoPatchelfCase {
@@ -45,6 +47,12 @@ const fixtureLibs = {
 
 export const bintoolsDir = (bintools: Bintools): string => join(AP_CACHE, 'bintools', bintools);
 export const patchelfPathDir = (version: PatchelfVersion): string => join(AP_CACHE, 'patchelf', version);
+
+/** The interpreter and the libc directory of a stand-in, as auto-patchelf.py reads them. */
+export async function bintoolsFacts(bintools: Bintools): Promise<{ interpreter: string; libcDir: string }> {
+  const read = async (name: string): Promise<string> => (await readFile(join(bintoolsDir(bintools), 'nix-support', name), 'utf8')).trim();
+  return { interpreter: await read('dynamic-linker'), libcDir: join(await read('orig-libc'), 'lib') };
+}
 
 /**
  * What Nixpkgs' addAutoPatchelfSearchPath finds under a directory: every directory holding a `*.so*`

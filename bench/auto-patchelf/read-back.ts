@@ -98,3 +98,6 @@ export function runpathDirs(runpath: string | null, copy: string, file: string):
       }
     });
 }
+
+/** Whether a runpath entry is relocatable (names a directory by the file's own place). */
+export const isOriginEntry = (entry: string): boolean => new RegExp(ORIGIN.source).test(entry);
