@@ -5,8 +5,11 @@
 // - the whole CUDA fixup over the closure (closure): auto-patchelf.py then the Nixpkgs patchelf hook
 //   sequence (bench/nixpkgs-sequence.sh: driver, then cuda_compat) against one `apply --auto-patchelf
 //   --cuda-compat C --remove-stubs`: >= 50x.
-// Ours also as `plan` (the index and the plans, nothing written), and Node's start alone, to say where
-// the time goes.
+// The anchor with patchelf 0.18 (PATCHELF=0.14.3 for the other one assemble.sh builds). Ours also as
+// `plan` (the index and the plans, nothing written), `plan` without the resolver (the same walk and
+// plans, no index), and Node's start alone, to say where the time goes. The contenders run in turn,
+// round after round (A B C D, A B C D, ...), each on a fresh copy (the copy not timed), so that a
+// ratio is taken between runs of the same round: the machine is shared and its load drifts.
 //
 //   npx vite-node bench/auto-patchelf/benchmark.ts [CASE...] [--dist DIR]     REPEAT=n (default 3)
 //
@@ -17,20 +20,22 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { type Measurement, measure, medianSample, requireBenchTools, spread } from '../lib/measure.js';
-import { ratio, table, writeResults } from '../lib/results.js';
+import { type Measurement, measure, requireBenchTools, spread } from '../lib/measure.js';
+import { table, writeResults } from '../lib/results.js';
 import { anchorArgv, anchorEnv, checkAnchorScript } from './anchor.js';
 import { caseArguments, distArgument, resultsName } from './arguments.js';
-import { AP_CACHE, assemble, type AutoPatchelfCase, CUDA_COMPAT, PATCHELF_VERSIONS, pickCases } from './cases.js';
+import { AP_CACHE, assemble, type AutoPatchelfCase, CUDA_COMPAT, PATCHELF_VERSIONS, type PatchelfVersion, pickCases } from './cases.js';
 import { oursArgv, type OursOptions } from './ours.js';
 import { timedRunOnCopy } from './timed-run.js';
 
 const REPEAT = Number(process.env.REPEAT ?? 3);
+const ANCHOR_PATCHELF = (process.env.PATCHELF ?? '0.18') as PatchelfVersion;
 const DEFAULT_CASES = ['debian-600', 'debian-600-nix', 'cuda', 'cuda-nix', 'closure'];
 const dist = distArgument();
 const caseNames = caseArguments();
 const SEQUENCE = join(import.meta.dirname, '..', 'nixpkgs-sequence.sh');
 const say = (line: string): void => void process.stderr.write(`auto-patchelf benchmark: ${line}\n`);
+const load = (): string => (loadavg()[0] ?? 0).toFixed(2);
 
 interface Contender {
   readonly name: string;
@@ -41,62 +46,85 @@ interface Contender {
 }
 
 function contenders(c: AutoPatchelfCase): Contender[] {
-  const anchors = PATCHELF_VERSIONS.map(
-    (patchelf): Contender => ({
-      name: `auto-patchelf.py${c.cudaFixup ? ' then the Nixpkgs sequence' : ''}, patchelf ${patchelf}`,
-      // The sequence (sh's $0) finds patchelf on PATH, as the anchor does: the same version for both.
-      argv: async (copy) =>
-        c.cudaFixup ? ['sh', '-c', '"$@"; bash "$0" "$COPY" "$COMPAT"', SEQUENCE, ...anchorArgv(c, copy)] : anchorArgv(c, copy),
-      env: { ...anchorEnv(c, patchelf), COMPAT: CUDA_COMPAT },
-      exits: [0, 1],
-    }),
-  );
-  const ours = (command: OursOptions['command']): Contender => ({
-    name: `cuda-patchelf ${command} --auto-patchelf${c.cudaFixup ? ' --cuda-compat C --remove-stubs' : ''}${command === 'plan' ? ' (nothing written)' : ''}`,
-    argv: (copy) => oursArgv(c, copy, { dist, driver: true, command }),
+  if (!PATCHELF_VERSIONS.includes(ANCHOR_PATCHELF)) throw new Error(`PATCHELF=${ANCHOR_PATCHELF}: one of ${PATCHELF_VERSIONS.join(', ')}`);
+  const anchor: Contender = {
+    name: `auto-patchelf.py${c.cudaFixup ? ' then the Nixpkgs sequence' : ''}, patchelf ${ANCHOR_PATCHELF}`,
+    // The sequence (sh's $0) finds patchelf on PATH, as the anchor does: the same version for both.
+    argv: async (copy) =>
+      c.cudaFixup ? ['sh', '-c', '"$@"; bash "$0" "$COPY" "$COMPAT"', SEQUENCE, ...anchorArgv(c, copy)] : anchorArgv(c, copy),
+    env: { ...anchorEnv(c, ANCHOR_PATCHELF), COMPAT: CUDA_COMPAT },
+    exits: [0, 1],
+  };
+  const ours = (command: OursOptions['command'], resolver: boolean): Contender => ({
+    name: [
+      `cuda-patchelf ${command}`,
+      resolver ? ' --auto-patchelf' : ' (driver hook alone, no index)',
+      c.cudaFixup ? ' --cuda-compat C --remove-stubs' : '',
+      command === 'plan' && resolver ? ' (nothing written)' : '',
+    ].join(''),
+    argv: (copy) => oursArgv(c, copy, { dist, driver: true, command, resolver }),
     env: process.env,
     exits: [0, 3],
   });
-  return [...anchors, ours('apply'), ours('plan')];
+  return [anchor, ours('apply', true), ours('plan', true), ours('plan', false)];
 }
 
-interface Timed {
-  readonly contender: Contender;
-  readonly runs: readonly { readonly m: Measurement }[];
+interface Run {
+  readonly m: Measurement;
   readonly exit: number;
+  /** The 1-minute load average when the run started. */
+  readonly load: string;
 }
 
-async function timeContender(c: AutoPatchelfCase, contender: Contender): Promise<Timed> {
+async function runOnce(c: AutoPatchelfCase, contender: Contender): Promise<Run> {
   const copy = join(AP_CACHE, 'work', 'bench', c.name);
   await mkdir(join(copy, '..'), { recursive: true });
-  const runs: { m: Measurement }[] = [];
-  let exit = 0;
-  for (let i = 0; i < REPEAT; i++) {
-    const run = await timedRunOnCopy(c.tree, copy, await contender.argv(copy), { ...contender.env, COPY: copy });
-    if (!contender.exits.includes(run.exit)) throw new Error(`${c.name}, ${contender.name}: exit ${run.exit}: ${run.stderr.slice(-2000)}`);
-    say(`${c.name}, ${contender.name}: ${run.m.wallSeconds.toFixed(2)} s, ${(run.m.peakRssKiB / 1024).toFixed(0)} MiB, exit ${run.exit}`);
-    runs.push({ m: run.m });
-    exit = run.exit;
-  }
-  return { contender, runs, exit };
+  const loadAtStart = load();
+  const run = await timedRunOnCopy(c.tree, copy, await contender.argv(copy), { ...contender.env, COPY: copy });
+  if (!contender.exits.includes(run.exit)) throw new Error(`${c.name}, ${contender.name}: exit ${run.exit}: ${run.stderr.slice(-2000)}`);
+  say(
+    `${c.name}, ${contender.name}: ${run.m.wallSeconds.toFixed(2)} s, ${(run.m.peakRssKiB / 1024).toFixed(0)} MiB, exit ${run.exit}, load ${loadAtStart}`,
+  );
+  return { m: run.m, exit: run.exit, load: loadAtStart };
 }
 
-function caseTable(c: AutoPatchelfCase, timed: readonly Timed[]): string {
-  const base = timed[0];
-  if (base === undefined) return '';
-  const baseMedian = medianSample(base.runs).m;
-  const rows = timed.map((t) => {
-    const wall = spread(t.runs.map((r) => r.m.wallSeconds));
-    const median = medianSample(t.runs).m;
+const range = (values: readonly number[], digits: number, unit = ''): string => {
+  const s = spread(values);
+  return `${s.median.toFixed(digits)}${unit} (${s.min.toFixed(digits)} – ${s.max.toFixed(digits)})`;
+};
+
+function caseTable(c: AutoPatchelfCase, all: readonly Contender[], rounds: readonly (readonly Run[])[]): string {
+  const rows = all.map((contender, i) => {
+    const runs = rounds.map((round) => round[i] as Run);
+    // The anchor's time and RSS over this contender's, round by round.
+    const paired = (pick: (m: Measurement) => number): string =>
+      i === 0
+        ? '1×'
+        : `${range(
+            rounds.map((round) => pick((round[0] as Run).m) / pick((round[i] as Run).m)),
+            1,
+            '×',
+          )}`;
     return [
-      t.contender.name,
-      `${wall.median.toFixed(2)} s`,
-      `${wall.min.toFixed(2)} – ${wall.max.toFixed(2)} s`,
-      `${(median.peakRssKiB / 1024).toFixed(0)} MiB`,
-      median.cpuCores.toFixed(2),
-      String(t.exit),
-      ratio(baseMedian.wallSeconds, median.wallSeconds),
-      ratio(baseMedian.peakRssKiB, median.peakRssKiB),
+      contender.name,
+      range(
+        runs.map((r) => r.m.wallSeconds),
+        2,
+        ' s',
+      ),
+      range(
+        runs.map((r) => r.m.peakRssKiB / 1024),
+        0,
+        ' MiB',
+      ),
+      range(
+        runs.map((r) => r.m.cpuCores),
+        2,
+      ),
+      [...new Set(runs.map((r) => r.exit))].join(', '),
+      paired((m) => m.wallSeconds),
+      paired((m) => m.peakRssKiB),
+      runs.map((r) => r.load).join(', '),
     ];
   });
   return [
@@ -105,7 +133,16 @@ function caseTable(c: AutoPatchelfCase, timed: readonly Timed[]): string {
     `${c.description}.`,
     '',
     table(
-      ['contender', 'wall (median)', 'min – max', 'peak RSS', 'cores busy', 'exit', `faster than ${base.contender.name}`, 'less RSS'],
+      [
+        'contender',
+        'wall: median (min – max)',
+        'peak RSS',
+        'cores busy',
+        'exit',
+        "faster: the anchor's wall / this (same round)",
+        "RSS: the anchor's / this",
+        'load average at each start',
+      ],
       rows,
     ),
     '',
@@ -117,22 +154,30 @@ async function main(): Promise<void> {
   await checkAnchorScript();
   if (!existsSync(join(dist, 'cli', 'main.js'))) throw new Error(`${dist}/cli/main.js is missing: npm run build`);
   await assemble();
-  const loadBefore = loadavg()[0]?.toFixed(2);
-  const nodeStart: { m: Measurement }[] = [];
-  for (let i = 0; i < REPEAT; i++) nodeStart.push({ m: await measure([process.execPath, join(dist, 'cli', 'main.js'), '--version']) });
+  const loadBefore = load();
+  const nodeStart: Measurement[] = [];
+  for (let i = 0; i < REPEAT; i++) nodeStart.push(await measure([process.execPath, join(dist, 'cli', 'main.js'), '--version']));
   const sections: string[] = [];
   for (const c of await pickCases(caseNames.length === 0 ? DEFAULT_CASES : caseNames)) {
-    const timed: Timed[] = [];
-    for (const contender of contenders(c)) timed.push(await timeContender(c, contender));
-    sections.push(caseTable(c, timed));
+    const all = contenders(c);
+    const rounds: Run[][] = [];
+    for (let i = 0; i < REPEAT; i++) {
+      const round: Run[] = [];
+      for (const contender of all) round.push(await runOnce(c, contender));
+      rounds.push(round);
+    }
+    sections.push(caseTable(c, all, rounds));
   }
   const markdown = [
     "# autoPatchelf: Nixpkgs' auto-patchelf.py against `cuda-patchelf apply --auto-patchelf`",
     '',
-    `${availableParallelism()} CPUs; load average ${loadBefore} before, ${loadavg()[0]?.toFixed(2)} after. ${REPEAT} run(s) each, on fresh copies.`,
-    `Ours: \`${dist}\`, the driver hook on. Node's start alone (\`main.js --version\`): ${medianSample(nodeStart).m.wallSeconds.toFixed(3)} s.`,
-    'Peak RSS: the largest process of the run (GNU time): for the anchor the Python process or one patchelf, so it',
-    'undercounts the anchor (both run at once).',
+    `${availableParallelism()} CPUs; load average ${loadBefore} before, ${load()} after. ${REPEAT} round(s), each contender once a round, on a fresh copy.`,
+    `Ours: \`${dist}\`, the driver hook on. Node's start alone (\`main.js --version\`): ${range(
+      nodeStart.map((m) => m.wallSeconds),
+      3,
+      ' s',
+    )}.`,
+    'Peak RSS: the largest process of the run (GNU time): for the anchor the Python process or one patchelf.',
     '',
     ...sections,
   ].join('\n');

@@ -12,18 +12,16 @@ export interface OursOptions {
   readonly driver: boolean;
   /** apply, or plan (the same work, nothing written). */
   readonly command: 'apply' | 'plan';
+  /** The resolver on (--auto-patchelf and its flags); off: the other hooks alone, to time the index's share. */
+  readonly resolver?: boolean;
 }
 
 export async function oursArgv(c: AutoPatchelfCase, copy: string, options: OursOptions): Promise<string[]> {
   const { interpreter, libcDir } = await bintoolsFacts(c.bintools);
   const each = (flag: string, values: readonly string[], inTree: boolean): string[] =>
     values.flatMap((value) => [flag, inTree ? inCopy(copy, value) : value]);
-  return [
-    process.execPath,
-    `${options.dist}/cli/main.js`,
-    options.command,
+  const resolver = [
     '--auto-patchelf',
-    '--json',
     '--interpreter',
     interpreter,
     '--libc-dir',
@@ -32,6 +30,13 @@ export async function oursArgv(c: AutoPatchelfCase, copy: string, options: OursO
     ...each('--runtime-dependencies', c.runtimeDependencies, true),
     ...each('--append-rpaths', c.appendRpaths, true),
     ...each('--ignore-missing', c.ignoreMissing, false),
+  ];
+  return [
+    process.execPath,
+    `${options.dist}/cli/main.js`,
+    options.command,
+    '--json',
+    ...(options.resolver === false ? [] : resolver),
     ...(options.driver ? [] : ['--no-driver']),
     ...(c.cudaFixup ? ['--cuda-compat', CUDA_COMPAT, '--remove-stubs'] : []),
     ...c.paths.map((path) => inCopy(copy, path)),
