@@ -211,6 +211,13 @@ const REPLAYS: readonly { readonly seed: number; readonly iteration: number; rea
     iteration: 1080448,
     what: 'a PIE whose writable PT_LOAD was moved 9 MB up in memory, add-runpath: its moved program header table goes past the memory image, 9 MB into the file, a hole the design allows (up to 64 MiB)',
   },
+  {
+    seed: 7,
+    iteration: 28374,
+    what:
+      'e_type ET_REL and DT_SYMTAB moved onto other bytes, add-needed: a symbol size of 7 MB read there puts the new ' +
+      'segment that far above the image, the moved table with it, a hole of 7 MB in the file (up to 64 MiB)',
+  },
 ];
 
 describe('inputs the fuzzer found: refused cleanly or edited right', () => {

@@ -29,7 +29,8 @@ export function withAutoPatchelfOptions(command: Command): Command {
   return command
     .option(
       '--auto-patchelf',
-      `find each file's libraries and put their directories in its runpath, as Nixpkgs' autoPatchelfHook, first, the other hooks composed after it (see ${docPath('auto-patchelf.md')})`,
+      "find each file's libraries and put their directories in its runpath, as Nixpkgs' autoPatchelfHook; " +
+        `first, the other hooks composed after it (see ${docPath('auto-patchelf.md')})`,
     )
     .option('--libs <dir>', 'auto-patchelf: a library directory (or file) to search, not recursively; repeatable, in order', collect)
     .option('--runtime-dependencies <dir>', 'auto-patchelf: put first in the runpath of files with an interpreter; repeatable', collect)

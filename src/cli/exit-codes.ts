@@ -21,7 +21,8 @@ export const EXIT_CODES_HELP = [
   `  ${EXIT.ok}    everything asked for was done`,
   `  ${EXIT.checkFoundWork}    check: files that apply would change`,
   `  ${EXIT.usage}    a usage error: nothing was read or written`,
-  `  ${EXIT.someFilesFailed}    some files failed, or --auto-patchelf found libraries nowhere, one line each on stderr; the others were done`,
+  `  ${EXIT.someFilesFailed}    some files failed, or --auto-patchelf found libraries nowhere, one line each on stderr; ` +
+    'the others were done',
   `  ${EXIT.interrupted}  apply was interrupted (Ctrl-C): the files done are counted, the others left untouched`,
   '  doctor: 0 all well, 1 a problem found, 2 a usage error, 3 files could not be read',
   "  patchelf-compatible mode: 0, or 1 on any failure, as patchelf's",

@@ -159,7 +159,13 @@ function largestEdit(input: Uint8Array): number {
   return 2 * input.length + MAX_GROWTH + identityHole(input);
 }
 
-/** The input's memory image past its size, in whole pages, at most 64 MiB; 0 for an input the corpus's own decoder cannot read. */
+/**
+ * The hole a moved program header table may leave in an input whose first PT_LOAD starts at offset 0
+ * (the kernel finds the table by its offset there): the new segment starts past the memory image and
+ * then the largest dynamic symbol's size above it (docs/design.md), and a damaged file claims any
+ * size; the design bounds the hole at 64 MiB and refuses a larger one. 0 for an input whose first
+ * PT_LOAD starts elsewhere, or that the corpus's own decoder cannot read.
+ */
 function identityHole(input: Uint8Array): number {
   let loads: RawProgramHeader[];
   try {
@@ -168,9 +174,7 @@ function identityHole(input: Uint8Array): number {
     return 0;
   }
   const first = loads.reduce<RawProgramHeader | undefined>((low, ph) => (low === undefined || ph.vaddr < low.vaddr ? ph : low), undefined);
-  if (first === undefined || first.offset !== 0) return 0;
-  const imageEnd = Math.max(...loads.map((ph) => ph.vaddr + ph.memsz)) - first.vaddr;
-  return Math.min(MAX_IDENTITY_HOLE, Math.max(0, Math.ceil(imageEnd / LARGEST_PAGE) * LARGEST_PAGE - input.length));
+  return first === undefined || first.offset !== 0 ? 0 : MAX_IDENTITY_HOLE + LARGEST_PAGE;
 }
 
 /** Problems with a file the tool was to leave alone. */

@@ -11,17 +11,44 @@ import { fuzzBases } from '../helpers/fuzz-bases.js';
 import { runFuzz, type FuzzFigures } from './fuzz-campaign.js';
 import { makeTempDir, MEMORY_TMP } from '../helpers/temp-dir.js';
 
-const { values } = parseArgs({
-  options: {
-    iterations: { type: 'string', default: '100000' },
-    seed: { type: 'string', default: '1' },
-    from: { type: 'string', default: '0' },
-    report: { type: 'string' },
-    'save-failures': { type: 'string' },
-    'time-cap-ms': { type: 'string', default: '2000' },
-    'rss-cap-mib': { type: 'string', default: '1024' },
-  },
-});
+const USAGE =
+  'usage: npm run fuzz -- [--iterations N] [--seed S] [--from I] [--report FILE] [--save-failures DIR] ' +
+  '[--time-cap-ms MS] [--rss-cap-mib MIB]';
+
+/** The command line as values, or the one line that says what is wrong with it. */
+function parseCommandLine(): { ok: true; values: ReturnType<typeof parseFuzzArgs>['values'] } | { ok: false; message: string } {
+  try {
+    return { ok: true, values: parseFuzzArgs().values };
+  } catch (error) {
+    return { ok: false, message: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+function parseFuzzArgs() {
+  return parseArgs({
+    options: {
+      help: { type: 'boolean', short: 'h' },
+      iterations: { type: 'string', default: '100000' },
+      seed: { type: 'string', default: '1' },
+      from: { type: 'string', default: '0' },
+      report: { type: 'string' },
+      'save-failures': { type: 'string' },
+      'time-cap-ms': { type: 'string', default: '2000' },
+      'rss-cap-mib': { type: 'string', default: '1024' },
+    },
+  });
+}
+
+const parsed = parseCommandLine();
+if (!parsed.ok) {
+  console.error(`fuzz: ${parsed.message}\n${USAGE}`);
+  process.exit(2);
+}
+if (parsed.values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const { values } = parsed;
 
 function whole(name: string, text: string | undefined): number {
   const value = Number(text);
