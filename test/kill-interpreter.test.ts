@@ -3,19 +3,23 @@
 // the kernel cuts a write for a fatal signal; the kill campaign's own list) must run, through the old
 // loader or the new one; and the same edit run again must finish the job: the new path, read by
 // readelf, the .interp section header in step, the old path gone from the file, and nothing left to
-// do. A path appended together with a grown string table shares one region: one data write.
+// do. A path appended together with a grown string table shares one region: one data write. Then a
+// slice of the kill campaign for set-interpreter (npm run kill-campaign -- --edit set-interpreter):
+// the command SIGKILLed at random moments over copies of the compiled programs of both architectures.
 
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { editElfFile } from '../src/edit/edit-file.js';
 import type { DynamicEditor } from '../src/plan/dynamic-editor.js';
+import { runInterpreterKillCampaign } from './campaign/interpreter-kill-campaign.js';
 import { killStateList } from './campaign/kill-campaign.js';
 import type { BuildArch } from './helpers/arch.js';
 import { fixture, programVars, runOn, sysroot } from './helpers/fixtures.js';
 import { planFile } from './helpers/fuzz-plan-file.js';
 import { readelfText } from './helpers/readelf.js';
 import { copyFixture } from './helpers/verify.js';
+import { assertCliBuilt, cliPath } from './helpers/run-cli.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 
 const PROGRAMS: readonly string[] = [
@@ -39,6 +43,7 @@ const scratch = useTempDir('kill-interpreter');
 let loaderDir: string;
 
 beforeAll(async () => {
+  assertCliBuilt();
   loaderDir = join(scratch(), 'a', 'long', 'enough', 'directory', 'for', 'the', 'new', 'loader');
   await mkdir(loaderDir, { recursive: true });
   await copyFile('/lib64/ld-linux-x86-64.so.2', join(loaderDir, LOADER.x86_64.name));
@@ -113,3 +118,23 @@ function interpSectionInStep(headers: string): boolean {
   const [addr, sectionOffset, sectionSize] = section.slice(1).map((hex) => Number.parseInt(hex, 16));
   return offset === sectionOffset && vaddr === addr && size === sectionSize;
 }
+
+describe('set-interpreter killed at random moments', () => {
+  it('leaves every program original, edited or a prefix that runs, and a second run finishes the job', async () => {
+    const { figures, problems } = await runInterpreterKillCampaign({
+      kills: 4,
+      seed: 0x1e,
+      scratch: join(scratch(), 'campaign'),
+      cli: cliPath,
+      copies: 1,
+      runSample: 2,
+      durableEvery: 2,
+    });
+    expect(problems.map((p) => `round ${p.round} (killed at ${p.delayMs} ms): ${p.problem}`)).toEqual([]);
+    expect(figures.kills).toBe(4);
+    expect(figures.programs).toBeGreaterThanOrEqual(20);
+    expect(figures.broken).toBe(0);
+    expect(figures.unfinished).toBe(0);
+    expect(figures.secondRunFailures).toBe(0);
+  }, 240_000);
+});

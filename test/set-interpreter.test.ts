@@ -133,7 +133,7 @@ function runsThrough(arch: BuildArch, file: string, loader: string): Promise<Exe
 }
 
 describe.each(BUILD_ARCHES)('set-interpreter on a %s program', (arch) => {
-  it('writes a shorter path in place: the size, p_filesz and everything else stay, and the program runs through the new loader', async () => {
+  it('writes a shorter path in place: size, p_filesz and all else kept; the program runs through the new loader', async () => {
     const { program, shortLoader } = builtFor(arch);
     const file = await copyOf(program);
     const before = await readFile(file);

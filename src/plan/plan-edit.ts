@@ -4,9 +4,10 @@
 // In three steps. What the edit changes (WantedChange), with an edit cut short finished first. Where
 // each new byte goes: strings into the string table (string-placement.ts), an interpreter path where
 // the old one is when it fits, and when a table must move or grow, or the path does not fit, the
-// blocks the appended region holds (placeTables: the region laid out by segment-layout.ts). Then the writes, each part's own (editPlan), put in phase order (write-list.ts):
-// every prefix of them leaves a file that loads. Where a step needs a fact read only on request, or no
-// tier fits, it returns that instead of a plan.
+// blocks the appended region holds (placeTables: the region laid out by segment-layout.ts). Then the
+// writes, each part's own (editPlan), put in phase order (write-list.ts): every prefix of them leaves
+// a file that loads. Where a step needs a fact read only on request, or no tier fits, it returns that
+// instead of a plan.
 
 import { DYN, type DynamicEntry } from '../elf/codec.js';
 import { DT, PT } from '../elf/constants.js';
@@ -182,7 +183,10 @@ function interpreterInPlace(change: InterpreterChange): PlannedWrite | null {
   return { phase: 'dynamic', offset: old.offset, bytes: written, what: 'interpreter path (PT_INTERP), in place' };
 }
 
-/** The facts with the old interpreter path's bytes zeroed where the program header table may grow over them: a copy of it would keep the old path. */
+/**
+ * The facts with the old interpreter path's bytes zeroed where the program header table may grow over
+ * them: the copy made of them to make room would keep the old path.
+ */
 function withoutOldInterpreter(facts: EditFacts, old: InterpreterFact): EditFacts {
   return {
     ...facts,

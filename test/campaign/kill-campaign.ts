@@ -82,7 +82,7 @@ interface Reference {
   readonly patchedHash: ReadonlyMap<string, string>;
 }
 
-interface CliRun {
+export interface CliRun {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
   readonly stdout: string;
@@ -91,7 +91,7 @@ interface CliRun {
 }
 
 /** Runs the CLI; with `killAfterMs`, sends SIGKILL after that long unless it has finished. */
-function runCli(cli: string, args: readonly string[], killAfterMs?: number): Promise<CliRun> {
+export function runCli(cli: string, args: readonly string[], killAfterMs?: number): Promise<CliRun> {
   const started = performance.now();
   const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -116,7 +116,7 @@ const applyArgs = (tree: string, durable = false): string[] => [
   ...(durable ? ['--durable'] : []),
 ];
 
-async function hashes(root: string, files: readonly ElfTreeFile[]): Promise<Map<string, string>> {
+export async function hashes(root: string, files: readonly ElfTreeFile[]): Promise<Map<string, string>> {
   const hashed = await mapLimited(files, 8, async (f) => [f.rel, await sha256File(join(root, f.rel))] as const);
   return new Map(hashed);
 }
@@ -132,7 +132,7 @@ async function loads(path: string, file: ElfTreeFile): Promise<boolean | null> {
   }
 }
 
-async function restore(pristine: string, work: string): Promise<void> {
+export async function restore(pristine: string, work: string): Promise<void> {
   await rm(work, { recursive: true, force: true });
   await cp(pristine, work, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
 }
