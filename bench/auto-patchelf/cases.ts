@@ -123,6 +123,17 @@ async function autoPatchelfCases(): Promise<AutoPatchelfCase[]> {
       bintools: 'x86_64-glibc',
       libs: nixLibs,
     },
+    {
+      ...plain,
+      name: 'cuda-nix-fixup',
+      description:
+        "cuda-nix's tree and inputs, the whole CUDA fixup: autoPatchelf, then the driver and cuda_compat hooks (the stubs hook finds nothing to remove)",
+      tree: join(trees, 'cuda'),
+      paths: ['out'],
+      bintools: 'x86_64-glibc',
+      libs: nixLibs,
+      cudaFixup: true,
+    },
     await packagesCase('amd64'),
     await packagesCase('arm64'),
     {

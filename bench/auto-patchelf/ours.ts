@@ -43,15 +43,29 @@ export async function oursArgv(c: AutoPatchelfCase, copy: string, options: OursO
   ];
 }
 
-/** The per-file lists the specification's JSON report carries (report version 4). */
+/**
+ * The per-file lists the JSON report carries (report version 4): each missing dependency as its list of
+ * alternatives (one name for a DT_NEEDED entry, several for a `.note.dlopen` entry).
+ */
 interface OursReport {
-  readonly files: readonly { readonly path: string; readonly missing?: readonly string[]; readonly ignoredMissing?: readonly string[] }[];
+  readonly files: readonly {
+    readonly path: string;
+    readonly missing?: readonly (readonly string[])[];
+    readonly ignoredMissing?: readonly (readonly string[])[];
+  }[];
 }
+
+/** A dependency's name as auto-patchelf.py prints it: the name, or `any(a, b)` for alternatives. */
+const dependencyName = (alternatives: readonly string[]): string =>
+  alternatives.length === 1 ? (alternatives[0] as string) : `any(${alternatives.join(', ')})`;
 
 /** Relative path in the copy -> the libraries apply reported missing, and missing but ignored. */
 export function oursMissing(stdout: string, copy: string): Map<string, { missing: readonly string[]; ignoredMissing: readonly string[] }> {
   const report = JSON.parse(stdout) as OursReport;
   return new Map(
-    report.files.map((file) => [relative(copy, file.path), { missing: file.missing ?? [], ignoredMissing: file.ignoredMissing ?? [] }]),
+    report.files.map((file) => [
+      relative(copy, file.path),
+      { missing: (file.missing ?? []).map(dependencyName), ignoredMissing: (file.ignoredMissing ?? []).map(dependencyName) },
+    ]),
   );
 }
