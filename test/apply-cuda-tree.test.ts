@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture, ldList, requireTool, runProgram } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import {
-  buildCudaTree,
+  cudaTreeIn,
   dynamicEntries,
   expectedPatched,
   expectedSkips,
@@ -28,7 +28,7 @@ import {
   type TreeReport,
 } from './helpers/tree-report.js';
 import { makeTempDir } from './helpers/temp-dir.js';
-import { contentDifferences, copyTree, dedupeRunpath, sha256File, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
+import { contentDifferences, copiesOfTree, dedupeRunpath, sha256File, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
 import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts, dynamicSegmentOffset } from './helpers/readelf.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 import { BUILD_ARCHES } from './helpers/arch.js';
@@ -97,9 +97,7 @@ beforeAll(async () => {
   for (const tool of ['readelf', 'gcc', 'aarch64-linux-gnu-gcc', 'ar', 'aarch64-linux-gnu-ar', 'qemu-aarch64', 'cp']) requireTool(tool);
   assertCliBuilt();
   work = await makeTempDir('cuda-tree');
-  compat = join(work, 'cuda_compat');
-  await mkdir(join(compat, 'compat'), { recursive: true });
-  tree = await buildCudaTree(join(work, 'pristine'), { arches: BUILD_ARCHES, large: true, scratch: join(work, 'scratch') });
+  ({ compat, tree } = await cudaTreeIn(work, { arches: BUILD_ARCHES, large: true }));
   pristineSnapshot = await snapshotTree(tree.root);
   for (const entry of dynamicEntries(tree)) {
     const facts = await readDynamic(join(tree.root, entry.rel));
@@ -111,12 +109,7 @@ beforeAll(async () => {
   checkBefore = await runCli(['check', tree.root, ...hooks()], { timeoutMs: CLI_TIMEOUT });
   pristineAfterDryRuns = await snapshotTree(tree.root);
 
-  t1 = join(work, 't1');
-  t2 = join(work, 't2');
-  t3 = join(work, 't3');
-  await copyTree(tree.root, t1);
-  await copyTree(tree.root, t2);
-  await copyTree(tree.root, t3);
+  [t1, t2, t3] = await copiesOfTree(tree.root, work, ['t1', 't2', 't3']);
   // A library cut off in the middle of its dynamic array: the reader must reject it, not guess.
   const source = join(tree.root, 'x86_64/lib/libnvToolsExt.so.1.0.0');
   const dynamicAt = await dynamicSegmentOffset(source);

@@ -3,7 +3,7 @@
 // orders of driver, cuda-compat and remove-stubs (library API, and the same three as --config hooks through
 // the CLI) give byte-identical trees; check exits 1 before and 0 after; apply --dry-run writes nothing.
 
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patchTrees } from '../src/batch/patch-tree.js';
@@ -12,7 +12,7 @@ import type { Hook } from '../src/hook-engine/hook.js';
 import { orderHooks } from '../src/hook-engine/order-hooks.js';
 import { requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { buildCudaTree, expectedPatched, type CudaTree } from './helpers/tree-cuda.js';
+import { cudaTreeIn, expectedPatched, type CudaTree } from './helpers/tree-cuda.js';
 import { parseReport, parseSummaryLine } from './helpers/tree-report.js';
 import { makeTempDir } from './helpers/temp-dir.js';
 import { contentDifferences, copyTree, permutations, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
@@ -40,9 +40,7 @@ beforeAll(async () => {
   for (const tool of ['readelf', 'gcc', 'aarch64-linux-gnu-gcc', 'ar', 'aarch64-linux-gnu-ar', 'cp']) requireTool(tool);
   assertCliBuilt();
   work = await makeTempDir('idempotence');
-  compat = join(work, 'cuda_compat');
-  await mkdir(join(compat, 'compat'), { recursive: true });
-  tree = await buildCudaTree(join(work, 'pristine'), { arches: BUILD_ARCHES, large: false, scratch: join(work, 'scratch') });
+  ({ compat, tree } = await cudaTreeIn(work, { arches: BUILD_ARCHES, large: false }));
   pristine = await snapshotTree(tree.root);
   onceTree = join(work, 'once');
   await copyTree(tree.root, onceTree);

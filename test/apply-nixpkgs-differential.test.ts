@@ -11,11 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BuildArch, BUILD_ARCHES } from './helpers/arch.js';
 import { fixture, loadManifest, requireTool, runProgram, compilerFor } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { buildCudaTree, type CudaTree } from './helpers/tree-cuda.js';
+import { cudaTreeIn, type CudaTree } from './helpers/tree-cuda.js';
 import { runNixpkgsHooks } from './helpers/tree-nixpkgs.js';
 import { parseReport, type TreeReport } from './helpers/tree-report.js';
 import { makeTempDir } from './helpers/temp-dir.js';
-import { copyTree, dedupeRunpath, hasElfMagic, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
+import { copiesOfTree, dedupeRunpath, hasElfMagic, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
 import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf.js';
 import { execTool, mustExec } from './helpers/exec.js';
 
@@ -115,23 +115,11 @@ beforeAll(async () => {
   for (const tool of ['patchelf', 'readelf', 'bash', 'find', 'gcc', 'aarch64-linux-gnu-gcc', 'cp']) requireTool(tool);
   assertCliBuilt();
   work = await makeTempDir('nixpkgs-diff');
-  compat = join(work, 'cuda_compat');
-  await mkdir(join(compat, 'compat'), { recursive: true });
   // patchelf 0.14 cannot read a file without section headers, so the oracle has nothing to say about one.
-  tree = await buildCudaTree(join(work, 'pristine'), {
-    arches: BUILD_ARCHES,
-    large: true,
-    scratch: join(work, 'scratch'),
-    sectionless: false,
-  });
+  ({ compat, tree } = await cudaTreeIn(work, { arches: BUILD_ARCHES, large: true, sectionless: false }));
   for (const arch of BUILD_ARCHES) await addOddRunpaths(tree.root, arch);
   await addOtherMachines(tree.root);
-  nixTree = join(work, 'nixpkgs');
-  oursTree = join(work, 'ours');
-  defaultTree = join(work, 'default');
-  await copyTree(tree.root, nixTree);
-  await copyTree(tree.root, oursTree);
-  await copyTree(tree.root, defaultTree);
+  [nixTree, oursTree, defaultTree] = await copiesOfTree(tree.root, work, ['nixpkgs', 'ours', 'default']);
 
   const nix = await runNixpkgsHooks(join(work, 'nixpkgs-hooks.sh'), { driverLink: DRIVER_LINK, cudaCompat: compat, outputs: [nixTree] });
   if (nix.code !== 0) throw new Error(`the Nixpkgs hook sequence failed (${String(nix.code ?? nix.signal)}):\n${nix.stderr}`);

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
 import { readElfImage } from '../src/elf/elf-image.js';
 import { planEditOf, type PlannedEdit } from '../src/edit/plan-file.js';
+import { plannedBytes } from '../src/plan/plan.js';
 import { writeIfUnchanged } from '../src/write/commit-plan.js';
 import { lockName } from '../src/write/file-lock.js';
 import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
@@ -26,6 +27,7 @@ import { readDynamic } from './helpers/readelf.js';
 import { mapLimited } from './helpers/map-limited.js';
 import { parseReport } from './helpers/tree-report.js';
 import { makeTempDir } from './helpers/temp-dir.js';
+import { applyPlanInMemory } from './unit/helpers/plan-in-memory.js';
 
 const CHANGED =
   /the file changed on disk while it was being (planned|read)(?: \(\d+ bytes when opened, \d+ after the read\))?; left alone$/;
@@ -51,6 +53,7 @@ afterAll(async () => {
 
 describe('a file that changes between planning and writing (library)', () => {
   const base = fixture('compiled/x86_64/libuser-runpath').path;
+  const RUNPATH = `${COMPAT_DIR}/compat:/run/opengl-driver/lib:$ORIGIN`;
   let n = 0;
 
   /** A fresh copy, planned for a long runpath (append tier: several writes), source closed. */
@@ -59,9 +62,7 @@ describe('a file that changes between planning and writing (library)', () => {
     await copyFile(base, path);
     const source = FileByteSource.open(path);
     try {
-      const edit = await planEditOf(await readElfImage(source), (editor) =>
-        editor.setRunpath(`${COMPAT_DIR}/compat:/run/opengl-driver/lib:$ORIGIN`),
-      );
+      const edit = await planEditOf(await readElfImage(source), (editor) => editor.setRunpath(RUNPATH));
       expect(edit.plan.tier).toBe('append');
       return { path, edit, source };
     } finally {
@@ -113,7 +114,11 @@ describe('a file that changes between planning and writing (library)', () => {
 
   it('unchanged: written (the check does not refuse a file nobody touched)', async () => {
     const { path, edit, source } = await planned();
-    await expect(writeIfUnchanged(path, edit.plan, source.stats, {})).resolves.toBeGreaterThan(0);
+    const before = await readFile(path);
+    await expect(writeIfUnchanged(path, edit.plan, source.stats, {})).resolves.toBe(plannedBytes(edit.plan));
+    // Every write of the plan, and nothing else: the bytes are the plan laid over the planned file.
+    expect((await readFile(path)).equals(applyPlanInMemory(before, edit.plan)), 'the file is the planned result').toBe(true);
+    expect(await readDynamic(path)).toEqual({ ...(await readDynamic(base)), runpath: RUNPATH });
   });
 });
 

@@ -7,8 +7,8 @@ import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { FileReport } from '../src/doctor/doctor-report.js';
 import type { BuildArch } from './helpers/arch.js';
-import { cudaFixture, requireTool, sysroot, compilerFor } from './helpers/fixtures.js';
-import { place } from './helpers/doctor-cuda-tree.js';
+import { cudaFixture, requireTool, sysroot } from './helpers/fixtures.js';
+import { compileProbe, place } from './helpers/doctor-cuda-tree.js';
 import { traceLoader, type LoaderTrace, type RealLoad } from './helpers/doctor-ld-debug.js';
 import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
 import { mirrorInto } from './helpers/doctor-root.js';
@@ -34,15 +34,13 @@ async function buildCudaProbe(base: string, arch: BuildArch): Promise<string> {
   for (const dir of ['driver', 'decoy']) await symlink('libcuda.so.535.261.03', join(base, dir, 'libcuda.so.1'));
   const set = await runCli(['set-runpath', join(base, 'driver'), cudart]);
   expect(set.code, set.stderr).toBe(0);
-  const source = join(base, 'probe.c');
-  await writeFile(
-    source,
-    '#include <stdio.h>\nint cudaGetDeviceCount(int *);\nint main(void) { int n = 0; int e = cudaGetDeviceCount(&n); printf("cudaGetDeviceCount: %d (%d)\\n", e, n); return 0; }\n',
+  return compileProbe(
+    base,
+    arch,
+    cudart,
+    'int e = cudaGetDeviceCount(&n); printf("cudaGetDeviceCount: %d (%d)\\n", e, n);',
+    '$ORIGIN/../lib:$ORIGIN/../decoy',
   );
-  const probe = join(base, 'bin/probe');
-  await mkdir(dirname(probe), { recursive: true });
-  await mustExec(compilerFor(arch), ['-O1', '-o', probe, source, cudart, `-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib:$ORIGIN/../decoy`]);
-  return probe;
 }
 
 /** The loads of the first dlopen of `name` in a trace: the library and what it pulled in. */

@@ -36,6 +36,22 @@ async function reportsFor(
   return reports;
 }
 
+/** The loads doctor reported for a fixture are the ones ld.so makes running it (a program) or listing it (a library). */
+async function expectSameLoads(
+  report: FileReport | undefined,
+  f: Fixture,
+  loader: { readonly arch: 'x86_64' | 'aarch64'; readonly root?: string },
+): Promise<void> {
+  if (report === undefined) throw new Error(`doctor did not report ${f.path}`);
+  const trace = await traceLoader({
+    ...loader,
+    mode: report.kind === 'program' ? 'run' : 'list',
+    path: f.path,
+    libraryPath: f.libraryPath,
+  });
+  expect(reportedLoads(report)).toEqual(trace.loads.map(({ name, path }) => ({ name, path })));
+}
+
 describe('doctor and ld.so open the same files: x86_64, natively', () => {
   const cases = fixtures(dynamic('x86_64'));
   let reports: Map<string, FileReport>;
@@ -46,15 +62,7 @@ describe('doctor and ld.so open the same files: x86_64, natively', () => {
   }, 600_000);
 
   it.each(cases.map((f) => [f.id, f] as const))('%s', async (_id, f) => {
-    const report = reports.get(f.path);
-    if (report === undefined) throw new Error(`doctor did not report ${f.path}`);
-    const trace = await traceLoader({
-      arch: 'x86_64',
-      mode: report.kind === 'program' ? 'run' : 'list',
-      path: f.path,
-      libraryPath: f.libraryPath,
-    });
-    expect(reportedLoads(report)).toEqual(trace.loads.map(({ name, path }) => ({ name, path })));
+    await expectSameLoads(reports.get(f.path), f, { arch: 'x86_64' });
   });
 });
 
@@ -84,15 +92,6 @@ describe('doctor --root and ld.so under qemu open the same files: aarch64', () =
   });
 
   it.each(cases.map((f) => [f.id, f] as const))('%s', async (_id, f) => {
-    const report = reports.get(join(root, f.path));
-    if (report === undefined) throw new Error(`doctor did not report ${f.path}`);
-    const trace = await traceLoader({
-      arch: 'aarch64',
-      mode: report.kind === 'program' ? 'run' : 'list',
-      path: f.path,
-      libraryPath: f.libraryPath,
-      root,
-    });
-    expect(reportedLoads(report)).toEqual(trace.loads.map(({ name, path }) => ({ name, path })));
+    await expectSameLoads(reports.get(join(root, f.path)), f, { arch: 'aarch64', root });
   });
 });

@@ -5,11 +5,11 @@
 //
 // Replay one input: npm run fuzz -- --seed <seed> --from <iteration> --iterations 1 --save-failures DIR
 
-import { rm } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { fuzzBases } from './helpers/fuzz-bases.js';
 import { runFuzz, type FuzzFailure, type FuzzFigures } from './fuzz/fuzz-campaign.js';
-import { makeTempDir, MEMORY_TMP } from './helpers/temp-dir.js';
+import { MEMORY_TMP } from './helpers/temp-dir.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 const SEED = Number.parseInt(process.env.FUZZ_SEED ?? '0xc1', 16) >>> 0;
 /** About 20 s on a 2-core machine. */
@@ -18,7 +18,7 @@ const TIME_CAP_MS = 2_000;
 const RSS_CAP_BYTES = 1024 * 2 ** 20;
 
 let run: { figures: FuzzFigures; failures: FuzzFailure[] };
-let workDir: string;
+const workDir = useTempDir('fuzz', MEMORY_TMP);
 
 const show = (failures: readonly FuzzFailure[]): string =>
   failures
@@ -30,20 +30,16 @@ const show = (failures: readonly FuzzFailure[]): string =>
 
 describe(`read → plan → write on mutated real files (seed 0x${SEED.toString(16)}, ${ITERATIONS} inputs)`, () => {
   beforeAll(async () => {
-    workDir = await makeTempDir('fuzz', MEMORY_TMP);
     run = await runFuzz({
       seed: SEED,
       iterations: ITERATIONS,
-      workDir,
+      workDir: workDir(),
       bases: fuzzBases(),
       timeCapMs: TIME_CAP_MS,
       rssCapBytes: RSS_CAP_BYTES,
     });
     console.info(`fuzz slice: ${JSON.stringify(run.figures)}`);
   }, 300_000);
-  afterAll(async () => {
-    await rm(workDir, { recursive: true, force: true });
-  });
 
   it('exercises both refusals and writes of every kind', () => {
     const { figures } = run;

@@ -21,12 +21,12 @@ import {
   usePackages,
   type Build,
   type BuildOptions,
+  EVERY_HOOK,
 } from './helpers/shim-stdenv.js';
 import { sha256File } from './helpers/tree-tools.js';
 import { readelfText } from './helpers/readelf.js';
 
 const packages = usePackages();
-const CANONICAL = ['driver', 'compat', 'stubs'] as const;
 /** The derivation's own postFixup runs after the debug files are written and before the hooks: it notes their hashes. */
 const NOTE_DEBUG_FILES = 'find "$debug/lib/debug" -type f -print0 | sort -z | xargs -0 sha256sum > "$debug/../debug-files.sha256"';
 
@@ -67,7 +67,7 @@ describe('separateDebugInfo', () => {
   });
 
   it("succeeds with the hooks, leaves the debug files byte for byte, and gives every file the runpath Nixpkgs' hooks give", async () => {
-    const theirs = await build({ hooks: CANONICAL, flavour: 'nixpkgs' });
+    const theirs = await build({ hooks: EVERY_HOOK, flavour: 'nixpkgs' });
     await expectDebugFilesUntouched(theirs);
     const expected = await elfSearchPaths(theirs);
     expect(
@@ -80,9 +80,9 @@ describe('separateDebugInfo', () => {
     ]);
 
     const variants: readonly BuildOptions[] = [
-      { hooks: CANONICAL },
+      { hooks: EVERY_HOOK },
       { hooks: ['stubs', 'compat', 'driver'] },
-      { hooks: ['compat', 'stubs', 'driver'], buildInputs: CANONICAL },
+      { hooks: ['compat', 'stubs', 'driver'], buildInputs: EVERY_HOOK },
     ];
     for (const variant of variants) {
       for (const flags of ['', '--nixpkgs-compat']) {

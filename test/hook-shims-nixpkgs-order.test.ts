@@ -15,11 +15,11 @@ import {
   type BuildOptions,
   type HookName,
   type SearchPath,
+  EVERY_HOOK,
 } from './helpers/shim-stdenv.js';
 import { permutations } from './helpers/tree-tools.js';
 
 const packages = usePackages();
-const CANONICAL = ['driver', 'compat', 'stubs'] as const;
 const COMPAT = { cudaPatchelfFlags: '--nixpkgs-compat' };
 
 async function searchPaths(options: BuildOptions): Promise<Record<string, SearchPath>> {
@@ -31,10 +31,10 @@ async function searchPaths(options: BuildOptions): Promise<Record<string, Search
 describe("source order and sourcing twice, against Nixpkgs' hooks", () => {
   it('gives, in every source order, what Nixpkgs gives only when the driver hook is sourced first', async () => {
     const { compatEntry, driverEntry } = packages();
-    const nixpkgs = await searchPaths({ hooks: CANONICAL, flavour: 'nixpkgs' });
+    const nixpkgs = await searchPaths({ hooks: EVERY_HOOK, flavour: 'nixpkgs' });
     expect(nixpkgs['lib/lib/libgreet.so']?.runpath).toBe(`${compatEntry}:${driverEntry}`);
     const nixpkgsRight: string[] = [];
-    for (const order of permutations<HookName>(CANONICAL)) {
+    for (const order of permutations<HookName>(EVERY_HOOK)) {
       expect(await searchPaths({ hooks: order, attrs: COMPAT }), order.join(' ')).toEqual(nixpkgs);
       if (JSON.stringify(await searchPaths({ hooks: order, flavour: 'nixpkgs' })) === JSON.stringify(nixpkgs))
         nixpkgsRight.push(order.join(' '));
@@ -52,17 +52,17 @@ describe("source order and sourcing twice, against Nixpkgs' hooks", () => {
 
   it('sourced twice (from nativeBuildInputs and from buildInputs, or depsBuildBuild), gives what Nixpkgs gives sourced once', async () => {
     const { compatEntry, driverEntry } = packages();
-    const once = await searchPaths({ hooks: CANONICAL, flavour: 'nixpkgs' });
+    const once = await searchPaths({ hooks: EVERY_HOOK, flavour: 'nixpkgs' });
     const twice: readonly BuildOptions[] = [
-      { hooks: CANONICAL, buildInputs: CANONICAL },
+      { hooks: EVERY_HOOK, buildInputs: EVERY_HOOK },
       { hooks: ['stubs', 'compat', 'driver'], buildInputs: ['compat', 'driver', 'stubs'] },
-      { depsBuildBuild: CANONICAL, hooks: ['compat', 'stubs', 'driver'] },
+      { depsBuildBuild: EVERY_HOOK, hooks: ['compat', 'stubs', 'driver'] },
     ];
     for (const options of twice) {
       expect(await searchPaths({ ...options, attrs: COMPAT }), JSON.stringify(options)).toEqual(once);
     }
     // Nixpkgs' driver and cuda_compat hooks add their entry each time they are sourced (the stubs hook once).
-    const nixpkgsTwice = await searchPaths({ hooks: CANONICAL, buildInputs: CANONICAL, flavour: 'nixpkgs' });
+    const nixpkgsTwice = await searchPaths({ hooks: EVERY_HOOK, buildInputs: EVERY_HOOK, flavour: 'nixpkgs' });
     expect(nixpkgsTwice['lib/lib/libgreet.so']?.runpath).toBe(`${compatEntry}:${driverEntry}:${compatEntry}:${driverEntry}`);
   });
 });

@@ -26,10 +26,10 @@ import {
   type HookName,
   type Packages,
   type SearchPath,
+  EVERY_HOOK,
 } from './helpers/shim-stdenv.js';
 
 const packages = usePackages();
-const ALL = ['driver', 'compat', 'stubs'] as const;
 
 /** Copies of lib/libgreet.so and the runpath each gets in postFixup, before the hooks run. */
 function oddRunpaths({ stubsDir, stubsOutputDir, driverEntry }: Packages): Record<string, { runpath: string | null; rpath?: true }> {
@@ -72,39 +72,39 @@ interface Scenario {
 }
 
 const SCENARIOS: readonly Scenario[] = [
-  { name: 'every hook on', hooks: ALL, attrs: {}, nixpkgsHooks: ALL, nixpkgsAttrs: {} },
+  { name: 'every hook on', hooks: EVERY_HOOK, attrs: {}, nixpkgsHooks: EVERY_HOOK, nixpkgsAttrs: {} },
   {
     name: 'dontUseAutoAddDriverRunpath',
-    hooks: ALL,
+    hooks: EVERY_HOOK,
     attrs: { dontUseAutoAddDriverRunpath: '1' },
-    nixpkgsHooks: ALL,
+    nixpkgsHooks: EVERY_HOOK,
     nixpkgsAttrs: { dontUseAutoAddDriverRunpath: '1' },
   },
   {
     name: 'dontUseAutoAddOpenGLRunpath (deprecated)',
-    hooks: ALL,
+    hooks: EVERY_HOOK,
     attrs: { dontUseAutoAddOpenGLRunpath: '1' },
-    nixpkgsHooks: ALL,
+    nixpkgsHooks: EVERY_HOOK,
     nixpkgsAttrs: { dontUseAutoAddOpenGLRunpath: '1' },
   },
   // Nixpkgs' cuda_compat and stubs hooks have no switch: leaving the hook out is what the switch does.
   {
     name: 'dontUseAutoAddCudaCompatRunpath',
-    hooks: ALL,
+    hooks: EVERY_HOOK,
     attrs: { dontUseAutoAddCudaCompatRunpath: '1' },
     nixpkgsHooks: ['driver', 'stubs'],
     nixpkgsAttrs: {},
   },
   {
     name: 'dontUseRemoveStubsFromRunpath',
-    hooks: ALL,
+    hooks: EVERY_HOOK,
     attrs: { dontUseRemoveStubsFromRunpath: '1' },
     nixpkgsHooks: ['driver', 'compat'],
     nixpkgsAttrs: {},
   },
   {
     name: 'dontUseAutoAddDriverRunpath and dontUseAutoAddCudaCompatRunpath: the stubs hook alone',
-    hooks: ALL,
+    hooks: EVERY_HOOK,
     attrs: { dontUseAutoAddDriverRunpath: '1', dontUseAutoAddCudaCompatRunpath: '1' },
     nixpkgsHooks: ['driver', 'stubs'],
     nixpkgsAttrs: { dontUseAutoAddDriverRunpath: '1' },

@@ -26,10 +26,10 @@ import {
   usePackages,
   type BuildOptions,
   type HookName,
+  EVERY_HOOK,
 } from './helpers/shim-stdenv.js';
 
 const packages = usePackages();
-const ALL = ['driver', 'compat', 'stubs'] as const;
 const LISTS = ['depsBuildBuild', 'nativeBuildInputs', 'buildInputs'] as const;
 type List = (typeof LISTS)[number];
 
@@ -45,8 +45,11 @@ describe('input lists and strictDeps', () => {
       it(`from ${list}${strictDeps ? ' under strictDeps' : ''}: what Nixpkgs' hooks give${stubsOut ? ', the stubs hook staying out' : ''}`, async () => {
         const { compatEntry, driverEntry, stubsDir } = packages();
         const attrs: Record<string, string> = strictDeps ? { strictDeps: '1' } : {};
-        const ours = await buildWithHooks(packages(), { ...inList(list, ALL), attrs: { ...attrs, cudaPatchelfFlags: '--nixpkgs-compat' } });
-        const theirs = await buildWithHooks(packages(), { ...inList(list, ALL), attrs, flavour: 'nixpkgs' });
+        const ours = await buildWithHooks(packages(), {
+          ...inList(list, EVERY_HOOK),
+          attrs: { ...attrs, cudaPatchelfFlags: '--nixpkgs-compat' },
+        });
+        const theirs = await buildWithHooks(packages(), { ...inList(list, EVERY_HOOK), attrs, flavour: 'nixpkgs' });
         expectBuilt(ours);
         expectBuilt(theirs);
         expect(await elfSearchPaths(ours)).toEqual(await elfSearchPaths(theirs));
@@ -73,7 +76,7 @@ describe('input lists and strictDeps', () => {
     expectBuilt(ours);
     expect(await runpathOf(ours.libgreet)).toBe(`${compatEntry}:${driverEntry}`);
     // Nixpkgs' hooks sourced in the order they need, all from depsBuildBuild: the same bytes.
-    const inOrder = await buildWithHooks(packages(), { depsBuildBuild: ALL, hooks: [], attrs: strict, flavour: 'nixpkgs' });
+    const inOrder = await buildWithHooks(packages(), { depsBuildBuild: EVERY_HOOK, hooks: [], attrs: strict, flavour: 'nixpkgs' });
     expectBuilt(inOrder);
     expect(await elfSearchPaths(ours)).toEqual(await elfSearchPaths(inOrder));
     // Split like this, Nixpkgs' stubs hook is sourced first (stdenv sources depsBuildBuild before

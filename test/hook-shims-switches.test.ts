@@ -19,16 +19,16 @@ import {
   runGreet,
   runpathOf,
   usePackages,
+  EVERY_HOOK,
 } from './helpers/shim-stdenv.js';
 import { sha256File } from './helpers/tree-tools.js';
 
 const packages = usePackages();
-const ALL = ['driver', 'compat', 'stubs'] as const;
 
 describe('switches', () => {
   it('dontUseAutoAddDriverRunpath leaves the driver hook out: cuda_compat first, and the stubs entry becomes the driver directory', async () => {
     const { compatEntry, driverEntry, driverLink } = packages();
-    const build = await buildWithHooks(packages(), { hooks: ALL, attrs: { dontUseAutoAddDriverRunpath: '1' } });
+    const build = await buildWithHooks(packages(), { hooks: EVERY_HOOK, attrs: { dontUseAutoAddDriverRunpath: '1' } });
     expectBuilt(build);
     expect(build.calls[0]).toContain('--no-driver');
     // Nixpkgs' stubs hook puts the driver directory in place of the stubs entry even with the driver hook off.
@@ -41,7 +41,7 @@ describe('switches', () => {
 
   it('the deprecated dontUseAutoAddOpenGLRunpath turns the driver hook off too, and says once that it is deprecated', async () => {
     const { compatEntry, driverEntry } = packages();
-    const build = await buildWithHooks(packages(), { hooks: ALL, attrs: { dontUseAutoAddOpenGLRunpath: '1' } });
+    const build = await buildWithHooks(packages(), { hooks: EVERY_HOOK, attrs: { dontUseAutoAddOpenGLRunpath: '1' } });
     expectBuilt(build);
     expect(build.calls[0]).toContain('--no-driver');
     expect(await runpathOf(build.libgreet)).toBe(`${compatEntry}:${driverEntry}`);
@@ -79,7 +79,7 @@ describe('switches', () => {
   });
 
   it('dontUseAutoAddCudaCompatRunpath leaves cuda_compat out: the program loads the driver', async () => {
-    const build = await buildWithHooks(packages(), { hooks: ALL, attrs: { dontUseAutoAddCudaCompatRunpath: '1' } });
+    const build = await buildWithHooks(packages(), { hooks: EVERY_HOOK, attrs: { dontUseAutoAddCudaCompatRunpath: '1' } });
     expectBuilt(build);
     expect(build.calls[0]).not.toContain('--cuda-compat');
     expect(await runpathOf(build.libgreet)).toBe(packages().driverEntry);
@@ -88,7 +88,7 @@ describe('switches', () => {
 
   it('dontUseRemoveStubsFromRunpath keeps the stubs entry (behind the others)', async () => {
     const { compatEntry, driverEntry, stubsDir } = packages();
-    const build = await buildWithHooks(packages(), { hooks: ALL, attrs: { dontUseRemoveStubsFromRunpath: '1' } });
+    const build = await buildWithHooks(packages(), { hooks: EVERY_HOOK, attrs: { dontUseRemoveStubsFromRunpath: '1' } });
     expectBuilt(build);
     expect(await runpathOf(build.libgreet)).toBe(`${compatEntry}:${driverEntry}:${stubsDir}`);
     expect((await runGreet(build)).stdout).toBe(greetReport(VERSION.compat));
@@ -97,7 +97,7 @@ describe('switches', () => {
   it('with every hook off nothing runs and nothing changes, even without a cuda-patchelf to run', async () => {
     const reference = await buildWithHooks(packages(), { hooks: [] });
     const build = await buildWithHooks(packages(), {
-      hooks: ALL,
+      hooks: EVERY_HOOK,
       cli: 'none',
       attrs: { dontUseAutoAddDriverRunpath: '1', dontUseAutoAddCudaCompatRunpath: '1', dontUseRemoveStubsFromRunpath: '1' },
     });
@@ -109,7 +109,7 @@ describe('switches', () => {
   });
 
   it('reads the switches at fixup time: one set by an earlier phase counts', async () => {
-    const build = await buildWithHooks(packages(), { hooks: ALL, attrs: { preFixup: 'dontUseAutoAddCudaCompatRunpath=1' } });
+    const build = await buildWithHooks(packages(), { hooks: EVERY_HOOK, attrs: { preFixup: 'dontUseAutoAddCudaCompatRunpath=1' } });
     expectBuilt(build);
     expect(await runpathOf(build.libgreet)).toBe(packages().driverEntry);
   });
@@ -153,9 +153,9 @@ describe('switches', () => {
 
   it('passes cudaPatchelfFlags to cuda-patchelf apply, as a string or (structured attributes) as an array', async () => {
     const reference = await buildWithHooks(packages(), { hooks: [] });
-    const asString = await buildWithHooks(packages(), { hooks: ALL, attrs: { cudaPatchelfFlags: '--dry-run --jobs 1' } });
+    const asString = await buildWithHooks(packages(), { hooks: EVERY_HOOK, attrs: { cudaPatchelfFlags: '--dry-run --jobs 1' } });
     const asArray = await buildWithHooks(packages(), {
-      hooks: ALL,
+      hooks: EVERY_HOOK,
       attrs: { preFixup: "cudaPatchelfFlags=(--dry-run --stubs-pattern '/lib/stubs')" },
     });
     for (const build of [asString, asArray]) {

@@ -3,41 +3,36 @@
 // each kill every file is its original, completely patched, or a prefix of its plan's writes that
 // loads; a second apply finishes the job and `check` exits 0.
 
-import { rm } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { runKillCampaign, type KillFigures, type KillProblem } from './campaign/kill-campaign.js';
 import { REAL_ELF_SOURCES } from './helpers/kill-tree.js';
 import { assertCliBuilt, cliPath } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/temp-dir.js';
+import { useTempDir } from './helpers/use-temp-dir.js';
 
 const KILLS = 4;
 /** Every other killed run has --durable: an fsync between phases, where kills land inside a file's writes. */
 const DURABLE_EVERY = 2;
 const SEED = Number.parseInt(process.env.KILL_SEED ?? '0x4b', 16) >>> 0;
 
-let scratch: string;
+const scratch = useTempDir('kill');
 let run: { figures: KillFigures; problems: KillProblem[] };
 
 describe(`apply killed at ${KILLS} random moments (seed 0x${SEED.toString(16)})`, () => {
   beforeAll(async () => {
     assertCliBuilt();
-    scratch = await makeTempDir('kill');
     run = await runKillCampaign({
       // The first files of each source: Debian's libraries and programs, the Debian, CUDA and compiled fixtures.
       sources: REAL_ELF_SOURCES.map((source) => ({ ...source, maxFiles: 50 })),
       maxFileBytes: 2 * 2 ** 20,
       kills: KILLS,
       seed: SEED,
-      scratch,
+      scratch: scratch(),
       cli: cliPath,
       loadSample: 3,
       durableEvery: DURABLE_EVERY,
     });
     console.info(`kill slice: ${JSON.stringify(run.figures)}`);
   }, 180_000);
-  afterAll(async () => {
-    await rm(scratch, { recursive: true, force: true });
-  });
 
   it('kills runs over a tree of real ELF files of both architectures', () => {
     expect(run.figures.elfFiles).toBeGreaterThanOrEqual(200);

@@ -5,35 +5,21 @@
 // load cuda_compat's libcuda.so.1, and Nix must no longer count the stubs package as a dependency: only
 // the old runpath held its path, and cuda-patchelf zeroes the bytes of a dropped entry.
 
-import { mkdir, readFile, rm, symlink } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openNixRun, type NixRun } from './helpers/nix-build.js';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useDriverLinkedBuild, type NixRun } from './helpers/nix-build.js';
 import { cliPath } from './helpers/run-cli.js';
 import { VERSION, greetReport, runpathOf } from './helpers/shim-stdenv.js';
 import { describeExec } from './helpers/verify.js';
-import { makeTempDir } from './helpers/temp-dir.js';
 import { execTool, type ExecResult } from './helpers/exec.js';
 
-let dir = '';
-let driverLink = '';
+const nix = useDriverLinkedBuild('nix', ['greet', 'greetStubsKept', 'greetDriver', 'greetStrictDeps', 'greetStrictDepsNative']);
 let run: NixRun;
+let driverLink: string;
 let built: ExecResult;
-
-beforeAll(async () => {
-  dir = await makeTempDir('nix');
-  // Outside the store, as /run/opengl-driver is on NixOS: a link to the driver package, made once it is built.
-  driverLink = join(dir, 'run', 'opengl-driver');
-  run = await openNixRun({ driverLink });
-  await run.build(['driver']);
-  await mkdir(dirname(driverLink), { recursive: true });
-  await symlink(run.output('driver'), driverLink);
-  built = await run.build(['greet', 'greetStubsKept', 'greetDriver', 'greetStrictDeps', 'greetStrictDepsNative']);
-});
-
-afterAll(async () => {
-  await run?.remove();
-  if (dir !== '') await rm(dir, { recursive: true, force: true });
+beforeAll(() => {
+  ({ run, driverLink, built } = nix());
 });
 
 describe('a real Nix build with the hooks (x86_64-linux)', () => {

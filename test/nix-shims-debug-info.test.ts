@@ -6,37 +6,24 @@
 // objcopy wrote them, and give every file the runpath that Nixpkgs' hooks (restated in
 // fixtures/nix/nixpkgs/, run with patchelf in the same kind of build) give it.
 
-import { mkdir, readFile, rm, symlink } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openNixRun, type NixRun } from './helpers/nix-build.js';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useDriverLinkedBuild, type NixRun } from './helpers/nix-build.js';
 import { cliPath } from './helpers/run-cli.js';
 import { VERSION, greetReport, outputSearchPaths, type SearchPath } from './helpers/shim-stdenv.js';
-import { makeTempDir } from './helpers/temp-dir.js';
 import { sha256File } from './helpers/tree-tools.js';
 import type { ExecResult } from './helpers/exec.js';
 
 const OURS = ['greetDebug', 'greetDebugReversed', 'greetDebugTwice'] as const;
 const NIXPKGS = 'greetDebugNixpkgs';
 
-let dir = '';
-let driverLink = '';
+const nix = useDriverLinkedBuild('nix-debug', [...OURS, NIXPKGS]);
 let run: NixRun;
+let driverLink: string;
 let built: ExecResult;
-
-beforeAll(async () => {
-  dir = await makeTempDir('nix-debug');
-  driverLink = join(dir, 'run', 'opengl-driver');
-  run = await openNixRun({ driverLink });
-  await run.build(['driver']);
-  await mkdir(dirname(driverLink), { recursive: true });
-  await symlink(run.output('driver'), driverLink);
-  built = await run.build([...OURS, NIXPKGS]);
-});
-
-afterAll(async () => {
-  await run?.remove();
-  if (dir !== '') await rm(dir, { recursive: true, force: true });
+beforeAll(() => {
+  ({ run, driverLink, built } = nix());
 });
 
 /** A derivation's outputs by name (its .drv left out). */

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fixtures, requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { mapLimited } from './helpers/map-limited.js';
+import { pickFields } from './helpers/pick-fields.js';
 import {
   bracketedString,
   parseDynamicRows,
@@ -199,79 +200,21 @@ describe('print --json on every fixture in one call', () => {
 
   it('covers every kind of file the tool is for', () => {
     const views = [...oracle.values()].map((o) => o.view);
-    const has = (predicate: (v: ReadelfView) => boolean): number => views.filter(predicate).length;
-    expect
-      .soft(
-        has((v) => v.machine === 'EM_X86_64'),
-        'x86_64 fixtures',
-      )
-      .toBeGreaterThan(0);
-    expect
-      .soft(
-        has((v) => v.machine === 'EM_AARCH64'),
-        'aarch64 fixtures',
-      )
-      .toBeGreaterThan(0);
-    expect
-      .soft(
-        has((v) => v.class === 'ELF32'),
-        'ELF32 fixtures',
-      )
-      .toBeGreaterThan(0);
-    expect
-      .soft(
-        has((v) => v.byteOrder === 'big-endian'),
-        'big-endian fixtures',
-      )
-      .toBeGreaterThan(0);
-    expect
-      .soft(
-        has((v) => v.interpreter !== null),
-        'fixtures with PT_INTERP',
-      )
-      .toBeGreaterThan(0);
-    expect
-      .soft(
-        has((v) => v.soname !== null),
-        'fixtures with DT_SONAME',
-      )
-      .toBeGreaterThan(0);
-    expect
-      .soft(
-        has((v) => v.runpath !== null),
-        'fixtures with DT_RUNPATH',
-      )
-      .toBeGreaterThan(0);
-    expect
-      .soft(
-        has((v) => v.rpath !== null),
-        'fixtures with DT_RPATH',
-      )
-      .toBeGreaterThan(0);
-    expect
-      .soft(
-        has((v) => v.needed.length > 0),
-        'fixtures with DT_NEEDED',
-      )
-      .toBeGreaterThan(0);
-    expect
-      .soft(
-        has((v) => v.flags.length > 0),
-        'fixtures with DT_FLAGS',
-      )
-      .toBeGreaterThan(0);
-    expect
-      .soft(
-        has((v) => v.flags1.length > 0),
-        'fixtures with DT_FLAGS_1',
-      )
-      .toBeGreaterThan(0);
-    expect
-      .soft(
-        has((v) => v.dynamicSegment === null),
-        'fixtures without PT_DYNAMIC',
-      )
-      .toBeGreaterThan(0);
+    const kinds: [string, (v: ReadelfView) => boolean][] = [
+      ['x86_64 fixtures', (v) => v.machine === 'EM_X86_64'],
+      ['aarch64 fixtures', (v) => v.machine === 'EM_AARCH64'],
+      ['ELF32 fixtures', (v) => v.class === 'ELF32'],
+      ['big-endian fixtures', (v) => v.byteOrder === 'big-endian'],
+      ['fixtures with PT_INTERP', (v) => v.interpreter !== null],
+      ['fixtures with DT_SONAME', (v) => v.soname !== null],
+      ['fixtures with DT_RUNPATH', (v) => v.runpath !== null],
+      ['fixtures with DT_RPATH', (v) => v.rpath !== null],
+      ['fixtures with DT_NEEDED', (v) => v.needed.length > 0],
+      ['fixtures with DT_FLAGS', (v) => v.flags.length > 0],
+      ['fixtures with DT_FLAGS_1', (v) => v.flags1.length > 0],
+      ['fixtures without PT_DYNAMIC', (v) => v.dynamicSegment === null],
+    ];
+    for (const [label, predicate] of kinds) expect.soft(views.filter(predicate).length, label).toBeGreaterThan(0);
     for (const origin of ['compiled', 'debian', 'cuda', 'npm'] as const) {
       expect.soft(all.filter((f) => f.origin === origin).length, `${origin} fixtures`).toBeGreaterThan(0);
     }
@@ -289,34 +232,16 @@ describe('print --json on every fixture in one call', () => {
       return found;
     };
 
-    it('header: class, byte order, machine, type', () => {
-      const r = record();
-      const v = readelf();
-      expect({ class: r.class, byteOrder: r.byteOrder, machine: r.machine, type: r.type }).toEqual({
-        class: v.class,
-        byteOrder: v.byteOrder,
-        machine: v.machine,
-        type: v.type,
+    const fieldGroups = [
+      { name: 'header: class, byte order, machine, type', fields: ['class', 'byteOrder', 'machine', 'type'] as const },
+      { name: 'interpreter, soname, needed, rpath, runpath', fields: ['interpreter', 'soname', 'needed', 'rpath', 'runpath'] as const },
+      { name: 'DT_FLAGS and DT_FLAGS_1 bits', fields: ['flags', 'flags1'] as const },
+    ];
+    for (const { name, fields } of fieldGroups) {
+      it(name, () => {
+        expect(pickFields(record(), fields)).toEqual(pickFields(readelf(), fields));
       });
-    });
-
-    it('interpreter, soname, needed, rpath, runpath', () => {
-      const r = record();
-      const v = readelf();
-      expect({ interpreter: r.interpreter, soname: r.soname, needed: r.needed, rpath: r.rpath, runpath: r.runpath }).toEqual({
-        interpreter: v.interpreter,
-        soname: v.soname,
-        needed: v.needed,
-        rpath: v.rpath,
-        runpath: v.runpath,
-      });
-    });
-
-    it('DT_FLAGS and DT_FLAGS_1 bits', () => {
-      const r = record();
-      const v = readelf();
-      expect({ flags: r.flags, flags1: r.flags1 }).toEqual({ flags: v.flags, flags1: v.flags1 });
-    });
+    }
 
     it('every PT_LOAD: offset, vaddr, filesz, memsz, align, flags', () => {
       const r = record();

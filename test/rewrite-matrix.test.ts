@@ -146,6 +146,21 @@ function goneAfter(before: string | null, after: string | null): string[] {
   return entries(before).filter((dir) => dir.length >= 8 && dir.startsWith('/') && !entries(after).includes(dir));
 }
 
+/**
+ * What verifyPatched is told of a copy of `f` (at `file`, its libraries in `libDir`) whose runpath was
+ * set to `value`: the runpath and libraries it must have, and that it loads with them.
+ */
+function runpathSetOn(f: Fixture, file: string, libDir: string, before: Current, value: string) {
+  const after = afterSet(before, value);
+  return {
+    original: f.path,
+    patched: file,
+    arch: f.arch,
+    expect: { ...after, needed: before.needed },
+    load: loadCheck(f, libDir, { after }),
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // The operations
 
@@ -156,11 +171,7 @@ async function growRunpath(scratch: Scratch, f: Fixture, options: { strip: boole
   const value = [...entries(searchPath(before)).slice(0, 1), LONG_DIR].join(':');
   const record = await cliEditOne(['set-runpath', value], copy.file);
   await verifyPatched({
-    original: f.path,
-    patched: copy.file,
-    arch: f.arch,
-    expect: { ...afterSet(before, value), needed: before.needed },
-    load: loadCheck(f, copy.libDir, { after: afterSet(before, value) }),
+    ...runpathSetOn(f, copy.file, copy.libDir, before, value),
     again: ['set-runpath', value],
     gone: goneAfter(searchPath(before), value),
     strip: options.strip,
@@ -214,11 +225,7 @@ async function addDriverRunpath(scratch: Scratch, f: Fixture): Promise<void> {
   const record = await cliEditOne(['add-runpath', DRIVER], copy.file);
   const deduped = [...new Set(entries(value).filter((d) => d !== ''))].join(':');
   await verifyPatched({
-    original: f.path,
-    patched: copy.file,
-    arch: f.arch,
-    expect: { ...afterSet(before, value), needed: before.needed },
-    load: loadCheck(f, copy.libDir, { after: afterSet(before, value) }),
+    ...runpathSetOn(f, copy.file, copy.libDir, before, value),
     // The same hook run again with deduplication must find nothing to do.
     again: deduped === value ? ['add-runpath', '--dedupe', DRIVER] : ['set-runpath', value],
     problems: tierProblems(record, await tiersForNewStrings(f.path, [value])),
@@ -413,63 +420,46 @@ describe('the fixture set', () => {
   });
 });
 
-describe.concurrent('compiled fixtures, every operation', () => {
-  for (const f of compiled) {
-    it(
-      `${f.id}: set-runpath longer (append)`,
-      operation((s) => growRunpath(s, f, { strip: true })),
-    );
-    it(
-      `${f.id}: set-runpath shorter (in place)`,
-      operation((s) => shrinkRunpath(s, f)),
-    );
-    it(
-      `${f.id}: add-runpath ${DRIVER}`,
-      operation((s) => addDriverRunpath(s, f)),
-    );
-    it(
-      `${f.id}: remove-runpath --all`,
-      operation((s) => removeRunpath(s, f, { strip: true })),
-    );
-    it(
-      `${f.id}: add-needed ${ADDED_LIBRARY}, then remove-needed`,
-      operation((s) => addAndRemoveNeeded(s, f)),
-    );
-    it(
-      `${f.id}: replace-needed`,
-      operation((s) => replaceNeeded(s, f)),
-    );
-    it(
-      `${f.id}: set-runpath --force-rpath`,
-      operation((s) => convertTag(s, f, 'subcommand')),
-    );
-    it(
-      `${f.id}: runpath tag conversion with the patchelf-compatible flags`,
-      operation((s) => convertTag(s, f, 'patchelf-flags')),
-    );
-    it(
-      `${f.id}: three growing edits in a row`,
-      operation((s) => repeatedGrowth(s, f)),
-    );
-  }
-});
+/** An operation of the matrix: its name in the test's title, after the fixture's id, and what it does to a copy of the fixture. */
+interface MatrixOperation {
+  readonly name: string;
+  readonly run: (scratch: Scratch, f: Fixture) => Promise<void>;
+}
 
-describe.concurrent('packaged libraries: grow, add the driver directory, remove', () => {
-  for (const f of packaged) {
-    it(
-      `${f.id}: set-runpath longer (append)`,
-      operation((s) => growRunpath(s, f, { strip: false })),
-    );
-    it(
-      `${f.id}: add-runpath ${DRIVER}`,
-      operation((s) => addDriverRunpath(s, f)),
-    );
-    it(
-      `${f.id}: remove-runpath --all`,
-      operation((s) => removeRunpath(s, f, { strip: false })),
-    );
-  }
-});
+const COMPILED_OPERATIONS: readonly MatrixOperation[] = [
+  { name: 'set-runpath longer (append)', run: (s, f) => growRunpath(s, f, { strip: true }) },
+  { name: 'set-runpath shorter (in place)', run: (s, f) => shrinkRunpath(s, f) },
+  { name: `add-runpath ${DRIVER}`, run: (s, f) => addDriverRunpath(s, f) },
+  { name: 'remove-runpath --all', run: (s, f) => removeRunpath(s, f, { strip: true }) },
+  { name: `add-needed ${ADDED_LIBRARY}, then remove-needed`, run: (s, f) => addAndRemoveNeeded(s, f) },
+  { name: 'replace-needed', run: (s, f) => replaceNeeded(s, f) },
+  { name: 'set-runpath --force-rpath', run: (s, f) => convertTag(s, f, 'subcommand') },
+  { name: 'runpath tag conversion with the patchelf-compatible flags', run: (s, f) => convertTag(s, f, 'patchelf-flags') },
+  { name: 'three growing edits in a row', run: (s, f) => repeatedGrowth(s, f) },
+];
+
+/** The packaged (Debian, CUDA, npm) libraries: the edits a CUDA build makes, without the strip check of the compiled ones. */
+const PACKAGED_OPERATIONS: readonly MatrixOperation[] = [
+  { name: 'set-runpath longer (append)', run: (s, f) => growRunpath(s, f, { strip: false }) },
+  { name: `add-runpath ${DRIVER}`, run: (s, f) => addDriverRunpath(s, f) },
+  { name: 'remove-runpath --all', run: (s, f) => removeRunpath(s, f, { strip: false }) },
+];
+
+const MATRIX = [
+  { title: 'compiled fixtures, every operation', files: compiled, operations: COMPILED_OPERATIONS },
+  { title: 'packaged libraries: grow, add the driver directory, remove', files: packaged, operations: PACKAGED_OPERATIONS },
+];
+
+for (const { title, files, operations } of MATRIX) {
+  describe.concurrent(title, () => {
+    for (const f of files)
+      for (const op of operations)
+        it(
+          `${f.id}: ${op.name}`,
+          operation((s) => op.run(s, f)),
+        );
+  });
+}
 
 describe('strip after a moved program header table', () => {
   // Runs after the concurrent blocks. Only a library whose table can neither take a slot nor grow

@@ -38,13 +38,19 @@ export async function cudaOutput(root: string, arch: BuildArch = 'x86_64', progr
   await mkdir(dirname(cudart), { recursive: true });
   // A copy: apply edits it in place.
   await copyFile(cudaFixture(arch, 'libcudart11.0').path, cudart);
+  const probe = await compileProbe(root, arch, cudart, 'printf("%d\\n", cudaGetDeviceCount(&n));', programRunpath);
+  return { root, probe, cudart };
+}
+
+/**
+ * ROOT/bin/probe: a program whose main declares `int n` and runs `body` (which calls cudaGetDeviceCount),
+ * linked against `cudart` with DT_RUNPATH `runpath`.
+ */
+export async function compileProbe(root: string, arch: BuildArch, cudart: string, body: string, runpath: string): Promise<string> {
   const source = join(root, 'probe.c');
-  await writeFile(
-    source,
-    '#include <stdio.h>\nint cudaGetDeviceCount(int *);\nint main(void) { int n = 0; printf("%d\\n", cudaGetDeviceCount(&n)); return 0; }\n',
-  );
+  await writeFile(source, `#include <stdio.h>\nint cudaGetDeviceCount(int *);\nint main(void) { int n = 0; ${body} return 0; }\n`);
   const probe = join(root, 'bin/probe');
   await mkdir(dirname(probe), { recursive: true });
-  await mustExec(compilerFor(arch), ['-O1', '-o', probe, source, cudart, `-Wl,--enable-new-dtags,-rpath,${programRunpath}`]);
-  return { root, probe, cudart };
+  await mustExec(compilerFor(arch), ['-O1', '-o', probe, source, cudart, `-Wl,--enable-new-dtags,-rpath,${runpath}`]);
+  return probe;
 }

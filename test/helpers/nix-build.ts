@@ -5,10 +5,13 @@
 // files; the store copies of fixtures/nix and hooks/ stay, shared by runs, for the garbage collector).
 
 import { randomUUID } from 'node:crypto';
+import { mkdir, symlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { REPO_ROOT, requireTool } from './fixtures.js';
 import { assertCliBuilt, cliPath } from './run-cli.js';
 import { mustExec, type ExecResult } from './exec.js';
+import { useTempDir } from './use-temp-dir.js';
 
 const NIX_FILE = join(REPO_ROOT, 'fixtures', 'nix', 'default.nix');
 const NIX_CONFIG = ['build-users-group =', 'sandbox = false', 'substituters =', 'max-jobs = 2'];
@@ -99,5 +102,39 @@ export async function openNixRun(options: NixRunOptions): Promise<NixRun> {
       const valid = allPaths.filter((path) => !missing.has(path));
       if (valid.length > 0) await mustExec(nixStore, ['--delete', ...valid], { env });
     },
+  };
+}
+
+/** A run whose driver link points at its built `driver` package, and the build of the attributes a test asked for. */
+export interface DriverLinkedBuild {
+  readonly run: NixRun;
+  /** DIR/run/opengl-driver: outside the store, as /run/opengl-driver is on NixOS. */
+  readonly driverLink: string;
+  readonly built: ExecResult;
+}
+
+/**
+ * For a test file (x86_64-linux): a temporary directory, a run whose driver link in it points at the
+ * `driver` package once that is built, then `attrs` built, all before its tests; the run's outputs and
+ * the directory removed after them. Returns what gives the build once the tests run.
+ */
+export function useDriverLinkedBuild(label: string, attrs: readonly string[]): () => DriverLinkedBuild {
+  const work = useTempDir(label);
+  let run: NixRun | undefined;
+  let done: DriverLinkedBuild | undefined;
+  beforeAll(async () => {
+    const driverLink = join(work(), 'run', 'opengl-driver');
+    run = await openNixRun({ driverLink });
+    await run.build(['driver']);
+    await mkdir(dirname(driverLink), { recursive: true });
+    await symlink(run.output('driver'), driverLink);
+    done = { run, driverLink, built: await run.build(attrs) };
+  });
+  afterAll(async () => {
+    await run?.remove();
+  });
+  return () => {
+    if (done === undefined) throw new Error(`the ${label} build is made in beforeAll`);
+    return done;
   };
 }

@@ -86,6 +86,18 @@ export async function programHeaders(file: string): Promise<SegmentRow[]> {
   return parseProgramHeaders(await readelfText(['-l'], file));
 }
 
+/** The PT_LOAD rows, in table order. */
+export function loadSegments(rows: readonly SegmentRow[]): SegmentRow[] {
+  return rows.filter((r) => r.type === 'LOAD');
+}
+
+/** The first program header of a type (DYNAMIC, PHDR, INTERP…); a file without one fails the test. */
+export function segmentOfType(rows: readonly SegmentRow[], type: string): SegmentRow {
+  const found = rows.find((r) => r.type === type);
+  if (found === undefined) throw new Error(`no ${type} program header`);
+  return found;
+}
+
 /** PT_DYNAMIC's file offset, or null when the file has none. */
 export async function dynamicSegmentOffset(file: string): Promise<number | null> {
   return (await programHeaders(file)).find((row) => row.type === 'DYNAMIC')?.offset ?? null;

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import type { BuildArch } from './arch.js';
 import { compilerFor, requireTool } from './fixtures.js';
 import { mustExec, type ExecResult } from './exec.js';
-import type { SegmentRow } from './readelf.js';
+import { offsetOfAddress, programHeaders, symbolAddress, type SegmentRow } from './readelf.js';
+import { relocateProgramHeaders } from './rw-elf.js';
 
 /**
  * Compiles and links `sources` (file name → text, written into `dir`) into `dir/output` with the given
@@ -41,6 +42,34 @@ export async function compile(
   }
   await mustExec(compilerFor(arch, cxx ? 'c++' : 'c'), [...names, ...extra, ...flags, '-o', out], { cwd: dir, timeoutMs: 120_000 });
   return out;
+}
+
+/** Bytes of .rodata that a test moves the program header table into (PHDR_ROOM_SOURCE declares them). */
+const PHDR_ROOM_SIZE = 1024;
+export const PHDR_ROOM_SOURCE = `__attribute__((used, aligned(64))) const unsigned char phdr_room[${PHDR_ROOM_SIZE}] = { 1 };\n`;
+
+/**
+ * Links `sources` (one of them holds PHDR_ROOM_SOURCE) into DIR/LINKED with one RX segment from offset
+ * 0, so that phdr_room lies in the first PT_LOAD, and returns the file's bytes with the program header
+ * table moved there, its old place taken by live data (relocateProgramHeaders), and where it now is.
+ */
+export async function tableMovedIntoRoom(
+  arch: BuildArch,
+  dir: string,
+  linked: string,
+  sources: Record<string, string>,
+  flags: readonly string[],
+  spareNullEntries: number,
+): Promise<{ bytes: Uint8Array; roomOffset: number }> {
+  const file = await compile(arch, dir, linked, sources, ['-Wl,-z,noseparate-code', ...flags]);
+  const roomOffset = offsetOfAddress(await programHeaders(file), await symbolAddress(file, 'phdr_room'));
+  const bytes = relocateProgramHeaders(new Uint8Array(await readFile(file)), {
+    roomOffset,
+    roomSize: PHDR_ROOM_SIZE,
+    spareNullEntries,
+    occupyOldPlace: true,
+  });
+  return { bytes, roomOffset };
 }
 
 /** The default GNU ld linker script of the driver with these flags (between the ===== lines of --verbose). */

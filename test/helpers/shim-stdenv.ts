@@ -30,6 +30,8 @@ export const HOOK_FILES = {
   stubs: join(HOOKS_DIR, 'remove-stubs-from-runpath.sh'),
 } as const;
 export type HookName = keyof typeof HOOK_FILES;
+/** Every hook, in the order a package lists them: driver, cuda_compat, stubs. */
+export const EVERY_HOOK = ['driver', 'compat', 'stubs'] as const satisfies readonly HookName[];
 
 /** The restatement of Nixpkgs' hooks, by the same names. */
 export const NIXPKGS_HOOK_FILES: Readonly<Record<HookName, string>> = {

@@ -64,7 +64,18 @@ function debianFixture(arch: BuildArch, pkg: string, file: string): Fixture {
   return fixture(`debian/${arch}/${pkg}/${file}`);
 }
 
-export async function buildCudaTree(root: string, options: CudaTreeOptions): Promise<CudaTree> {
+/**
+ * What a test over a CUDA-shaped tree works in, below its directory WORK: WORK/cuda_compat, the package
+ * `--cuda-compat` names (its compat/ directory made), and the tree built at WORK/pristine, with
+ * WORK/scratch for what is compiled on the way.
+ */
+export async function cudaTreeIn(work: string, options: Omit<CudaTreeOptions, 'scratch'>): Promise<{ compat: string; tree: CudaTree }> {
+  const compat = join(work, 'cuda_compat');
+  await mkdir(join(compat, 'compat'), { recursive: true });
+  return { compat, tree: await buildCudaTree(join(work, 'pristine'), { ...options, scratch: join(work, 'scratch') }) };
+}
+
+async function buildCudaTree(root: string, options: CudaTreeOptions): Promise<CudaTree> {
   const entries: TreeEntry[] = [];
   await mkdir(root, { recursive: true });
   const put = async (rel: string, from: string, entry: Omit<TreeEntry, 'rel'>): Promise<void> => {

@@ -14,6 +14,17 @@ export async function copyTree(source: string, destination: string): Promise<voi
   await mustExec(requireTool('cp'), ['-a', '--', source, destination], { timeoutMs: 120_000 });
 }
 
+/** Copies of the tree at `source` (copyTree), one DIR/NAME for each name: their paths, in the order of the names. */
+export async function copiesOfTree<const Names extends readonly string[]>(
+  source: string,
+  dir: string,
+  names: Names,
+): Promise<{ [K in keyof Names]: string }> {
+  const paths = names.map((name) => join(dir, name));
+  for (const path of paths) await copyTree(source, path);
+  return paths as { [K in keyof Names]: string };
+}
+
 export type EntrySnapshot =
   | {
       readonly type: 'file';
