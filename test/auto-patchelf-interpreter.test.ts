@@ -10,25 +10,11 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILD_ARCHES, type BuildArch } from './helpers/arch.js';
 import { requireTool, runOn, sysroot } from './helpers/fixtures.js';
+import { LOADER_MAPS_SOURCE as MAPS_SOURCE } from './helpers/loader-maps.js';
 import { interpreterOf } from './helpers/readelf.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { compile } from './helpers/rw-build.js';
 import { makeTempDir } from './helpers/temp-dir.js';
-
-/** Prints the path of the loader mapped into the process: the interpreter the kernel (or qemu) really started. */
-const MAPS_SOURCE = `#include <stdio.h>
-#include <string.h>
-int main(void) {
-  FILE *maps = fopen("/proc/self/maps", "r");
-  char line[4096];
-  while (maps != NULL && fgets(line, sizeof line, maps) != NULL) {
-    char *path = strchr(line, '/');
-    if (path != NULL && strstr(path, "/ld-") != NULL) { printf("loader %s", path); return 0; }
-  }
-  puts("loader not found");
-  return 1;
-}
-`;
 
 const LOADER_NAME: Record<BuildArch, string> = { x86_64: 'ld-linux-x86-64.so.2', aarch64: 'ld-linux-aarch64.so.1' };
 const loaderFile = (arch: BuildArch): string =>
