@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILD_ARCHES, type BuildArch } from './helpers/arch.js';
 import { execTool, type ExecResult } from './helpers/exec.js';
 import { REPO_ROOT, requireTool, runOn, sysroot } from './helpers/fixtures.js';
+import { LOADER_MAPS_SOURCE as MAPS_SOURCE } from './helpers/loader-maps.js';
 import { readelfText } from './helpers/readelf.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { compile, describeRun } from './helpers/rw-build.js';
@@ -18,21 +19,6 @@ import { makeTempDir } from './helpers/temp-dir.js';
 
 /** patchelf 0.18, whose --set-interpreter/--print-interpreter the compatible mode follows (the closure benchmark downloads it). */
 const PATCHELF_018 = process.env.PATCHELF_0_18 ?? join(REPO_ROOT, 'bench', '.cache', 'closure', 'patchelf-0.18', 'bin', 'patchelf');
-
-/** Prints the path of the loader mapped into the process: the interpreter the kernel (or qemu) really started. */
-const MAPS_SOURCE = `#include <stdio.h>
-#include <string.h>
-int main(void) {
-  FILE *maps = fopen("/proc/self/maps", "r");
-  char line[4096];
-  while (maps != NULL && fgets(line, sizeof line, maps) != NULL) {
-    char *path = strchr(line, '/');
-    if (path != NULL && strstr(path, "/ld-") != NULL) { printf("loader %s", path); return 0; }
-  }
-  puts("loader not found");
-  return 1;
-}
-`;
 
 const LOADER_NAME: Record<BuildArch, string> = { x86_64: 'ld-linux-x86-64.so.2', aarch64: 'ld-linux-aarch64.so.1' };
 const DEFAULT_INTERPRETER: Record<BuildArch, string> = {

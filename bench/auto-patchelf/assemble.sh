@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Assembles, from what the fixtures and the closure benchmark already hold, the trees and stand-ins
+# that the autoPatchelf benchmarks and differential run on, into bench/.cache/auto-patchelf/
+# (git-ignored):
+#
+#   trees/debian-600/out/<package>/lib/   the lib/ of the closure's amd64 Debian packages, in byte
+#                                         order of their names, up to 600 ELF libraries (programs left
+#                                         out); runpaths removed
+#   trees/cuda/out/<package>/             libcublas, libcublasLt, libcudart, libnvrtc, libnvToolsExt
+#                                         (amd64, 0.7 GB); runpaths removed
+#   trees/packages/out/<arch>/<package>/  programs and libraries of six Debian packages per architecture,
+#   trees/packages/deps/<arch>/<package>/ and four library packages they need (found through --libs)
+#   trees/duplicate-soname/               libtbb.so.12 in three directories of out/ (one of them arm64)
+#                                         and in libs/, and libopencv_core, which needs it
+#   trees/origin/out/pkg/                 real libraries (lapack, blas, gfortran, opencv_core, tbb) and a
+#                                         program, with `$ORIGIN` and `${ORIGIN}` runpaths
+#   bintools/<name>/nix-support/          stand-ins for $NIX_BINTOOLS: dynamic-linker and orig-libc (whose
+#                                         lib/ is the libc directory): x86_64 (/usr/lib/x86_64-linux-gnu),
+#                                         x86_64-glibc (glibc's libraries only, as Nix's glibc/lib), aarch64
+#   patchelf/<version>/patchelf           a PATH entry each for patchelf 0.14.3 and 0.18
+#
+# Each part is rebuilt only when what makes it changed (a .stamp with the hash of its inputs), into
+# <part>.tmp first. Inputs: $CUDA_PATCHELF_FIXTURES_CACHE (default fixtures/.cache, `npm run
+# fixtures`) and $CUDA_PATCHELF_BENCH_CACHE (default bench/.cache/closure, bench/closure/assemble.sh).
+#   bash bench/auto-patchelf/assemble.sh
+set -euo pipefail
+
+here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd -- "$here/../.." && pwd)
+fixtures=${CUDA_PATCHELF_FIXTURES_CACHE:-$repo/fixtures/.cache}
+closure=${CUDA_PATCHELF_BENCH_CACHE:-$repo/bench/.cache/closure}
+cache=$repo/bench/.cache/auto-patchelf
+lock_deb=$repo/bench/closure-packages.lock
+log_tag=bench-auto-patchelf
+
+# shellcheck source=fixtures/lib/common.sh
+. "$repo/fixtures/lib/common.sh"
+# shellcheck source=fixtures/lib/debian-packages.sh
+. "$repo/fixtures/lib/debian-packages.sh"
+# shellcheck source=bench/lib/build-once.sh
+. "$repo/bench/lib/build-once.sh"
+
+sha() { sha256sum | cut -c1-32; }
+
+# What each part is made from: a stamp of each input cache, checked to exist.
+input_stamp() {
+  local stamp=$1 how=$2
+  [ -f "$stamp" ] || die "missing $stamp: run $how first"
+  cat "$stamp"
+}
+inputs() {
+  input_stamp "$fixtures/debian/amd64-base/.stamp" 'npm run fixtures'
+  input_stamp "$fixtures/debian/amd64/.stamp" 'npm run fixtures'
+  input_stamp "$fixtures/debian/arm64/.stamp" 'npm run fixtures'
+  input_stamp "$fixtures/sysroot-arm64/fixtures.tsv" 'npm run fixtures'
+  input_stamp "$closure/tree/.stamp" 'bash bench/closure/assemble.sh'
+  input_stamp "$closure/patchelf-0.18/.stamp" 'bash bench/closure/assemble.sh'
+}
+
+is_elf() { [ "$(head -c 4 "$1" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ]; }
+
+# Every regular ELF file under DIR, in byte order.
+elf_files() {
+  local f
+  while IFS= read -r -d '' f; do if is_elf "$f"; then printf '%s\n' "$f"; fi; done < <(find "$1" -type f -print0 | LC_ALL=C sort -z)
+}
+
+# Removes DT_RUNPATH/DT_RPATH from every ELF file under DIR that has one (the runpath Nix would have
+# to find again).
+remove_runpaths() {
+  local f
+  while IFS= read -r f; do
+    if [ -n "$(patchelf --print-rpath "$f" 2>/dev/null)" ]; then patchelf --remove-rpath "$f"; fi
+  done < <(elf_files "$1")
+}
+
+build_debian_600() {
+  local out=$1 name count=0 more
+  while read -r name; do
+    [ -d "$closure/tree/amd64/$name/lib" ] || continue
+    more=$(elf_files "$closure/tree/amd64/$name/lib" | awk -F/ '$NF ~ /\.so/' | wc -l)
+    if [ $((count + more)) -gt 600 ]; then break; fi
+    count=$((count + more))
+    mkdir -p "$out/out/$name"
+    cp -a "$closure/tree/amd64/$name/lib" "$out/out/$name/lib"
+  done < <(deb_lines debian amd64 | awk '{ print $1 }' | LC_ALL=C sort)
+  # Libraries alone: the programs some packages keep under lib/ (GIMP's plug-ins) go.
+  elf_files "$out/out" | awk -F/ '$NF !~ /\.so/' | while IFS= read -r f; do rm "$f"; done
+  log "debian-600: $count ELF libraries"
+  remove_runpaths "$out/out"
+}
+
+build_cuda() {
+  local out=$1 name
+  for name in libcublas11 libcublaslt11 libcudart11.0 libnvrtc11.2 libnvtoolsext1; do
+    mkdir -p "$out/out"
+    cp -a "$closure/tree/amd64/$name" "$out/out/$name"
+  done
+  remove_runpaths "$out/out"
+}
+
+build_packages() {
+  local out=$1 arch name
+  for arch in amd64 arm64; do
+    mkdir -p "$out/out/$arch" "$out/deps/$arch"
+    for name in coreutils gimp libopencv-contrib406 libsane1 libvtk9.1 llvm-15; do
+      cp -a "$closure/tree/$arch/$name" "$out/out/$arch/$name"
+    done
+    for name in libgegl-0.4-0 libgphoto2-6 libopenmpi3 libqt5gui5; do
+      cp -a "$closure/tree/$arch/$name" "$out/deps/$arch/$name"
+    done
+  done
+}
+
+build_duplicate_soname() {
+  local out=$1 amd64=$fixtures/debian/amd64/usr/lib/x86_64-linux-gnu arm64=$fixtures/debian/arm64/usr/lib/aarch64-linux-gnu
+  mkdir -p "$out/out/aarch64-first/lib" "$out/out/alpha/lib" "$out/out/alpha/real" "$out/out/zeta/lib" "$out/out/app/lib" "$out/libs"
+  # First in byte order, but for another machine: never the answer for an x86_64 file.
+  cp "$arm64/libtbb.so.12.8" "$out/out/aarch64-first/lib/libtbb.so.12"
+  # A link named otherwise than its target: indexed in the link's directory, alpha/lib.
+  cp "$amd64/libtbb.so.12.8" "$out/out/alpha/real/libtbb.so.12.8"
+  ln -s ../real/libtbb.so.12.8 "$out/out/alpha/lib/libtbb.so.12"
+  cp "$amd64/libtbb.so.12.8" "$out/out/zeta/lib/libtbb.so.12"
+  # After both tree copies: --libs comes after the trees.
+  cp "$amd64/libtbb.so.12.8" "$out/libs/libtbb.so.12"
+  cp -a "$amd64/libopencv_core.so.4.6.0" "$amd64/libopencv_core.so.406" "$out/out/app/lib/"
+  remove_runpaths "$out/out"
+}
+
+build_origin() {
+  local out=$1 amd64=$fixtures/debian/amd64/usr/lib/x86_64-linux-gnu lib
+  lib=$out/out/pkg/lib
+  mkdir -p "$lib/blas" "$lib/fortran" "$lib/tbb" "$lib/plugins" "$out/out/pkg/bin"
+  cp -a "$amd64/lapack/liblapack.so.3.11.0" "$amd64/lapack/liblapack.so.3" "$lib/"
+  cp -a "$amd64/blas/libblas.so.3.11.0" "$amd64/blas/libblas.so.3" "$lib/blas/"
+  cp -a "$amd64/libgfortran.so.5.0.0" "$amd64/libgfortran.so.5" "$lib/fortran/"
+  cp -a "$amd64/libtbb.so.12.8" "$amd64/libtbb.so.12" "$lib/tbb/"
+  cp -a "$amd64/libopencv_core.so.4.6.0" "$amd64/libopencv_core.so.406" "$lib/"
+  # The program is built here: no Debian program needs these libraries and nothing the host has.
+  printf 'int main(void) { return 0; }\n' >"$out/solve.c"
+  gcc -o "$out/out/pkg/bin/solve" "$out/solve.c" -Wl,--no-as-needed -L"$lib" -l:liblapack.so.3 -l:libopencv_core.so.406 \
+    -Wl,--allow-shlib-undefined -Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/../lib'
+  rm "$out/solve.c"
+  # Both spellings, entries for the file's own dependencies and one naming a plug-in directory,
+  # and absolute entries beside them: one that does not exist, one outside the tree that holds a
+  # second libblas.so.3 (indexed after the tree's).
+  patchelf --set-rpath '$ORIGIN/blas:${ORIGIN}/fortran:/nonexistent/lib' "$lib/liblapack.so.3.11.0"
+  patchelf --set-rpath '${ORIGIN}/../fortran' "$lib/blas/libblas.so.3.11.0"
+  patchelf --set-rpath '$ORIGIN' "$lib/fortran/libgfortran.so.5.0.0"
+  patchelf --set-rpath "\$ORIGIN/tbb:\${ORIGIN}/plugins:$amd64/blas" "$lib/libopencv_core.so.4.6.0"
+}
+
+# bintools/NAME: nix-support/dynamic-linker holds INTERPRETER; nix-support/orig-libc names
+# bintools/NAME/libc, whose lib is LIBC_DIR (a link to it).
+bintools() {
+  local dir=$1 interpreter=$2 libc_dir=$3
+  mkdir -p "$dir/nix-support" "$dir/libc"
+  printf '%s\n' "$interpreter" >"$dir/nix-support/dynamic-linker"
+  printf '%s\n' "$cache/bintools/${dir##*/}/libc" >"$dir/nix-support/orig-libc"
+  ln -s "$libc_dir" "$dir/libc/lib"
+}
+
+build_bintools() {
+  local out=$1 glibc f
+  bintools "$out/x86_64" /lib64/ld-linux-x86-64.so.2 /usr/lib/x86_64-linux-gnu
+  bintools "$out/aarch64" "$fixtures/sysroot-arm64/lib/ld-linux-aarch64.so.1" "$fixtures/sysroot-arm64/usr/lib/aarch64-linux-gnu"
+  # Nix's glibc/lib holds glibc alone: libstdc++ and libgcc_s come from gcc's lib, through --libs.
+  glibc=$out/x86_64-glibc/glibc
+  mkdir -p "$glibc"
+  for f in "$fixtures/debian/amd64-base/usr/lib/x86_64-linux-gnu"/*.so*; do
+    case ${f##*/} in libstdc++* | libgcc_s*) ;; *) ln -s "$f" "$glibc/${f##*/}" ;; esac
+  done
+  bintools "$out/x86_64-glibc" /lib64/ld-linux-x86-64.so.2 "$cache/bintools/x86_64-glibc/glibc"
+}
+
+build_patchelf() {
+  local out=$1
+  /usr/bin/patchelf --version | grep -q '^patchelf 0\.14\.3$' || die "/usr/bin/patchelf is not patchelf 0.14.3"
+  "$closure/patchelf-0.18/bin/patchelf" --version | grep -q '^patchelf 0\.18' || die "$closure/patchelf-0.18 does not run"
+  mkdir -p "$out/0.14.3" "$out/0.18"
+  ln -s /usr/bin/patchelf "$out/0.14.3/patchelf"
+  ln -s "$closure/patchelf-0.18/bin/patchelf" "$out/0.18/patchelf"
+}
+
+need_tools patchelf gcc readelf
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock 9
+
+input_key=$(inputs | sha)
+part() { build_once "$1" "$({ echo "$input_key $cache $fixtures $closure"; declare -f "$2" "${@:3}"; } | sha)" "$2"; }
+part trees/debian-600 build_debian_600 elf_files remove_runpaths
+part trees/cuda build_cuda elf_files remove_runpaths
+part trees/packages build_packages
+part trees/duplicate-soname build_duplicate_soname elf_files remove_runpaths
+part trees/origin build_origin
+part bintools build_bintools bintools
+part patchelf build_patchelf
+log "ready: $cache"
