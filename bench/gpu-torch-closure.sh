@@ -33,30 +33,6 @@ copy_torch_closure "$pristine"
 elfs=$(find "$pristine" -type f -print0 | xargs -0 -P16 -n64 sh -c 'for f; do [ "$(head -c4 "$f" | od -An -tx1 | tr -d " ")" = 7f454c46 ] && echo; done; true' _ | wc -l)
 log "closure: $(du -sb "$pristine" | cut -f1) bytes, $(find "$pristine" -type f | wc -l) files, $elfs ELF files"
 
-gpu_check() {
-  # A cuBLAS(Lt) matrix product and a cuDNN convolution, from the given copy of torch.
-  PYTHONPATH=$1 python3 - <<'EOF'
-import os, torch, torch.nn.functional as F
-assert torch.__file__.startswith(os.environ['PYTHONPATH']), torch.__file__
-a = torch.randn(2048, 2048, device='cuda', dtype=torch.bfloat16)
-b = (a @ a).float().sum().item()
-x = torch.randn(8, 3, 64, 64, device='cuda'); w = torch.randn(16, 3, 3, 3, device='cuda')
-c = F.conv2d(x, w).sum().item()
-torch.cuda.synchronize()
-print('gpu ok', torch.__version__, torch.cuda.get_device_name(), 'cudnn', torch.backends.cudnn.version(), b == b, c == c)
-EOF
-}
-
-timed() { # name, command...
-  local name=$1
-  shift
-  local start end
-  start=$(date +%s%N)
-  "$@" >"$out/$name.log" 2>&1 || { log "$name: FAILED ($(tail -3 "$out/$name.log"))"; return 1; }
-  end=$(date +%s%N)
-  log "$name: $(((end - start) / 1000000)) ms"
-}
-
 copy() { rm -rf "$work/tree" && cp -a "$pristine" "$work/tree" && sync; }
 
 log "pristine: $(gpu_check "$pristine" 2>&1 | tail -1)"

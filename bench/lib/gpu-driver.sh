@@ -37,3 +37,29 @@ copy_torch_closure() {
     if [ -d "$dir" ]; then cp -a "$dir" "$dest/"; fi
   done
 }
+
+# gpu_check DIR: a cuBLAS(Lt) matrix product and a cuDNN convolution, from the copy of torch in DIR.
+gpu_check() {
+  PYTHONPATH=$1 python3 - <<'EOF'
+import os, torch, torch.nn.functional as F
+assert torch.__file__.startswith(os.environ['PYTHONPATH']), torch.__file__
+a = torch.randn(2048, 2048, device='cuda', dtype=torch.bfloat16)
+b = (a @ a).float().sum().item()
+x = torch.randn(8, 3, 64, 64, device='cuda'); w = torch.randn(16, 3, 3, 3, device='cuda')
+c = F.conv2d(x, w).sum().item()
+torch.cuda.synchronize()
+print('gpu ok', torch.__version__, torch.cuda.get_device_name(), 'cudnn', torch.backends.cudnn.version(), b == b, c == c)
+EOF
+}
+
+# timed NAME COMMAND...: runs COMMAND with its output in $out/NAME.log and logs its wall time (the
+# caller defines out and log); a failure logs the end of its output and returns 1.
+timed() {
+  local name=$1
+  shift
+  local start end
+  start=$(date +%s%N)
+  "$@" >"$out/$name.log" 2>&1 || { log "$name: FAILED ($(tail -3 "$out/$name.log"))"; return 1; }
+  end=$(date +%s%N)
+  log "$name: $(((end - start) / 1000000)) ms"
+}
