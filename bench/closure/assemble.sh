@@ -37,22 +37,11 @@ log_tag=bench-closure
 . "$repo/fixtures/lib/common.sh"
 # shellcheck source=fixtures/lib/debian-packages.sh
 . "$repo/fixtures/lib/debian-packages.sh"
+# shellcheck source=bench/lib/build-once.sh
+. "$repo/bench/lib/build-once.sh"
 
 sha() { sha256sum | cut -c1-32; }
 triplet() { case "$1" in amd64) echo x86_64-linux-gnu ;; arm64) echo aarch64-linux-gnu ;; *) die "unknown Debian arch $1" ;; esac; }
-
-# build_once PART KEY FUNCTION: FUNCTION OUT makes PART unless its stamp says KEY.
-build_once() {
-  local part=$1 key=$2 fn=$3 dir=$cache/$1
-  if [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$key" ]; then return 0; fi
-  log "building $part"
-  rm -rf "$dir.tmp"
-  mkdir -p "$dir.tmp"
-  "$fn" "$dir.tmp"
-  printf '%s\n' "$key" >"$dir.tmp/.stamp"
-  rm -rf "$dir"
-  mv "$dir.tmp" "$dir"
-}
 
 # lay_out ROOT OUT TRIPLET: moves an unpacked package (as dpkg-deb -x leaves it) into OUT, laid out
 # as a build output. Hard links, then the unpacked copy goes: no second copy of the data.
