@@ -18,7 +18,7 @@ import { rng, type Rng } from '../helpers/fuzz-mutations.js';
 import type { ElfTreeFile } from '../helpers/kill-tree.js';
 import { readelfText } from '../helpers/readelf.js';
 import { planFile } from '../helpers/fuzz-plan-file.js';
-import { hashes, killStateList, restore, runCli } from './kill-campaign.js';
+import { hashes, killStateList, restore, runCli, type KillStateCounts } from './kill-campaign.js';
 
 const LOADER: Record<BuildArch, { readonly name: string; readonly old: string }> = {
   x86_64: { name: 'ld-linux-x86-64.so.2', old: '/lib64/ld-linux-x86-64.so.2' },
@@ -41,20 +41,10 @@ export interface InterpreterKillConfig {
   readonly log?: (line: string) => void;
 }
 
-export interface InterpreterKillFigures {
+export interface InterpreterKillFigures extends KillStateCounts {
   programs: number;
-  kills: number;
-  durableKills: number;
-  finishedBeforeKill: number;
-  original: number;
-  complete: number;
-  prefix: number;
   /** Programs run after a kill or a second run. */
   runs: number;
-  /** Files in no state an order of writes explains, or that do not run. */
-  broken: number;
-  /** Files the second run left other than an uninterrupted run does (or, from a prefix, not as tools read the result). */
-  unfinished: number;
   secondRunFailures: number;
 }
 

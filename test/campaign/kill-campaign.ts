@@ -46,12 +46,8 @@ export interface KillCampaignConfig {
   readonly log?: (line: string) => void;
 }
 
-export interface KillFigures {
-  elfFiles: number;
-  treeBytes: number;
-  patchedFiles: number;
-  fullRunSeconds: number;
-  durableRunSeconds: number;
+/** What a kill campaign counts, whatever it kills: the kills and the states they left the files in. */
+export interface KillStateCounts {
   kills: number;
   durableKills: number;
   finishedBeforeKill: number;
@@ -59,10 +55,18 @@ export interface KillFigures {
   original: number;
   complete: number;
   prefix: number;
-  /** Files in no state an order of writes explains, or not loadable when the original was. */
+  /** Files in no state an order of writes explains, or that do not load (or run) when the original did. */
   broken: number;
-  /** Files the second apply left other than an uninterrupted run does (or, from a prefix, not as tools read the result). */
+  /** Files the second run left other than an uninterrupted run does (or, from a prefix, not as tools read the result). */
   unfinished: number;
+}
+
+export interface KillFigures extends KillStateCounts {
+  elfFiles: number;
+  treeBytes: number;
+  patchedFiles: number;
+  fullRunSeconds: number;
+  durableRunSeconds: number;
   loadChecks: number;
   secondApplyFailures: number;
   checkFailures: number;
