@@ -18,7 +18,7 @@ import { rng, type Rng } from '../helpers/fuzz-mutations.js';
 import type { ElfTreeFile } from '../helpers/kill-tree.js';
 import { readelfText } from '../helpers/readelf.js';
 import { planFile } from '../helpers/fuzz-plan-file.js';
-import { hashes, killStateList, restore, runCli, type KillStateCounts } from './kill-campaign.js';
+import { hashes, killStateList, NO_KILLS, restore, runCli, type KillStateCounts } from './kill-campaign.js';
 
 const LOADER: Record<BuildArch, { readonly name: string; readonly old: string }> = {
   x86_64: { name: 'ld-linux-x86-64.so.2', old: '/lib64/ld-linux-x86-64.so.2' },
@@ -216,15 +216,8 @@ export async function runInterpreterKillCampaign(
   const groups = await buildGroups(config, pristine, work);
   const figures: InterpreterKillFigures = {
     programs: groups.reduce((sum, g) => sum + g.programs.length, 0),
-    kills: 0,
-    durableKills: 0,
-    finishedBeforeKill: 0,
-    original: 0,
-    complete: 0,
-    prefix: 0,
+    ...NO_KILLS,
     runs: 0,
-    broken: 0,
-    unfinished: 0,
     secondRunFailures: 0,
   };
   for (const g of groups)

@@ -61,6 +61,18 @@ export interface KillStateCounts {
   unfinished: number;
 }
 
+/** The counts before the first kill. */
+export const NO_KILLS: Readonly<KillStateCounts> = {
+  kills: 0,
+  durableKills: 0,
+  finishedBeforeKill: 0,
+  original: 0,
+  complete: 0,
+  prefix: 0,
+  broken: 0,
+  unfinished: 0,
+};
+
 export interface KillFigures extends KillStateCounts {
   elfFiles: number;
   treeBytes: number;
@@ -321,14 +333,7 @@ export async function runKillCampaign(config: KillCampaignConfig): Promise<{ fig
     patchedFiles: ref.newRunpath.size,
     fullRunSeconds: seconds,
     durableRunSeconds: durableSeconds,
-    kills: 0,
-    durableKills: 0,
-    finishedBeforeKill: 0,
-    original: 0,
-    complete: 0,
-    prefix: 0,
-    broken: 0,
-    unfinished: 0,
+    ...NO_KILLS,
     loadChecks: 0,
     secondApplyFailures: 0,
     checkFailures: 0,
