@@ -269,37 +269,103 @@ export class FileByteSource implements ByteSource {
       if (head.length < end) throw malformedInput(`${what}: the file shrank while it was read`, head.length);
       return head.subarray(position, end);
     }
-    if (length > KEPT_READ || this.kept.length >= KEPT_BLOCKS) return this.readFromFile(position, length, what);
+    if (length > KEPT_READ || this.kept.length >= KEPT_BLOCKS) return this.readAround(position, length, what);
     const blockStart = position - (position % BLOCK);
     const blockEnd = Math.min(this.size, Math.ceil(end / BLOCK) * BLOCK);
-    const buffer = this.readFromFile(blockStart, blockEnd - blockStart, what);
+    const buffer = this.readAround(blockStart, blockEnd - blockStart, what);
     this.kept.push({ position: blockStart, bytes: buffer });
     return buffer.subarray(position - blockStart, end - blockStart);
   }
 
-  private readFromFile(position: number, length: number, what: string): Uint8Array {
-    // Not zero-filled first (string and symbol tables reach tens of MiB): every byte is read into, or
-    // the read fails. A plain Uint8Array, whose slice() copies (callers that modify what they read take
-    // such a copy; a Buffer's would not be one).
+  /**
+   * `length` bytes at `position`: what the kept blocks hold of them is copied from there, and only the
+   * rest is read from the file. A large read (a string or symbol table) often spans blocks read before,
+   * by this opening or by the one whose seed it adopted: no byte is read from the file twice.
+   */
+  private readAround(position: number, length: number, what: string): Uint8Array {
+    const end = position + length;
+    const overlapping = this.kept
+      .filter((block) => block.position < end && position < block.position + block.bytes.length)
+      .sort((a, b) => a.position - b.position);
+    // Not zero-filled first (string and symbol tables reach tens of MiB): every byte is read or copied
+    // into, or the read fails. A plain Uint8Array, whose slice() copies (callers that modify what they
+    // read take such a copy; a Buffer's would not be one).
     const buffer = readBuffer(length);
-    let done = 0;
-    while (done < length) {
+    let done = position;
+    for (const block of overlapping) {
+      const blockEnd = block.position + block.bytes.length;
+      if (blockEnd <= done) continue;
+      const from = Math.max(block.position, done);
+      if (from > done) this.readInto(buffer, position, done, from, what);
+      const to = Math.min(blockEnd, end);
+      buffer.set(block.bytes.subarray(from - block.position, to - block.position), from - position);
+      done = to;
+    }
+    if (done < end) this.readInto(buffer, position, done, end, what);
+    return buffer;
+  }
+
+  /** Reads the file's bytes [from, to) into `buffer`, which holds the file's bytes from `base` on. */
+  private readInto(buffer: Uint8Array, base: number, from: number, to: number, what: string): void {
+    for (let at = from; at < to; ) {
       let bytesRead: number;
       try {
-        bytesRead = readSync(this.fd, buffer, done, length - done, position + done);
+        bytesRead = readSync(this.fd, buffer, at - base, to - at, at);
       } catch (error) {
         throw ioError(this.path, 'read', error);
       }
-      if (bytesRead === 0) throw malformedInput(`${what}: the file shrank while it was read`, position + done);
-      done += bytesRead;
+      if (bytesRead === 0) throw malformedInput(`${what}: the file shrank while it was read`, at);
+      at += bytesRead;
     }
-    this.bytesRead += length;
-    return buffer;
+    this.bytesRead += to - from;
+  }
+
+  /** What this opening read and kept so far, with the identity of the file it read (see ReadSeed). */
+  seed(): ReadSeed {
+    return { identity: identityOf(this.stats), blocks: this.kept.map(({ position, bytes }) => ({ position, bytes: bytes.slice() })) };
+  }
+
+  /**
+   * Serves the reads `seed` holds from memory when the file opened now is the one the seed was read
+   * from (same inode, size, modification and change times), before anything else was read; returns
+   * whether it did. A file changed in between is read again, as it is now.
+   */
+  adoptSeed(seed: ReadSeed): boolean {
+    if (this.kept.length > 0 || !sameIdentity(identityOf(this.stats), seed.identity)) return false;
+    this.kept.push(...seed.blocks.slice(0, KEPT_BLOCKS));
+    return true;
   }
 
   close(): void {
     closeSync(this.fd);
   }
+}
+
+/** What tells a file apart from the same path changed or replaced: a write changes its modification or change time. */
+export interface FileIdentity {
+  readonly dev: number;
+  readonly ino: number;
+  readonly size: number;
+  readonly mtimeMs: number;
+  readonly ctimeMs: number;
+}
+
+function identityOf(stats: Stats): FileIdentity {
+  return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs };
+}
+
+function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
+  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
+}
+
+/**
+ * What one opening of a file read, to serve a later opening of the same file without reading it again:
+ * the file's identity when it was read, and the blocks it kept, each an array of its own (plain data, as
+ * sent to worker threads: a view into a shared slab would carry the whole slab with it).
+ */
+export interface ReadSeed {
+  readonly identity: FileIdentity;
+  readonly blocks: readonly { readonly position: number; readonly bytes: Uint8Array }[];
 }
 
 /** Runs `work` on the regular file at `path`, open for positional reads, and closes it; errors name the file. */

@@ -3,9 +3,10 @@
 // visit many places keeps a bounded number of blocks (the reads after that are made as asked). The
 // first block is read through one buffer shared by every file and kept whole only for an ELF file.
 // A file a walk listed is opened without a stat (FileHead), which is taken as a step of its own
-// (statNow); what was read before it is read again after it.
+// (statNow); what was read before it is read again after it. What one opening read (its seed) serves
+// a later opening of the same file, and only of the same file.
 
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource, FileHead } from '../../src/elf/byte-source.js';
@@ -15,7 +16,7 @@ const SIZE = 1024 * 1024 + 123;
 const content = Uint8Array.from({ length: SIZE }, (_, i) => (i * 131 + (i >> 12)) & 0xff);
 const elfContent = Uint8Array.from({ length: 10_000 }, (_, i) => (i < 4 ? ([0x7f, 0x45, 0x4c, 0x46][i] ?? 0) : (i * 7) & 0xff));
 const dir = useTempDir('byte-source');
-const at = (name: 'file' | 'elf' | 'short' | 'directory' | 'link'): string => join(dir(), name);
+const at = (name: 'file' | 'elf' | 'short' | 'directory' | 'link' | 'seeded'): string => join(dir(), name);
 beforeAll(() => {
   writeFileSync(at('file'), content);
   writeFileSync(at('elf'), elfContent);
@@ -63,6 +64,20 @@ describe('FileByteSource', () => {
     }
   });
 
+  it('reads of a large range only the bytes no kept block holds', async () => {
+    const source = FileByteSource.open(at('file'));
+    try {
+      await source.read(5000, 10, 'second block');
+      await source.read(13000, 10, 'fourth block');
+      expect(source.bytesRead).toBe(8192);
+      // [2000, 22000): blocks 1 and 3 come from memory, the three gaps from the file.
+      expect(await source.read(2000, 20000, 'large')).toEqual(content.subarray(2000, 22000));
+      expect(source.bytesRead).toBe(8192 + 20000 - 8192);
+    } finally {
+      source.close();
+    }
+  });
+
   it('keeps the whole first block of an ELF file, and only the first bytes of another', async () => {
     const elf = FileByteSource.open(at('elf'));
     const other = FileByteSource.open(at('file'));
@@ -73,11 +88,11 @@ describe('FileByteSource', () => {
       // The ELF file's block outlives the other file's read through the shared buffer.
       expect(await elf.read(64, 2000, 'program headers')).toEqual(elfContent.subarray(64, 2064));
       expect(elf.bytesRead).toBe(4096);
-      // The other file kept the 16 bytes a magic number needs: a read past them reads its block again.
+      // The other file kept the 16 bytes a magic number needs: a read past them reads the rest of its block.
       expect(await other.read(0, 16, 'kept')).toEqual(content.subarray(0, 16));
       expect(other.bytesRead).toBe(4096);
       expect(await other.read(100, 50, 'past the kept bytes')).toEqual(content.subarray(100, 150));
-      expect(other.bytesRead).toBe(8192);
+      expect(other.bytesRead).toBe(4096 + 4096 - 16);
     } finally {
       elf.close();
       other.close();
@@ -128,6 +143,64 @@ describe('FileByteSource', () => {
         directory.close();
       }
       expect(() => FileHead.openWalked(at('link'))).toThrow(/is a symbolic link now/);
+    });
+  });
+
+  describe('a seed: what an earlier opening read', () => {
+    it('serves the reads it holds from memory when the file is the one it was read from', async () => {
+      writeFileSync(at('seeded'), elfContent);
+      const first = FileByteSource.open(at('seeded'));
+      let seed: ReturnType<FileByteSource['seed']>;
+      try {
+        expect(await first.read(0, 64, 'ELF header')).toEqual(elfContent.subarray(0, 64));
+        expect(await first.read(5000, 100, 'dynamic array')).toEqual(elfContent.subarray(5000, 5100));
+        seed = first.seed();
+      } finally {
+        first.close();
+      }
+      // Each block an array of its own, of its own size: what travels to a worker thread is these bytes alone.
+      expect(seed.blocks.map(({ position, bytes }) => [position, bytes.length, bytes.buffer.byteLength])).toEqual([
+        [0, 4096, 4096],
+        [4096, 4096, 4096],
+      ]);
+      const second = FileByteSource.open(at('seeded'));
+      try {
+        expect(second.adoptSeed(seed)).toBe(true);
+        expect(await second.read(64, 2000, 'program headers')).toEqual(elfContent.subarray(64, 2064));
+        expect(await second.read(4096, 4096, 'second block')).toEqual(elfContent.subarray(4096, 8192));
+        expect(second.bytesRead).toBe(0);
+        // Past the seed, the file is read as usual.
+        expect(await second.read(9000, 100, 'third block')).toEqual(elfContent.subarray(9000, 9100));
+        expect(second.bytesRead).toBe(10_000 - 8192);
+      } finally {
+        second.close();
+      }
+    });
+
+    it('is refused for a file changed since (its modification time), which is read again as it is now', async () => {
+      writeFileSync(at('seeded'), elfContent);
+      const first = FileByteSource.open(at('seeded'));
+      let seed: ReturnType<FileByteSource['seed']>;
+      try {
+        await first.read(0, 64, 'ELF header');
+        seed = first.seed();
+      } finally {
+        first.close();
+      }
+      const changed = elfContent.slice();
+      changed[100] = 0xee;
+      writeFileSync(at('seeded'), changed);
+      // The same size, and a modification time set apart from the seed's in case the clock's tick hid the write.
+      utimesSync(at('seeded'), new Date(), new Date(seed.identity.mtimeMs + 5000));
+      const second = FileByteSource.open(at('seeded'));
+      try {
+        expect(second.size).toBe(seed.identity.size);
+        expect(second.adoptSeed(seed)).toBe(false);
+        expect((await second.read(96, 8, 'program headers'))[4]).toBe(0xee);
+        expect(second.bytesRead).toBe(4096);
+      } finally {
+        second.close();
+      }
     });
   });
 });
