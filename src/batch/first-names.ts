@@ -9,7 +9,7 @@ import type { InodeNames } from '../edit/plan-file.js';
 export class FirstNames implements InodeNames {
   private readonly names = new Map<string, string>();
 
-  recordName(path: string, stats: Stats): string | null {
+  recordName(path: string, stats: Pick<Stats, 'dev' | 'ino'>): string | null {
     const key = `${stats.dev}:${stats.ino}`;
     const first = this.names.get(key);
     if (first === undefined) this.names.set(key, path);

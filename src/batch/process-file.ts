@@ -3,7 +3,14 @@
 // worker thread alike (schedule-files.ts); a failure is the file's outcome, never an exception.
 
 import { DT, ET, PT } from '../elf/constants.js';
-import { planWalkedFile, type EditOperations, type WalkedFileContext, type PlannedFile, type SkippedFile } from '../edit/plan-file.js';
+import {
+  planWalkedFile,
+  type EditOperations,
+  type KnownHead,
+  type PlannedFile,
+  type SkippedFile,
+  type WalkedFileContext,
+} from '../edit/plan-file.js';
 import { commitPlan } from '../write/commit-plan.js';
 import {
   composeAfterResolver,
@@ -31,6 +38,8 @@ export interface ResolverAnswer {
 export interface FileItem extends Extract<WalkItem, { kind: 'file' }> {
   /** Absent when the resolver is off, or leaves this file alone (another machine, an incompatible OS ABI). */
   readonly resolver?: ResolverAnswer;
+  /** What the resolver's first phase read of the file (absent without it, or when it could not read it). */
+  readonly head?: KnownHead;
 }
 
 /** What a file is patched with: plain data, as sent to worker threads. */
@@ -112,7 +121,8 @@ export function skippedOutcome(path: string, skipped: SkippedFile): FileOutcome 
 
 /**
  * `context`: in the thread that walks the batch, its names of each inode and the file when it was
- * sniffed already (schedule-files.ts); a worker thread opens the file again.
+ * sniffed already (schedule-files.ts); a worker thread opens the file again, reading through what the
+ * resolver's first phase read of it.
  */
 export async function processFile(item: FileItem, options: FileOptions, context?: WalkedFileContext): Promise<FileOutcome> {
   const path = item.path;
@@ -122,7 +132,8 @@ export async function processFile(item: FileItem, options: FileOptions, context?
   }
   let planned: PlannedFile<HookAnswer> | SkippedFile;
   try {
-    planned = await planWalkedFile(path, hookOperations(item, options), context);
+    const seed = item.head?.kind === 'elf' ? { seed: item.head.seed } : {};
+    planned = await planWalkedFile(path, hookOperations(item, options), { ...seed, ...context });
   } catch (error) {
     return { path, status: 'failed', error };
   }

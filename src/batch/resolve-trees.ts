@@ -3,13 +3,15 @@
 // library index is built from the trees' libraries, the directories their runpaths name and --libs
 // (library-index-walk.ts), and each file of the trees is resolved (src/resolve/). What the second
 // phase needs of it travels with each file as plain data (`FileItem.resolver`): worker threads never
-// see the index. Phase 2 opens and reads each file again (docs/auto-patchelf.md, "What is read").
+// see the index. So does what phase 1 read (`FileItem.head`): phase 2 does not open a file that is not
+// ELF again, and reads an ELF file's blocks from memory (docs/auto-patchelf.md, "What is read").
 
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { byteStringToText, textToByteString } from '../elf/byte-string.js';
 import { RESOLVER_HOOK_NAME, type Semantics } from '../hook-engine/compose-hooks.js';
 import type { Hook, TracedEntry } from '../hook-engine/hook.js';
+import type { KnownHead } from '../edit/plan-file.js';
 import { ignoreMissingMatcher } from '../resolve/ignore-missing.js';
 import { targetSkipReason, type MachineAndOsAbi, type TargetSkipReason } from '../resolve/os-abi.js';
 import {
@@ -22,7 +24,13 @@ import {
 import type { WalkItem } from '../walk/walk-trees.js';
 import { isLibraryName, LibraryIndexWalk } from './library-index-walk.js';
 import type { FileItem } from './process-file.js';
-import { readResolverFacts, type ResolverFacts } from './resolver-facts.js';
+import { readResolverFacts, readWalkedFileFacts, type ResolverFacts } from './resolver-facts.js';
+
+/**
+ * What phase 1 keeps of what it read, in all, for phase 2 to read through (the first files' blocks, a
+ * few KiB each): past it, a file's bytes are read again in phase 2.
+ */
+const SEED_BUDGET = 16 * 1024 * 1024;
 
 /** The resolver's command line, as plain data (paths as the user gave them, runpath entries as byte strings). */
 export interface AutoPatchelfOptions {
@@ -118,14 +126,28 @@ export async function resolveTrees(
   const indexWalk = new LibraryIndexWalk(roots);
   const walked = [...walk];
   const factsOf = new Map<string, ResolverFacts>();
+  const heads = new Map<string, KnownHead>();
   const runpathDirectories: string[] = [];
+  let seedBytes = 0;
   for (const item of walked) {
     const isLink = item.kind === 'skip' && item.reason === 'symlink';
-    if (item.kind !== 'file' && !(isLink && isLibraryName(basename(item.path)))) continue;
-    const facts = await readResolverFacts(item.path, isLink, item.kind === 'file');
-    if (facts === null) continue;
-    if (item.kind === 'file' && facts.skip === null) factsOf.set(item.path, facts);
-    runpathDirectories.push(...indexWalk.addLibrary(item.path, isLink, facts));
+    if (item.kind === 'file') {
+      const read = await readWalkedFileFacts(item.path);
+      if (read === null) continue;
+      if (read.kind !== 'elf') {
+        heads.set(item.path, read);
+        continue;
+      }
+      const size = read.seed.blocks.reduce((sum, block) => sum + block.bytes.length, 0);
+      const kept = seedBytes + size <= SEED_BUDGET;
+      if (kept) seedBytes += size;
+      heads.set(item.path, { kind: 'elf', seed: kept ? read.seed : { identity: read.seed.identity, blocks: [] } });
+      if (read.facts.skip === null) factsOf.set(item.path, read.facts);
+      runpathDirectories.push(...indexWalk.addLibrary(item.path, false, read.facts));
+    } else if (isLink && isLibraryName(basename(item.path))) {
+      const facts = await readResolverFacts(item.path, true, false);
+      if (facts !== null) runpathDirectories.push(...indexWalk.addLibrary(item.path, true, facts));
+    }
   }
   await indexWalk.scan(runpathDirectories, true);
   await indexWalk.scan(options.libs, false);
@@ -151,12 +173,14 @@ export async function resolveTrees(
   const warnings: string[] = [];
   const warnedNames = new Set<string>();
   const items = walked.map((item): WalkItem | FileItem => {
-    const facts = item.kind === 'file' ? factsOf.get(item.path) : undefined;
-    if (item.kind !== 'file' || facts === undefined) return item;
+    const head = heads.get(item.path);
+    if (item.kind !== 'file' || head === undefined) return item;
+    const facts = factsOf.get(item.path);
+    if (facts === undefined) return { ...item, head };
     const why = targetSkipReason(facts, options.interpreter);
     if (why !== null) {
       skipped[why] = (skipped[why] ?? 0) + 1;
-      return item;
+      return { ...item, head };
     }
     for (const line of facts.malformedNotes) warnings.push(`${item.path}: ${line}; ignored`);
     const resolution = resolveFile(
@@ -184,6 +208,7 @@ export async function resolveTrees(
     });
     return {
       ...item,
+      head,
       resolver: { runpath: tracedRunpath(resolution), interpreter: facts.interpreter === null ? null : (interpreter?.path ?? null) },
     };
   });

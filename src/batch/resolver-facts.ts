@@ -2,9 +2,11 @@
 // OS ABI), the interpreter, the runpath and, for a file to resolve, its DT_NEEDED entries and
 // `.note.dlopen` dependencies. A few small positional reads per file; nothing is written.
 
+import type { ReadSeed } from '../elf/elf-file.js';
 import { DT } from '../elf/constants.js';
 import { ElfFile } from '../elf/elf-file.js';
 import { splitRunpath } from '../elf/runpath-list.js';
+import { sniffWalkedFile } from '../edit/plan-file.js';
 import { skipReason, type SkipReason } from '../edit/skip-reason.js';
 import { type DlopenDependency, dlopenDependencies } from '../resolve/dlopen-note.js';
 
@@ -26,32 +28,58 @@ export interface ResolverFacts {
 
 /**
  * The facts of the ELF file at `path`, or null when it is not an ELF file or cannot be read: a library
- * candidate that cannot be read is not one, and a file of the trees that cannot be read is reported
- * by the pass that patches it. `followLink`: a symbolic link in a library directory is followed; a
- * walked file that became a link is not. `dependencies`: also read DT_NEEDED and the dlopen notes.
+ * candidate that cannot be read is not one. `followLink`: a symbolic link in a library directory is
+ * followed; a walked file that became a link is not. `dependencies`: also read DT_NEEDED and the dlopen notes.
  */
 export async function readResolverFacts(path: string, followLink: boolean, dependencies: boolean): Promise<ResolverFacts | null> {
   const opened = await ElfFile.open(path, { followLink });
   if (opened.kind !== 'elf') return null;
-  const file = opened.file;
   try {
-    const skip = skipReason(file.image);
-    const runpath = splitRunpath((await file.lastDynString(DT.DT_RUNPATH)) ?? (await file.lastDynString(DT.DT_RPATH)));
-    const wanted = dependencies && skip === null;
-    const notes = wanted ? dlopenDependencies(await file.notes()) : { dependencies: [], malformed: [] };
-    return {
-      machine: file.header.e_machine,
-      osAbi: file.header.osabi,
-      skip,
-      interpreter: file.interpreter,
-      runpath,
-      needed: wanted ? await file.dynStrings(DT.DT_NEEDED) : [],
-      dlopen: notes.dependencies,
-      malformedNotes: notes.malformed,
-    };
+    return await factsOf(opened.file, dependencies);
   } catch {
     return null;
   } finally {
-    file.close();
+    opened.file.close();
   }
+}
+
+/**
+ * What the first phase learned of a file the walk listed: its kind from its first bytes, and for an ELF
+ * file its facts and what was read of it (the seed the second phase reads through). Null when it cannot
+ * be read: the pass that patches it reports why.
+ */
+export type WalkedFileFacts =
+  | { readonly kind: 'not-elf' | 'archive' }
+  | { readonly kind: 'elf'; readonly facts: ResolverFacts; readonly seed: ReadSeed };
+
+export async function readWalkedFileFacts(path: string): Promise<WalkedFileFacts | null> {
+  const sniffed = sniffWalkedFile(path);
+  if (sniffed === null) return null;
+  if (sniffed.kind === 'skipped') return sniffed.reason === 'archive' || sniffed.reason === 'not-elf' ? { kind: sniffed.reason } : null;
+  const { source } = sniffed;
+  try {
+    const facts = await factsOf(await ElfFile.read(source), true);
+    return { kind: 'elf', facts, seed: source.seed() };
+  } catch {
+    return null;
+  } finally {
+    source.close();
+  }
+}
+
+async function factsOf(file: ElfFile, dependencies: boolean): Promise<ResolverFacts> {
+  const skip = skipReason(file.image);
+  const runpath = splitRunpath((await file.lastDynString(DT.DT_RUNPATH)) ?? (await file.lastDynString(DT.DT_RPATH)));
+  const wanted = dependencies && skip === null;
+  const notes = wanted ? dlopenDependencies(await file.notes()) : { dependencies: [], malformed: [] };
+  return {
+    machine: file.header.e_machine,
+    osAbi: file.header.osabi,
+    skip,
+    interpreter: file.interpreter,
+    runpath,
+    needed: wanted ? await file.dynStrings(DT.DT_NEEDED) : [],
+    dlopen: notes.dependencies,
+    malformedNotes: notes.malformed,
+  };
 }

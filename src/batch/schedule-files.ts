@@ -8,7 +8,7 @@
 // The measurements behind these rules are in docs/benchmarks.md (Threads, and the --jobs cap).
 
 import pLimit, { type LimitFunction } from 'p-limit';
-import { sniffWalkedFile } from '../edit/plan-file.js';
+import { recallWalkedFile, sniffWalkedFile } from '../edit/plan-file.js';
 import type { FileOutcome } from './file-outcome.js';
 import { FirstNames } from './first-names.js';
 import { processFile, skippedOutcome, type FileItem, type FileOptions } from './process-file.js';
@@ -82,7 +82,8 @@ export class FileScheduler {
       this.lastTurn = performance.now();
       if (this.pool?.ready === true) this.sendWaiting(this.pool);
     }
-    const sniffed = sniffWalkedFile(item.path, this.inodes);
+    // A file the resolver's first phase read is told apart without opening it again.
+    const sniffed = item.head === undefined ? sniffWalkedFile(item.path, this.inodes) : recallWalkedFile(item.path, item.head, this.inodes);
     if (sniffed?.kind === 'skipped') return { outcome: skippedOutcome(item.path, sniffed) };
     // An ELF file, open; or null, one that could not be read, which processFile reports.
     if (!this.threaded)

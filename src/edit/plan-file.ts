@@ -4,7 +4,7 @@
 // only in the options they pass and in what they make of the result.
 
 import type { Stats } from 'node:fs';
-import { FileHead, type ByteSource, type FileByteSource } from '../elf/byte-source.js';
+import { FileHead, type ByteSource, type FileByteSource, type ReadSeed } from '../elf/byte-source.js';
 import { ElfFile, withElfFile } from '../elf/elf-file.js';
 import { readElfImage, type ElfImage } from '../elf/elf-image.js';
 import { fileKind, KIND_BYTES, type FileKind } from '../elf/file-kind.js';
@@ -51,7 +51,7 @@ export interface InodeNames {
    * Records `path` as a name of the inode `stats` describes, and returns the name the inode was first
    * recorded under, or null when that is `path` itself (the name to patch it through).
    */
-  recordName(path: string, stats: Stats): string | null;
+  recordName(path: string, stats: Pick<Stats, 'dev' | 'ino'>): string | null;
 }
 
 /**
@@ -62,11 +62,32 @@ export function planCommandLineFile<T>(path: string, operations: EditOperations<
   return withElfFile(path, (file) => planOpenFile(file, operations));
 }
 
-/** How planWalkedFile reaches a file: the batch's names of each inode, and the file when sniffed already. */
+/**
+ * How planWalkedFile reaches a file: the batch's names of each inode, and the file when sniffed already
+ * (open), or what an earlier opening read of it (`seed`, when that told an ELF file).
+ */
 export interface WalkedFileContext {
   readonly inodes?: InodeNames;
   /** The file open, sniffed by sniffWalkedFile (planWalkedFile closes it). */
   readonly opened?: SniffedElf;
+  readonly seed?: ReadSeed;
+}
+
+/**
+ * What an earlier opening of a walked file found (the auto-patchelf resolver's first phase reads every
+ * file of the trees): its kind, and for an ELF file what it read. Plain data, as sent to worker threads.
+ */
+export type KnownHead = { readonly kind: 'not-elf' | 'archive' } | { readonly kind: 'elf'; readonly seed: ReadSeed };
+
+/**
+ * sniffWalkedFile for a file whose head is known, without opening it: an archive, a file that is not ELF
+ * or a later name of a hard-linked one (by the inode the earlier opening saw) comes back skipped; null
+ * for an ELF file to plan (planWalkedFile, with the seed).
+ */
+export function recallWalkedFile(path: string, head: KnownHead, inodes?: InodeNames): SkippedFile | null {
+  if (head.kind !== 'elf') return { kind: 'skipped', reason: head.kind };
+  const first = inodes?.recordName(path, head.seed.identity) ?? null;
+  return first === null ? null : { kind: 'skipped', reason: 'hard-link', detail: first };
 }
 
 /**
@@ -80,7 +101,8 @@ export async function planWalkedFile<T>(
   operations: EditOperations<T>,
   context: WalkedFileContext = {},
 ): Promise<PlannedFile<T> | SkippedFile> {
-  const sniffed = context.opened ?? sniffHead(FileHead.openWalked(path), context.inodes);
+  const seeded = context.opened ?? (context.seed === undefined ? null : openSeeded(path, context.seed));
+  const sniffed = seeded ?? sniffHead(FileHead.openWalked(path), context.inodes);
   if (sniffed.kind === 'skipped') return sniffed;
   const { source } = sniffed;
   try {
@@ -125,6 +147,24 @@ function sniffHead(head: FileHead, inodes: InodeNames | undefined): SkippedFile 
   if (first === null) return { kind: 'elf', source };
   source.close();
   return { kind: 'skipped', reason: 'hard-link', detail: first };
+}
+
+/**
+ * The walked file open and stat'ed, reading through `seed` when it is still the file the seed was read
+ * from; null (closed) when it is not: it is then sniffed again like any other.
+ */
+function openSeeded(path: string, seed: ReadSeed): SniffedElf | null {
+  const head = FileHead.openWalked(path);
+  let source: FileByteSource;
+  try {
+    source = head.statNow();
+  } catch (error) {
+    head.close();
+    throw error;
+  }
+  if (source.adoptSeed(seed)) return { kind: 'elf', source };
+  source.close();
+  return null;
 }
 
 /** A walked file that its first block shows is ELF, open and stat'ed, for planWalkedFile or closed by whoever got it. */

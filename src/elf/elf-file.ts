@@ -4,6 +4,9 @@
 
 import type { Stats } from 'node:fs';
 import { FileByteSource } from './byte-source.js';
+
+/** What one opening of a file read, to read it again through (FileByteSource.seed). */
+export type { ReadSeed } from './byte-source.js';
 import type { ProgramHeader } from './codec.js';
 import {
   dynamicStringsOf,
