@@ -66,6 +66,13 @@ export function planEdit(factsAsRead: EditFacts, wanted: WantedDynamic): PlanDec
 
   const symbolNames = facts.references.symbolNames;
   if (symbolNames === null && stringsMayBeFreed(facts, change, resume)) return needsFacts('dynamic-symbols');
+  // The segment that maps the appended region may need the .dynsym facts too (chooseSegment): when the
+  // tables certainly move, they are asked for before the strings are placed, which the next pass,
+  // with them, would place again.
+  if (symbolNames === null && resume === null && change.interpreter === null && tablesMove(facts, change)) {
+    const segment = chooseSegment(facts);
+    if (segment.kind === 'needs-facts') return segment;
+  }
   const placement = placeWantedStrings(facts, symbolNames ?? new Uint32Array(0), change, resume);
   const entries = change.entries.map(
     (entry): DynamicEntry =>
@@ -128,6 +135,19 @@ function stringsMayBeFreed(facts: EditFacts, change: WantedChange, resume: Resum
   // findSlack's shortest run: a terminator, the shortest string, its NUL.
   const table = facts.dynstr.bytes;
   return Buffer.from(table.buffer, table.byteOffset, table.byteLength).indexOf(Buffer.alloc(Math.min(...requested) + 2)) >= 0;
+}
+
+/**
+ * Whether the dynamic array and the string table cannot stay as they are, told before the strings are
+ * placed, for an edit that frees no string (stringsMayBeFreed is false): the array outgrows its slots,
+ * or a wanted string occurs nowhere in the table. placeStrings then appends it: no string is dead and
+ * no run of zeros can hold it. Exactly when placeTables would lay out a region.
+ */
+function tablesMove(facts: EditFacts, change: WantedChange): boolean {
+  if (change.entries.length + 1 > facts.dynamic.capacity) return true;
+  const table = facts.dynstr.bytes;
+  const buffer = Buffer.from(table.buffer, table.byteOffset, table.byteLength);
+  return change.entries.some((entry) => isStringEntry(entry) && buffer.indexOf(byteStringToBytes(`${entry.text}\0`)) < 0);
 }
 
 /** The new string table: what stays referenced, what is released, what must be placed. */
