@@ -6,7 +6,7 @@
 // library (libcuda.so.1) with the driver hook on and off, the hook flags in either order, the
 // --nixpkgs-compat result against patchelf's own sequence, and a tree of NVIDIA's CUDA libraries.
 
-import { copyFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, link, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BuildArch, BUILD_ARCHES } from './helpers/arch.js';
@@ -260,6 +260,9 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     expect(stderrLines(result)).toContain(
       `cuda-patchelf: warning: ${join(tree, 'lib', 'libbadnote.so')}: .note.dlopen note 1: entry 0: no "soname" array; ignored`,
     );
+    expect(stderrLines(result)).toContain(
+      'cuda-patchelf: note: --auto-patchelf left 1 file(s) of another target to the other hooks (1 other-machine)',
+    );
     // A program gets the runtime dependencies first; the tree's directory is written relative to the file.
     const prog = join(tree, 'bin', 'prog');
     expect(await runpathOf(prog)).toBe(['/rt/lib', setup.dir1, '$ORIGIN/../lib', setup.dupX, setup.dir2, '/app/lib'].join(':'));
@@ -281,9 +284,13 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
   it('a missing library: one line naming the file and the library, exit 3, the file patched with the rest', async () => {
     const tree = await copyOf(setup, setup.missingTree);
     const needs = join(tree, 'bin', 'needs');
+    // A second name of the same file: it is patched, and reported, through its first name only.
+    await link(needs, join(tree, 'bin', 'needs-again'));
     const result = await cli(['apply', tree, '--no-driver', ...resolverFlags]);
     expect(result.code).toBe(3);
-    expect(stderrLines(result)).toContain(`cuda-patchelf: ${needs}: library libgone.so.1 not found`);
+    expect(stderrLines(result).filter((line) => line.includes('not found'))).toEqual([
+      `cuda-patchelf: ${needs}: library libgone.so.1 not found`,
+    ]);
     expect(await runpathOf(needs)).toBe(setup.dir1);
     const check = await cli(['check', tree, '--no-driver', ...resolverFlags]);
     expect(check.code).toBe(3);

@@ -172,11 +172,17 @@ export async function resolveTrees(
   const skipped: Partial<Record<TargetSkipReason, number>> = {};
   const warnings: string[] = [];
   const warnedNames = new Set<string>();
+  const inodes = new Set<string>();
   const items = walked.map((item): WalkItem | FileItem => {
     const head = heads.get(item.path);
     if (item.kind !== 'file' || head === undefined) return item;
     const facts = factsOf.get(item.path);
-    if (facts === undefined) return { ...item, head };
+    if (facts === undefined || head.kind !== 'elf') return { ...item, head };
+    // A later name of a hard-linked file is patched through its first name (phase 2 skips it): it is
+    // resolved, and reported, once.
+    const inode = `${head.seed.identity.dev}:${head.seed.identity.ino}`;
+    if (inodes.has(inode)) return { ...item, head };
+    inodes.add(inode);
     const why = targetSkipReason(facts, options.interpreter);
     if (why !== null) {
       skipped[why] = (skipped[why] ?? 0) + 1;

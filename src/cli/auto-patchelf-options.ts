@@ -120,13 +120,26 @@ export function missingCount(findings: Findings | null): number {
   return count;
 }
 
+/** The files the resolver left to the other hooks, by reason (`2734 other-machine`), or null for none. */
+function skippedNote(findings: Findings): string | null {
+  const reasons = Object.entries(findings.skipped).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const total = reasons.reduce((sum, [, count]) => sum + (count ?? 0), 0);
+  if (total === 0) return null;
+  const counts = reasons.map(([reason, count]) => `${count ?? 0} ${reason}`).join(', ');
+  return `cuda-patchelf: note: --auto-patchelf left ${total} file(s) of another target to the other hooks (${counts})`;
+}
+
 /**
  * The resolver's lines for stderr, in path order: an error per file and library missing, and unless
- * `quiet` a warning per one --ignore-missing matched, and the run's warnings (a name in two directories,
- * a malformed note).
+ * `quiet` a warning per one --ignore-missing matched, the run's warnings (a name in two directories,
+ * a malformed note), and a note counting the files of another target it left to the other hooks.
  */
 export function resolverLines(findings: Findings, quiet: boolean): string[] {
-  const lines: string[] = quiet ? [] : findings.warnings.map((warning) => `cuda-patchelf: warning: ${oneLine(warning)}`);
+  const note = quiet ? null : skippedNote(findings);
+  const lines: string[] = [
+    ...(quiet ? [] : findings.warnings.map((warning) => `cuda-patchelf: warning: ${oneLine(warning)}`)),
+    ...(note === null ? [] : [note]),
+  ];
   const paths = [...findings.reports.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   for (const path of paths) {
     const report = findings.reports.get(path);
