@@ -8,7 +8,8 @@
 # DIST: a build's dist/ folder, inside its checkout (the bundle reads ../../package.json): for the build
 # before, `git worktree add /tmp/before REV`, then npm ci and npm run build there; OUT: the list to write.
 # APPLY_FLAGS default to the whole CUDA fixup: --cuda-compat C --remove-stubs. Each run patches a fresh
-# copy of bench/.cache/closure/tree (bash bench/closure/assemble.sh makes it), then removes the copy.
+# copy of bench/.cache/closure/tree (bash bench/closure/assemble.sh makes it) at bench/.cache/apply-bytes,
+# then removes the copy.
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
@@ -21,7 +22,14 @@ flags=("$@")
 [ -d "$tree" ] || { echo "apply-bytes: no closure tree at $tree: run bash bench/closure/assemble.sh" >&2; exit 2; }
 [ -f "$dist/cli/main.js" ] || { echo "apply-bytes: $dist/cli/main.js is missing: name a build's dist/" >&2; exit 2; }
 
-work=$(mktemp -d)
+# Always the same path: with --auto-patchelf the runpaths name directories inside the tree, which two
+# runs then write the same. One run at a time (the lock), the copy removed at the end.
+work=$here/.cache/apply-bytes
+mkdir -p "$here/.cache"
+exec 9>"$here/.cache/apply-bytes.lock"
+flock 9
+rm -rf "$work"
+mkdir "$work"
 trap 'rm -rf "$work"' EXIT
 cp -a "$tree" "$work/tree"
 status=0
