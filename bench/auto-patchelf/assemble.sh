@@ -99,6 +99,20 @@ build_cuda() {
   remove_runpaths "$out/out"
 }
 
+# The CUDA 11.8 toolkit's libraries as Debian ships them (25 packages, 1.7 GB; the driver's own
+# libraries, which a CUDA package does not patch, left out): the large-file case, as NVIDIA's CUDA
+# wheels are.
+build_cuda_toolkit() {
+  local out=$1 name
+  mkdir -p "$out/out"
+  for name in libcublas11 libcublaslt11 libcudart11.0 libcufft10 libcufftw10 libcupti11.8 libcurand10 \
+    libcusparse11 libnppc11 libnppial11 libnppicc11 libnppidei11 libnppif11 libnppig11 libnppim11 libnppist11 \
+    libnppisu11 libnppitc11 libnpps11 libnvblas11 libnvjpeg11 libnvrtc-builtins11.8 libnvrtc11.2 libnvtoolsext1 libnvvm4; do
+    cp -a "$closure/tree/amd64/$name" "$out/out/$name"
+  done
+  remove_runpaths "$out/out"
+}
+
 build_packages() {
   local out=$1 arch name
   for arch in amd64 arm64; do
@@ -191,6 +205,7 @@ input_key=$(inputs | sha)
 part() { build_once "$1" "$({ echo "$input_key $cache $fixtures $closure"; declare -f "$2" "${@:3}"; } | sha)" "$2"; }
 part trees/debian-600 build_debian_600 elf_files remove_runpaths
 part trees/cuda build_cuda elf_files remove_runpaths
+part trees/cuda-toolkit build_cuda_toolkit elf_files remove_runpaths
 part trees/packages build_packages
 part trees/duplicate-soname build_duplicate_soname elf_files remove_runpaths
 part trees/origin build_origin

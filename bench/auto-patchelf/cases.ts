@@ -125,6 +125,16 @@ async function autoPatchelfCases(): Promise<AutoPatchelfCase[]> {
     },
     {
       ...plain,
+      name: 'cuda-toolkit-nix',
+      description:
+        "the CUDA 11.8 toolkit's libraries (25 Debian packages, amd64, 1.7 GB), runpaths removed; glibc's libc directory, libstdc++ and libgcc_s through --libs (as on Nix)",
+      tree: join(trees, 'cuda-toolkit'),
+      paths: ['out'],
+      bintools: 'x86_64-glibc',
+      libs: nixLibs,
+    },
+    {
+      ...plain,
       name: 'cuda-nix-fixup',
       description:
         "cuda-nix's tree and inputs, the whole CUDA fixup: autoPatchelf, then the driver and cuda_compat hooks (the stubs hook finds nothing to remove)",
