@@ -8,6 +8,10 @@ import { copyFile, mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { newInterruptFlag, raiseInterrupt } from '../src/batch/interrupt.js';
+import { patchTrees } from '../src/batch/patch-tree.js';
+import { driverHook } from '../src/hook-engine/builtin-hooks.js';
+import { orderHooks } from '../src/hook-engine/order-hooks.js';
 import { fixture } from './helpers/fixtures.js';
 import { assertCliBuilt, cliPath, runCli } from './helpers/run-cli.js';
 import { parseReport, parseSummaryLine } from './helpers/tree-report.js';
@@ -163,5 +167,38 @@ describe('Ctrl-C (SIGINT) during apply', () => {
     expect(rest).toMatchObject({ interrupted: false, summary: { visited: FILES, unchanged: states.patched.length, failed: 0 } });
     expect(Object.values(rest.summary.patched).reduce((a, b) => a + b, 0)).toBe(FILES - states.patched.length);
     expect(await fileStates(root)).toMatchObject({ untouched: 0, other: [] });
+  });
+});
+
+describe('Ctrl-C during --auto-patchelf phase 1', () => {
+  // Phase 1 reads every file before any is planned, with synchronous reads: it gives the event loop a
+  // turn (InterruptPoll) so that the signal is heard, and stops at the first file after the flag is up.
+  // Raised before the run, the flag stops it before the first file: deterministic, where a real signal's
+  // moment is not.
+  it('the flag raised: phase 1 resolves nothing, the batch plans and writes nothing', async () => {
+    const root = await makeTempDir('interrupt-phase1');
+    await mkdir(join(root, 'lib'));
+    for (let i = 0; i < 20; i++) await copyFile(fixture(LIBRARY).path, join(root, 'lib', `lib${i}.so`));
+    const interrupt = newInterruptFlag();
+    raiseInterrupt(interrupt);
+    const autoPatchelf = {
+      libs: [],
+      runtimeDependencies: [],
+      appendRpaths: [],
+      ignoreMissing: [],
+      interpreter: null,
+      libcDir: null,
+      keepLibc: false,
+      relativeToTree: false,
+    };
+    const options = { hooks: orderHooks([driverHook()]), semantics: 'default' as const, jobs: 1, cpuCount: 1, dryRun: false };
+    const result = await patchTrees([root], { ...options, interrupt, autoPatchelf });
+    expect(result.resolution?.reports.size).toBe(0);
+    expect(result.outcomes).toEqual([]);
+    expect((await fileStates(root)).untouched).toBe(20);
+    // Without the flag, the same run resolves and patches every file.
+    const again = await patchTrees([root], { ...options, interrupt: newInterruptFlag(), autoPatchelf });
+    expect(again.resolution?.reports.size).toBe(20);
+    expect(Object.values(again.summary.patched).reduce((a, b) => a + b, 0)).toBe(20);
   });
 });

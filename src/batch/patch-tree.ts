@@ -3,16 +3,12 @@
 // reported and left untouched; the others go on.
 
 import { lstatSync } from 'node:fs';
-import { setImmediate as eventLoopTurn } from 'node:timers/promises';
 import { countOutcome, emptySummary, type BatchSummary, type FileOutcome } from './file-outcome.js';
-import { isInterrupted } from './interrupt.js';
+import { InterruptPoll } from './interrupt.js';
 import type { FileOptions } from './process-file.js';
 import { FileScheduler } from './schedule-files.js';
 import { walkTrees, type WalkItem } from '../walk/walk-trees.js';
 import { resolveTrees, type AutoPatchelfOptions, type TreeResolution } from './resolve-trees.js';
-
-/** How often, at most, the walk lets a Ctrl-C be heard (a turn of the event loop costs microseconds). */
-const INTERRUPT_CHECK_MS = 20;
 
 export interface BatchOptions extends FileOptions {
   /** Threads patching files at once, at most (--jobs): 1 patches in this thread, more may start worker threads. */
@@ -78,21 +74,16 @@ export async function patchTrees(roots: readonly string[], options: BatchOptions
     countOutcome(summary, outcome);
     onOutcome?.(outcome);
   };
+  // A walk of files done here, synchronously, would not let a Ctrl-C be heard for seconds.
+  const poll = new InterruptPoll(options.interrupt);
   // With the resolver, every file of the trees is resolved before the first one is planned.
   const resolution =
-    autoPatchelf === undefined ? null : await resolveTrees(roots, walkTrees(roots), autoPatchelf, options.semantics, options.hooks);
+    autoPatchelf === undefined ? null : await resolveTrees(roots, walkTrees(roots), autoPatchelf, options.semantics, options.hooks, poll);
   const walk = resolution?.items ?? walkTrees(roots);
   const items = options.semantics === 'nixpkgs-compat' ? withNameCounts(walk) : walk;
-  let lastTurn = performance.now();
   try {
     for (const item of items) {
-      // A Ctrl-C is heard when the event loop turns, which a walk of files done here, synchronously,
-      // may not let it do for seconds: it is given a turn every INTERRUPT_CHECK_MS.
-      if (options.interrupt !== undefined && performance.now() - lastTurn >= INTERRUPT_CHECK_MS) {
-        await eventLoopTurn();
-        lastTurn = performance.now();
-      }
-      if (isInterrupted(options.interrupt)) break;
+      if (await poll.interrupted()) break;
       if (item.kind === 'file') {
         const taken = await scheduler.take(item);
         if ('later' in taken) pending.push(taken.later.then(record));

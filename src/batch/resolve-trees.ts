@@ -22,6 +22,7 @@ import {
   type ResolverOptions,
 } from '../resolve/resolve-file.js';
 import type { WalkItem } from '../walk/walk-trees.js';
+import type { InterruptPoll } from './interrupt.js';
 import { isLibraryName, LibraryIndexWalk } from './library-index-walk.js';
 import type { FileItem } from './process-file.js';
 import { readResolverFacts, readWalkedFileFacts, type ResolverFacts } from './resolver-facts.js';
@@ -114,7 +115,8 @@ function tracedRunpath(resolution: FileResolution): TracedEntry[] | null {
 
 /**
  * Phase 1 of a batch with --auto-patchelf: `walk` is the trees' walk (consumed here, and handed back as
- * `items` for phase 2). `hooks` tell the driver library rule which hooks are on.
+ * `items` for phase 2). `hooks` tell the driver library rule which hooks are on. `poll` hears Ctrl-C
+ * between files: phase 1 then stops, resolving nothing.
  */
 export async function resolveTrees(
   roots: readonly string[],
@@ -122,6 +124,7 @@ export async function resolveTrees(
   options: AutoPatchelfOptions,
   semantics: Semantics,
   hooks: readonly Hook[],
+  poll: InterruptPoll,
 ): Promise<TreeResolution> {
   const indexWalk = new LibraryIndexWalk(roots);
   const walked = [...walk];
@@ -130,6 +133,8 @@ export async function resolveTrees(
   const runpathDirectories: string[] = [];
   let seedBytes = 0;
   for (const item of walked) {
+    // Interrupted: nothing is resolved, and the batch, which sees the flag too, plans nothing.
+    if (await poll.interrupted()) return { items: walked, reports: new Map(), skipped: {}, warnings: [] };
     const isLink = item.kind === 'skip' && item.reason === 'symlink';
     if (item.kind === 'file') {
       const read = await readWalkedFileFacts(item.path);
