@@ -22,6 +22,7 @@ import {
   type ResolverOptions,
 } from '../resolve/resolve-file.js';
 import type { WalkItem } from '../walk/walk-trees.js';
+import { FirstNames } from './first-names.js';
 import type { InterruptPoll } from './interrupt.js';
 import { isLibraryName, LibraryIndexWalk } from './library-index-walk.js';
 import type { FileItem } from './process-file.js';
@@ -137,16 +138,14 @@ export async function resolveTrees(
     if (await poll.interrupted()) return { items: walked, reports: new Map(), skipped: {}, warnings: [] };
     const isLink = item.kind === 'skip' && item.reason === 'symlink';
     if (item.kind === 'file') {
-      const read = await readWalkedFileFacts(item.path);
+      const read = await readWalkedFileFacts(item.path, SEED_BUDGET - seedBytes);
       if (read === null) continue;
       if (read.kind !== 'elf') {
         heads.set(item.path, read);
         continue;
       }
-      const size = read.seed.blocks.reduce((sum, block) => sum + block.bytes.length, 0);
-      const kept = seedBytes + size <= SEED_BUDGET;
-      if (kept) seedBytes += size;
-      heads.set(item.path, { kind: 'elf', seed: kept ? read.seed : { identity: read.seed.identity, blocks: [] } });
+      seedBytes += read.seed.blocks.reduce((sum, block) => sum + block.bytes.length, 0);
+      heads.set(item.path, { kind: 'elf', seed: read.seed });
       if (read.facts.skip === null) factsOf.set(item.path, read.facts);
       runpathDirectories.push(...indexWalk.addLibrary(item.path, false, read.facts));
     } else if (isLink && isLibraryName(basename(item.path))) {
@@ -177,7 +176,7 @@ export async function resolveTrees(
   const skipped: Partial<Record<TargetSkipReason, number>> = {};
   const warnings: string[] = [];
   const warnedNames = new Set<string>();
-  const inodes = new Set<string>();
+  const inodes = new FirstNames();
   const items = walked.map((item): WalkItem | FileItem => {
     const head = heads.get(item.path);
     if (item.kind !== 'file' || head === undefined) return item;
@@ -185,9 +184,7 @@ export async function resolveTrees(
     if (facts === undefined || head.kind !== 'elf') return { ...item, head };
     // A later name of a hard-linked file is patched through its first name (phase 2 skips it): it is
     // resolved, and reported, once.
-    const inode = `${head.seed.identity.dev}:${head.seed.identity.ino}`;
-    if (inodes.has(inode)) return { ...item, head };
-    inodes.add(inode);
+    if (inodes.recordName(item.path, head.seed.identity) !== null) return { ...item, head };
     const why = targetSkipReason(facts, options.interpreter);
     if (why !== null) {
       skipped[why] = (skipped[why] ?? 0) + 1;

@@ -45,21 +45,21 @@ export async function readResolverFacts(path: string, followLink: boolean, depen
 
 /**
  * What the first phase learned of a file the walk listed: its kind from its first bytes, and for an ELF
- * file its facts and what was read of it (the seed the second phase reads through). Null when it cannot
- * be read: the pass that patches it reports why.
+ * file its facts and what was read of it (the seed the second phase reads through; its blocks only
+ * within `seedBytes`). Null when it cannot be read: the pass that patches it reports why.
  */
 export type WalkedFileFacts =
   | { readonly kind: 'not-elf' | 'archive' }
   | { readonly kind: 'elf'; readonly facts: ResolverFacts; readonly seed: ReadSeed };
 
-export async function readWalkedFileFacts(path: string): Promise<WalkedFileFacts | null> {
+export async function readWalkedFileFacts(path: string, seedBytes: number): Promise<WalkedFileFacts | null> {
   const sniffed = sniffWalkedFile(path);
   if (sniffed === null) return null;
   if (sniffed.kind === 'skipped') return sniffed.reason === 'archive' || sniffed.reason === 'not-elf' ? { kind: sniffed.reason } : null;
   const { source } = sniffed;
   try {
     const facts = await factsOf(await ElfFile.read(source), true);
-    return { kind: 'elf', facts, seed: source.seed() };
+    return { kind: 'elf', facts, seed: source.seed(seedBytes) };
   } catch {
     return null;
   } finally {

@@ -320,9 +320,14 @@ export class FileByteSource implements ByteSource {
     this.bytesRead += to - from;
   }
 
-  /** What this opening read and kept so far, with the identity of the file it read (see ReadSeed). */
-  seed(): ReadSeed {
-    return { identity: identityOf(this.stats), blocks: this.kept.map(({ position, bytes }) => ({ position, bytes: bytes.slice() })) };
+  /**
+   * What this opening read and kept so far, with the identity of the file it read (see ReadSeed): the
+   * blocks when they come to `maxBytes` at most, none otherwise (a caller's memory budget, spent).
+   */
+  seed(maxBytes: number): ReadSeed {
+    const size = this.kept.reduce((sum, { bytes }) => sum + bytes.length, 0);
+    const blocks = size <= maxBytes ? this.kept.map(({ position, bytes }) => ({ position, bytes: bytes.slice() })) : [];
+    return { identity: identityOf(this.stats), blocks };
   }
 
   /**
