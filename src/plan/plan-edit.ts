@@ -144,10 +144,15 @@ function stringsMayBeFreed(facts: EditFacts, change: WantedChange, resume: Resum
  * no run of zeros can hold it. Exactly when placeTables would lay out a region.
  */
 function tablesMove(facts: EditFacts, change: WantedChange): boolean {
-  if (change.entries.length + 1 > facts.dynamic.capacity) return true;
+  if (outgrowsSlots(facts, change.entries.length)) return true;
   const table = facts.dynstr.bytes;
   const buffer = Buffer.from(table.buffer, table.byteOffset, table.byteLength);
   return change.entries.some((entry) => isStringEntry(entry) && buffer.indexOf(byteStringToBytes(`${entry.text}\0`)) < 0);
+}
+
+/** Whether `entryCount` entries and their DT_NULL need more slots than the dynamic array has. */
+function outgrowsSlots(facts: EditFacts, entryCount: number): boolean {
+  return entryCount + 1 > facts.dynamic.capacity;
 }
 
 /** The new string table: what stays referenced, what is released, what must be placed. */
@@ -223,7 +228,7 @@ function placeTables(
   interpreter: InterpreterChange | null,
 ): TablePlaces | NoPlan {
   const tableGrows = placement.table.length > placement.oldSize;
-  const dynamicMoves = entryCount + 1 > facts.dynamic.capacity;
+  const dynamicMoves = outgrowsSlots(facts, entryCount);
   const unmoved: TablePlaces = {
     kind: 'places',
     region: null,
