@@ -37,26 +37,19 @@ export async function checkAnchorScript(): Promise<void> {
 /** auto-patchelf.py's command line for a case on the copy at `copy`, as the hook builds it. */
 export function anchorArgv(c: AutoPatchelfCase, copy: string): string[] {
   const list = (flag: string, values: readonly string[]): string[] => (values.length === 0 ? [] : [flag, ...values]);
+  const inTheCopy = (flag: string, values: readonly string[]): string[] =>
+    list(
+      flag,
+      values.map((value) => inCopy(copy, value)),
+    );
   return [
     PYTHON,
     ANCHOR_SCRIPT,
     ...list('--ignore-missing', c.ignoreMissing),
-    ...list(
-      '--paths',
-      c.paths.map((path) => inCopy(copy, path)),
-    ),
-    ...list(
-      '--libs',
-      c.libs.map((lib) => inCopy(copy, lib)),
-    ),
-    ...list(
-      '--runtime-dependencies',
-      c.runtimeDependencies.map((dir) => inCopy(copy, dir)),
-    ),
-    ...list(
-      '--append-rpaths',
-      c.appendRpaths.map((dir) => inCopy(copy, dir)),
-    ),
+    ...inTheCopy('--paths', c.paths),
+    ...inTheCopy('--libs', c.libs),
+    ...inTheCopy('--runtime-dependencies', c.runtimeDependencies),
+    ...inTheCopy('--append-rpaths', c.appendRpaths),
   ];
 }
 
