@@ -6,7 +6,7 @@ import { statSync } from 'node:fs';
 import { textToByteString } from '../elf/byte-string.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { isDriverVersion, readKernelDriverVersion, type DriverVersion } from '../doctor/driver-version.js';
-import { defaultLoaders } from '../doctor/machine-abi.js';
+import { defaultLoaders } from '../loader/machine-abi.js';
 import { fileText, namedText, problemsText } from '../doctor/report-text.js';
 import { driverVersionOfLibrary, emulationRoot, runDoctor, type TreeResult } from '../doctor/run-doctor.js';
 import type { CliIo } from './cli-io.js';

@@ -7,8 +7,8 @@ import { byteStringToText } from '../elf/byte-string.js';
 import type { ElfFile } from '../elf/elf-file.js';
 import { CUDA_DLOPEN_NAMES, LIBCUDA, resolveCudaDlopens, type CallerReason, type DlopenCall } from './cuda-dlopen.js';
 import type { DriverVersion } from './driver-version.js';
-import type { LoaderRegistry } from './emulated-loader.js';
-import { emulateLoad, type LoadEmulation } from './emulate-load.js';
+import type { LoaderRegistry } from '../loader/emulated-loader.js';
+import { emulateLoad, type LoadEmulation } from '../loader/emulate-load.js';
 import {
   dlopenFindings,
   driverPartsFindings,
@@ -20,9 +20,9 @@ import {
   type SearchedDirectory,
 } from './findings.js';
 import { describeLibcuda, driverVersionInName } from './libcuda-facts.js';
-import type { LinkMap } from './link-namespace.js';
+import type { LinkMap } from '../loader/link-namespace.js';
 import { ObjectStrings } from './object-strings.js';
-import type { SystemRoot } from './system-root.js';
+import type { SystemRoot } from '../loader/system-root.js';
 
 export interface DoctorContext {
   readonly registry: LoaderRegistry;

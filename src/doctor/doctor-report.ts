@@ -5,7 +5,7 @@ import { byteStringToText } from '../elf/byte-string.js';
 import type { DlopenCall } from './cuda-dlopen.js';
 import type { FileDiagnosis } from './diagnose.js';
 import type { Finding } from './findings.js';
-import type { Edge, LinkMap, PassedOver, Resolution, Rule, SearchedList } from './link-namespace.js';
+import type { Edge, LinkMap, PassedOver, Resolution, Rule, SearchedList } from '../loader/link-namespace.js';
 
 const text = byteStringToText;
 

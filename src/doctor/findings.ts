@@ -4,9 +4,9 @@
 import { byteStringToText } from '../elf/byte-string.js';
 import { LIBCUDA, type DlopenCall } from './cuda-dlopen.js';
 import { compareDriverVersions, type DriverVersion } from './driver-version.js';
-import type { LoadEmulation } from './emulate-load.js';
+import type { LoadEmulation } from '../loader/emulate-load.js';
 import type { LibcudaFacts } from './libcuda-facts.js';
-import type { Edge, LinkMap } from './link-namespace.js';
+import type { Edge, LinkMap } from '../loader/link-namespace.js';
 
 export type Severity = 'error' | 'warning';
 

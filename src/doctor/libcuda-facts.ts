@@ -2,9 +2,9 @@
 // that must not be older than the kernel driver), or a link-time stub that cannot run anything; and
 // its version, from its file name, the file its link points at, or the version string it carries.
 
-import type { ObjectFacts } from './object-facts.js';
+import type { ObjectFacts } from '../loader/object-facts.js';
 import type { ObjectStrings } from './object-strings.js';
-import type { SystemRoot } from './system-root.js';
+import type { SystemRoot } from '../loader/system-root.js';
 
 export type LibcudaKind = 'driver' | 'compat' | 'stub';
 

@@ -11,9 +11,9 @@ import { fileKind } from '../elf/file-kind.js';
 import { skipReason } from '../edit/skip-reason.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Finding } from './findings.js';
-import { AS_THE_LOADER_READS } from './object-facts.js';
+import { AS_THE_LOADER_READS } from '../loader/object-facts.js';
 import { readShellWrapper } from './shell-wrapper.js';
-import type { SystemRoot } from './system-root.js';
+import type { SystemRoot } from '../loader/system-root.js';
 
 /** What a file is, when it is not a program or library the loader loads. */
 export type NotDynamicKind =

@@ -7,7 +7,7 @@ import { bytesToByteString } from '../elf/byte-string.js';
 import { SHT } from '../elf/constants.js';
 import { withElfFile, type ElfFile } from '../elf/elf-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import type { ObjectFacts } from './object-facts.js';
+import type { ObjectFacts } from '../loader/object-facts.js';
 
 const CHUNK = 1024 * 1024;
 /** No bytes carried over: one shared empty array, not one per NUL (there are millions). */

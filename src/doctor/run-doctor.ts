@@ -9,17 +9,17 @@ import { ElfFile } from '../elf/elf-file.js';
 import { skipReason } from '../edit/skip-reason.js';
 import { walkTrees } from '../walk/walk-trees.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import { readCpuInfo } from './cpu-model.js';
+import { readCpuInfo } from '../loader/cpu-model.js';
 import { diagnoseFile, doctorContext, type DoctorContext } from './diagnose.js';
 import { fileReport, type FileReport } from './doctor-report.js';
 import type { DriverVersion } from './driver-version.js';
-import { LoaderRegistry } from './emulated-loader.js';
+import { LoaderRegistry } from '../loader/emulated-loader.js';
 import { fileNature, followNamedFile, type NamedFile } from './named-file.js';
 import { describeLibcuda } from './libcuda-facts.js';
-import { hostAbi } from './machine-abi.js';
-import { AS_THE_LOADER_READS, ObjectFactsCache } from './object-facts.js';
+import { hostAbi } from '../loader/machine-abi.js';
+import { AS_THE_LOADER_READS, ObjectFactsCache } from '../loader/object-facts.js';
 import { ObjectStrings } from './object-strings.js';
-import { SystemRoot } from './system-root.js';
+import { SystemRoot } from '../loader/system-root.js';
 
 export interface DoctorRequest {
   readonly paths: readonly string[];

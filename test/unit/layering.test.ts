@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
-const LAYERS = ['errors', 'elf', 'walk', 'hook-engine', 'resolve', 'plan', 'write', 'edit', 'batch', 'doctor', 'cli'] as const;
+const LAYERS = ['errors', 'elf', 'walk', 'hook-engine', 'resolve', 'plan', 'write', 'edit', 'loader', 'batch', 'doctor', 'cli'] as const;
 type Layer = (typeof LAYERS)[number];
 
 /** What a layer may import from another layer: all of it, or only some modules, or only types. */
@@ -42,6 +42,9 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   write: { plan: { modules: ['plan.ts'], typeOnly: true }, walk: { modules: ['rewrite-temporary.ts'] }, errors: {} },
   // walk/ through write/ (the rewrite's temporary name).
   edit: { elf: {}, plan: {}, write: {}, walk: { modules: ['rewrite-temporary.ts'] }, errors: {} },
+  // The glibc loader emulated (search lists, ld.so.cache, link namespace, system root), read only:
+  // doctor reports on it, and the batch proves a resolved runpath with it before it is written.
+  loader: { elf: {}, errors: {} },
   // Walking, scheduling and the summary: a file's path through elf/ and plan/ is edit/'s pipeline.
   batch: {
     elf: { modules: ['constants.ts', 'elf-file.ts', 'byte-string.ts', 'runpath-list.ts'] },
@@ -51,10 +54,11 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
     'hook-engine': {},
     resolve: {},
     write: {},
+    loader: {},
     errors: {},
   },
   // The pipeline's skip policy, which doctor applies to the files of a tree as apply does.
-  doctor: { elf: {}, walk: {}, edit: { modules: ['skip-reason.ts'] }, errors: {} },
+  doctor: { elf: {}, loader: {}, walk: {}, edit: { modules: ['skip-reason.ts'] }, errors: {} },
   cli: 'any',
 };
 

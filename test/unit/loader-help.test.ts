@@ -4,9 +4,9 @@
 // the search path starts at.
 
 import { describe, expect, it } from 'vitest';
-import { cpuModel, cpuModelOfLoader, legacySubdirectories } from '../../src/doctor/cpu-model.js';
-import { parseLoaderHelp } from '../../src/doctor/loader-help.js';
-import { hostAbi } from '../../src/doctor/machine-abi.js';
+import { cpuModel, cpuModelOfLoader, legacySubdirectories } from '../../src/loader/cpu-model.js';
+import { parseLoaderHelp } from '../../src/loader/loader-help.js';
+import { hostAbi } from '../../src/loader/machine-abi.js';
 
 const DEBIAN_12_EPYC = `Shared library search path:
   (libraries located via /etc/ld.so.cache)
