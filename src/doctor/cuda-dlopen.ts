@@ -9,7 +9,8 @@
 import { realpathSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { LoadEmulation } from '../loader/emulate-load.js';
-import type { Edge, LinkMap, LinkNamespace, Resolution } from '../loader/link-namespace.js';
+import type { LinkMap } from '../loader/link-map.js';
+import type { Edge, LinkNamespace, Resolution } from '../loader/link-namespace.js';
 import type { ObjectStrings } from './object-strings.js';
 
 export const LIBCUDA = 'libcuda.so.1';

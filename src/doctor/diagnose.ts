@@ -20,7 +20,7 @@ import {
   type SearchedDirectory,
 } from './findings.js';
 import { describeLibcuda, driverVersionInName } from './libcuda-facts.js';
-import type { LinkMap } from '../loader/link-namespace.js';
+import type { LinkMap } from '../loader/link-map.js';
 import { ObjectStrings } from './object-strings.js';
 import type { SystemRoot } from '../loader/system-root.js';
 

@@ -5,7 +5,8 @@ import { byteStringToText } from '../elf/byte-string.js';
 import type { DlopenCall } from './cuda-dlopen.js';
 import type { FileDiagnosis } from './diagnose.js';
 import type { Finding } from './findings.js';
-import type { Edge, LinkMap, PassedOver, Resolution, Rule, SearchedList } from '../loader/link-namespace.js';
+import type { LinkMap, Rule } from '../loader/link-map.js';
+import type { Edge, PassedOver, Resolution, SearchedList } from '../loader/link-namespace.js';
 
 const text = byteStringToText;
 

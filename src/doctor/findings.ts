@@ -6,7 +6,8 @@ import { LIBCUDA, type DlopenCall } from './cuda-dlopen.js';
 import { compareDriverVersions, type DriverVersion } from './driver-version.js';
 import type { LoadEmulation } from '../loader/emulate-load.js';
 import type { LibcudaFacts } from './libcuda-facts.js';
-import type { Edge, LinkMap } from '../loader/link-namespace.js';
+import type { LinkMap } from '../loader/link-map.js';
+import type { Edge } from '../loader/link-namespace.js';
 
 export type Severity = 'error' | 'warning';
 

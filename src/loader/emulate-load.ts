@@ -8,7 +8,8 @@ import { textToByteString } from '../elf/byte-string.js';
 import type { ElfFile } from '../elf/elf-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { EmulatedLoader, LoaderRegistry } from './emulated-loader.js';
-import { LinkMap, LinkNamespace, originOf, type Edge } from './link-namespace.js';
+import { LinkMap, originOf } from './link-map.js';
+import { LinkNamespace, type Edge } from './link-namespace.js';
 import { machineAbi, type MachineAbi } from './machine-abi.js';
 import type { SystemRoot } from './system-root.js';
 import type { ObjectFacts } from './object-facts.js';
@@ -98,7 +99,7 @@ export async function emulateLoad(file: ElfFile, registry: LoaderRegistry, ldLib
     // records no device and inode for it, so another name of the same file loads it again.
     matchesFileId: false,
   });
-  const namespace = LinkNamespace.start(loader, { ...registry.settings, ldLibraryPath }, registry.objects, main);
+  const namespace = LinkNamespace.start(loader, { ...registry.settings, ldLibraryPath }, registry.candidates, main);
   const preloads: Edge[] = [];
   for (const name of preloadNames(root, loader.facts.preloadPath)) {
     const resolution = await namespace.mapObject(main, name, 'needed');

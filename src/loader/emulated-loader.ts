@@ -6,6 +6,7 @@
 import { withFileByteSource } from '../elf/byte-source.js';
 import { withElfFile } from '../elf/elf-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { CandidateFiles } from './candidate-files.js';
 import { legacySubdirectories, cpuModel, cpuModelOfLoader, type CpuInfo, type CpuModel } from './cpu-model.js';
 import { readLdCache, type LdCache } from './ld-cache.js';
 import type { CacheLookupTarget } from './ld-cache-lookup.js';
@@ -94,11 +95,14 @@ async function readCacheState(root: SystemRoot, path: string, littleEndian: bool
 export class LoaderRegistry {
   readonly settings: EmulationSettings;
   readonly objects: ObjectFactsCache;
+  /** What each path a search tries holds, read once for every namespace of the run. */
+  readonly candidates: CandidateFiles;
   private readonly loaders = new Map<string, Promise<EmulatedLoader>>();
 
   constructor(settings: EmulationSettings, objects: ObjectFactsCache) {
     this.settings = settings;
     this.objects = objects;
+    this.candidates = new CandidateFiles(settings.root, objects);
   }
 
   /** The loader at `path` (a PT_INTERP), for objects of `abi`; an io error when it is not there. */

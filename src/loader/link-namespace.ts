@@ -5,22 +5,13 @@
 // object's own DT_RUNPATH, ld.so.cache, the default directories (DF_1_NODEFLIB skips those two). A
 // file found under a new name that is an object already loaded (same device and inode) is that object.
 
+import type { CandidateFiles } from './candidate-files.js';
 import { lookUpCache } from './ld-cache-lookup.js';
 import type { EmulatedLoader, EmulationSettings } from './emulated-loader.js';
-import { mappingRefusal, type ObjectFacts, type ObjectFactsCache } from './object-facts.js';
-import { verifyCandidate } from './open-verify.js';
-import { splitSearchList, substituteTokens, type TokenValues } from './search-path.js';
-
-/** How a loaded object was found. */
-export type Rule = 'program' | 'library' | 'interpreter' | 'path' | 'rpath' | 'ld-library-path' | 'runpath' | 'cache' | 'default';
-
-export interface FoundBy {
-  readonly rule: Rule;
-  /** The object whose DT_RPATH or DT_RUNPATH listed the directory. */
-  readonly owner: LinkMap | null;
-  /** The directory it was found in, hwcaps subdirectory included, as the loader spelled it. */
-  readonly directory: string | null;
-}
+import { LinkMap, originOf, type Rule } from './link-map.js';
+import { mappingRefusal, type ObjectFacts } from './object-facts.js';
+import { loaderTokens, SearchLists } from './search-lists.js';
+import { substituteTokens } from './search-path.js';
 
 /** One search list the loader went through for a bare name: its directories, as the loader spelled them (none for the cache). */
 export interface SearchedList {
@@ -34,89 +25,6 @@ export interface SearchedList {
 export interface PassedOver {
   readonly path: string;
   readonly reason: string;
-}
-
-export class LinkMap {
-  /** The name it was first asked for by (a DT_NEEDED string, a dlopen argument, the program's path). */
-  readonly name: string;
-  /** l_name: the path the loader opened, as it built it (not normalized: $ORIGIN/../lib stays so). */
-  readonly path: string;
-  readonly facts: ObjectFacts;
-  /** $ORIGIN: the directory of `path` (of the real path for a program started by the kernel). */
-  readonly origin: string | null;
-  /** l_loader: the object whose DT_NEEDED loaded it; null for the program and for dlopen'ed objects. */
-  readonly loader: LinkMap | null;
-  readonly foundBy: FoundBy;
-  /** Breadth-first distance from the program. */
-  readonly depth: number;
-  /** Whether another name's file can be matched to it by device and inode (not the program: the kernel mapped it). */
-  readonly matchesFileId: boolean;
-
-  constructor(init: {
-    name: string;
-    path: string;
-    facts: ObjectFacts;
-    origin: string | null;
-    loader: LinkMap | null;
-    foundBy: FoundBy;
-    depth: number;
-    matchesFileId: boolean;
-  }) {
-    this.name = init.name;
-    this.path = init.path;
-    this.facts = init.facts;
-    this.origin = init.origin;
-    this.loader = init.loader;
-    this.foundBy = init.foundBy;
-    this.depth = init.depth;
-    this.matchesFileId = init.matchesFileId;
-  }
-}
-
-/** The values of $PLATFORM and $LIB: the loader's, the same for every object it loads. */
-type LoaderTokens = Omit<TokenValues, 'origin'>;
-
-function loaderTokens(loader: EmulatedLoader): LoaderTokens {
-  return { platform: loader.cpu.platform, lib: loader.facts.dstLib };
-}
-
-/**
- * The directories of the search lists, each list split once, as the loader does: DT_RPATH and
- * DT_RUNPATH of an object on first use (l_rpath_dirs, l_runpath_dirs), with the object's $ORIGIN;
- * LD_LIBRARY_PATH at start-up, with the program's. They follow from the list, the object and the
- * loader's tokens alone, so a namespace and its forks share them.
- */
-class SearchLists {
-  private readonly tokens: LoaderTokens;
-  private readonly rpaths = new Map<LinkMap, readonly string[]>();
-  private readonly runpaths = new Map<LinkMap, readonly string[]>();
-  /** LD_LIBRARY_PATH's directories; null when it is not set. */
-  readonly ldLibraryPath: readonly string[] | null;
-
-  constructor(tokens: LoaderTokens, main: LinkMap, ldLibraryPath: string | null) {
-    this.tokens = tokens;
-    this.ldLibraryPath = ldLibraryPath === null ? null : splitSearchList(ldLibraryPath, ':;', { ...tokens, origin: main.origin });
-  }
-
-  /** DT_RPATH's directories of `map` (none when it has none). */
-  rpath(map: LinkMap): readonly string[] {
-    return this.split(this.rpaths, map, map.facts.rpath);
-  }
-
-  /** DT_RUNPATH's directories of `map` (none when it has none). */
-  runpath(map: LinkMap): readonly string[] {
-    return this.split(this.runpaths, map, map.facts.runpath);
-  }
-
-  private split(known: Map<LinkMap, readonly string[]>, map: LinkMap, list: string | null): readonly string[] {
-    if (list === null) return [];
-    let dirs = known.get(map);
-    if (dirs === undefined) {
-      dirs = splitSearchList(list, ':', { ...this.tokens, origin: map.origin });
-      known.set(map, dirs);
-    }
-    return dirs;
-  }
 }
 
 export type Resolution =
@@ -144,14 +52,8 @@ export interface Edge {
   readonly preload: boolean;
 }
 
-/** glibc's l_origin: the directory part of the opened path, made absolute with the working directory. */
-export function originOf(path: string, cwd: string): string {
-  const absolute = path.startsWith('/') ? path : `${cwd.endsWith('/') ? cwd : `${cwd}/`}${path}`;
-  const slash = absolute.lastIndexOf('/');
-  return slash <= 0 ? '/' : absolute.slice(0, slash);
-}
-
-type Search =
+/** What a search of a list, or of one directory, found. */
+export type Search =
   | { readonly kind: 'found'; readonly path: string; readonly directory: string | null; readonly facts: ObjectFacts }
   | { readonly kind: 'none' }
   | { readonly kind: 'fatal'; readonly path: string; readonly message: string };
@@ -169,7 +71,7 @@ export type MapMode = 'needed' | 'dlopen' | 'dlopen-dependency';
 export class LinkNamespace {
   readonly loader: EmulatedLoader;
   readonly settings: EmulationSettings;
-  private readonly objects: ObjectFactsCache;
+  private readonly candidates: CandidateFiles;
   /** Load order: the program, ld.so, then each object as it was loaded. */
   readonly maps: LinkMap[];
   /** Names each object answers to besides its path (l_libname), grown as other names find it. */
@@ -186,7 +88,7 @@ export class LinkNamespace {
   private constructor(
     loader: EmulatedLoader,
     settings: EmulationSettings,
-    objects: ObjectFactsCache,
+    candidates: CandidateFiles,
     state: {
       maps: LinkMap[];
       names: Map<LinkMap, Set<string>>;
@@ -196,7 +98,7 @@ export class LinkNamespace {
   ) {
     this.loader = loader;
     this.settings = settings;
-    this.objects = objects;
+    this.candidates = candidates;
     this.maps = state.maps;
     this.names = state.names;
     this.directoryStatus = state.directoryStatus;
@@ -204,7 +106,7 @@ export class LinkNamespace {
   }
 
   /** A namespace holding the program (or library) and ld.so, as the loader starts. */
-  static start(loader: EmulatedLoader, settings: EmulationSettings, objects: ObjectFactsCache, main: LinkMap): LinkNamespace {
+  static start(loader: EmulatedLoader, settings: EmulationSettings, candidates: CandidateFiles, main: LinkMap): LinkNamespace {
     const rtld = new LinkMap({
       name: loader.path,
       path: loader.path,
@@ -222,7 +124,7 @@ export class LinkNamespace {
       [rtld, new Set([loader.path])],
     ]);
     const searchLists = new SearchLists(loaderTokens(loader), main, settings.ldLibraryPath);
-    return new LinkNamespace(loader, settings, objects, { maps: [main, rtld], names, directoryStatus: new Map(), searchLists });
+    return new LinkNamespace(loader, settings, candidates, { maps: [main, rtld], names, directoryStatus: new Map(), searchLists });
   }
 
   get main(): LinkMap {
@@ -235,7 +137,7 @@ export class LinkNamespace {
    */
   fork(): LinkNamespace {
     const names = new Map([...this.names].map(([map, set]) => [map, new Set(set)] as const));
-    return new LinkNamespace(this.loader, this.settings, this.objects, {
+    return new LinkNamespace(this.loader, this.settings, this.candidates, {
       maps: [...this.maps],
       names,
       directoryStatus: this.directoryStatus,
@@ -260,7 +162,7 @@ export class LinkNamespace {
   private checkDirectory(directory: string): { readonly exists: boolean; readonly code: string | null } {
     const known = this.directoryStatus.get(directory);
     if (known !== undefined) return { exists: known, code: null };
-    const found = this.settings.root.lookUp(directory);
+    const found = this.candidates.lookUp(directory);
     const exists = found.ok && found.stats.isDirectory();
     this.directoryStatus.set(directory, exists);
     return { exists, code: found.ok ? null : found.code };
@@ -271,16 +173,20 @@ export class LinkNamespace {
     path: string,
     log: SearchLog,
   ): Promise<{ kind: 'found'; facts: ObjectFacts } | { kind: 'next'; errno: string } | { kind: 'fatal'; message: string }> {
-    const verdict = await verifyCandidate(this.settings.root, path, this.loader.abi, this.loader.littleEndian);
-    if (verdict.kind === 'fatal') return verdict;
-    if (verdict.kind === 'passed-over') {
-      if (verdict.reason !== null) {
-        log.passedOver.push({ path, reason: verdict.reason });
-        if (verdict.reason.startsWith('ELFCLASS')) log.wrongClass = true;
-      }
-      return { kind: 'next', errno: verdict.errno };
+    const check = await this.candidates.check(path, this.loader.abi, this.loader.littleEndian);
+    if (check.kind === 'next' && check.reason !== null) {
+      log.passedOver.push({ path, reason: check.reason });
+      if (check.reason.startsWith('ELFCLASS')) log.wrongClass = true;
     }
-    return { kind: 'found', facts: await this.objects.get(verdict.hostPath, verdict.stats) };
+    return check;
+  }
+
+  /**
+   * What the loader takes for `name` from one directory of a search list (`directory` as the lists spell
+   * it, ending in '/'), its hwcaps subdirectories first, as open_path does; nothing is loaded.
+   */
+  findInDirectory(name: string, directory: string): Promise<Search> {
+    return this.searchDirectories(name, [directory], { passedOver: [], searched: [], wrongClass: false });
   }
 
   /**

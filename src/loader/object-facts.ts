@@ -4,8 +4,9 @@
 // twice, the loader keeps the last (elf_get_dynamic_info stores each entry over the one before).
 
 import type { Stats } from 'node:fs';
-import { DF_1, DT, ET, PF_X, PT } from '../elf/constants.js';
+import { DF_1, DT, EI_NIDENT, ET, PF_X, PT } from '../elf/constants.js';
 import { withElfFile, type ElfFile, type OpenOptions } from '../elf/elf-file.js';
+import type { HeaderCheck } from './open-verify.js';
 
 export interface ObjectFacts {
   /** dev:ino, how the loader tells a file it has already loaded under another name. */
@@ -34,6 +35,8 @@ export interface ObjectFacts {
   readonly dynamicSegment: 'none' | 'empty' | 'present';
   /** Bytes of executable PT_LOAD segments: a stub library has almost none. */
   readonly codeBytes: number;
+  /** What the loader checks of the header before it maps the file (open-verify.ts), kept so that it is read once. */
+  readonly header: HeaderCheck;
 }
 
 function dynamicSegmentOf(file: ElfFile): ObjectFacts['dynamicSegment'] {
@@ -66,6 +69,9 @@ function fileIdOf(stats: Stats): string {
 async function readObjectFacts(file: ElfFile, fileId: string): Promise<ObjectFacts> {
   const runpath = await file.lastDynString(DT.DT_RUNPATH);
   const flags1 = file.dynValues(DT.DT_FLAGS_1).at(-1) ?? 0;
+  const { e_version, e_machine, e_type, e_phentsize, e_phoff, e_phnum } = file.header;
+  // The identification was the first read of the open: this one is served from memory.
+  const ident = (await file.bytes(0, EI_NIDENT, 'ELF identification')).slice();
   return {
     fileId,
     hostPath: file.path,
@@ -87,35 +93,67 @@ async function readObjectFacts(file: ElfFile, fileId: string): Promise<ObjectFac
     codeBytes: file.programHeaders
       .filter((ph) => ph.p_type === PT.PT_LOAD && (ph.p_flags & PF_X) !== 0)
       .reduce((sum, ph) => sum + ph.p_filesz, 0),
+    header: { ident, e_version, e_machine, e_type, e_phentsize, e_phoff, e_phnum },
   };
 }
 
 /** How the loader reads an object: a PT_DYNAMIC without bytes is none (the loader then refuses it as a library). */
 export const AS_THE_LOADER_READS: OpenOptions = { emptyDynamic: 'absent' };
 
+/** What reading a file's facts gave: the facts, or the reader's error (the loader's own checks then say what it is). */
+type FactsRead = { readonly facts: ObjectFacts } | { readonly error: unknown };
+
+async function readFactsAt(hostPath: string, id: string): Promise<FactsRead> {
+  try {
+    return { facts: await withElfFile(hostPath, (file) => readObjectFacts(file, id), AS_THE_LOADER_READS) };
+  } catch (error) {
+    return { error };
+  }
+}
+
 /** One read of each file however many programs load it. */
 export class ObjectFactsCache {
-  private readonly byId = new Map<string, Promise<ObjectFacts>>();
+  private readonly byId = new Map<string, Promise<FactsRead>>();
 
-  /** The facts of the file at `hostPath` (already stat'ed by the caller), opened only when not read yet. */
-  get(hostPath: string, stats: Stats): Promise<ObjectFacts> {
+  private read(hostPath: string, stats: Stats): Promise<FactsRead> {
     const id = fileIdOf(stats);
-    let facts = this.byId.get(id);
-    if (facts === undefined) {
-      facts = withElfFile(hostPath, (file) => readObjectFacts(file, id), AS_THE_LOADER_READS);
-      this.byId.set(id, facts);
+    let read = this.byId.get(id);
+    if (read === undefined) {
+      read = readFactsAt(hostPath, id);
+      this.byId.set(id, read);
     }
-    return facts;
+    return read;
   }
 
-  /** The facts of a file the caller has open (opened AS_THE_LOADER_READS), read from it when not read yet. */
-  ofFile(file: ElfFile): Promise<ObjectFacts> {
+  /** The facts of the file at `hostPath` (already stat'ed by the caller), opened only when not read yet. */
+  async get(hostPath: string, stats: Stats): Promise<ObjectFacts> {
+    const read = await this.read(hostPath, stats);
+    if ('error' in read) throw read.error;
+    return read.facts;
+  }
+
+  /**
+   * The facts of the file, or null when the reader cannot read it as an ELF file: the one open that the
+   * loader's checks of a candidate (from the facts' header) and its facts share.
+   */
+  async tryGet(hostPath: string, stats: Stats): Promise<ObjectFacts | null> {
+    const read = await this.read(hostPath, stats);
+    return 'facts' in read ? read.facts : null;
+  }
+
+  /** The facts of a file the caller has open (opened AS_THE_LOADER_READS, or read as successfully), read from it when not read yet. */
+  async ofFile(file: ElfFile): Promise<ObjectFacts> {
     const id = fileIdOf(file.stats);
-    let facts = this.byId.get(id);
-    if (facts === undefined) {
-      facts = readObjectFacts(file, id);
-      this.byId.set(id, facts);
+    let read = this.byId.get(id);
+    if (read === undefined) {
+      read = readObjectFacts(file, id).then(
+        (facts) => ({ facts }),
+        (error: unknown) => ({ error }),
+      );
+      this.byId.set(id, read);
     }
-    return facts;
+    const done = await read;
+    if ('error' in done) throw done.error;
+    return done.facts;
   }
 }

@@ -77,13 +77,69 @@ function specialFileVerdict(stats: Stats): Verdict {
   return { kind: 'fatal', message: `${describeFileType(stats)}, which the loader reads as a library and fails on` };
 }
 
-/** What the loader of `abi` makes of the file at `path` (a path of the emulated system). */
-export async function verifyCandidate(root: SystemRoot, path: string, abi: MachineAbi, littleEndian: boolean): Promise<Verdict> {
-  const found = root.lookUp(path);
-  if (!found.ok) return { kind: 'passed-over', errno: found.code, reason: null };
-  // open(O_RDONLY) succeeds on a directory; the read of the header then fails with EISDIR.
-  if (found.stats.isDirectory()) return { kind: 'fatal', message: 'cannot read file data: Is a directory' };
-  if (!found.stats.isFile()) return specialFileVerdict(found.stats);
+/**
+ * The header fields the loader checks before it maps a file: what open_verify reads of it. `ident` is
+ * e_ident as it is in the file; the other fields as the file's own class and byte order decode them.
+ */
+export interface HeaderCheck {
+  readonly ident: Uint8Array;
+  readonly e_version: number;
+  readonly e_machine: number;
+  readonly e_type: number;
+  readonly e_phentsize: number;
+  readonly e_phoff: number;
+  readonly e_phnum: number;
+}
+
+/**
+ * open_verify's checks after the identification, in glibc's order, on a file of `size` bytes whose
+ * e_ident this loader accepts (identVerdict). The header is the file's own decoding, which is the
+ * loader's once the class and byte order match.
+ */
+function headerVerdict(header: HeaderCheck, size: number, abi: MachineAbi, littleEndian: boolean): Verdict | null {
+  const identity = identVerdict(header.ident, abi, littleEndian);
+  if (identity !== null) return identity;
+  if (header.e_version !== EV_CURRENT) return { kind: 'fatal', message: 'ELF file version does not match current one' };
+  if (header.e_machine !== abi.machine)
+    return { kind: 'passed-over', errno: 'ENOENT', reason: `${nameOf(EM_NAMES, header.e_machine)}, not ${abi.name}` };
+  if (header.e_type !== ET.ET_DYN && header.e_type !== ET.ET_EXEC)
+    return { kind: 'fatal', message: 'only ET_DYN and ET_EXEC can be loaded' };
+  if (header.e_phentsize !== new ElfCodec(abi.elfClass, littleEndian).sizeOf(PHDR))
+    return { kind: 'fatal', message: "ELF file's phentsize not the expected size" };
+  // The program header table is read next; a file that ends before it fails that read.
+  if (header.e_phnum > 0 && header.e_phoff + header.e_phnum * header.e_phentsize > size)
+    return { kind: 'fatal', message: 'cannot read file data' };
+  return null;
+}
+
+/** The header check of a file's first bytes, decoded with the codec of the class and byte order this loader expects. */
+async function readHeaderCheck(source: FileByteSource, abi: MachineAbi, littleEndian: boolean): Promise<HeaderCheck | Verdict> {
+  const codec = new ElfCodec(abi.elfClass, littleEndian);
+  const headerSize = EI_NIDENT + codec.sizeOf(EHDR);
+  if (source.size < headerSize) return { kind: 'fatal', message: 'file too short' };
+  const bytes = await source.read(0, headerSize, 'ELF header');
+  // A file of another class or byte order is answered by its identification alone.
+  const identity = identVerdict(bytes, abi, littleEndian);
+  if (identity !== null) return identity;
+  return { ident: bytes.subarray(0, EI_NIDENT), ...codec.decode(EHDR, bytes, EI_NIDENT) };
+}
+
+/** A file of the emulated system, found and stat'ed: what `path` names, as root.lookUp found it. */
+export interface FoundFile {
+  readonly hostPath: string;
+  readonly stats: Stats;
+}
+
+/**
+ * What the loader of `abi` makes of a regular file it found (`known`: the header check of a file already
+ * read, as ObjectFacts keep it; otherwise the file is opened and its header read).
+ */
+export async function verifyFile(found: FoundFile, known: HeaderCheck | null, abi: MachineAbi, littleEndian: boolean): Promise<Verdict> {
+  if (known !== null) {
+    const codec = new ElfCodec(abi.elfClass, littleEndian);
+    if (found.stats.size < EI_NIDENT + codec.sizeOf(EHDR)) return { kind: 'fatal', message: 'file too short' };
+    return headerVerdict(known, found.stats.size, abi, littleEndian) ?? { kind: 'usable', ...found };
+  }
   let source: FileByteSource;
   try {
     source = FileByteSource.open(found.hostPath);
@@ -92,25 +148,20 @@ export async function verifyCandidate(root: SystemRoot, path: string, abi: Machi
     return { kind: 'passed-over', errno: errnoOf(error), reason: null };
   }
   try {
-    // The codec of the class and byte order this loader expects: a file of another is answered by identVerdict.
-    const codec = new ElfCodec(abi.elfClass, littleEndian);
-    const headerSize = EI_NIDENT + codec.sizeOf(EHDR);
-    if (source.size < headerSize) return { kind: 'fatal', message: 'file too short' };
-    const bytes = await source.read(0, headerSize, 'ELF header');
-    const identity = identVerdict(bytes, abi, littleEndian);
-    if (identity !== null) return identity;
-    const header = codec.decode(EHDR, bytes, EI_NIDENT);
-    if (header.e_version !== EV_CURRENT) return { kind: 'fatal', message: 'ELF file version does not match current one' };
-    if (header.e_machine !== abi.machine)
-      return { kind: 'passed-over', errno: 'ENOENT', reason: `${nameOf(EM_NAMES, header.e_machine)}, not ${abi.name}` };
-    if (header.e_type !== ET.ET_DYN && header.e_type !== ET.ET_EXEC)
-      return { kind: 'fatal', message: 'only ET_DYN and ET_EXEC can be loaded' };
-    if (header.e_phentsize !== codec.sizeOf(PHDR)) return { kind: 'fatal', message: "ELF file's phentsize not the expected size" };
-    // The program header table is read next; a file that ends before it fails that read.
-    if (header.e_phnum > 0 && header.e_phoff + header.e_phnum * header.e_phentsize > source.size)
-      return { kind: 'fatal', message: 'cannot read file data' };
-    return { kind: 'usable', hostPath: found.hostPath, stats: found.stats };
+    const header = await readHeaderCheck(source, abi, littleEndian);
+    if ('kind' in header) return header;
+    return headerVerdict(header, source.size, abi, littleEndian) ?? { kind: 'usable', ...found };
   } finally {
     source.close();
   }
+}
+
+/** What the loader makes of what `path` names before it reads the file: nothing there, a directory, a device. */
+export function verifyPath(root: SystemRoot, path: string): Exclude<Verdict, { kind: 'usable' }> | FoundFile {
+  const found = root.lookUp(path);
+  if (!found.ok) return { kind: 'passed-over', errno: found.code, reason: null };
+  // open(O_RDONLY) succeeds on a directory; the read of the header then fails with EISDIR.
+  if (found.stats.isDirectory()) return { kind: 'fatal', message: 'cannot read file data: Is a directory' };
+  if (!found.stats.isFile()) return specialFileVerdict(found.stats);
+  return { hostPath: found.hostPath, stats: found.stats };
 }

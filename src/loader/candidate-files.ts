@@ -1,0 +1,60 @@
+// What the loader finds at each path it tries, read once per run however many searches try it: the
+// directory's stat, and for a file the loader's checks of its header (open-verify.ts) and its facts
+// (object-facts.ts), from one open. These follow from the file system alone; what a search makes of
+// them (a directory marked missing, a file passed over) stays the search's (link-namespace.ts), so a
+// cached answer leaves every search as the loader's own.
+
+import type { Lookup, SystemRoot } from './system-root.js';
+import type { MachineAbi } from './machine-abi.js';
+import type { ObjectFacts, ObjectFactsCache } from './object-facts.js';
+import { verifyFile, verifyPath } from './open-verify.js';
+
+export type CandidateCheck =
+  | { readonly kind: 'found'; readonly facts: ObjectFacts }
+  /** Passed over as a missing file is; `reason` when the file exists (another class or machine…). */
+  | { readonly kind: 'next'; readonly errno: string; readonly reason: string | null }
+  | { readonly kind: 'fatal'; readonly message: string };
+
+export class CandidateFiles {
+  private readonly root: SystemRoot;
+  private readonly objects: ObjectFactsCache;
+  private readonly lookups = new Map<string, Lookup>();
+  private readonly checks = new Map<string, Promise<CandidateCheck>>();
+
+  constructor(root: SystemRoot, objects: ObjectFactsCache) {
+    this.root = root;
+    this.objects = objects;
+  }
+
+  /** What `path` names (a directory of a search list), its links followed: root.lookUp, once per path. */
+  lookUp(path: string): Lookup {
+    let found = this.lookups.get(path);
+    if (found === undefined) {
+      found = this.root.lookUp(path);
+      this.lookups.set(path, found);
+    }
+    return found;
+  }
+
+  /** What a loader of `abi` makes of the file at `path`: a usable object and its facts, one to go past, or the end of the load. */
+  check(path: string, abi: MachineAbi, littleEndian: boolean): Promise<CandidateCheck> {
+    const key = `${abi.machine}/${abi.elfClass}/${littleEndian ? 'le' : 'be'}:${path}`;
+    let check = this.checks.get(key);
+    if (check === undefined) {
+      check = this.checkFile(path, abi, littleEndian);
+      this.checks.set(key, check);
+    }
+    return check;
+  }
+
+  private async checkFile(path: string, abi: MachineAbi, littleEndian: boolean): Promise<CandidateCheck> {
+    const found = verifyPath(this.root, path);
+    if ('kind' in found) return found.kind === 'fatal' ? found : { kind: 'next', errno: found.errno, reason: found.reason };
+    const known = await this.objects.tryGet(found.hostPath, found.stats);
+    const verdict = await verifyFile(found, known?.header ?? null, abi, littleEndian);
+    if (verdict.kind === 'fatal') return verdict;
+    if (verdict.kind === 'passed-over') return { kind: 'next', errno: verdict.errno, reason: verdict.reason };
+    // A file the loader maps but the reader cannot read: get() throws the reader's error, naming the file.
+    return { kind: 'found', facts: known ?? (await this.objects.get(found.hostPath, found.stats)) };
+  }
+}
