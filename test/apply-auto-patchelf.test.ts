@@ -266,8 +266,9 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     // A program gets the runtime dependencies first; the tree's directory is written relative to the file.
     const prog = join(tree, 'bin', 'prog');
     expect(await runpathOf(prog)).toBe(['/rt/lib', setup.dir1, '$ORIGIN/../lib', setup.dupX, setup.dir2, '/app/lib'].join(':'));
-    // A library has no interpreter: no runtime dependencies; its own $ORIGIN spelling, and ${ORIGIN}/../plugins kept last.
-    expect(await runpathOf(join(tree, 'lib', 'libtool.so'))).toBe('$ORIGIN:/app/lib:${ORIGIN}/../plugins');
+    // A library has no interpreter: no runtime dependencies; its own $ORIGIN spelling and ${ORIGIN}/../plugins kept,
+    // in their order, and --append-rpaths last.
+    expect(await runpathOf(join(tree, 'lib', 'libtool.so'))).toBe('$ORIGIN:${ORIGIN}/../plugins:/app/lib');
     const report = JSON.parse(result.stdout) as {
       summary: { autoPatchelf: { skipped: Record<string, number> } };
       files: { path: string; status: string; reason?: string }[];

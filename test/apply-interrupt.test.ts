@@ -190,6 +190,7 @@ describe('Ctrl-C during --auto-patchelf phase 1', () => {
       libcDir: null,
       keepLibc: false,
       relativeToTree: false,
+      host: { cwd: process.cwd(), arch: process.arch },
     };
     const options = { hooks: orderHooks([driverHook()]), semantics: 'default' as const, jobs: 1, cpuCount: 1, dryRun: false };
     const result = await patchTrees([root], { ...options, interrupt, autoPatchelf });

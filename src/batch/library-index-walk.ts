@@ -6,6 +6,7 @@
 import { realpathSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { byteStringToText, textToByteString } from '../elf/byte-string.js';
+import type { ObjectFactsCache } from '../loader/object-facts.js';
 import { LibraryIndex } from '../resolve/library-index.js';
 import { usesOrigin } from '../resolve/runpath-spelling.js';
 import { walkTrees } from '../walk/walk-trees.js';
@@ -37,8 +38,12 @@ export class LibraryIndexWalk {
   /** Real paths of the directories scanned (or being scanned: the trees). */
   private readonly scanned = new Set<string>();
 
+  /** What the loader reads of each library, read from the open that indexes it (the runpath proof's). */
+  private readonly objects: ObjectFactsCache;
+
   /** The trees count as scanned: a runpath that names one is not walked again. */
-  constructor(trees: readonly string[]) {
+  constructor(trees: readonly string[], objects: ObjectFactsCache) {
+    this.objects = objects;
     for (const tree of trees) this.scanned.add(realPathOf(tree) ?? tree);
   }
 
@@ -71,7 +76,7 @@ export class LibraryIndexWalk {
       for (const item of walkTrees([directory], { recursive })) {
         const isLink = item.kind === 'skip' && item.reason === 'symlink';
         if ((item.kind !== 'file' && !isLink) || !isLibraryName(basename(item.path))) continue;
-        const facts = await readResolverFacts(item.path, true, false);
+        const facts = await readResolverFacts(item.path, true, false, this.objects);
         if (facts !== null) worklist.push(...this.addLibrary(item.path, isLink, facts));
       }
     }

@@ -102,6 +102,8 @@ export async function patchTrees(roots: readonly string[], options: BatchOptions
   // Reports list files in path order, whatever order the workers finished in.
   outcomes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const resolverFindings =
-    resolution === null ? null : { reports: resolution.reports, skipped: resolution.skipped, warnings: resolution.warnings };
+    resolution === null
+      ? null
+      : { reports: resolution.reports, skipped: resolution.skipped, warnings: resolution.warnings, libc: resolution.libc };
   return { outcomes, summary, threadLimit: scheduler.maxThreads, workerThreads: scheduler.workerThreads, resolution: resolverFindings };
 }

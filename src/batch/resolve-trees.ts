@@ -6,27 +6,30 @@
 // see the index. So does what phase 1 read (`FileItem.head`): phase 2 does not open a file that is not
 // ELF again, and reads an ELF file's blocks from memory (docs/auto-patchelf.md, "What is read").
 
-import { existsSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { byteStringToText, textToByteString } from '../elf/byte-string.js';
-import { RESOLVER_HOOK_NAME, type Semantics } from '../hook-engine/compose-hooks.js';
-import type { Hook, TracedEntry } from '../hook-engine/hook.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import type { Semantics } from '../hook-engine/compose-hooks.js';
+import type { Hook } from '../hook-engine/hook.js';
 import type { KnownHead } from '../edit/plan-file.js';
+import { readCpuInfo } from '../loader/cpu-model.js';
+import { LoaderRegistry } from '../loader/emulated-loader.js';
+import { hostAbi } from '../loader/machine-abi.js';
+import { ObjectFactsCache } from '../loader/object-facts.js';
+import { SystemRoot } from '../loader/system-root.js';
+import { holdsOnlyGlibc, isGlibcLibrary } from '../resolve/glibc-libraries.js';
 import { ignoreMissingMatcher } from '../resolve/ignore-missing.js';
 import { targetSkipReason, type MachineAndOsAbi, type TargetSkipReason } from '../resolve/os-abi.js';
-import {
-  resolveFile,
-  type FileResolution,
-  type ResolvedDirectory,
-  type ResolverFileSystem,
-  type ResolverOptions,
-} from '../resolve/resolve-file.js';
+import { resolveFile, type ResolvedDirectory, type ResolverFileSystem, type ResolverOptions } from '../resolve/resolve-file.js';
 import type { WalkItem } from '../walk/walk-trees.js';
 import { FirstNames } from './first-names.js';
 import type { InterruptPoll } from './interrupt.js';
 import { isLibraryName, LibraryIndexWalk } from './library-index-walk.js';
 import type { FileItem } from './process-file.js';
 import { readResolverFacts, readWalkedFileFacts, type ResolverFacts } from './resolver-facts.js';
+import { RunpathProver } from './runpath-proof.js';
+import { settleRunpath } from './settle-runpath.js';
 
 /**
  * What phase 1 keeps of what it read, in all, for phase 2 to read through (the first files' blocks, a
@@ -49,6 +52,8 @@ export interface AutoPatchelfOptions {
   readonly libcDir: string | null;
   readonly keepLibc: boolean;
   readonly relativeToTree: boolean;
+  /** The machine this runs on (Node's process.arch) and its working directory: the loader model's. */
+  readonly host: { readonly arch: string; readonly cwd: string };
 }
 
 /** What the resolver found for one file, for the reports (names and directories are byte strings). */
@@ -63,7 +68,10 @@ export interface ResolverReport {
 }
 
 export interface TreeResolution {
-  /** The walk, each file of the trees the resolver applies to carrying its answer. */
+  /**
+   * The walk, each file of the trees the resolver applies to carrying its answer; a file whose runpath
+   * cannot be ordered or proven is an error item (runpath-proof.ts): it is reported, and not written.
+   */
   readonly items: readonly (WalkItem | FileItem)[];
   /** By path: the files the resolver applies to. */
   readonly reports: ReadonlyMap<string, ResolverReport>;
@@ -71,6 +79,8 @@ export interface TreeResolution {
   readonly skipped: Partial<Record<TargetSkipReason, number>>;
   /** Warnings, one line each, in walk order: a name found in two directories, a malformed note. */
   readonly warnings: readonly string[];
+  /** libc's directory, and whether only glibc's own libraries in it count as libc's (it holds more); null without one. */
+  readonly libc: { readonly directory: string; readonly glibcOnly: boolean } | null;
 }
 
 function realPathOf(path: string): string | null {
@@ -81,8 +91,21 @@ function realPathOf(path: string): string | null {
   }
 }
 
+/**
+ * Whether every library of libc's directory counts as libc's (it holds glibc alone: Nix's glibc lib/,
+ * or the anchor's rule, --nixpkgs-compat), or only glibc's own (a Debian or Ubuntu interpreter's).
+ */
+function libcCountsAll(libcDir: string, semantics: Semantics): boolean {
+  if (semantics === 'nixpkgs-compat') return true;
+  try {
+    return holdsOnlyGlibc(readdirSync(libcDir).filter(isLibraryName));
+  } catch {
+    return true;
+  }
+}
+
 /** What the rules ask of the disk, byte strings in and out; the libc directory's answers cached. */
-function fileSystemOf(libcDir: string | null): ResolverFileSystem {
+function fileSystemOf(libcDir: string | null, countsAll: boolean): ResolverFileSystem {
   const inLibc = new Map<string, boolean>();
   return {
     inLibcDir: (name) => {
@@ -94,6 +117,7 @@ function fileSystemOf(libcDir: string | null): ResolverFileSystem {
       }
       return known;
     },
+    libcOwns: (name) => countsAll || isGlibcLibrary(name),
     isFile: (path) => {
       try {
         return statSync(byteStringToText(path)).isFile();
@@ -106,12 +130,6 @@ function fileSystemOf(libcDir: string | null): ResolverFileSystem {
       return real === null ? null : textToByteString(real);
     },
   };
-}
-
-/** The resolver's runpath traced: its directories to it, the file's `$ORIGIN` entries it kept to the file. */
-function tracedRunpath(resolution: FileResolution): TracedEntry[] | null {
-  if (resolution.runpath === null) return null;
-  return resolution.runpath.map((dir) => ({ dir, hook: resolution.kept.includes(dir) ? null : RESOLVER_HOOK_NAME }));
 }
 
 /**
@@ -127,7 +145,16 @@ export async function resolveTrees(
   hooks: readonly Hook[],
   poll: InterruptPoll,
 ): Promise<TreeResolution> {
-  const indexWalk = new LibraryIndexWalk(roots);
+  const registry = new LoaderRegistry(
+    {
+      root: new SystemRoot('/', textToByteString(options.host.cwd)),
+      ldLibraryPath: null,
+      hostAbi: hostAbi(options.host.arch),
+      cpuInfo: readCpuInfo(),
+    },
+    new ObjectFactsCache(),
+  );
+  const indexWalk = new LibraryIndexWalk(roots, registry.objects);
   const walked = [...walk];
   const factsOf = new Map<string, ResolverFacts>();
   const heads = new Map<string, KnownHead>();
@@ -135,10 +162,10 @@ export async function resolveTrees(
   let seedBytes = 0;
   for (const item of walked) {
     // Interrupted: nothing is resolved, and the batch, which sees the flag too, plans nothing.
-    if (await poll.interrupted()) return { items: walked, reports: new Map(), skipped: {}, warnings: [] };
+    if (await poll.interrupted()) return { items: walked, reports: new Map(), skipped: {}, warnings: [], libc: null };
     const isLink = item.kind === 'skip' && item.reason === 'symlink';
     if (item.kind === 'file') {
-      const read = await readWalkedFileFacts(item.path, SEED_BUDGET - seedBytes);
+      const read = await readWalkedFileFacts(item.path, SEED_BUDGET - seedBytes, registry.objects);
       if (read === null) continue;
       if (read.kind !== 'elf') {
         heads.set(item.path, read);
@@ -149,7 +176,7 @@ export async function resolveTrees(
       if (read.facts.skip === null) factsOf.set(item.path, read.facts);
       runpathDirectories.push(...indexWalk.addLibrary(item.path, false, read.facts));
     } else if (isLink && isLibraryName(basename(item.path))) {
-      const facts = await readResolverFacts(item.path, true, false);
+      const facts = await readResolverFacts(item.path, true, false, registry.objects);
       if (facts !== null) runpathDirectories.push(...indexWalk.addLibrary(item.path, true, facts));
     }
   }
@@ -170,25 +197,36 @@ export async function resolveTrees(
     runtimeDependencies: options.runtimeDependencies,
     appendRunpaths: options.appendRpaths,
   };
-  const fileSystem = fileSystemOf(options.libcDir);
+  const libcDir = options.libcDir;
+  const countsAll = libcDir === null || libcCountsAll(libcDir, semantics);
+  const fileSystem = fileSystemOf(libcDir, countsAll);
+  const { root } = registry.settings;
+  const prover = new RunpathProver(registry, options.interpreter === null ? null : root.pathOf(byteStringToText(options.interpreter.path)));
   const ignored = ignoreMissingMatcher(options.ignoreMissing);
   const reports = new Map<string, ResolverReport>();
   const skipped: Partial<Record<TargetSkipReason, number>> = {};
   const warnings: string[] = [];
   const warnedNames = new Set<string>();
   const inodes = new FirstNames();
-  const items = walked.map((item): WalkItem | FileItem => {
+  const items: (WalkItem | FileItem)[] = [];
+  for (const item of walked) {
     const head = heads.get(item.path);
-    if (item.kind !== 'file' || head === undefined) return item;
+    if (item.kind !== 'file' || head === undefined) {
+      items.push(item);
+      continue;
+    }
     const facts = factsOf.get(item.path);
-    if (facts === undefined || head.kind !== 'elf') return { ...item, head };
     // A later name of a hard-linked file is patched through its first name (phase 2 skips it): it is
     // resolved, and reported, once.
-    if (inodes.recordName(item.path, head.seed.identity) !== null) return { ...item, head };
+    if (facts === undefined || head.kind !== 'elf' || inodes.recordName(item.path, head.seed.identity) !== null) {
+      items.push({ ...item, head });
+      continue;
+    }
     const why = targetSkipReason(facts, options.interpreter);
     if (why !== null) {
       skipped[why] = (skipped[why] ?? 0) + 1;
-      return { ...item, head };
+      items.push({ ...item, head });
+      continue;
     }
     for (const line of facts.malformedNotes) warnings.push(`${item.path}: ${line}; ignored`);
     const resolution = resolveFile(
@@ -214,11 +252,28 @@ export async function resolveTrees(
           ? { old: facts.interpreter, new: interpreter.path }
           : null,
     });
-    return {
+    const settled = await settleRunpath(
+      {
+        path: item.path,
+        relativePath: item.relativePath,
+        facts,
+        resolution,
+        libcDir: libcDir === null ? null : textToByteString(libcDir),
+        semantics,
+        hooks,
+      },
+      prover,
+    );
+    if (settled.kind === 'refused') {
+      items.push({ kind: 'error', path: item.path, error: new CudaPatchelfError('unsupported', settled.message, { file: item.path }) });
+      continue;
+    }
+    items.push({
       ...item,
       head,
-      resolver: { runpath: tracedRunpath(resolution), interpreter: facts.interpreter === null ? null : (interpreter?.path ?? null) },
-    };
-  });
-  return { items, reports, skipped, warnings };
+      resolver: { runpath: settled.runpath, interpreter: facts.interpreter === null ? null : (interpreter?.path ?? null) },
+    });
+  }
+  const libc = libcDir === null ? null : { directory: libcDir, glibcOnly: !countsAll };
+  return { items, reports, skipped, warnings, libc };
 }

@@ -8,6 +8,7 @@ import { ElfFile } from '../elf/elf-file.js';
 import { splitRunpath } from '../elf/runpath-list.js';
 import { sniffWalkedFile } from '../edit/plan-file.js';
 import { skipReason, type SkipReason } from '../edit/skip-reason.js';
+import type { ObjectFacts, ObjectFactsCache } from '../loader/object-facts.js';
 import { type DlopenDependency, dlopenDependencies } from '../resolve/dlopen-note.js';
 
 export interface ResolverFacts {
@@ -24,6 +25,8 @@ export interface ResolverFacts {
   readonly dlopen: readonly DlopenDependency[];
   /** A line for each `.note.dlopen` note that could not be read (it is ignored). */
   readonly malformedNotes: readonly string[];
+  /** What the loader reads of it, from the same open: the proof of a runpath (runpath-proof.ts) reads it through these. */
+  readonly object: ObjectFacts;
 }
 
 /**
@@ -31,11 +34,16 @@ export interface ResolverFacts {
  * candidate that cannot be read is not one. `followLink`: a symbolic link in a library directory is
  * followed; a walked file that became a link is not. `dependencies`: also read DT_NEEDED and the dlopen notes.
  */
-export async function readResolverFacts(path: string, followLink: boolean, dependencies: boolean): Promise<ResolverFacts | null> {
+export async function readResolverFacts(
+  path: string,
+  followLink: boolean,
+  dependencies: boolean,
+  objects: ObjectFactsCache,
+): Promise<ResolverFacts | null> {
   const opened = await ElfFile.open(path, { followLink });
   if (opened.kind !== 'elf') return null;
   try {
-    return await factsOf(opened.file, dependencies);
+    return await factsOf(opened.file, dependencies, objects);
   } catch {
     return null;
   } finally {
@@ -52,13 +60,13 @@ export type WalkedFileFacts =
   | { readonly kind: 'not-elf' | 'archive' }
   | { readonly kind: 'elf'; readonly facts: ResolverFacts; readonly seed: ReadSeed };
 
-export async function readWalkedFileFacts(path: string, seedBytes: number): Promise<WalkedFileFacts | null> {
+export async function readWalkedFileFacts(path: string, seedBytes: number, objects: ObjectFactsCache): Promise<WalkedFileFacts | null> {
   const sniffed = sniffWalkedFile(path);
   if (sniffed === null) return null;
   if (sniffed.kind === 'skipped') return sniffed.reason === 'archive' || sniffed.reason === 'not-elf' ? { kind: sniffed.reason } : null;
   const { source } = sniffed;
   try {
-    const facts = await factsOf(await ElfFile.read(source), true);
+    const facts = await factsOf(await ElfFile.read(source), true, objects);
     return { kind: 'elf', facts, seed: source.seed(seedBytes) };
   } catch {
     return null;
@@ -67,7 +75,7 @@ export async function readWalkedFileFacts(path: string, seedBytes: number): Prom
   }
 }
 
-async function factsOf(file: ElfFile, dependencies: boolean): Promise<ResolverFacts> {
+async function factsOf(file: ElfFile, dependencies: boolean, objects: ObjectFactsCache): Promise<ResolverFacts> {
   const skip = skipReason(file.image);
   const runpath = splitRunpath((await file.lastDynString(DT.DT_RUNPATH)) ?? (await file.lastDynString(DT.DT_RPATH)));
   const wanted = dependencies && skip === null;
@@ -81,5 +89,6 @@ async function factsOf(file: ElfFile, dependencies: boolean): Promise<ResolverFa
     needed: wanted ? await file.dynStrings(DT.DT_NEEDED) : [],
     dlopen: notes.dependencies,
     malformedNotes: notes.malformed,
+    object: await objects.ofFile(file),
   };
 }

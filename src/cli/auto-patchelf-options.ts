@@ -9,6 +9,7 @@ import { byteStringToText, textToByteString } from '../elf/byte-string.js';
 import { ElfFile } from '../elf/elf-file.js';
 import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
 import { ignoreMissingMatcher } from '../resolve/ignore-missing.js';
+import type { CliIo } from './cli-io.js';
 import { docPath } from './package-files.js';
 
 export interface AutoPatchelfFlags {
@@ -74,7 +75,7 @@ async function interpreterOf(path: string): Promise<NonNullable<AutoPatchelfOpti
  * --interpreter that is not an ELF file, a --libc-dir that is not a directory, a bad pattern. A --libs
  * directory that does not exist is no error: Nix passes every dependency's lib/.
  */
-export async function autoPatchelfOptionsOf(flags: AutoPatchelfFlags): Promise<AutoPatchelfOptions | null> {
+export async function autoPatchelfOptionsOf(flags: AutoPatchelfFlags, host: CliIo['host']): Promise<AutoPatchelfOptions | null> {
   if (!flags.autoPatchelf) {
     const given = RESOLVER_FLAGS.find(([key]) => flags[key] !== undefined);
     if (given !== undefined) throw usage(`${given[1]} needs --auto-patchelf`);
@@ -94,7 +95,15 @@ export async function autoPatchelfOptionsOf(flags: AutoPatchelfFlags): Promise<A
     libcDir: flags.libcDir ?? (flags.interpreter === undefined ? null : dirname(realpathSync(flags.interpreter))),
     keepLibc: flags.keepLibc === true,
     relativeToTree: flags.relativeToTree === true,
+    host: hostOf(host),
   };
+}
+
+/** The machine the resolver's proof emulates the loader of (its CPU, its working directory). */
+function hostOf(host: CliIo['host']): AutoPatchelfOptions['host'] {
+  if (host === undefined)
+    throw new Error('--auto-patchelf proves runpaths for the machine it runs on, and was not told which (CliIo.host)');
+  return host;
 }
 
 function isDirectory(path: string): boolean {

@@ -219,7 +219,7 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
   checkArguments(dirs, options, command);
   const jobs = jobsOf(options, io);
   rejectOverlappingTrees(dirs);
-  const autoPatchelf = await autoPatchelfOptionsOf(options);
+  const autoPatchelf = await autoPatchelfOptionsOf(options, io.host);
   const hooks = await hooksFrom(options, autoPatchelf !== null);
   const semantics: Semantics = options.nixpkgsCompat ? 'nixpkgs-compat' : 'default';
   const dryRun = name !== 'apply' || options.dryRun === true;

@@ -71,6 +71,27 @@ async function loaderFor(
 }
 
 /**
+ * The object a load starts from: a program (it has PT_INTERP) as the kernel maps it, $ORIGIN from its
+ * real path; a library as `ld.so --list LIB` or a dlopen by path opens it, $ORIGIN from `path`.
+ */
+export function startingMap(root: SystemRoot, path: string, facts: ObjectFacts): LinkMap {
+  const kind = facts.interpreter === null ? 'library' : 'program';
+  const real = root.realPath(path);
+  return new LinkMap({
+    name: path,
+    path,
+    facts,
+    origin: kind === 'program' ? (typeof real === 'string' ? originOf(real, root.cwd) : null) : originOf(path, root.cwd),
+    loader: null,
+    foundBy: { rule: kind, owner: null, directory: null },
+    depth: 0,
+    // The kernel maps a program, and `ld.so --list` opens a library as the program: the loader
+    // records no device and inode for it, so another name of the same file loads it again.
+    matchesFileId: false,
+  });
+}
+
+/**
  * Loads the dynamic ELF file `file` (a file doctor was asked about, open AS_THE_LOADER_READS) in an
  * emulated namespace, with `ldLibraryPath` (a byte string; null: unset) as the process's LD_LIBRARY_PATH.
  */
@@ -85,20 +106,8 @@ export async function emulateLoad(file: ElfFile, registry: LoaderRegistry, ldLib
   if (abi === null)
     throw new CudaPatchelfError('unsupported', 'doctor emulates the glibc loaders of x86_64, aarch64 and i386 only', { file: hostPath });
   const { loader, interpreter } = await loaderFor(registry, facts, abi);
-  const kind = facts.interpreter === null ? 'library' : 'program';
-  const real = root.realPath(path);
-  const main = new LinkMap({
-    name: path,
-    path,
-    facts,
-    origin: kind === 'program' ? (typeof real === 'string' ? originOf(real, root.cwd) : null) : originOf(path, root.cwd),
-    loader: null,
-    foundBy: { rule: kind, owner: null, directory: null },
-    depth: 0,
-    // The kernel maps a program, and `ld.so --list` opens a library as the program: the loader
-    // records no device and inode for it, so another name of the same file loads it again.
-    matchesFileId: false,
-  });
+  const main = startingMap(root, path, facts);
+  const kind = main.foundBy.rule === 'program' ? 'program' : 'library';
   const namespace = LinkNamespace.start(loader, { ...registry.settings, ldLibraryPath }, registry.candidates, main);
   const preloads: Edge[] = [];
   for (const name of preloadNames(root, loader.facts.preloadPath)) {

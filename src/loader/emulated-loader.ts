@@ -10,10 +10,10 @@ import { CandidateFiles } from './candidate-files.js';
 import { legacySubdirectories, cpuModel, cpuModelOfLoader, type CpuInfo, type CpuModel } from './cpu-model.js';
 import { readLdCache, type LdCache } from './ld-cache.js';
 import type { CacheLookupTarget } from './ld-cache-lookup.js';
-import { readLoaderFacts, type LoaderFacts } from './loader-facts.js';
+import { assumedLoaderFacts, readLoaderFacts, type LoaderFacts } from './loader-facts.js';
 import { parseLoaderHelp, runLoaderHelp } from './loader-help.js';
 import type { MachineAbi } from './machine-abi.js';
-import type { ObjectFactsCache, ObjectFacts } from './object-facts.js';
+import { absentLoaderObject, type ObjectFactsCache, type ObjectFacts } from './object-facts.js';
 import type { SystemRoot } from './system-root.js';
 
 export interface EmulationSettings {
@@ -114,6 +114,27 @@ export class LoaderRegistry {
       this.loaders.set(key, loader);
     }
     return loader;
+  }
+
+  /**
+   * A loader of `abi` at `path` that is not on this machine (a tree of another machine without its
+   * interpreter at hand): its facts assumed from the Debian layout (loader-facts.ts), the CPU from the
+   * table, and no cache: what it would find there is not known here.
+   */
+  assumedLoader(path: string, abi: MachineAbi, littleEndian: boolean): EmulatedLoader {
+    const facts = assumedLoaderFacts(abi);
+    const cpu = cpuModel(abi, false, null);
+    return {
+      abi,
+      littleEndian,
+      path,
+      object: absentLoaderObject(path, abi.elfClass, littleEndian, abi.machine),
+      facts,
+      cpu,
+      subdirectories: subdirectoriesFor(facts, cpu),
+      cacheTarget: cacheTargetFor(abi, cpu),
+      cache: async () => ({ path: facts.cachePath, cache: null }),
+    };
   }
 
   private async readLoader(path: string, abi: MachineAbi, littleEndian: boolean): Promise<EmulatedLoader> {

@@ -105,8 +105,18 @@ export class LinkNamespace {
     this.searchLists = state.searchLists;
   }
 
-  /** A namespace holding the program (or library) and ld.so, as the loader starts. */
-  static start(loader: EmulatedLoader, settings: EmulationSettings, candidates: CandidateFiles, main: LinkMap): LinkNamespace {
+  /**
+   * A namespace holding the program (or library) and ld.so, as the loader starts. `directoryStatus`: a
+   * new process knows no directory yet; a caller that emulates the lookups of many files on a file system
+   * that does not change meanwhile (the batch's proof of its runpaths) may share one map between them.
+   */
+  static start(
+    loader: EmulatedLoader,
+    settings: EmulationSettings,
+    candidates: CandidateFiles,
+    main: LinkMap,
+    directoryStatus = new Map<string, boolean>(),
+  ): LinkNamespace {
     const rtld = new LinkMap({
       name: loader.path,
       path: loader.path,
@@ -124,7 +134,7 @@ export class LinkNamespace {
       [rtld, new Set([loader.path])],
     ]);
     const searchLists = new SearchLists(loaderTokens(loader), main, settings.ldLibraryPath);
-    return new LinkNamespace(loader, settings, candidates, { maps: [main, rtld], names, directoryStatus: new Map(), searchLists });
+    return new LinkNamespace(loader, settings, candidates, { maps: [main, rtld], names, directoryStatus, searchLists });
   }
 
   get main(): LinkMap {

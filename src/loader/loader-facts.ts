@@ -89,6 +89,19 @@ async function rodataOf(file: ElfFile): Promise<Uint8Array | null> {
   }
 }
 
+/** Every fact assumed from the Debian layout: a loader that is not on this machine. */
+export function assumedLoaderFacts(abi: MachineAbi): LoaderFacts {
+  return {
+    soname: null,
+    systemDirs: debianSystemDirs(abi),
+    cachePath: '/etc/ld.so.cache',
+    preloadPath: '/etc/ld.so.preload',
+    dstLib: abi.multiarch === '' ? 'lib' : `lib/${abi.multiarch}`,
+    glibc: null,
+    assumed: ['systemDirs', 'cachePath', 'preloadPath', 'dstLib', 'glibc'],
+  };
+}
+
 /** The facts of a loader file; `ownDirectory` is its real directory as the emulated system names it, ending in '/'. */
 export async function readLoaderFacts(file: ElfFile, abi: MachineAbi, ownDirectory: string): Promise<LoaderFacts> {
   const soname = await file.lastDynString(DT.DT_SONAME);

@@ -1,7 +1,7 @@
 // The glibc ABIs doctor emulates: what the loader of each machine checks, where it lives, and the
 // Debian multiarch layout assumed when a loader's own facts cannot be read from it.
 
-import { EM } from '../elf/constants.js';
+import { EM, EM_NAMES, nameOf } from '../elf/constants.js';
 
 export interface MachineAbi {
   /** As people and ldconfig -p name it: x86_64, aarch64, i386. */
@@ -58,6 +58,24 @@ export function machineAbi(machine: number, elfClass: 32 | 64): MachineAbi | nul
   return ABIS.find((abi) => abi.machine === machine && abi.elfClass === elfClass) ?? null;
 }
 
+/**
+ * The ABI of a machine doctor does not emulate (arm, ppc64, riscv…), for the batch's proof of a runpath,
+ * which only reads directories: no cache entry matches it, its loader is not known, its default
+ * directories are /lib and /usr/lib.
+ */
+export function otherAbi(machine: number, elfClass: 32 | 64): MachineAbi {
+  return {
+    name: nameOf(EM_NAMES, machine),
+    machine,
+    elfClass,
+    cacheFlags: -1,
+    acceptsCacheFlags: () => false,
+    defaultLoader: '',
+    multiarch: '',
+    platform: '',
+  };
+}
+
 /** The ABI of the machine doctor runs on (Node's process.arch), or null. */
 export function hostAbi(arch: string): MachineAbi | null {
   const name = arch === 'x64' ? 'x86_64' : arch === 'arm64' ? 'aarch64' : arch === 'ia32' ? 'i386' : null;
@@ -66,7 +84,8 @@ export function hostAbi(arch: string): MachineAbi | null {
 
 /** Debian's default directories (what `ld.so --help` lists as the system search path). */
 export function debianSystemDirs(abi: MachineAbi): string[] {
-  return [`/lib/${abi.multiarch}/`, `/usr/lib/${abi.multiarch}/`, '/lib/', '/usr/lib/'];
+  const multiarch = abi.multiarch === '' ? [] : [`/lib/${abi.multiarch}/`, `/usr/lib/${abi.multiarch}/`];
+  return [...multiarch, '/lib/', '/usr/lib/'];
 }
 
 /** The loaders of every emulated ABI: a system root has at least one of them. */

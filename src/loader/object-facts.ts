@@ -97,6 +97,42 @@ async function readObjectFacts(file: ElfFile, fileId: string): Promise<ObjectFac
   };
 }
 
+/**
+ * The facts of a loader that is not on this machine (loader-facts.ts assumes its layout): it answers to
+ * its own name alone, and no file of this machine is it.
+ */
+export function absentLoaderObject(path: string, elfClass: 32 | 64, littleEndian: boolean, machine: number): ObjectFacts {
+  return {
+    fileId: `absent:${path}`,
+    hostPath: path,
+    size: 0,
+    elfClass,
+    littleEndian,
+    machine,
+    type: ET.ET_DYN,
+    interpreter: null,
+    soname: path.slice(path.lastIndexOf('/') + 1) || null,
+    needed: [],
+    rpath: null,
+    runpath: null,
+    nodeflib: false,
+    pie: false,
+    noOpen: false,
+    loadSegments: 0,
+    dynamicSegment: 'none',
+    codeBytes: 0,
+    header: {
+      ident: new Uint8Array(EI_NIDENT),
+      e_version: 0,
+      e_machine: machine,
+      e_type: ET.ET_DYN,
+      e_phentsize: 0,
+      e_phoff: 0,
+      e_phnum: 0,
+    },
+  };
+}
+
 /** How the loader reads an object: a PT_DYNAMIC without bytes is none (the loader then refuses it as a library). */
 export const AS_THE_LOADER_READS: OpenOptions = { emptyDynamic: 'absent' };
 

@@ -2,11 +2,12 @@
 // `.note.dlopen` entries (alternatives, the preferred first). The first alternative that one of the
 // rules finds wins, the rules tried in order for each alternative (docs/auto-patchelf.md):
 //   1. an absolute path to a file that exists;
-//   2. a name present in the libc directory, without --keep-libc;
+//   2. a library libc's directory provides, without --keep-libc: any library there when the directory
+//      holds glibc alone (Nix's glibc lib/), only glibc's own when it holds more (glibc-libraries.ts);
 //   3. a driver library, when the driver or cuda-compat hook provides it (default semantics only);
 //   4. the index: the first library of that file name and the file's machine whose OS ABI goes with
 //      the file's; its directory joins the runpath;
-//   5. a name present in the libc directory, with --keep-libc.
+//   5. a name present in the libc directory (with --keep-libc, or not one of glibc's own).
 // Only rule 4 adds a directory. Everything the rules need from the disk comes in as functions.
 
 import { type DriverLibraryHook, type DriverLibraryHooks, driverLibraryHook } from './driver-libraries.js';
@@ -44,6 +45,8 @@ export interface RuleInputs {
   readonly driverHooks: DriverLibraryHooks | null;
   /** Whether the libc directory holds this name; always false when there is no libc directory. */
   readonly inLibcDir: (name: string) => boolean;
+  /** Whether a name the libc directory holds counts as libc's for rule 2 (glibc-libraries.ts). */
+  readonly libcOwns: (name: string) => boolean;
   /** Whether an absolute path names a file that exists. */
   readonly isFile: (path: string) => boolean;
 }
@@ -70,7 +73,7 @@ function findAlternative(name: string, file: DependencyFacts, keepLibc: boolean,
   // An absolute path that does not exist is looked up by its file name below, as the anchor does; the
   // libc directory holds it only under that same path, which was just found missing.
   const inLibc = !absolute && inputs.inLibcDir(name);
-  if (inLibc && !keepLibc) return { rule: 'libc' };
+  if (inLibc && !keepLibc && inputs.libcOwns(name)) return { rule: 'libc' };
   const fileName = fileNameOf(name);
   const hook = inputs.driverHooks === null ? null : driverLibraryHook(fileName, inputs.driverHooks);
   if (hook !== null) return { rule: 'driver-library', hook };

@@ -1,15 +1,16 @@
 // The resolver's whole answer for one file, as data: how each dependency resolved, the list R of
 // directories it adds (--runtime-dependencies for files with an interpreter, then each resolved
 // dependency's directory in DT_NEEDED-then-dlopen order, then --append-rpaths; first occurrence kept),
-// and the runpath it writes. R empty: the runpath stays as it is. --nixpkgs-compat: R is the runpath
-// (Nixpkgs' `patchelf --set-rpath`). Default: R in the file's own spellings, then its kept `$ORIGIN`
-// entries (runpath-spelling.ts). The driver and cuda-compat hooks then prepend to this, as composed
-// after it whatever the order the hooks were given in.
+// and the runpath it writes, in its base order. R empty: the runpath stays as it is.
+// --nixpkgs-compat: R is the runpath (Nixpkgs' `patchelf --set-rpath`). Default: R in the file's own
+// spellings, the file's kept `$ORIGIN` entries before --append-rpaths (runpath-spelling.ts); the order
+// that the loader then opens what was chosen is runpath-order.ts's. The driver and cuda-compat hooks
+// prepend to the result, as composed after it whatever the order the hooks were given in.
 
 import type { DriverLibraryHooks } from './driver-libraries.js';
 import type { LibraryIndex } from './library-index.js';
 import { type DependencyFacts, type DependencyOutcome, resolveDependencies } from './resolve-dependencies.js';
-import { spellRunpath } from './runpath-spelling.js';
+import { spellRunpath, type SpelledEntry } from './runpath-spelling.js';
 
 /** What the resolver reads of a file (names and entries are byte strings). */
 export interface ResolverFileFacts extends DependencyFacts {
@@ -44,6 +45,8 @@ export interface ResolverOptions {
 export interface ResolverFileSystem {
   /** Whether the libc directory holds this name; always false without a libc directory. */
   readonly inLibcDir: (name: string) => boolean;
+  /** Whether a name the libc directory holds counts as libc's for rule 2 (glibc-libraries.ts). */
+  readonly libcOwns: (name: string) => boolean;
   /** Whether an absolute path names a file that exists. */
   readonly isFile: (path: string) => boolean;
   /** The canonical path of an existing file or directory, or null when there is none. */
@@ -57,14 +60,31 @@ export interface ResolvedDirectory {
   readonly names: readonly string[];
 }
 
+/**
+ * Where an entry of the written runpath belongs: `first` (--runtime-dependencies) and `last`
+ * (--append-rpaths) stay there; `own` entries (the file's, as it spells them) keep their order
+ * (`ownIndex`: where each stood); `added` ones go where nothing they hold shadows the file's own.
+ */
+export type EntryPlace = 'first' | 'own' | 'added' | 'last';
+
+export interface PlacedEntry {
+  readonly entry: string;
+  readonly place: EntryPlace;
+  /** Where it stood in the file's runpath, when it is one of the file's own entries. */
+  readonly ownIndex: number | null;
+}
+
 export interface FileResolution {
   readonly dependencies: readonly DependencyOutcome[];
   /** R, in order. */
   readonly resolved: readonly ResolvedDirectory[];
-  /** The file's `$ORIGIN` entries written after R (default semantics). */
+  /** The file's `$ORIGIN` entries written beside R (default semantics). */
   readonly kept: readonly string[];
-  /** The runpath this hook writes, or null when it leaves the runpath as it is (R empty). */
-  readonly runpath: readonly string[] | null;
+  /**
+   * The runpath this hook writes, in its base order (runtime dependencies, R's other directories, the
+   * kept entries, --append-rpaths), or null when it leaves the runpath as it is (R empty).
+   */
+  readonly runpath: readonly PlacedEntry[] | null;
   /** The alternatives of each dependency nothing resolved. */
   readonly missing: readonly (readonly string[])[];
 }
@@ -81,30 +101,50 @@ export function resolveFile(
     keepLibc: options.keepLibc,
     driverHooks: semantics.kind === 'default' ? semantics.driverHooks : null,
     inLibcDir: fileSystem.inLibcDir,
+    libcOwns: fileSystem.libcOwns,
     isFile: fileSystem.isFile,
   });
   const missing = dependencies.flatMap((outcome) => (outcome.found === null ? [outcome.alternatives] : []));
-  const namesByDirectory = new Map<string, string[]>();
-  const add = (directory: string, name: string | null): void => {
-    const names = namesByDirectory.get(directory) ?? [];
-    namesByDirectory.set(directory, names);
-    if (name !== null && !names.includes(name)) names.push(name);
+  const namesByDirectory = new Map<string, { names: string[]; pinned: EntryPlace | null }>();
+  const add = (directory: string, name: string | null, pinned: EntryPlace | null): void => {
+    const known = namesByDirectory.get(directory) ?? { names: [], pinned };
+    namesByDirectory.set(directory, known);
+    if (name !== null && !known.names.includes(name)) known.names.push(name);
   };
-  if (file.hasInterpreter) for (const directory of options.runtimeDependencies) add(directory, null);
-  for (const { found } of dependencies) if (found?.by.rule === 'index') add(found.by.directory, found.name);
-  for (const directory of options.appendRunpaths) add(directory, null);
+  if (file.hasInterpreter) for (const directory of options.runtimeDependencies) add(directory, null, 'first');
+  for (const { found } of dependencies) if (found?.by.rule === 'index') add(found.by.directory, found.name, null);
+  for (const directory of options.appendRunpaths) add(directory, null, 'last');
 
   if (namesByDirectory.size === 0) return { dependencies, resolved: [], kept: [], runpath: null, missing };
   const directories = [...namesByDirectory.keys()];
   const spelled =
     semantics.kind === 'nixpkgs-compat'
-      ? { spellings: directories, kept: [], entries: directories }
+      ? { spellings: directories.map((entry) => ({ entry, ownIndex: null })), kept: [] }
       : spellRunpath(directories, {
           fileDirectory: file.directory,
           currentRunpath: file.runpath,
           relativeToTrees: semantics.relativeToTrees,
           realPath: fileSystem.realPath,
         });
-  const resolved = [...namesByDirectory].map(([directory, names], i) => ({ directory, entry: spelled.spellings[i] ?? directory, names }));
-  return { dependencies, resolved, kept: spelled.kept, runpath: spelled.entries, missing };
+  const resolved = [...namesByDirectory].map(([directory, { names }], i) => ({
+    directory,
+    entry: spelled.spellings[i]?.entry ?? directory,
+    names,
+  }));
+  const placed = (spelling: SpelledEntry, pinned: EntryPlace | null): PlacedEntry => ({
+    ...spelling,
+    place: pinned ?? (spelling.ownIndex === null ? 'added' : 'own'),
+  });
+  const pinnedOf = (i: number): EntryPlace | null => namesByDirectory.get(directories[i] as string)?.pinned ?? null;
+  const all = spelled.spellings.map((spelling, i) => placed(spelling, pinnedOf(i)));
+  // Base order: what comes first, the other directories of R, the kept entries, what comes last.
+  const base = [
+    ...all.filter((entry) => entry.place === 'first'),
+    ...all.filter((entry) => entry.place === 'own' || entry.place === 'added'),
+    ...spelled.kept.map((spelling) => placed(spelling, null)),
+    ...all.filter((entry) => entry.place === 'last'),
+  ];
+  // One entry per spelling, where it first comes (two names of one directory are spelled alike).
+  const runpath = base.filter((entry, i) => base.findIndex((other) => other.entry === entry.entry) === i);
+  return { dependencies, resolved, kept: spelled.kept.map((spelling) => spelling.entry), runpath, missing };
 }

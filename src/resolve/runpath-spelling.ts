@@ -2,8 +2,9 @@
 // what makes the file relocatable. Each directory keeps the spelling the file already has for it
 // (`$ORIGIN/../lib` stays `$ORIGIN/../lib` when that is where the library was found), else becomes
 // `$ORIGIN/…` when --relative-to-tree asks and it is inside the file's tree, else is written absolute.
-// The file's other `$ORIGIN` entries follow ("kept": its package's own directories, which plugins it
-// dlopens may need); its other entries go, as Nixpkgs' --set-rpath drops them.
+// The file's other `$ORIGIN` entries are kept ("kept": its package's own directories, which plugins it
+// dlopens may need); its other entries go, as Nixpkgs' --set-rpath drops them. Each entry says whether
+// it is the file's own, and where it stood: the order (runpath-order.ts) keeps the own entries' order.
 
 import { posix } from 'node:path';
 
@@ -21,13 +22,17 @@ export interface SpellingInputs {
   readonly realPath: (path: string) => string | null;
 }
 
+/** An entry to write, and where it stood in the file's runpath when it is the file's own (null: added). */
+export interface SpelledEntry {
+  readonly entry: string;
+  readonly ownIndex: number | null;
+}
+
 export interface SpelledRunpath {
   /** For each directory given, in order, the entry that names it. */
-  readonly spellings: readonly string[];
-  /** The file's `$ORIGIN` entries kept after them, in the file's order. */
-  readonly kept: readonly string[];
-  /** The runpath to write: the spellings, then the kept entries; one entry per directory. */
-  readonly entries: readonly string[];
+  readonly spellings: readonly SpelledEntry[];
+  /** The file's `$ORIGIN` entries kept beside them, in the file's order. */
+  readonly kept: readonly SpelledEntry[];
 }
 
 /** Whether an entry uses `$ORIGIN` or `${ORIGIN}` anywhere. */
@@ -64,29 +69,33 @@ function treeRelativeSpelling(directory: string, inputs: SpellingInputs): string
 export function spellRunpath(directories: readonly string[], inputs: SpellingInputs): SpelledRunpath {
   // Two names of one directory are one directory: compare canonical paths where they exist.
   const identityOf = (path: string): string => inputs.realPath(path) ?? lexicalPath(path);
-  const current = inputs.currentRunpath.map((entry) => {
+  const current = inputs.currentRunpath.map((entry, ownIndex) => {
     const named = directoryNamedBy(entry, inputs.fileDirectory);
-    return { entry, identity: named === null ? null : identityOf(named) };
+    return { entry, ownIndex, identity: named === null ? null : identityOf(named) };
   });
-  const spellingOf = new Map<string, string>();
+  const spellingOf = new Map<string, SpelledEntry>();
   const spellings = directories.map((directory) => {
     const identity = identityOf(directory);
     let spelling = spellingOf.get(identity);
     if (spelling === undefined) {
-      spelling = current.find((existing) => existing.identity === identity)?.entry ?? treeRelativeSpelling(directory, inputs) ?? directory;
+      const own = current.find((existing) => existing.identity === identity);
+      spelling =
+        own === undefined
+          ? { entry: treeRelativeSpelling(directory, inputs) ?? directory, ownIndex: null }
+          : { entry: own.entry, ownIndex: own.ownIndex };
       spellingOf.set(identity, spelling);
     }
     return spelling;
   });
-  const kept: string[] = [];
+  const kept: SpelledEntry[] = [];
   const seen = new Set(spellingOf.keys());
-  for (const { entry, identity } of current) {
+  for (const { entry, ownIndex, identity } of current) {
     if (!usesOrigin(entry)) continue;
     // A directory already written (its spelling was this entry, or another name of it) is not kept twice.
     const key = identity ?? entry;
     if (seen.has(key)) continue;
     seen.add(key);
-    kept.push(entry);
+    kept.push({ entry, ownIndex });
   }
-  return { spellings, kept, entries: [...new Set(spellings), ...kept] };
+  return { spellings, kept };
 }

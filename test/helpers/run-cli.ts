@@ -78,6 +78,7 @@ export async function runCliInProcess(argv: readonly string[]): Promise<ExecResu
     setExitCode: () => undefined,
     stderrIsTty: false,
     cpuCount: 1,
+    host: { cwd: process.cwd(), arch: process.arch },
   });
   return { code, signal: null, stdout, stderr };
 }

@@ -62,6 +62,7 @@ function outcomesOf(file: DependencyFacts, rows: readonly IndexRow[], rule: Omit
     keepLibc: rule.keepLibc ?? false,
     driverHooks: rule.driverHooks === undefined ? { driver: true, cudaCompat: false } : rule.driverHooks,
     inLibcDir: fileSystem.inLibcDir,
+    libcOwns: fileSystem.libcOwns,
     isFile: fileSystem.isFile,
   }).map(describeOutcome);
 }
@@ -95,6 +96,17 @@ const RULE_CASES: readonly RuleCase[] = [
     disk: { libc: GLIBC },
     keepLibc: true,
     outcomes: ['libc.so.6 -> libc.so.6: kept-libc', 'libm.so.6 -> libm.so.6: index /glibc/lib'],
+  },
+  {
+    name: "a libc directory that holds more than glibc (Debian's): the tree's own copy of another library wins, the system's is last",
+    needed: ['libc.so.6', 'liblzma.so.5', 'libstdc++.so.6'],
+    index: [['liblzma.so.5', X86_64, '/out/lib', SYSV]],
+    disk: { libc: ['libc.so.6', 'liblzma.so.5', 'libstdc++.so.6'], libcOwns: ['libc.so.6'] },
+    outcomes: [
+      'libc.so.6 -> libc.so.6: libc',
+      'liblzma.so.5 -> liblzma.so.5: index /out/lib',
+      'libstdc++.so.6 -> libstdc++.so.6: kept-libc',
+    ],
   },
   {
     name: 'FreeBSD and OpenBSD files always keep libc (their ld.so and libc are packaged apart)',
@@ -234,6 +246,7 @@ describe('how a dependency resolves', () => {
         asked.push(`libc ${name}`);
         return name === 'libc.so.6';
       },
+      libcOwns: () => true,
       isFile: (path) => {
         asked.push(`file ${path}`);
         return true;

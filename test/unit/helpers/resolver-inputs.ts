@@ -26,6 +26,8 @@ export function indexOf(rows: readonly IndexRow[]): LibraryIndex {
 export interface FakeDisk {
   /** Names in the libc directory. */
   readonly libc?: readonly string[];
+  /** Those of them that count as libc's (rule 2); all of them when absent (a directory of glibc alone). */
+  readonly libcOwns?: readonly string[];
   /** Files and directories that exist, absolute. */
   readonly paths?: readonly string[];
   /** Symbolic links: path → the canonical path it leads to (which then exists). */
@@ -35,6 +37,7 @@ export interface FakeDisk {
 /** The disk as the resolver asks about it: canonical paths folded lexically, then through `links`. */
 export interface FakeFileSystem {
   readonly inLibcDir: (name: string) => boolean;
+  readonly libcOwns: (name: string) => boolean;
   readonly isFile: (path: string) => boolean;
   readonly realPath: (path: string) => string | null;
 }
@@ -49,6 +52,7 @@ export function fakeFileSystem(disk: FakeDisk = {}): FakeFileSystem {
   };
   return {
     inLibcDir: (name) => libc.has(name),
+    libcOwns: (name) => (disk.libcOwns ?? [...libc]).includes(name),
     isFile: (path) => paths.has(path),
     realPath: (path) => {
       const real = canonical(path);

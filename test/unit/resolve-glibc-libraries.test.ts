@@ -1,0 +1,52 @@
+// Which libraries are glibc's own (src/resolve/glibc-libraries.ts): glibc's sonames and loaders count,
+// what other packages install beside them in a Debian lib directory does not; a directory of glibc
+// alone (Nix's glibc lib/, with libgcc_s) is told from one that holds more.
+
+import { describe, expect, it } from 'vitest';
+import { holdsOnlyGlibc, isGlibcLibrary } from '../../src/resolve/glibc-libraries.js';
+
+describe("glibc's own libraries", () => {
+  it.each([
+    'libc.so.6',
+    'libm.so.6',
+    'libpthread.so.0',
+    'libdl.so.2',
+    'librt.so.1',
+    'libresolv.so.2',
+    'libnss_files.so.2',
+    'libmvec.so.1',
+    'ld-linux-x86-64.so.2',
+    'ld-linux-aarch64.so.1',
+    'ld-linux.so.2',
+    'ld64.so.2',
+  ])('%s is glibc’s', (name) => {
+    expect(isGlibcLibrary(name)).toBe(true);
+  });
+
+  it.each([
+    // libxcrypt, libnsl2 and systemd install these beside glibc on Debian.
+    'libcrypt.so.1',
+    'libnsl.so.2',
+    'libnss_systemd.so.2',
+    'libstdc++.so.6',
+    'libgcc_s.so.1',
+    'liblzma.so.5',
+    'libcudnn_graph.so.9',
+    'libc.so.7',
+  ])('%s is not', (name) => {
+    expect(isGlibcLibrary(name)).toBe(false);
+  });
+});
+
+describe('a directory of glibc alone', () => {
+  it("Nix's glibc lib/: glibc's libraries, their link-time names, and libgcc_s", () => {
+    expect(
+      holdsOnlyGlibc(['ld-linux-x86-64.so.2', 'libc.so.6', 'libc.so', 'libm.so.6', 'libm.so', 'libgcc_s.so.1', 'libpcprofile.so']),
+    ).toBe(true);
+  });
+
+  it("Debian's /usr/lib/x86_64-linux-gnu holds more", () => {
+    expect(holdsOnlyGlibc(['libc.so.6', 'libm.so.6', 'libstdc++.so.6'])).toBe(false);
+    expect(holdsOnlyGlibc(['libc.so.6', 'libtorch.so'])).toBe(false);
+  });
+});
