@@ -240,7 +240,8 @@ export async function resolveTrees(
       warnedNames.add(found.name);
       const name = byteStringToText(basename(found.name));
       const [used, other] = [byteStringToText(found.by.directory), byteStringToText(found.by.shadowed)];
-      warnings.push(`${name} is in ${used} and in ${other}: ${join(used, name)} is used (found first)`);
+      const why = found.by.ownRunpath ? "the file's own runpath names it" : 'found first';
+      warnings.push(`${name} is in ${used} and in ${other}: ${join(used, name)} is used (${why})`);
     }
     const interpreter = options.interpreter;
     reports.set(item.path, {

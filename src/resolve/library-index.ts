@@ -43,11 +43,18 @@ export class LibraryIndex {
     return this.libraries.get(keyOf(name, machine)) ?? [];
   }
 
-  /** The first library of this name and machine whose OS ABI a file of `osAbi` can use, or null. */
-  lookup(name: string, machine: number, osAbi: number): IndexMatch | null {
+  /**
+   * The library of this name and machine whose OS ABI a file of `osAbi` can use: the first in walk
+   * order, unless `preference` ranks another's directory before it (a lower rank first; null: unranked,
+   * after every ranked one). Null when there is none.
+   */
+  lookup(name: string, machine: number, osAbi: number, preference: (directory: string) => number | null = () => null): IndexMatch | null {
     const compatible = this.entries(name, machine).filter((entry) => osAbisCompatible(osAbi, entry.osAbi));
-    const [library, shadowed] = compatible;
+    const ranked = compatible
+      .map((library, walkOrder) => ({ library, walkOrder, rank: preference(library.directory) ?? Number.POSITIVE_INFINITY }))
+      .sort((a, b) => a.rank - b.rank || a.walkOrder - b.walkOrder);
+    const [first, next] = ranked;
     // add() keeps one entry per directory, so a second compatible entry is in another directory.
-    return library === undefined ? null : { library, shadowed: shadowed ?? null };
+    return first === undefined ? null : { library: first.library, shadowed: next?.library ?? null };
   }
 }

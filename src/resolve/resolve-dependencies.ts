@@ -6,7 +6,9 @@
 //      holds glibc alone (Nix's glibc lib/), only glibc's own when it holds more (glibc-libraries.ts);
 //   3. a driver library, when the driver or cuda-compat hook provides it (default semantics only);
 //   4. the index: the first library of that file name and the file's machine whose OS ABI goes with
-//      the file's; its directory joins the runpath;
+//      the file's, unless one of the file's own `$ORIGIN` entries names the directory of another (the
+//      first such entry's copy is the one the file's own runpath finds; default semantics); its
+//      directory joins the runpath;
 //   5. a name present in the libc directory (with --keep-libc, or not one of glibc's own).
 // Only rule 4 adds a directory. Everything the rules need from the disk comes in as functions.
 
@@ -19,8 +21,11 @@ export type FoundBy =
   | { readonly rule: 'absolute-path' }
   | { readonly rule: 'libc' }
   | { readonly rule: 'driver-library'; readonly hook: DriverLibraryHook }
-  /** `shadowed`: another directory of the index holds a library this file could have used. */
-  | { readonly rule: 'index'; readonly directory: string; readonly shadowed: string | null }
+  /**
+   * `shadowed`: another directory of the index holds a library this file could have used; `ownRunpath`:
+   * the file's own runpath names the directory chosen (else it came first in walk order).
+   */
+  | { readonly rule: 'index'; readonly directory: string; readonly shadowed: string | null; readonly ownRunpath: boolean }
   | { readonly rule: 'kept-libc' };
 
 export interface DependencyOutcome {
@@ -49,6 +54,8 @@ export interface RuleInputs {
   readonly libcOwns: (name: string) => boolean;
   /** Whether an absolute path names a file that exists. */
   readonly isFile: (path: string) => boolean;
+  /** Where the file's own `$ORIGIN` entries name a directory, their rank (first entry 0); null elsewhere. */
+  readonly ownRank: (directory: string) => number | null;
 }
 
 /** The file name of an alternative: the index, the driver list and the patterns know libraries by it. */
@@ -77,8 +84,11 @@ function findAlternative(name: string, file: DependencyFacts, keepLibc: boolean,
   const fileName = fileNameOf(name);
   const hook = inputs.driverHooks === null ? null : driverLibraryHook(fileName, inputs.driverHooks);
   if (hook !== null) return { rule: 'driver-library', hook };
-  const match = inputs.index.lookup(fileName, file.machine, file.osAbi);
-  if (match !== null) return { rule: 'index', directory: match.library.directory, shadowed: match.shadowed?.directory ?? null };
+  const match = inputs.index.lookup(fileName, file.machine, file.osAbi, inputs.ownRank);
+  if (match !== null) {
+    const { directory } = match.library;
+    return { rule: 'index', directory, shadowed: match.shadowed?.directory ?? null, ownRunpath: inputs.ownRank(directory) !== null };
+  }
   if (inLibc) return { rule: 'kept-libc' };
   return null;
 }

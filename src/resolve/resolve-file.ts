@@ -10,7 +10,7 @@
 import type { DriverLibraryHooks } from './driver-libraries.js';
 import type { LibraryIndex } from './library-index.js';
 import { type DependencyFacts, type DependencyOutcome, resolveDependencies } from './resolve-dependencies.js';
-import { spellRunpath, type SpelledEntry } from './runpath-spelling.js';
+import { ownDirectoryRanks, spellRunpath, type SpelledEntry } from './runpath-spelling.js';
 
 /** What the resolver reads of a file (names and entries are byte strings). */
 export interface ResolverFileFacts extends DependencyFacts {
@@ -103,6 +103,11 @@ export function resolveFile(
     inLibcDir: fileSystem.inLibcDir,
     libcOwns: fileSystem.libcOwns,
     isFile: fileSystem.isFile,
+    // The anchor knows no runpath of the file; the default semantics keep its $ORIGIN entries, whose copy the file finds first.
+    ownRank:
+      semantics.kind === 'nixpkgs-compat'
+        ? () => null
+        : ownDirectoryRanks({ fileDirectory: file.directory, currentRunpath: file.runpath, realPath: fileSystem.realPath }),
   });
   const missing = dependencies.flatMap((outcome) => (outcome.found === null ? [outcome.alternatives] : []));
   const namesByDirectory = new Map<string, { names: string[]; pinned: EntryPlace | null }>();

@@ -65,6 +65,20 @@ function treeRelativeSpelling(directory: string, inputs: SpellingInputs): string
   return relative === '' ? '$ORIGIN' : `$ORIGIN/${relative}`;
 }
 
+/**
+ * Where the file's own `$ORIGIN` entries name a directory: its rank among them (the first entry 0), by
+ * canonical path; null for a directory none names. The index prefers a copy there (resolve-dependencies.ts).
+ */
+export function ownDirectoryRanks(inputs: Omit<SpellingInputs, 'relativeToTrees'>): (directory: string) => number | null {
+  const identityOf = (path: string): string => inputs.realPath(path) ?? lexicalPath(path);
+  const ranks = new Map<string, number>();
+  for (const entry of inputs.currentRunpath) {
+    const named = usesOrigin(entry) ? directoryNamedBy(entry, inputs.fileDirectory) : null;
+    if (named !== null && !ranks.has(identityOf(named))) ranks.set(identityOf(named), ranks.size);
+  }
+  return (directory) => (ranks.size === 0 ? null : (ranks.get(identityOf(directory)) ?? null));
+}
+
 /** The default semantics' runpath for a non-empty list of resolved directories (absolute, in one spelling each). */
 export function spellRunpath(directories: readonly string[], inputs: SpellingInputs): SpelledRunpath {
   // Two names of one directory are one directory: compare canonical paths where they exist.

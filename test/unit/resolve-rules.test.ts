@@ -47,6 +47,8 @@ interface RuleCase {
   readonly index?: readonly IndexRow[];
   readonly disk?: FakeDisk;
   readonly keepLibc?: boolean;
+  /** Directories the file's own $ORIGIN entries name, in their order. */
+  readonly ownDirectories?: readonly string[];
   /** The hooks on for rule 3 (default: the driver hook alone); null: the rule is off (--nixpkgs-compat). */
   readonly driverHooks?: DriverLibraryHooks | null;
   readonly outcomes: readonly string[];
@@ -64,6 +66,10 @@ function outcomesOf(file: DependencyFacts, rows: readonly IndexRow[], rule: Omit
     inLibcDir: fileSystem.inLibcDir,
     libcOwns: fileSystem.libcOwns,
     isFile: fileSystem.isFile,
+    ownRank: (directory) => {
+      const rank = rule.ownDirectories?.indexOf(directory) ?? -1;
+      return rank < 0 ? null : rank;
+    },
   }).map(describeOutcome);
 }
 
@@ -107,6 +113,18 @@ const RULE_CASES: readonly RuleCase[] = [
       'liblzma.so.5 -> liblzma.so.5: index /out/lib',
       'libstdc++.so.6 -> libstdc++.so.6: kept-libc',
     ],
+  },
+  {
+    name: "a copy in a directory the file's own $ORIGIN entries name wins over the first in walk order: its runpath finds it first",
+    needed: ['libq.so', 'libz.so.1'],
+    index: [
+      ['libq.so', X86_64, '/out/x', SYSV],
+      ['libq.so', X86_64, '/out/y', SYSV],
+      ['libq.so', X86_64, '/out/z', SYSV],
+      ['libz.so.1', X86_64, ZLIB, SYSV],
+    ],
+    ownDirectories: ['/out/z', '/out/y'],
+    outcomes: ['libq.so -> libq.so: index /out/z (also /out/y)', `libz.so.1 -> libz.so.1: index ${ZLIB}`],
   },
   {
     name: 'FreeBSD and OpenBSD files always keep libc (their ld.so and libc are packaged apart)',
@@ -247,6 +265,7 @@ describe('how a dependency resolves', () => {
         return name === 'libc.so.6';
       },
       libcOwns: () => true,
+      ownRank: () => null,
       isFile: (path) => {
         asked.push(`file ${path}`);
         return true;
