@@ -10,7 +10,7 @@
 import type { DriverLibraryHooks } from './driver-libraries.js';
 import type { LibraryIndex } from './library-index.js';
 import { type DependencyFacts, type DependencyOutcome, resolveDependencies } from './resolve-dependencies.js';
-import { ownDirectoryRanks, spellRunpath, type SpelledEntry } from './runpath-spelling.js';
+import { ownDirectoryRanks, spellRunpath, usesOrigin, type SpelledEntry } from './runpath-spelling.js';
 
 /** What the resolver reads of a file (names and entries are byte strings). */
 export interface ResolverFileFacts extends DependencyFacts {
@@ -136,10 +136,12 @@ export function resolveFile(
     entry: spelled.spellings[i]?.entry ?? directory,
     names,
   }));
-  const placed = (spelling: SpelledEntry, pinned: EntryPlace | null): PlacedEntry => ({
-    ...spelling,
-    place: pinned ?? (spelling.ownIndex === null ? 'added' : 'own'),
-  });
+  // The file's own entries are those it keeps: its `$ORIGIN` ones. An absolute entry it had is
+  // dropped and found again through the index (as Nixpkgs' --set-rpath drops it): it is added.
+  const placed = (spelling: SpelledEntry, pinned: EntryPlace | null): PlacedEntry => {
+    const own = spelling.ownIndex !== null && usesOrigin(spelling.entry);
+    return { entry: spelling.entry, ownIndex: own ? spelling.ownIndex : null, place: pinned ?? (own ? 'own' : 'added') };
+  };
   const pinnedOf = (i: number): EntryPlace | null => namesByDirectory.get(directories[i] as string)?.pinned ?? null;
   const all = spelled.spellings.map((spelling, i) => placed(spelling, pinnedOf(i)));
   // Base order: what comes first, the other directories of R, the kept entries, what comes last.
