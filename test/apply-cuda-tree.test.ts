@@ -212,7 +212,7 @@ describe('apply over a CUDA package output', () => {
         expect(effectiveRunpath(factsOf(after, entry.rel))).toBe(expectedRunpath(effectiveRunpath(factsOf(before, entry.rel))));
     }
     expect(report.summary.patchedWithOtherLinks).toBe(2);
-    expect(apply2.stdout).toContain('note: 2 patched file(s) have other hard links; the change shows through every link');
+    expect(apply2.stdout).toContain('note: 2 patched files have other hard links; the change shows through every link');
   });
 
   it('counts exactly: visited, patched per tier, skipped per reason', async () => {
@@ -324,7 +324,7 @@ describe('apply over a CUDA package output', () => {
     expect(checkBefore.stderr).toBe('');
     expect(checkBefore.code).toBe(1);
     const { files, last } = parseCheck(checkBefore.stdout);
-    expect(last).toBe(`cuda-patchelf check: ${expectedPatched(tree)} file(s) need patching`);
+    expect(last).toBe(`cuda-patchelf check: ${expectedPatched(tree)} files need patching`);
     const listed = files.map((f) => relative(tree.root, f.path)).sort();
     expect(listed).toEqual(
       patchedNames()
@@ -417,7 +417,7 @@ describe('a tree named through a symbolic link, as Nix names a build output ./re
       const check = await runCli(['check', root], { timeoutMs: CLI_TIMEOUT });
       expect({ code: check.code, stdout: check.stdout }, root).toMatchObject({
         code: 1,
-        stdout: expect.stringContaining('2 file(s) need patching'),
+        stdout: expect.stringContaining('2 files need patching'),
       });
     }
     const applied = await runCli(['apply', join(dir(), 'result')], { timeoutMs: CLI_TIMEOUT });

@@ -78,13 +78,13 @@ describe('apply twice', () => {
   it('check exits 1 on the pristine tree and 0 once applied; a different compat directory is work again', async () => {
     const before = await runCli(['check', tree.root, ...hookFlags()], timeout);
     expect(before.code).toBe(1);
-    expect(before.stdout).toContain(`cuda-patchelf check: ${expectedPatched(tree)} file(s) need patching`);
+    expect(before.stdout).toContain(`cuda-patchelf check: ${expectedPatched(tree)} files need patching`);
     const after = await runCli(['check', onceTree, ...hookFlags()], timeout);
     expect(after.stdout).toBe('cuda-patchelf check: nothing to do\n');
     expect(after.code).toBe(0);
     const otherCompat = await runCli(['check', onceTree, '--cuda-compat', `${compat}-other`, '--remove-stubs'], timeout);
     expect(otherCompat.code).toBe(1);
-    expect(otherCompat.stdout).toContain(`cuda-patchelf check: ${expectedPatched(tree)} file(s) need patching`);
+    expect(otherCompat.stdout).toContain(`cuda-patchelf check: ${expectedPatched(tree)} files need patching`);
     // check wrote nothing either.
     expect(entries(await snapshotTree(onceTree))).toEqual(entries(once));
     expect(entries(await snapshotTree(tree.root))).toEqual(entries(pristine));

@@ -104,7 +104,7 @@ async function fileStates(root: string): Promise<{ patched: string[]; untouched:
 }
 
 const INTERRUPTED_LINE =
-  /^cuda-patchelf apply: interrupted: (\d+) file\(s\) done \((\d+) patched\), the others left untouched; apply again does the rest$/;
+  /^cuda-patchelf apply: interrupted: (\d+) files? done \((\d+) patched\), the others left untouched; apply again does the rest$/;
 
 describe('Ctrl-C (SIGINT) during apply', () => {
   it.each([1, 2])('--jobs %i: stops, says how many files it did, exits 130, and every file is patched whole or untouched', async (jobs) => {
@@ -190,6 +190,7 @@ describe('Ctrl-C during --auto-patchelf phase 1', () => {
       libcDir: null,
       keepLibc: false,
       relativeToTree: false,
+      root: null,
       host: { cwd: process.cwd(), arch: process.arch },
     };
     const options = { hooks: orderHooks([driverHook()]), semantics: 'default' as const, jobs: 1, cpuCount: 1, dryRun: false };

@@ -86,7 +86,7 @@ describe('check as a gate', () => {
       const flags = ['--nixpkgs-compat', '--cuda-compat', COMPAT, ...extra];
       const before = await runCli(['check', root, ...flags]);
       expect(before.code, before.stdout).toBe(1);
-      expect(before.stdout).toContain('cuda-patchelf check: 4 file(s) need patching');
+      expect(before.stdout).toContain('cuda-patchelf check: 4 files need patching');
       for (const round of [1, 2]) {
         const apply = await runCli(['apply', root, ...flags]);
         expect(apply.code, apply.stderr).toBe(0);
@@ -139,7 +139,7 @@ describe('apply refuses a file; plan, check and dry runs say it would, and do no
       [unpatched, 'read-only file (mode 555); pass --make-writable to edit it anyway'],
     ]);
     expect(files[0]?.new).toBe(`${COMPAT}/compat:/run/opengl-driver/lib:${files[0]?.old ?? ''}`);
-    expect(last).toBe('cuda-patchelf check: 1 file(s) need patching (apply would refuse 1 of them as they are)');
+    expect(last).toBe('cuda-patchelf check: 1 file needs patching (apply would refuse 1 of them as they are)');
     const json = parseReport((await runCli(['check', root, '--cuda-compat', COMPAT, '--json'])).stdout);
     expect(json.files.find((f) => f.path === unpatched)).toMatchObject({
       status: 'would-refuse',
@@ -226,7 +226,7 @@ describe('apply refuses a file; plan, check and dry runs say it would, and do no
     expect(stderrLines(both)).toEqual([expect.stringMatching(new RegExp(`^cuda-patchelf: ${broken}: `))]);
     const { files, last } = parseCheck(both.stdout);
     expect(files).toHaveLength(4);
-    expect(last).toBe('cuda-patchelf check: 1 failed, 4 file(s) need patching');
+    expect(last).toBe('cuda-patchelf check: 1 failed, 4 files need patching');
     expect((await runCli(['apply', root])).code).toBe(3);
     const failedOnly = await runCli(['check', root]);
     expect({ code: failedOnly.code, stdout: failedOnly.stdout }).toEqual({

@@ -5,6 +5,7 @@
 import { chmod, copyFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mustExec } from './helpers/exec.js';
 import { fixture, sysroot } from './helpers/fixtures.js';
 import { ldCacheBytes } from './helpers/doctor-ld-cache-writer.js';
 import { doctorJson } from './helpers/doctor-run.js';
@@ -112,17 +113,31 @@ describe('ld.so.cache that cannot be used: exit 3, the cache named', () => {
   });
 });
 
-describe('paths that cannot be walked: exit 3', () => {
+describe('paths named that cannot be walked: a usage error (exit 2), as for apply', () => {
   it('a symbolic link loop', async () => {
     const loop = join(t, 'loop');
     await symlink(loop, loop);
-    expectOneLine(await runCli(['doctor', loop]), 3, loop, 'too many levels of symbolic links');
+    expectOneLine(await runCli(['doctor', loop]), 2, loop, 'too many levels of symbolic links');
   });
 
   it('a path that does not exist', async () => {
-    expectOneLine(await runCli(['doctor', join(t, 'missing')]), 3, join(t, 'missing'), 'no such file');
+    expectOneLine(await runCli(['doctor', join(t, 'missing')]), 2, join(t, 'missing'), 'no such file');
   });
 
+  it('a FIFO', async () => {
+    const fifo = join(t, 'named-fifo');
+    await mustExec('mkfifo', [fifo]);
+    expectOneLine(await runCli(['doctor', fifo]), 2, fifo, 'cannot walk a FIFO');
+  });
+
+  it('an empty directory: nothing to check is no answer', async () => {
+    const empty = join(t, 'empty-tree');
+    await mkdir(empty, { recursive: true });
+    expectOneLine(await runCli(['doctor', empty]), 2, empty, 'holds no file');
+  });
+});
+
+describe('files that cannot be read: exit 3', () => {
   it('a truncated ELF file among good ones: that file named, the others reported', async () => {
     const tree = join(t, 'truncated-tree');
     await buildProgram(join(tree, 'bin/good'));

@@ -37,7 +37,7 @@ describe('a driver-only run over a tree patched with --cuda-compat', () => {
     const { compatEntry, driverEntry, cudaCompat } = packages();
     const build = await compatTree();
     const warning = (command: string, verb: string): string =>
-      `cuda-patchelf ${command}: warning: 2 file(s) ${verb} the driver's directory ahead of a directory that came first and holds a libcuda.so.1 of its own, as cuda_compat's does, ` +
+      `cuda-patchelf ${command}: warning: 2 files ${verb} the driver's directory ahead of a directory that came first and holds a libcuda.so.1 of its own, as cuda_compat's does, ` +
       `e.g. ${build.libgreet}: ${driverEntry} before ${compatEntry}; give --cuda-compat ${cudaCompat} to keep it first, or --drop-cuda-compat to take it out`;
     for (const command of ['plan', 'check']) {
       const dry = await runCli(driverOnly(build, command));
@@ -72,7 +72,7 @@ describe('apply --drop-cuda-compat', () => {
     const build = await compatTree();
     const gate = await runCli(driverOnly(build, 'check', '--drop-cuda-compat'));
     expect(gate.code).toBe(1);
-    expect(gate.stdout).toContain('cuda-patchelf check: 2 file(s) need patching');
+    expect(gate.stdout).toContain('cuda-patchelf check: 2 files need patching');
     const applied = await runCli(driverOnly(build, 'apply', '--drop-cuda-compat', '--json'));
     expect(applied.code, applied.stderr).toBe(0);
     expect(applied.stderr).toBe('');

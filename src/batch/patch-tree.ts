@@ -3,6 +3,7 @@
 // reported and left untouched; the others go on.
 
 import { lstatSync } from 'node:fs';
+import { ElfFile } from '../elf/elf-file.js';
 import { countOutcome, emptySummary, type BatchSummary, type FileOutcome } from './file-outcome.js';
 import { InterruptPoll } from './interrupt.js';
 import type { FileOptions } from './process-file.js';
@@ -60,6 +61,23 @@ export interface BatchResult {
   readonly workerThreads: number;
   /** With --auto-patchelf: what the resolver found, per file and for the run. */
   readonly resolution: Omit<TreeResolution, 'items'> | null;
+  /** Every file the walk listed was done: no Ctrl-C left one out (one that came after the last file changes nothing). */
+  readonly complete: boolean;
+}
+
+/**
+ * A file named on the command line that is not an ELF file is bad input (the file the user named cannot
+ * be patched), where in a tree it is one of the files a tree holds: a failure that says what it is.
+ */
+async function namedOutcome(outcome: FileOutcome): Promise<FileOutcome> {
+  if (outcome.status !== 'skipped' || (outcome.reason !== 'not-elf' && outcome.reason !== 'archive')) return outcome;
+  const opened = await ElfFile.open(outcome.path);
+  if (opened.kind === 'elf') {
+    // It became an ELF file since: it is left for the next run, as a file that changed is.
+    opened.file.close();
+    return outcome;
+  }
+  return { path: outcome.path, status: 'failed', error: opened.error };
 }
 
 export async function patchTrees(roots: readonly string[], options: BatchOptions): Promise<BatchResult> {
@@ -68,8 +86,12 @@ export async function patchTrees(roots: readonly string[], options: BatchOptions
   const summary = emptySummary();
   const outcomes: FileOutcome[] = [];
   const pending: Promise<void>[] = [];
+  let complete = true;
   const record = (outcome: FileOutcome): void => {
-    if (outcome.status === 'interrupted') return;
+    if (outcome.status === 'interrupted') {
+      complete = false;
+      return;
+    }
     outcomes.push(outcome);
     countOutcome(summary, outcome);
     onOutcome?.(outcome);
@@ -83,11 +105,14 @@ export async function patchTrees(roots: readonly string[], options: BatchOptions
   const items = options.semantics === 'nixpkgs-compat' ? withNameCounts(walk) : walk;
   try {
     for (const item of items) {
-      if (await poll.interrupted()) break;
+      if (await poll.interrupted()) {
+        complete = false;
+        break;
+      }
       if (item.kind === 'file') {
         const taken = await scheduler.take(item);
-        if ('later' in taken) pending.push(taken.later.then(record));
-        else record(taken.outcome);
+        const outcome = 'later' in taken ? taken.later : Promise.resolve(taken.outcome);
+        pending.push((item.named === undefined ? outcome : outcome.then(namedOutcome)).then(record));
       } else if (item.kind === 'skip') {
         record({ path: item.path, status: 'skipped', reason: item.reason });
       } else {
@@ -105,5 +130,12 @@ export async function patchTrees(roots: readonly string[], options: BatchOptions
     resolution === null
       ? null
       : { reports: resolution.reports, skipped: resolution.skipped, warnings: resolution.warnings, libc: resolution.libc };
-  return { outcomes, summary, threadLimit: scheduler.maxThreads, workerThreads: scheduler.workerThreads, resolution: resolverFindings };
+  return {
+    outcomes,
+    summary,
+    threadLimit: scheduler.maxThreads,
+    workerThreads: scheduler.workerThreads,
+    resolution: resolverFindings,
+    complete,
+  };
 }

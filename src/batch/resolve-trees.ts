@@ -21,7 +21,13 @@ import { SystemRoot } from '../loader/system-root.js';
 import { holdsOnlyGlibc, isGlibcLibrary } from '../resolve/glibc-libraries.js';
 import { ignoreMissingMatcher } from '../resolve/ignore-missing.js';
 import { targetSkipReason, type MachineAndOsAbi, type TargetSkipReason } from '../resolve/os-abi.js';
-import { resolveFile, type ResolvedDirectory, type ResolverFileSystem, type ResolverOptions } from '../resolve/resolve-file.js';
+import {
+  resolveFile,
+  type FileResolution,
+  type ResolvedDirectory,
+  type ResolverFileSystem,
+  type ResolverOptions,
+} from '../resolve/resolve-file.js';
 import type { WalkItem } from '../walk/walk-trees.js';
 import { FirstNames } from './first-names.js';
 import type { InterruptPoll } from './interrupt.js';
@@ -52,6 +58,11 @@ export interface AutoPatchelfOptions {
   readonly libcDir: string | null;
   readonly keepLibc: boolean;
   readonly relativeToTree: boolean;
+  /**
+   * --root: the system the trees are patched for, on this machine; null: this machine's. Every path above
+   * is this machine's; what is written is the target's (a directory inside the root, without it).
+   */
+  readonly root: string | null;
   /** The machine this runs on (Node's process.arch) and its working directory: the loader model's. */
   readonly host: { readonly arch: string; readonly cwd: string };
 }
@@ -104,8 +115,11 @@ function libcCountsAll(libcDir: string, semantics: Semantics): boolean {
   }
 }
 
-/** What the rules ask of the disk, byte strings in and out; the libc directory's answers cached. */
-function fileSystemOf(libcDir: string | null, countsAll: boolean): ResolverFileSystem {
+/**
+ * What the rules ask of the disk, byte strings in and out; the libc directory's answers cached. With
+ * --root, real paths are the target's: a link in the root is followed inside it, as the target will.
+ */
+function fileSystemOf(libcDir: string | null, countsAll: boolean, root: SystemRoot | null): ResolverFileSystem {
   const inLibc = new Map<string, boolean>();
   return {
     inLibcDir: (name) => {
@@ -126,10 +140,29 @@ function fileSystemOf(libcDir: string | null, countsAll: boolean): ResolverFileS
       }
     },
     realPath: (path) => {
-      const real = realPathOf(byteStringToText(path));
-      return real === null ? null : textToByteString(real);
+      if (root === null) {
+        const real = realPathOf(byteStringToText(path));
+        return real === null ? null : textToByteString(real);
+      }
+      const inRoot = root.pathOf(byteStringToText(path));
+      const real = inRoot === null ? null : root.realPath(inRoot);
+      return typeof real === 'string' ? textToByteString(root.hostPathOf(real)) : null;
     },
   };
+}
+
+/**
+ * The resolution as the target system will read it: with --root, an absolute entry (a directory of this
+ * machine inside the root) is written as the target names it; `$ORIGIN` entries are the same in both.
+ */
+function targetSpelling(root: SystemRoot | null): (resolution: FileResolution) => FileResolution {
+  if (root === null) return (resolution) => resolution;
+  const spell = (entry: string): string => (entry.startsWith('/') ? (root.pathOf(byteStringToText(entry)) ?? entry) : entry);
+  return (resolution) => ({
+    ...resolution,
+    resolved: resolution.resolved.map((directory) => ({ ...directory, entry: spell(directory.entry) })),
+    runpath: resolution.runpath?.map((placed) => ({ ...placed, entry: spell(placed.entry) })) ?? null,
+  });
 }
 
 /**
@@ -145,9 +178,10 @@ export async function resolveTrees(
   hooks: readonly Hook[],
   poll: InterruptPoll,
 ): Promise<TreeResolution> {
+  const target = options.root === null ? new SystemRoot('/', textToByteString(options.host.cwd)) : new SystemRoot(options.root, '/');
   const registry = new LoaderRegistry(
     {
-      root: new SystemRoot('/', textToByteString(options.host.cwd)),
+      root: target,
       ldLibraryPath: null,
       hostAbi: hostAbi(options.host.arch),
       cpuInfo: readCpuInfo(),
@@ -199,9 +233,9 @@ export async function resolveTrees(
   };
   const libcDir = options.libcDir;
   const countsAll = libcDir === null || libcCountsAll(libcDir, semantics);
-  const fileSystem = fileSystemOf(libcDir, countsAll);
-  const { root } = registry.settings;
-  const prover = new RunpathProver(registry, options.interpreter === null ? null : root.pathOf(byteStringToText(options.interpreter.path)));
+  const fileSystem = fileSystemOf(libcDir, countsAll, options.root === null ? null : target);
+  const prover = new RunpathProver(registry, options.interpreter?.path ?? null);
+  const written = targetSpelling(options.root === null ? null : target);
   const ignored = ignoreMissingMatcher(options.ignoreMissing);
   const reports = new Map<string, ResolverReport>();
   const skipped: Partial<Record<TargetSkipReason, number>> = {};
@@ -229,11 +263,13 @@ export async function resolveTrees(
       continue;
     }
     for (const line of facts.malformedNotes) warnings.push(`${item.path}: ${line}; ignored`);
-    const resolution = resolveFile(
-      { ...facts, directory: textToByteString(dirname(item.path)), hasInterpreter: facts.interpreter !== null },
-      indexWalk.index,
-      resolverOptions,
-      fileSystem,
+    const resolution = written(
+      resolveFile(
+        { ...facts, directory: textToByteString(dirname(item.path)), hasInterpreter: facts.interpreter !== null },
+        indexWalk.index,
+        resolverOptions,
+        fileSystem,
+      ),
     );
     for (const { found } of resolution.dependencies) {
       if (found?.by.rule !== 'index' || found.by.shadowed === null || warnedNames.has(found.name)) continue;

@@ -11,8 +11,8 @@ export interface CliIo {
   readonly cpuCount: number;
   /**
    * The machine the command runs on: the working directory, and the CPU architecture in Node's names
-   * (x64, arm64). doctor needs it; a command run in-process by a test that does not diagnose may leave
-   * it out.
+   * (x64, arm64). doctor and --auto-patchelf's proof need it (they emulate this machine's loader); a
+   * command run in-process by a test that needs neither may leave it out.
    */
   readonly host?: { readonly cwd: string; readonly arch: string };
   /**

@@ -1,7 +1,7 @@
 // `cuda-patchelf doctor PATH...`: which libcuda.so.1 each program really loads, and whether CUDA will
 // start — the glibc loader emulated file by file, from a tree or single files (docs/doctor.md).
 
-import { relative } from 'node:path';
+import { isAbsolute, relative } from 'node:path';
 import { statSync } from 'node:fs';
 import { textToByteString } from '../elf/byte-string.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
@@ -11,7 +11,7 @@ import { fileText, namedText, problemsText } from '../doctor/report-text.js';
 import { driverVersionOfLibrary, emulationRoot, runDoctor, type TreeResult } from '../doctor/run-doctor.js';
 import type { CliIo } from './cli-io.js';
 import { EXIT } from './exit-codes.js';
-import { errorJson, errorLine, rejectEmptyPaths } from './report.js';
+import { counted, errorJson, errorLine, existingTrees, rejectEmptyPaths, rejectEmptyTrees } from './report.js';
 
 /** doctor's exit codes (docs/doctor.md): problems found is its own answer, as `check` finding work is. */
 const DOCTOR_EXIT = { ok: EXIT.ok, problems: 1, usage: EXIT.usage, unreadable: EXIT.someFilesFailed } as const;
@@ -28,6 +28,8 @@ export interface DoctorOptions {
 /** Every check that needs no file of the trees: a usage error here means nothing was diagnosed. */
 function checkArguments(paths: readonly string[], options: DoctorOptions, cwd: string): void {
   rejectEmptyPaths(paths, 'files or trees to diagnose');
+  // A path that is not there, or is neither a directory nor a file, is a usage error, as for apply.
+  existingTrees(paths);
   if (options.driverLib !== undefined && options.driverVersion !== undefined)
     throw new CudaPatchelfError('usage', '--driver-lib and --driver-version both name the driver: give one');
   if (options.driverVersion !== undefined && !isDriverVersion(options.driverVersion))
@@ -50,6 +52,12 @@ function checkArguments(paths: readonly string[], options: DoctorOptions, cwd: s
   const outside = paths.find((path) => root.pathOf(path) === null);
   if (outside !== undefined)
     throw new CudaPatchelfError('usage', `${outside} is outside --root ${options.root}: the loader of that system cannot see it`);
+}
+
+/** The checks of the command line, then of the trees: a directory with no file in it is no tree to diagnose. */
+function checkPaths(paths: readonly string[], options: DoctorOptions, cwd: string): void {
+  checkArguments(paths, options, cwd);
+  rejectEmptyTrees(paths, 'doctor');
 }
 
 async function driverOf(options: DoctorOptions, cwd: string): Promise<DriverVersion | null> {
@@ -99,24 +107,25 @@ function counts(tree: TreeResult): { errors: number; warnings: number; problems:
 
 function summaryLine(tree: TreeResult): string {
   const { errors, warnings, problems } = counts(tree);
-  const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
-  const parts = [plural(tree.files.length, 'dynamic ELF file')];
+  const parts = [counted(tree.files.length, 'dynamic ELF file')];
   if (tree.files.length > 0 || problems > 0)
     parts.push(
       errors === 0
         ? warnings === 0
           ? 'all well'
-          : `no errors, ${plural(warnings, 'warning')}`
-        : `${problems} with problems (${plural(errors, 'error')}, ${plural(warnings, 'warning')})`,
+          : `no errors, ${counted(warnings, 'warning')}`
+        : `${problems} with problems (${counted(errors, 'error')}, ${counted(warnings, 'warning')})`,
     );
   const tail = [
-    `${plural(tree.skipped, 'other file')} skipped`,
+    `${counted(tree.skipped, 'other file')} skipped`,
     ...(tree.failures.length === 0 ? [] : [`${tree.failures.length} could not be read`]),
   ];
   return `${tree.path}: ${parts.join(', ')}; ${tail.join('; ')}`;
 }
 
-function shown(file: string, cwd: string): string {
+/** A file as the report names it: relative to the working directory when its tree was named so, else absolute. */
+function shown(file: string, tree: string, cwd: string): string {
+  if (isAbsolute(tree)) return file;
   const inside = relative(cwd, file);
   return inside === '' || inside.startsWith('..') ? file : inside;
 }
@@ -133,7 +142,7 @@ function aboutOf(error: unknown, file: string): { about?: string } {
 export async function doctor(paths: readonly string[], options: DoctorOptions, io: CliIo): Promise<void> {
   if (io.host === undefined) throw new Error('doctor diagnoses files for the machine it runs on, and was not told which (CliIo.host)');
   const { cwd, arch } = io.host;
-  checkArguments(paths, options, cwd);
+  checkPaths(paths, options, cwd);
   const driver = await driverOf(options, cwd);
   const trees: TreeResult[] = [];
   if (options.json !== true) io.out(settingsLine(options, driver));
@@ -154,10 +163,13 @@ export async function doctor(paths: readonly string[], options: DoctorOptions, i
       printed.add(line);
     }
     if (options.json !== true) {
-      const named = tree.named === null ? null : namedText(tree.named, shown(tree.named.file, cwd), options.problems === true);
+      const named = tree.named === null ? null : namedText(tree.named, shown(tree.named.file, tree.path, cwd), options.problems === true);
       if (named !== null) io.out(`\n${named}`);
       for (const file of tree.files) {
-        const text = options.problems === true ? problemsText(file, shown(file.file, cwd)) : fileText(file, shown(file.file, cwd));
+        const text =
+          options.problems === true
+            ? problemsText(file, shown(file.file, tree.path, cwd))
+            : fileText(file, shown(file.file, tree.path, cwd));
         if (text !== null) io.out(`\n${text}`);
       }
       io.out(`\n${summaryLine(tree)}`);

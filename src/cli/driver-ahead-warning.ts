@@ -6,6 +6,7 @@
 import { statSync } from 'node:fs';
 import type { FileOutcome } from '../batch/file-outcome.js';
 import { byteStringToText } from '../elf/byte-string.js';
+import { counted } from './report.js';
 import { oneLine } from '../errors/cuda-patchelf-error.js';
 import { driverDirectories, entriesPutBehindDriver } from '../hook-engine/driver-precedence.js';
 import type { Hook, TracedEntry } from '../hook-engine/hook.js';
@@ -75,7 +76,7 @@ export function driverAheadWarning(
   const dir = oneLine(byteStringToText(example.dir));
   const keep = dir.endsWith('/compat') ? `give --cuda-compat ${dir.slice(0, -'/compat'.length)} to keep it first, or ` : '';
   return (
-    `cuda-patchelf ${command}: warning: ${files} file(s) ${dryRun ? 'would get' : 'got'} the driver's directory ` +
+    `cuda-patchelf ${command}: warning: ${counted(files, 'file')} ${dryRun ? 'would get' : 'got'} the driver's directory ` +
     "ahead of a directory that came first and holds a libcuda.so.1 of its own, as cuda_compat's does, " +
     `e.g. ${oneLine(example.path)}: ${oneLine(byteStringToText(example.driver))} before ${dir}; ` +
     `${keep}--drop-cuda-compat to take it out`

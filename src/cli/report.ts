@@ -3,8 +3,14 @@
 import { realpathSync, statSync, type Stats } from 'node:fs';
 import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
 import { describeFileType, ioError } from '../errors/io-error.js';
+import { walkTrees } from '../walk/walk-trees.js';
 import type { CliIo } from './cli-io.js';
 import { EXIT } from './exit-codes.js';
+
+/** A count and its noun, in the singular for one: `1 file`, `3 files`, `2 libraries`. */
+export function counted(n: number, singular: string, plural = `${singular}s`): string {
+  return `${n} ${n === 1 ? singular : plural}`;
+}
 
 /** One line for stderr: the file, what is wrong and where. Unexpected errors say so. */
 export function errorLine(error: unknown, file?: string): string {
@@ -48,6 +54,19 @@ export function existingTrees(paths: readonly string[]): { dir: string; real: st
       throw new CudaPatchelfError('usage', `cannot walk ${describeFileType(stats)}: name a directory or a file`, { file: dir });
     return { dir, real };
   });
+}
+
+/**
+ * A usage error for a directory that holds no file at all: a gate (`check`, `doctor`) that found
+ * nothing to look at has checked nothing, which a mistyped path in a CI script must not pass for.
+ */
+export function rejectEmptyTrees(paths: readonly string[], command: string): void {
+  for (const path of paths) {
+    if (!statSync(path).isDirectory()) continue;
+    const first = walkTrees([path]).next();
+    if (first.done === true)
+      throw new CudaPatchelfError('usage', `holds no file: ${command} has nothing to check there (a mistyped path?)`, { file: path });
+  }
 }
 
 /** What one file contributes to a multi-file command's output. */

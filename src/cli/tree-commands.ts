@@ -26,12 +26,15 @@ import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../hook-engine/stubs-patte
 import type { CliIo } from './cli-io.js';
 import { driverAheadWarning } from './driver-ahead-warning.js';
 import { EXIT } from './exit-codes.js';
-import { errorJson, errorLine, existingTrees, rejectEmptyPaths } from './report.js';
+import { counted, errorJson, errorLine, existingTrees, rejectEmptyPaths, rejectEmptyTrees } from './report.js';
 import { ProgressLine } from './progress-line.js';
 import { docPath } from './package-files.js';
 import {
   autoPatchelfOptionsOf,
+  libcText,
   missingCount,
+  missingText,
+  type MissingCount,
   namesResolvedBy,
   resolverJson,
   resolverLines,
@@ -211,15 +214,21 @@ interface TreeRun extends BatchResult {
   readonly dryRun: boolean;
   /** Ctrl-C stopped apply: the outcomes are the files done, the others were not touched. */
   readonly interrupted: boolean;
-  /** Dependencies the resolver found in no directory (not matched by --ignore-missing): exit 3. */
-  readonly missing: number;
+  /**
+   * Ends the run's hold on Ctrl-C, once its report is written, and says whether one came when every file
+   * was done already (nothing was left undone: the run ends as it would have, with a line that says so).
+   */
+  readonly release: () => boolean;
+  /** Dependencies the resolver found in no directory (not matched by --ignore-missing), and their files: exit 3. */
+  readonly missing: MissingCount;
 }
 
 async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptions, command: Command, io: CliIo): Promise<TreeRun> {
   checkArguments(dirs, options, command);
   const jobs = jobsOf(options, io);
   rejectOverlappingTrees(dirs);
-  const autoPatchelf = await autoPatchelfOptionsOf(options, io.host);
+  if (name === 'check') rejectEmptyTrees(dirs, 'check');
+  const autoPatchelf = await autoPatchelfOptionsOf(options, io.host, dirs);
   const hooks = await hooksFrom(options, autoPatchelf !== null);
   const semantics: Semantics = options.nixpkgsCompat ? 'nixpkgs-compat' : 'default';
   const dryRun = name !== 'apply' || options.dryRun === true;
@@ -253,12 +262,20 @@ async function runTree(name: TreeCommandName, dirs: string[], options: TreeOptio
       for (const line of lines) io.out(line);
       progress?.update();
     },
-  }).finally(() => release?.());
+  }).catch((error: unknown) => {
+    release?.();
+    throw error;
+  });
   progress?.clear();
   if (result.resolution !== null) for (const line of resolverLines(result.resolution, options.quiet === true)) io.err(line);
   const warning = options.quiet ? null : driverAheadWarning(name, result.outcomes, hooks, dryRun);
   if (warning !== null) io.err(warning);
-  return { ...result, jobs, hooks, dryRun, interrupted: isInterrupted(interrupt), missing: missingCount(result.resolution) };
+  const interrupted = isInterrupted(interrupt) && !result.complete;
+  const done = (): boolean => {
+    release?.();
+    return isInterrupted(interrupt) && !interrupted;
+  };
+  return { ...result, jobs, hooks, dryRun, interrupted, release: done, missing: missingCount(result.resolution) };
 }
 
 /**
@@ -286,7 +303,8 @@ const refusalLines = (outcome: PendingOutcome): string[] =>
 
 const text = (value: string | null): string => (value === null ? '(none)' : `"${oneLine(byteStringToText(value))}"`);
 
-function summaryLine(verb: string, s: BatchSummary): string {
+function summaryLine(verb: string, run: TreeRun): string {
+  const s = run.summary;
   // Sorted, so the line reads the same whatever order the files finished in.
   const counts = (record: Record<string, number>): string[] =>
     Object.keys(record)
@@ -302,7 +320,9 @@ function summaryLine(verb: string, s: BatchSummary): string {
     `${s.unchanged} unchanged`,
     `skipped: ${skipped.length > 0 ? skipped.join(', ') : 'none'}`,
     `${s.failed} failed`,
+    ...(run.missing.libraries > 0 ? [missingText(run.missing)] : []),
     `${s.bytesWritten} bytes written`,
+    ...(run.resolution === null ? [] : [libcText(run.resolution)]),
   ].join(' · ');
 }
 
@@ -363,7 +383,16 @@ function reportJson(io: CliIo, command: TreeCommandName, run: TreeRun, options: 
           visited,
           ...planned,
           ...counts,
-          ...(run.resolution === null ? {} : { autoPatchelf: { missing: run.missing, skipped: run.resolution.skipped } }),
+          ...(run.resolution === null
+            ? {}
+            : {
+                autoPatchelf: {
+                  missing: run.missing.libraries,
+                  filesMissing: run.missing.files,
+                  skipped: run.resolution.skipped,
+                  libc: run.resolution.libc,
+                },
+              }),
         },
         files: run.outcomes.map((outcome) => fileJson(outcome, run)),
       },
@@ -387,16 +416,17 @@ const pendingOf = (run: TreeRun): PendingOutcome[] =>
   run.outcomes.filter((o): o is PendingOutcome => o.status === 'patched' || o.status === 'would-refuse');
 
 /** `check`'s last line: "nothing to do" only when no file needs patching, none failed and no library is missing. */
-function checkSummary(pending: number, s: BatchSummary, missing: number): string {
-  if (pending === 0 && s.failed === 0 && missing === 0) return 'nothing to do';
+function checkSummary(pending: number, s: BatchSummary, missing: MissingCount): string {
+  if (pending === 0 && s.failed === 0 && missing.libraries === 0) return 'nothing to do';
   const refused = s.wouldRefuse > 0 ? ` (apply would refuse ${s.wouldRefuse} of them as they are)` : '';
-  const needing = pending === 0 ? 'no other file needs patching' : `${pending} file(s) need patching${refused}`;
-  const problems = [...(s.failed === 0 ? [] : [`${s.failed} failed`]), ...(missing === 0 ? [] : [`${missing} missing librar(y/ies)`])];
+  const needing =
+    pending === 0 ? 'no other file needs patching' : `${counted(pending, 'file')} ${pending === 1 ? 'needs' : 'need'} patching${refused}`;
+  const problems = [...(s.failed === 0 ? [] : [`${s.failed} failed`]), ...(missing.libraries === 0 ? [] : [missingText(missing)])];
   return [...problems, needing].join(', ');
 }
 
 /** Files that failed, or libraries the resolver found nowhere: exit 3, after every file was processed. */
-const failedOrMissing = (run: TreeRun): boolean => run.summary.failed > 0 || run.missing > 0;
+const failedOrMissing = (run: TreeRun): boolean => run.summary.failed > 0 || run.missing.libraries > 0;
 
 export function registerTreeCommands(program: Command, io: CliIo): void {
   withTreeOptions(program.command('apply'), io.cpuCount)
@@ -407,21 +437,21 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
       const run = await runTree('apply', dirs, options, command, io);
       if (run.interrupted) {
         io.err(
-          `cuda-patchelf apply: interrupted: ${run.summary.visited} file(s) done ` +
+          `cuda-patchelf apply: interrupted: ${counted(run.summary.visited, 'file')} done ` +
             `(${patchedCount(run.summary)} patched), the others left untouched; apply again does the rest`,
         );
       }
       if (options.json) reportJson(io, 'apply', run, options);
       else if (!options.quiet) {
-        io.out(`cuda-patchelf apply: ${summaryLine(run.dryRun ? 'would patch' : 'patched', run.summary)}`);
+        io.out(`cuda-patchelf apply: ${summaryLine(run.dryRun ? 'would patch' : 'patched', run)}`);
         if (run.summary.patchedWithOtherLinks > 0) {
           io.out(
-            `note: ${run.summary.patchedWithOtherLinks} ` +
-              `${run.dryRun ? 'file(s) to patch' : 'patched file(s)'} have other hard links; the change shows ` +
-              'through every link',
+            `note: ${counted(run.summary.patchedWithOtherLinks, run.dryRun ? 'file to patch' : 'patched file', run.dryRun ? 'files to patch' : 'patched files')} ` +
+              `${run.summary.patchedWithOtherLinks === 1 ? 'has' : 'have'} other hard links; the change shows through every link`,
           );
         }
       }
+      if (run.release()) io.err('cuda-patchelf apply: Ctrl-C came when every file was done: nothing was left undone');
       io.setExitCode(run.interrupted ? EXIT.interrupted : failedOrMissing(run) ? EXIT.someFilesFailed : EXIT.ok);
     });
 
@@ -439,7 +469,8 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
             for (const line of refusalLines(o)) io.out(line);
           }
         }
-        io.out(`cuda-patchelf check: ${checkSummary(pending.length, run.summary, run.missing)}`);
+        const libc = run.resolution === null ? '' : ` (${libcText(run.resolution)})`;
+        io.out(`cuda-patchelf check: ${checkSummary(pending.length, run.summary, run.missing)}${libc}`);
       }
       io.setExitCode(failedOrMissing(run) ? EXIT.someFilesFailed : pending.length > 0 ? EXIT.checkFoundWork : EXIT.ok);
     });
@@ -460,7 +491,7 @@ export function registerTreeCommands(program: Command, io: CliIo): void {
             io.out(`    ${byteStringToText(entry.dir) || '(empty)'}  <- ${entrySource(entry, run.resolution?.reports.get(o.path))}`);
           for (const line of refusalLines(o)) io.out(line);
         }
-        io.out(`cuda-patchelf plan: ${summaryLine('to patch', run.summary)}`);
+        io.out(`cuda-patchelf plan: ${summaryLine('to patch', run)}`);
       }
       io.setExitCode(failedOrMissing(run) ? EXIT.someFilesFailed : EXIT.ok);
     });

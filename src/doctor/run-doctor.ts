@@ -124,21 +124,22 @@ export async function* runDoctor(request: DoctorRequest): AsyncGenerator<TreeRes
         continue;
       }
       try {
-        if (item.path === resolve(path)) {
-          // The path names this file: one that is not a dynamic ELF file is said what it is (in a tree it is only counted).
-          const nature = await fileNature(item.path);
+        if (item.named !== undefined) {
+          // The path names this file: one that is not a dynamic ELF file is said what it is (in a tree it
+          // is only counted). It is reported under the name it was given.
+          const nature = await fileNature(item.named);
           if (nature.kind === 'dynamic') {
             files.push(await reportOf(nature.file, context, ldLibraryPath, null));
             continue;
           }
           skipped++;
-          const followed = await followNamedFile(item.path, nature, root, ldLibraryPath);
+          const followed = await followNamedFile(item.named, nature, root, ldLibraryPath);
           named = followed.named;
           const { program } = followed;
           if (program !== null)
             files.push(
               await reportOf(program.file, context, program.ldLibraryPath, {
-                file: item.path,
+                file: item.named,
                 ldLibraryPath: named.runs?.ldLibraryPath ?? null,
               }),
             );

@@ -3,23 +3,21 @@
 
 import { CudaPatchelfError } from './cuda-patchelf-error.js';
 
+/** The OS reasons people meet, in words; any other is the system's own message. */
+const REASONS: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EISDIR: 'is a directory',
+  EROFS: 'read-only file system',
+  ETXTBSY: 'file is being executed',
+  ELOOP: 'too many levels of symbolic links (a loop)',
+};
+
 /** An io error for a failed open/read/write, with the OS reason in words. */
 export function ioError(file: string, action: string, error: unknown): CudaPatchelfError {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  const reason =
-    code === 'ENOENT'
-      ? 'no such file'
-      : code === 'EACCES' || code === 'EPERM'
-        ? 'permission denied'
-        : code === 'EISDIR'
-          ? 'is a directory'
-          : code === 'EROFS'
-            ? 'read-only file system'
-            : code === 'ETXTBSY'
-              ? 'file is being executed'
-              : error instanceof Error
-                ? error.message
-                : String(error);
+  const reason = (code === undefined ? undefined : REASONS[code]) ?? (error instanceof Error ? error.message : String(error));
   return new CudaPatchelfError('io', `cannot ${action}: ${reason}`, { file, cause: error });
 }
 

@@ -113,7 +113,8 @@ export function parseHookConfig(file: string, text: string): Hook[] {
     if (typeof entry !== 'object' || entry === null) throw configError(file, `hooks[${i}] is not an object`);
     const raw = entry as Record<string, unknown>;
     const unknown = Object.keys(raw).filter((key) => !KNOWN_FIELDS.has(key) && !(RUN_ORDER_FIELDS as readonly string[]).includes(key));
-    if (unknown.length > 0) throw configError(file, `hooks[${i}] has unknown field(s): ${unknown.join(', ')}`);
+    if (unknown.length > 0)
+      throw configError(file, `hooks[${i}] has unknown ${unknown.length === 1 ? 'field' : 'fields'}: ${unknown.join(', ')}`);
     if (typeof raw.name !== 'string' || !/^[A-Za-z0-9._-]+$/.test(raw.name))
       throw configError(file, `hooks[${i}].name must be a word of letters, digits, . _ -`);
     const name = raw.name;

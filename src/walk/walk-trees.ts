@@ -14,7 +14,7 @@
 // served from the kernel's caches costs less than a round trip through the thread pool, and the walk
 // feeds the workers from the main thread.
 
-import { readdirSync, statSync, type Dirent, type Stats } from 'node:fs';
+import { readdirSync, realpathSync, statSync, type Dirent, type Stats } from 'node:fs';
 import { relative, resolve, sep } from 'node:path';
 import { ioError } from '../errors/io-error.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
@@ -27,6 +27,11 @@ export type WalkItem =
       readonly relativePath: string;
       /** Names of this inode in the walked trees, when counted (see patchTrees); 1 otherwise. */
       readonly names?: number;
+      /**
+       * The file is a root the command line named, not a file found in a tree: the path as named, made
+       * absolute (`path` is the file's real path when it was named through a link).
+       */
+      readonly named?: string;
     }
   | { readonly kind: 'skip'; readonly path: string; readonly reason: 'symlink' | 'special' | 'rewrite-temporary' }
   | { readonly kind: 'error'; readonly path: string; readonly error: unknown };
@@ -96,17 +101,21 @@ export function* walkTrees(roots: readonly string[], options: { readonly recursi
   for (const root of roots) {
     const absoluteRoot = resolve(root);
     let rootStats: Stats;
+    // A file named through a link is the file it names: a file is opened without following links (so
+    // that a link put in its place is refused), so the walk lists the link's target.
+    let rootFile = absoluteRoot;
     try {
       // A root named on the command line is followed when it is a link (a Nix `result` link), as
       // `find -H` does; links inside the tree are not.
       rootStats = statSync(absoluteRoot);
+      if (rootStats.isFile()) rootFile = realpathSync(absoluteRoot);
     } catch (error) {
       yield { kind: 'error', path: root, error: ioError(root, 'walk', error) };
       continue;
     }
     if (!rootStats.isDirectory()) {
       yield rootStats.isFile()
-        ? { kind: 'file', path: absoluteRoot, relativePath: toPosix(relative(resolve(absoluteRoot, '..'), absoluteRoot)) }
+        ? { kind: 'file', path: rootFile, relativePath: toPosix(relative(resolve(rootFile, '..'), rootFile)), named: absoluteRoot }
         : { kind: 'skip', path: absoluteRoot, reason: 'special' };
       continue;
     }
