@@ -52,7 +52,7 @@ describe.each([
   ['not JSON', '{ hooks: ', /not valid JSON/],
   ['no hooks array', '{"hook": []}', /"hooks" array/],
   ['an entry that is not an object', config(3), /hooks\[0\] is not an object/],
-  ['an unknown field', config({ name: 'a', prepend: ['/a'], prepnd: ['/b'] }), /unknown field\(s\): prepnd/],
+  ['an unknown field', config({ name: 'a', prepend: ['/a'], prepnd: ['/b'] }), /unknown field: prepnd/],
   ['a name with a space', config({ name: 'a b', prepend: ['/a'] }), /hooks\[0\]\.name/],
   ['two transforms', config({ name: 'a', prepend: ['/a'], append: ['/b'] }), /exactly one of prepend, append, removeMatching/],
   ['no transform', config({ name: 'a' }), /exactly one of/],
