@@ -8,7 +8,7 @@ import { basename, dirname } from 'node:path';
 import { byteStringToText, textToByteString } from '../elf/byte-string.js';
 import type { ObjectFactsCache } from '../loader/object-facts.js';
 import { LibraryIndex } from '../resolve/library-index.js';
-import { usesOrigin } from '../resolve/runpath-spelling.js';
+import { usesOrigin } from '../elf/runpath-list.js';
 import { walkTrees } from '../walk/walk-trees.js';
 import { readResolverFacts, type ResolverFacts } from './resolver-facts.js';
 

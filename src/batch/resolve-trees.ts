@@ -18,7 +18,7 @@ import { LoaderRegistry } from '../loader/emulated-loader.js';
 import { hostAbi } from '../loader/machine-abi.js';
 import { ObjectFactsCache } from '../loader/object-facts.js';
 import { SystemRoot } from '../loader/system-root.js';
-import { holdsOnlyGlibc, isGlibcLibrary } from '../resolve/glibc-libraries.js';
+import { holdsOnlyGlibc, isGlibcLibrary } from '../loader/glibc-libraries.js';
 import { ignoreMissingMatcher } from '../resolve/ignore-missing.js';
 import { targetSkipReason, type MachineAndOsAbi, type TargetSkipReason } from '../resolve/os-abi.js';
 import {

@@ -17,7 +17,7 @@ import type { ObjectFacts } from '../loader/object-facts.js';
 import { loaderTokens } from '../loader/search-lists.js';
 import { splitSearchList } from '../loader/search-path.js';
 import type { ChosenDependency, DirectoryOracle } from '../resolve/runpath-order.js';
-import { sameBytes } from './same-bytes.js';
+import { sameBytes } from '../loader/same-bytes.js';
 import { isLibraryName } from './library-index-walk.js';
 
 /** A library file as the proof tells files apart: by device and inode, and by bytes for two copies of one size. */

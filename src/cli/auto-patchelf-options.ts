@@ -9,7 +9,7 @@ import { byteStringToText, textToByteString } from '../elf/byte-string.js';
 import { ElfFile } from '../elf/elf-file.js';
 import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
 import { SystemRoot } from '../loader/system-root.js';
-import { isGlibcLibrary } from '../resolve/glibc-libraries.js';
+import { isGlibcLibrary } from '../loader/glibc-libraries.js';
 import { ignoreMissingMatcher } from '../resolve/ignore-missing.js';
 import type { CliIo } from './cli-io.js';
 import { docPath } from './package-files.js';

@@ -4,13 +4,18 @@
 // anywhere, so every object that plausibly does is tried: the CUDA runtime (libcudart), every object
 // that needs libcudart or libcuda, every object whose .dynstr holds the name or whose `.note.dlopen`
 // lists it, the file asked about when its .rodata names it (the runtime linked statically, nvcc's
-// default), libcuda itself for the PTX JIT compiler, and libnvrtc for its versioned builtins.
+// default), libcuda itself for the PTX JIT compiler, and libnvrtc for its versioned builtins. And a
+// library's siblings: cuDNN, NCCL and nvshmem dlopen the libraries beside them by name (libcudnn.so.9
+// opens libcudnn_graph.so.9…), which no note lists; a library beside an object whose .dynstr or .rodata
+// names it is tried from that object.
 
 import { realpathSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { LoadEmulation } from '../loader/emulate-load.js';
 import type { LinkMap } from '../loader/link-map.js';
 import type { Edge, LinkNamespace, Resolution } from '../loader/link-namespace.js';
+import { isGlibcLibrary } from '../loader/glibc-libraries.js';
+import type { LibraryListings } from './library-listings.js';
 import type { ObjectStrings } from './object-strings.js';
 
 export const LIBCUDA = 'libcuda.so.1';
@@ -18,7 +23,16 @@ export const LIBCUDA = 'libcuda.so.1';
 export const CUDA_DLOPEN_NAMES: readonly string[] = [LIBCUDA, 'libnvidia-ml.so.1', 'libnvidia-ptxjitcompiler.so.1', 'libcudadebugger.so.1'];
 
 /** Why an object is taken to dlopen a name. */
-export type CallerReason = 'cuda-runtime' | 'needs-cudart' | 'needs-libcuda' | 'dynstr' | 'note' | 'static-runtime' | 'driver' | 'nvrtc';
+export type CallerReason =
+  | 'cuda-runtime'
+  | 'needs-cudart'
+  | 'needs-libcuda'
+  | 'dynstr'
+  | 'note'
+  | 'static-runtime'
+  | 'driver'
+  | 'nvrtc'
+  | 'sibling';
 
 export interface DlopenCall {
   readonly name: string;
@@ -56,12 +70,14 @@ interface Candidate {
 }
 
 /** Every (name, caller) pair to try, callers in load order, each pair once with its strongest reason. */
-async function candidates(emulation: LoadEmulation, strings: ObjectStrings): Promise<Candidate[]> {
+async function candidates(emulation: LoadEmulation, strings: ObjectStrings, listings: LibraryListings): Promise<Candidate[]> {
   const result: Candidate[] = [];
   const add = (name: string, caller: LinkMap, reason: CallerReason, notePriority: string | null = null): void => {
     if (!result.some((c) => c.name === name && c.caller === caller)) result.push({ name, caller, reason, notePriority });
   };
   const maps = emulation.namespace.maps.filter((map) => map.foundBy.rule !== 'interpreter');
+  // A sibling the load has already brought in is no dlopen to show: the dlopen would only find it again.
+  const loaded = (name: string): boolean => emulation.namespace.maps.some((map) => map.name === name || map.facts.soname === name);
   for (const map of maps) {
     const { facts } = map;
     for (const note of await strings.dlopenNotes(facts)) for (const name of note.sonames) add(name, map, 'note', note.priority);
@@ -82,6 +98,11 @@ async function candidates(emulation: LoadEmulation, strings: ObjectStrings): Pro
       const builtins = nvrtcBuiltinsName(map);
       if (builtins !== null) add(builtins, map, 'nvrtc');
     }
+    // glibc's libraries dlopen theirs (libnss_*, libgcc_s) as the C library's business, not the program's.
+    const siblings =
+      map.origin === null || (facts.soname !== null && isGlibcLibrary(facts.soname)) ? new Set<string>() : listings.namesIn(map.origin);
+    if (siblings.size === 0) continue;
+    for (const name of await strings.namesHeld(facts, siblings)) if (!loaded(name)) add(name, map, 'sibling');
   }
   const main = emulation.namespace.main;
   // The driver's own libraries name each other in .rodata; they are not programs with the runtime inside.
@@ -109,10 +130,14 @@ async function tryDlopen(namespace: LinkNamespace, candidate: Candidate): Promis
 }
 
 /** The CUDA dlopens of one loaded file; each libcuda found then opens its PTX JIT compiler from its own namespace. */
-export async function resolveCudaDlopens(emulation: LoadEmulation, strings: ObjectStrings): Promise<DlopenCall[]> {
+export async function resolveCudaDlopens(
+  emulation: LoadEmulation,
+  strings: ObjectStrings,
+  listings: LibraryListings,
+): Promise<DlopenCall[]> {
   const calls: DlopenCall[] = [];
   const drivers = new Set<string>();
-  for (const candidate of await candidates(emulation, strings)) {
+  for (const candidate of await candidates(emulation, strings, listings)) {
     const { call, trial } = await tryDlopen(emulation.namespace, candidate);
     calls.push(call);
     const { resolution } = call;

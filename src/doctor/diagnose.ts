@@ -21,18 +21,22 @@ import {
 } from './findings.js';
 import { describeLibcuda, driverVersionInName } from './libcuda-facts.js';
 import type { LinkMap } from '../loader/link-map.js';
+import { LibraryListings } from './library-listings.js';
 import { ObjectStrings } from './object-strings.js';
+import { shadowingFindings } from './shadowing.js';
 import type { SystemRoot } from '../loader/system-root.js';
 
 export interface DoctorContext {
   readonly registry: LoaderRegistry;
   readonly strings: ObjectStrings;
+  /** The libraries of each directory asked about, listed once per run. */
+  readonly listings: LibraryListings;
   /** The kernel driver's version, or null when neither this machine nor an option tells it. */
   readonly driver: DriverVersion | null;
 }
 
 export function doctorContext(registry: LoaderRegistry, driver: DriverVersion | null): DoctorContext {
-  return { registry, strings: new ObjectStrings(CUDA_DLOPEN_NAMES), driver };
+  return { registry, strings: new ObjectStrings(CUDA_DLOPEN_NAMES), listings: new LibraryListings(registry.settings.root), driver };
 }
 
 export interface FileDiagnosis {
@@ -106,7 +110,7 @@ function libcudaSearch(calls: readonly DlopenCall[], root: SystemRoot): Searched
 /** Diagnoses `file` (open AS_THE_LOADER_READS), run with `ldLibraryPath` (a byte string; null: unset). */
 export async function diagnoseFile(file: ElfFile, context: DoctorContext, ldLibraryPath: string | null): Promise<FileDiagnosis> {
   const emulation = await emulateLoad(file, context.registry, ldLibraryPath);
-  const dlopens = await resolveCudaDlopens(emulation, context.strings);
+  const dlopens = await resolveCudaDlopens(emulation, context.strings, context.listings);
   const usesCuda =
     dlopens.some((call) => call.name === LIBCUDA) || emulation.namespace.maps.some((map) => map.depth > 0 && map.name === LIBCUDA);
   const libcuda = usesCuda ? await chooseLibcuda(emulation, dlopens, context) : null;
@@ -126,6 +130,7 @@ export async function diagnoseFile(file: ElfFile, context: DoctorContext, ldLibr
     ...driverPartsFindings(dlopens, libcuda, context.driver, (map) => driverVersionInName(realPath(map))),
     ...dlopenFindings(dlopens),
     ...(mixed === null ? [] : [mixed]),
+    ...(await shadowingFindings(emulation, dlopens, context.strings, context.listings)),
   ];
   return { emulation, dlopens, usesCuda, libcuda, findings };
 }

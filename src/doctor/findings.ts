@@ -16,8 +16,8 @@ export interface Finding {
   /** Stable, for scripts: interpreter-missing, library-missing, load-error, libcuda-missing, libcuda-stub,
    *  cuda-803, driver-mismatch, libcuda-dependency-missing, compat-dependency-missing, libcuda-differs,
    *  driver-version-unknown, dlopen-missing, cuda-libraries-mixed, driver-libraries-mixed, nvml-mismatch,
-   *  preload-missing, preload-refused; for a file named that is not a dynamic ELF file (named-file.ts),
-   *  not-dynamic-elf and wrapper-environment. */
+   *  preload-missing, preload-refused; runpath-shadows-own and name-conflict (shadowing.ts); for a file
+   *  named that is not a dynamic ELF file (named-file.ts), not-dynamic-elf and wrapper-environment. */
   readonly code: string;
   readonly message: string;
   /** What to do about it, or null when there is nothing specific. */

@@ -160,6 +160,7 @@ export class ObjectStrings {
   private readonly dynstrNames: ReadonlySet<string>;
   private readonly files = new Map<string, Promise<FileStrings>>();
   private readonly rodata = new Map<string, Promise<string | null>>();
+  private readonly held = new Map<string, Promise<ReadonlySet<string>>>();
 
   private readonly namesShape: StringShape;
 
@@ -193,6 +194,33 @@ export class ObjectStrings {
 
   async dlopenNotes(facts: ObjectFacts): Promise<readonly DlopenNote[]> {
     return (await this.strings(facts)).notes;
+  }
+
+  /**
+   * Which of `names` the file's .dynstr or .rodata holds as whole strings (a library names what it
+   * dlopens there), read once per file and set of names.
+   */
+  namesHeld(facts: ObjectFacts, names: ReadonlySet<string>): Promise<ReadonlySet<string>> {
+    const key = `${facts.fileId}\0${[...names].sort().join('\0')}`;
+    let found = this.held.get(key);
+    if (found === undefined) {
+      const firstBytes = new Set([...names].map((name) => name.charCodeAt(0)));
+      const shape: StringShape = {
+        maxLength: Math.max(0, ...[...names].map((name) => name.length)),
+        firstByte: (byte) => firstBytes.has(byte),
+      };
+      found = withElfFile(facts.hostPath, async (file) => {
+        const regions = [
+          ...(file.image.dynamicStrings === null ? [] : [{ region: file.image.dynamicStrings, what: 'dynamic string table' }]),
+          ...[await sectionNamed(file, '.rodata')].flatMap((region) => (region === null ? [] : [{ region, what: '.rodata' }])),
+        ];
+        const held = new Set<string>();
+        for (const { region, what } of regions) for (const name of await namesIn(file, region, what, shape, names)) held.add(name);
+        return held;
+      });
+      this.held.set(key, found);
+    }
+    return found;
   }
 
   /** The first string of .rodata of that shape that `match` accepts (keyed by `question`), or null. */

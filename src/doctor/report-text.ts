@@ -54,7 +54,7 @@ function searchedLine(indent: string, searched: readonly SearchedRecord[]): stri
 }
 
 /** The callers whose dlopen runs first come first: the CUDA runtime's (dynamic or static), then the rest. */
-const REASON_ORDER = ['cuda-runtime', 'static-runtime', 'driver', 'nvrtc', 'needs-cudart', 'needs-libcuda', 'note', 'dynstr'];
+const REASON_ORDER = ['cuda-runtime', 'static-runtime', 'driver', 'nvrtc', 'needs-cudart', 'needs-libcuda', 'note', 'dynstr', 'sibling'];
 
 /** The dlopens of one name with one outcome: the callers that get the same answer are listed together. */
 interface DlopenGroup {

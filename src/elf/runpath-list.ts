@@ -3,6 +3,14 @@
 // single-file editors (plan/dynamic-editor.ts) and the hooks (hooks/compose-hooks.ts) split, join and
 // dedupe runpaths here, and nowhere else.
 
+/** `$ORIGIN` (not followed by a name character: `$ORIGINAL` is another token) or `${ORIGIN}`, as the loader reads them. */
+export const ORIGIN_TOKEN = /\$(?:ORIGIN(?![A-Za-z0-9_])|\{ORIGIN\})/;
+
+/** Whether an entry uses `$ORIGIN` or `${ORIGIN}` anywhere: the object's own package, wherever it is installed. */
+export function usesOrigin(entry: string): boolean {
+  return ORIGIN_TOKEN.test(entry);
+}
+
 /** A runpath's directories, in order; no runpath, or an empty one, has none. */
 export function splitRunpath(value: string | null): string[] {
   return value === null || value === '' ? [] : value.split(':');

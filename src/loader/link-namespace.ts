@@ -192,6 +192,15 @@ export class LinkNamespace {
   }
 
   /**
+   * What `requester`'s own search for a bare `name` finds (its lists, LD_LIBRARY_PATH, the cache, the
+   * default directories), whatever the namespace has loaded already: what it would get were it the
+   * first to ask. Nothing is loaded.
+   */
+  async wouldFind(requester: LinkMap, name: string): Promise<Search> {
+    return (await this.search(requester, name, { passedOver: [], searched: [], wrongClass: false })).search;
+  }
+
+  /**
    * What the loader takes for `name` from one directory of a search list (`directory` as the lists spell
    * it, ending in '/'), its hwcaps subdirectories first, as open_path does; nothing is loaded.
    */

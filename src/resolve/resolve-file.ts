@@ -10,7 +10,8 @@
 import type { DriverLibraryHooks } from './driver-libraries.js';
 import type { LibraryIndex } from './library-index.js';
 import { type DependencyFacts, type DependencyOutcome, resolveDependencies } from './resolve-dependencies.js';
-import { ownDirectoryRanks, spellRunpath, usesOrigin, type SpelledEntry } from './runpath-spelling.js';
+import { usesOrigin } from '../elf/runpath-list.js';
+import { ownDirectoryRanks, spellRunpath, type SpelledEntry } from './runpath-spelling.js';
 
 /** What the resolver reads of a file (names and entries are byte strings). */
 export interface ResolverFileFacts extends DependencyFacts {

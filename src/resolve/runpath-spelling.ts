@@ -7,9 +7,7 @@
 // it is the file's own, and where it stood: the order (runpath-order.ts) keeps the own entries' order.
 
 import { posix } from 'node:path';
-
-/** `$ORIGIN` (not followed by a name character: `$ORIGINAL` is another token) or `${ORIGIN}`, as the loader reads them. */
-const ORIGIN_TOKEN = /\$(?:ORIGIN(?![A-Za-z0-9_])|\{ORIGIN\})/;
+import { ORIGIN_TOKEN, usesOrigin } from '../elf/runpath-list.js';
 
 export interface SpellingInputs {
   /** The file's directory, absolute: what `$ORIGIN` stands for. */
@@ -33,11 +31,6 @@ export interface SpelledRunpath {
   readonly spellings: readonly SpelledEntry[];
   /** The file's `$ORIGIN` entries kept beside them, in the file's order. */
   readonly kept: readonly SpelledEntry[];
-}
-
-/** Whether an entry uses `$ORIGIN` or `${ORIGIN}` anywhere. */
-export function usesOrigin(entry: string): boolean {
-  return ORIGIN_TOKEN.test(entry);
 }
 
 /**

@@ -1,6 +1,7 @@
-// Whether two files of one size hold the same bytes: two copies of one library are one library to the
-// runpath order and its proof. Read a chunk of each at a time, positionally, and stopped at the first
-// difference; the files are never held whole.
+// Whether two files of one size hold the same bytes: two copies of one library are one library to
+// whoever asks which copy the loader takes (the batch's runpath order and proof, doctor's shadowing
+// findings). Read a chunk of each at a time, positionally, and stopped at the first difference; the
+// files are never held whole.
 
 import { open } from 'node:fs/promises';
 

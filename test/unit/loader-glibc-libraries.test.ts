@@ -1,9 +1,9 @@
-// Which libraries are glibc's own (src/resolve/glibc-libraries.ts): glibc's sonames and loaders count,
+// Which libraries are glibc's own (src/loader/glibc-libraries.ts): glibc's sonames and loaders count,
 // what other packages install beside them in a Debian lib directory does not; a directory of glibc
 // alone (Nix's glibc lib/, with libgcc_s) is told from one that holds more.
 
 import { describe, expect, it } from 'vitest';
-import { holdsOnlyGlibc, isGlibcLibrary } from '../../src/resolve/glibc-libraries.js';
+import { holdsOnlyGlibc, isGlibcLibrary } from '../../src/loader/glibc-libraries.js';
 
 describe("glibc's own libraries", () => {
   it.each([

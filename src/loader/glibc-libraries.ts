@@ -1,7 +1,8 @@
 // Which libraries are glibc's own: on Nix the interpreter's directory is glibc's lib/ and holds little
 // else, but a Debian or Ubuntu interpreter's directory (/usr/lib/<triplet>) holds every library of the
 // system. There, only glibc's own libraries are libc's (rule 2 of docs/auto-patchelf.md): a tree's own
-// copy of any other library is never passed over for the system's.
+// copy of any other library is never passed over for the system's. doctor leaves glibc's own dlopens
+// (libnss_*, libgcc_s) to glibc.
 
 /** The sonames glibc installs (2.17 to 2.40), besides the dynamic loader; alpha and ia64 name libc and libm `.so.6.1`. */
 const GLIBC_SONAMES: ReadonlySet<string> = new Set([

@@ -1,0 +1,34 @@
+// The libraries a directory holds, as doctor asks it of the emulated system: the names with `.so` in
+// them (what a loader search can be asked for), each directory listed once per run.
+
+import { readdirSync } from 'node:fs';
+import { bytesToByteString } from '../elf/byte-string.js';
+import type { SystemRoot } from '../loader/system-root.js';
+
+const isLibraryName = (name: string): boolean => name.includes('.so');
+
+export class LibraryListings {
+  private readonly root: SystemRoot;
+  private readonly listed = new Map<string, ReadonlySet<string>>();
+
+  constructor(root: SystemRoot) {
+    this.root = root;
+  }
+
+  /** The library names in `directory` (a path of the emulated system); none when it cannot be listed. */
+  namesIn(directory: string): ReadonlySet<string> {
+    let names = this.listed.get(directory);
+    if (names === undefined) {
+      const found = this.root.lookUp(directory);
+      let entries: string[] = [];
+      try {
+        entries = found.ok && found.stats.isDirectory() ? readdirSync(found.hostPath, { encoding: 'buffer' }).map(bytesToByteString) : [];
+      } catch {
+        // A directory that cannot be listed holds nothing doctor can tell; the loader's own search still reports it.
+      }
+      names = new Set(entries.filter(isLibraryName));
+      this.listed.set(directory, names);
+    }
+    return names;
+  }
+}
