@@ -127,6 +127,8 @@ export interface StandInMachine {
   readonly cache?: string;
   /** Written to /sys/module/nvidia/version (a tmpfs over /sys/module); absent: no NVIDIA module loaded. */
   readonly kernel?: string;
+  /** An empty /run (a tmpfs), where a boot makes /run/opengl-driver. */
+  readonly emptyRun?: boolean;
 }
 
 /**
@@ -141,6 +143,7 @@ export function onMachine(machine: StandInMachine): string[] {
     'mount -t tmpfs none /sys/module',
     'if [ -d /proc/driver ]; then mount -t tmpfs none /proc/driver; fi',
     ...(machine.kernel === undefined ? [] : ['mkdir /sys/module/nvidia', 'printf "%s\\n" "$KERNEL" > /sys/module/nvidia/version']),
+    ...(machine.emptyRun === true ? ['mount -t tmpfs none /run'] : []),
     'exec "$@"',
   ];
   return [
