@@ -12,7 +12,16 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { FileReport } from '../src/doctor/doctor-report.js';
-import { buildStandIn, compatPackage, driverRelease, libcudaProbe, NOTE_580, noteListing, onMachine } from './helpers/driver-stand-ins.js';
+import {
+  buildStandIn,
+  compatPackage,
+  driverRelease,
+  libcudaProbe,
+  loaderCache,
+  NOTE_580,
+  noteListing,
+  onMachine,
+} from './helpers/driver-stand-ins.js';
 import { doctorJson, type DoctorJson } from './helpers/doctor-run.js';
 import { execTool } from './helpers/exec.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
@@ -115,6 +124,22 @@ describe('with the note, NVIDIA’s rule', () => {
     const overridden = await runCli(['doctor', '--json', '--driver-version', '575.57.08', tree], { wrapper: machine });
     expect((JSON.parse(overridden.stdout) as DoctorJson).settings.driver).toEqual({ version: '575.57.08', source: '--driver-version' });
     expect(overridden.code).toBe(0);
+  });
+
+  it('with no NVIDIA module loaded, the kernel driver from the name of the driver libcuda the loader’s cache lists', async () => {
+    const tree = await patchedProbe('older-cache', ['--cuda-compat', compat.older ?? '']);
+    const cache = await loaderCache(join(dir(), 'ld.so.cache'), [join(host, 'lib')]);
+    const result = await runCli(['doctor', '--json', tree], { wrapper: onMachine({ cache }) });
+    const json = JSON.parse(result.stdout) as DoctorJson;
+    const source = `the name of ${join(host, 'lib', `libcuda.so.${KERNEL}`)} (/etc/ld.so.cache)`;
+    expect(json.settings.driver).toEqual({ version: KERNEL, source });
+    expect(finding(reportOf(json), 'cuda-803')?.message).toContain(`older than the kernel driver 580.159.04 (${source})`);
+    // Without the module and without a driver in the cache, the version is unknown: a warning.
+    const none = await runCli(['doctor', '--json', tree], {
+      wrapper: onMachine({ cache: await loaderCache(join(dir(), 'empty.cache'), []) }),
+    });
+    expect((JSON.parse(none.stdout) as DoctorJson).settings.driver).toBeNull();
+    expect(codes(reportOf(JSON.parse(none.stdout) as DoctorJson))).toEqual(['driver-version-unknown']);
   });
 });
 

@@ -8,7 +8,9 @@ import { basename, join } from 'node:path';
 import { byteStringToText } from '../elf/byte-string.js';
 import { withFileByteSource } from '../elf/byte-source.js';
 import { ElfFile } from '../elf/elf-file.js';
+import type { DriverVersion } from '../doctor/driver-version.js';
 import { driverVersionInName } from '../doctor/libcuda-facts.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { readLdCache } from '../loader/ld-cache.js';
 import { lookUpCache, type CacheLookupTarget } from '../loader/ld-cache-lookup.js';
 import type { MachineAbi } from '../loader/machine-abi.js';
@@ -113,4 +115,20 @@ export function driverInDirectories(dirs: readonly string[]): ReleaseSearch {
   if (libcudas.length > 1)
     return { found: false, problem: `libcudas of more than one driver release in ${where} (${libcudas.join(', ')}): name one` };
   return releaseOf(libcuda, files, where);
+}
+
+/**
+ * The driver's release as the name of the libcuda that the loader's cache lists tells it, for a kernel
+ * driver whose module says nothing (not loaded yet); null when the cache lists no driver, or cannot be
+ * read (the version then stays unknown).
+ */
+export async function driverVersionInCache(cachePath: string, abi: MachineAbi): Promise<DriverVersion | null> {
+  let search: ReleaseSearch;
+  try {
+    search = await driverInCache(cachePath, abi);
+  } catch (error) {
+    if (error instanceof CudaPatchelfError) return null;
+    throw error;
+  }
+  return search.found ? { version: search.release.version, source: `the name of ${search.release.libcuda} (${cachePath})` } : null;
 }
