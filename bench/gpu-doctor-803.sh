@@ -38,19 +38,6 @@ for dir in "$site"/torch "$site"/nvidia "$site"/triton; do
   [ -d "$dir" ] && cp -a "$dir" "$pristine/"
 done
 
-start_cuda() { # tree: start CUDA from that copy of torch, LD_LIBRARY_PATH unset (it outranks runpaths)
-  env -u LD_LIBRARY_PATH PYTHONPATH="$1" python3 - <<'PY' 2>&1 | tail -1
-import os, torch
-assert torch.__file__.startswith(os.environ['PYTHONPATH']), torch.__file__
-try:
-    torch.zeros(1, device='cuda')
-    torch.cuda.synchronize()
-    print('cuda ok', torch.cuda.get_device_name())
-except Exception as error:
-    print('cuda failed:', str(error).splitlines()[0])
-PY
-}
-
 for variant in compat driver-only; do
   tree="$work/$variant"
   cp -a "$pristine" "$tree"

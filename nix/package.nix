@@ -16,6 +16,7 @@
 {
   lib,
   buildNpmPackage,
+  importNpmLock,
   makeSetupHook,
   addDriverRunpath,
   cudaPackages,
@@ -25,6 +26,33 @@
 let
   # One version, the npm package's: the file lives in the repository it builds.
   packageJson = lib.importJSON ../package.json;
+
+  # npm's tarball URL on its registry, for a package of package-lock.json ("node_modules/@scope/name",
+  # or nested under another package's node_modules): REGISTRY/@scope/name/-/name-VERSION.tgz.
+  registryTarball =
+    path: module:
+    let
+      name = module.name or (lib.last (lib.splitString "node_modules/" path));
+    in
+    "https://registry.npmjs.org/${name}/-/${lib.last (lib.splitString "/" name)}-${module.version}.tgz";
+
+  # The lock with each registry package's URL: this repository's lock leaves "resolved" out (npm's
+  # omit-lockfile-registry-resolved; npm finds the tarball on its registry by name and version), and
+  # importNpmLock fetches each package from that URL, checked against the lock's own "integrity".
+  packageLock =
+    let
+      lock = lib.importJSON ../package-lock.json;
+    in
+    lock
+    // {
+      packages = lib.mapAttrs (
+        path: module:
+        if path == "" || module ? resolved || !(module ? integrity) then
+          module
+        else
+          module // { resolved = registryTarball path module; }
+      ) lock.packages;
+    };
 in
 buildNpmPackage (finalAttrs: {
   pname = "cuda-patchelf";
@@ -45,12 +73,14 @@ buildNpmPackage (finalAttrs: {
     ];
   };
 
-  # The hash of the npm dependencies that package-lock.json pins, all of them build-time ones (esbuild
-  # bundles the runtime ones into dist/, so the installed package has no node_modules). It cannot be
-  # computed without fetching them: replace the placeholder with the hash that the first build reports
-  # ("got: sha256-..."), or with the output of `prefetch-npm-deps package-lock.json`, whenever
-  # package-lock.json changes.
-  npmDepsHash = lib.fakeHash;
+  # The npm dependencies that package-lock.json pins, all of them build-time ones (esbuild bundles the
+  # runtime ones into dist/, so the installed package has no node_modules): Nix fetches each with the
+  # hash the lock records, so there is no hash of them all to fill in by hand when the lock changes.
+  npmDeps = importNpmLock {
+    package = packageJson;
+    inherit packageLock;
+  };
+  npmConfigHook = importNpmLock.npmConfigHook;
 
   # esbuild bundles the CLI and its worker thread into dist/cli (package.json's "build" script).
   npmBuildScript = "build";

@@ -86,7 +86,7 @@ describe('usage errors a user meets first', () => {
 });
 
 describe('--help', () => {
-  it('lists apply, check and plan first, then print and doctor, then the editors, and the exit codes', async () => {
+  it('lists apply, check and plan first, then print, doctor and link-driver, then the editors, and the exit codes', async () => {
     const result = await runCli(['--help']);
     expect(result.code).toBe(0);
     const commands = result.stdout
@@ -101,6 +101,7 @@ describe('--help', () => {
       'print',
       'print-interpreter',
       'doctor',
+      'link-driver',
       'set-runpath',
       'add-runpath',
       'remove-runpath',

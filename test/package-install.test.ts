@@ -380,7 +380,12 @@ describe('nix/package.nix', () => {
   interface Summary {
     readonly pname: string;
     readonly version: string;
-    readonly npmDepsHash: string;
+    readonly npmDeps: {
+      readonly pname: string;
+      readonly version: string;
+      readonly fetches: readonly { readonly path: string; readonly url: string; readonly hash: string }[];
+    };
+    readonly npmConfigHook: string;
     readonly npmBuildScript: string;
     readonly npmPackFlags: readonly string[];
     readonly src: { readonly root: string; readonly files: readonly string[] };
@@ -455,6 +460,29 @@ describe('nix/package.nix', () => {
     expect(result.code, describeExec('nix-instantiate --parse', result)).toBe(0);
   });
 
+  it('fetches every package of package-lock.json from its registry URL with the hash the lock records (importNpmLock)', async () => {
+    const summary = await evaluate(shimPackages().cudaCompat);
+    const lock = JSON.parse(await readFile(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version?: string; integrity?: string; name?: string }>;
+    };
+    const packages = Object.entries(lock.packages).filter(([path]) => path !== '');
+    expect(summary.npmConfigHook).toBe('importNpmLock.npmConfigHook');
+    expect(summary.npmDeps).toMatchObject({ pname: packageJson.name, version: packageJson.version });
+    expect(summary.npmDeps.fetches.map((fetch) => fetch.path).sort()).toEqual(packages.map(([path]) => path).sort());
+    for (const [path, module] of packages) {
+      const fetch = summary.npmDeps.fetches.find((candidate) => candidate.path === path);
+      // npm's tarball URL on the registry: @scope/name/-/name-VERSION.tgz (what `npm view NAME dist.tarball` says).
+      const name = module.name ?? path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
+      const file = name.slice(name.lastIndexOf('/') + 1);
+      expect(fetch, path).toEqual({
+        path,
+        url: `https://registry.npmjs.org/${name}/-/${file}-${module.version}.tgz`,
+        hash: module.integrity,
+      });
+      expect(module.integrity, path).toMatch(/^sha512-/);
+    }
+  });
+
   it("asks buildNpmPackage for this package.json's package, built by its build script from the sources only", async () => {
     const summary = await evaluate(shimPackages().cudaCompat);
     expect(summary.pname).toBe(packageJson.name);
@@ -462,7 +490,6 @@ describe('nix/package.nix', () => {
     expect(packageJson.scripts[summary.npmBuildScript]).toBeDefined();
     // The install phase's `npm pack --dry-run` must not run prepack (a second build).
     expect(summary.npmPackFlags).toContain('--ignore-scripts');
-    expect(summary.npmDepsHash).toMatch(/^sha256-A+=$/);
     expect(summary.meta.mainProgram).toBe(BIN_NAME);
     expect(summary.meta.license.spdxId).toBe(packageJson.license);
     expect(summary.meta.description).toBe(packageJson.description);

@@ -38,6 +38,21 @@ copy_torch_closure() {
   done
 }
 
+# start_cuda DIR: start CUDA from the copy of torch in DIR, LD_LIBRARY_PATH unset (it outranks runpaths);
+# prints "cuda ok DEVICE" or "cuda failed: WHY".
+start_cuda() {
+  env -u LD_LIBRARY_PATH PYTHONPATH="$1" python3 - <<'PY' 2>&1 | tail -1
+import os, torch
+assert torch.__file__.startswith(os.environ['PYTHONPATH']), torch.__file__
+try:
+    torch.zeros(1, device='cuda')
+    torch.cuda.synchronize()
+    print('cuda ok', torch.cuda.get_device_name())
+except Exception as error:
+    print('cuda failed:', str(error).splitlines()[0])
+PY
+}
+
 # gpu_check DIR: a cuBLAS(Lt) matrix product and a cuDNN convolution, from the copy of torch in DIR.
 gpu_check() {
   PYTHONPATH=$1 python3 - <<'EOF'

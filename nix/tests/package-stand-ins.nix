@@ -9,6 +9,10 @@
 #   builds those files itself (npm ci, `npm run <npmBuildScript>`); the tarball's dist/ is the output of
 #   the same build script, run by npm's prepack. The function form (finalAttrs: ...) is supported, with
 #   finalAttrs.finalPackage, and passthru lands on the package as in mkDerivation.
+# - importNpmLock takes the real one's arguments and decides as it does what each package of the lock
+#   is fetched from (pkgs/build-support/node/import-npm-lock: fetchurl of "resolved" with the lock's
+#   "integrity" as the hash; a package without "resolved" is not fetched at all, and npm, offline in
+#   the sandbox, could not get it: an evaluation error here). It fetches nothing: `fetches` lists them.
 # - makeSetupHook has the real one's arguments (an unknown one is an evaluation error, as there):
 #   nix-support/setup-hook is the script with each @name@ of substitutions replaced, and
 #   nix-support/propagated-build-inputs lists propagatedBuildInputs.
@@ -37,9 +41,13 @@ let
       toSource = { root, fileset }: { root = toString root; files = map toString fileset; };
       unions = files: files;
     };
-    fakeHash = "sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
     optionalString = condition: string: if condition then string else "";
     getExe = drv: "${drv}/bin/${drv.meta.mainProgram}";
+    last = list: builtins.elemAt list (builtins.length list - 1);
+    # The separators package.nix splits at ("/", "node_modules/") hold no regular expression characters.
+    splitString = separator: string: builtins.filter builtins.isString (builtins.split separator string);
+    inherit (builtins) mapAttrs;
+    mapAttrsToList = f: attrs: map (name: f name attrs.${name}) (builtins.attrNames attrs);
     licenses.mit = { spdxId = "MIT"; };
   };
 
@@ -83,6 +91,42 @@ let
     in
     package;
 
+  # As Nixpkgs defines it: a set with the hook, callable through __functor.
+  importNpmLock = {
+    npmConfigHook = "importNpmLock.npmConfigHook";
+    __functor =
+      _:
+      {
+        npmRoot ? null,
+        package ? lib.importJSON (npmRoot + "/package.json"),
+        packageLock ? lib.importJSON (npmRoot + "/package-lock.json"),
+        pname ? package.name or "unknown",
+        version ? package.version or "0.0.0",
+      }:
+      {
+        inherit pname version;
+        fetches = builtins.concatLists (
+          lib.mapAttrsToList (
+            path: module:
+            if path == "" then
+              [ ]
+            else if !(module ? resolved) then
+              throw "importNpmLock: ${path} has no \"resolved\": it would not be fetched, and npm cannot fetch it in the sandbox"
+            else if builtins.match "https?://.+" module.resolved == null then
+              throw "importNpmLock: ${path}: ${module.resolved} is not a URL it fetches"
+            else
+              [
+                {
+                  inherit path;
+                  url = module.resolved;
+                  hash = module.integrity;
+                }
+              ]
+          ) packageLock.packages
+        );
+      };
+  };
+
   makeSetupHook =
     {
       name ? "hook",
@@ -116,7 +160,7 @@ let
   };
 
   package = import ../package.nix {
-    inherit lib buildNpmPackage makeSetupHook;
+    inherit lib buildNpmPackage importNpmLock makeSetupHook;
     addDriverRunpath = { inherit driverLink; };
     cudaPackages = if cudaCompat == null then { } else { cuda_compat = cudaCompatPackage; };
     nodejs.meta.platforms = [ system ];
@@ -129,7 +173,8 @@ in
 
   # What package.nix asked of the Nixpkgs functions, for the test to compare with package.json and hooks/.
   summary = {
-    inherit (package.standIn) pname version npmDepsHash npmBuildScript npmPackFlags;
+    inherit (package.standIn) pname version npmBuildScript npmPackFlags npmConfigHook;
+    npmDeps = { inherit (package.standIn.npmDeps) pname version fetches; };
     src = package.standIn.src;
     meta = { inherit (package.meta) description license mainProgram platforms; };
     out = package.outPath;

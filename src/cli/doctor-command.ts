@@ -6,7 +6,8 @@ import { statSync } from 'node:fs';
 import { textToByteString } from '../elf/byte-string.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { isDriverVersion, readKernelDriverVersion, type DriverVersion } from '../doctor/driver-version.js';
-import { defaultLoaders } from '../loader/machine-abi.js';
+import { driverVersionInCache, LOADER_CACHE } from '../driver-link/driver-release.js';
+import { defaultLoaders, hostAbi } from '../loader/machine-abi.js';
 import { fileText, namedText, problemsText } from '../doctor/report-text.js';
 import { driverVersionOfLibrary, emulationRoot, runDoctor, type TreeResult } from '../doctor/run-doctor.js';
 import type { CliIo } from './cli-io.js';
@@ -60,7 +61,8 @@ function checkPaths(paths: readonly string[], options: DoctorOptions, cwd: strin
   rejectEmptyTrees(paths, 'doctor');
 }
 
-async function driverOf(options: DoctorOptions, cwd: string): Promise<DriverVersion | null> {
+async function driverOf(options: DoctorOptions, host: { readonly cwd: string; readonly arch: string }): Promise<DriverVersion | null> {
+  const { cwd } = host;
   if (options.driverVersion !== undefined) return { version: options.driverVersion, source: '--driver-version' };
   if (options.driverLib !== undefined) {
     let found: DriverVersion | null;
@@ -80,7 +82,10 @@ async function driverOf(options: DoctorOptions, cwd: string): Promise<DriverVers
     return found;
   }
   // Another system's driver is not this machine's.
-  return options.root === undefined ? readKernelDriverVersion() : null;
+  if (options.root !== undefined) return null;
+  // No NVIDIA module loaded (yet): the release of the driver's libcuda the loader's cache lists.
+  const abi = hostAbi(host.arch);
+  return readKernelDriverVersion() ?? (abi === null ? null : await driverVersionInCache(LOADER_CACHE, abi));
 }
 
 function settingsLine(options: DoctorOptions, driver: DriverVersion | null): string {
@@ -143,7 +148,7 @@ export async function doctor(paths: readonly string[], options: DoctorOptions, i
   if (io.host === undefined) throw new Error('doctor diagnoses files for the machine it runs on, and was not told which (CliIo.host)');
   const { cwd, arch } = io.host;
   checkPaths(paths, options, cwd);
-  const driver = await driverOf(options, cwd);
+  const driver = await driverOf(options, io.host);
   const trees: TreeResult[] = [];
   if (options.json !== true) io.out(settingsLine(options, driver));
   const printed = new Set<string>();

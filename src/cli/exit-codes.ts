@@ -25,5 +25,7 @@ export const EXIT_CODES_HELP = [
     'the others were done',
   `  ${EXIT.interrupted}  apply was interrupted (Ctrl-C): the files done are counted, the others left untouched`,
   '  doctor: 0 all well, 1 a problem found, 2 a usage error, 3 files could not be read',
+  '  link-driver: 0 DEST links the driver (made, or already so), 1 no NVIDIA driver found, 2 a usage error, ' +
+    '3 DEST could not be made (left as it was)',
   "  patchelf-compatible mode: 0, or 1 on any failure, as patchelf's",
 ].join('\n');

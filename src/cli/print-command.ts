@@ -4,7 +4,8 @@
 import type { Command } from 'commander';
 import { byteStringToText } from '../elf/byte-string.js';
 import { withElfFile, type ElfFile } from '../elf/elf-file.js';
-import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
+import { CUDA_COMPAT_NOTE_SECTION, describeCudaCompatNote } from '../elf/cuda-compat-note.js';
+import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
 import { summarize, type ElfSummary } from '../edit/summary.js';
 import { forEachFile, rejectEmptyPaths } from './report.js';
 import type { CliIo } from './cli-io.js';
@@ -30,6 +31,10 @@ function summaryForOutput(summary: ElfSummary): ElfSummary {
 
 function humanLines(file: string, s: ElfSummary): string[] {
   const kindRow: [string, string][] = s.debugInfo ? [['kind', 'debug-info (objcopy --only-keep-debug; no dynamic data)']] : [];
+  const compatRow: [string, string][] =
+    s.cudaCompat === null
+      ? []
+      : [['cuda compat', 'error' in s.cudaCompat ? `unreadable note (${s.cudaCompat.error})` : describeCudaCompatNote(s.cudaCompat)]];
   const rows: [string, string][] = [
     ['class', s.class],
     ['byte order', s.byteOrder],
@@ -49,6 +54,7 @@ function humanLines(file: string, s: ElfSummary): string[] {
         `memsz ${hex(load.memsz)} align ${hex(load.align)}`,
     ]),
     ['spare slots', s.spareDynamicSlots === null ? '-' : `${s.spareDynamicSlots} DT_NULL`],
+    ...compatRow,
     ['apply', s.visit ? 'visits (dynamic ELF)' : `skips (${s.skipReason ?? ''})`],
   ];
   const width = Math.max(...rows.map(([label]) => label.length));
@@ -74,6 +80,8 @@ export function registerPrint(program: Command, io: CliIo): void {
       rejectEmptyPaths(files, 'files to describe');
       await forEachFile(io, files, options.json === true, async (file) => {
         const summary = await withElfFile(file, (elf) => summarize(elf.image));
+        if (summary.cudaCompat !== null && 'error' in summary.cudaCompat)
+          io.err(`cuda-patchelf: ${oneLine(file)}: warning: ${CUDA_COMPAT_NOTE_SECTION} cannot be read: ${summary.cudaCompat.error}`);
         return { json: { file, ...summaryForOutput(summary) }, text: humanLines(file, summary).join('\n') };
       });
     });

@@ -7,6 +7,7 @@ import { registerEditCommands } from './edit-commands.js';
 import { registerTreeCommands } from './tree-commands.js';
 import { registerPrint } from './print-command.js';
 import { registerDoctor } from './register-doctor.js';
+import { registerLinkDriver } from './register-link-driver.js';
 import { isPatchelfInvocation, patchelfHelp } from './patchelf-arguments.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { errorLine } from './report.js';
@@ -58,6 +59,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   registerTreeCommands(program, recordingIo);
   registerPrint(program, recordingIo);
   registerDoctor(program, recordingIo);
+  registerLinkDriver(program, recordingIo);
   registerEditCommands(program, recordingIo);
   try {
     // A subcommand's own --output or --force-rpath must not send it to the patchelf-compatible mode.

@@ -23,7 +23,8 @@ export function registerDoctor(program: Command, io: CliIo): void {
     .option('--ld-library-path <list>', 'emulate this LD_LIBRARY_PATH (default: none; doctor never reads its own)')
     .option(
       '--driver-version <version>',
-      "the kernel driver version to check against (default: this machine's, from /sys/module/nvidia/version)",
+      "the kernel driver version to check against (default: this machine's, from /sys/module/nvidia/version, else the name of " +
+        'the libcuda ld.so.cache lists)',
     )
     .option('--driver-lib <file>', 'take the kernel driver version from this libcuda (its name, link target or contents)')
     .option(

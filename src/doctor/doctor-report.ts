@@ -2,6 +2,7 @@
 // (docs/doctor.md describes every field) and what the text output is drawn from.
 
 import { byteStringToText } from '../elf/byte-string.js';
+import { cudaCompatNoteRecord, type CudaCompatNoteRecord } from '../elf/cuda-compat-note.js';
 import type { DlopenCall } from './cuda-dlopen.js';
 import type { FileDiagnosis } from './diagnose.js';
 import type { Finding } from './findings.js';
@@ -74,6 +75,8 @@ export interface LibcudaRecord {
   readonly versionSource: string | null;
   /** The library whose dlopen finds it first, or null when something needs it directly. */
   readonly caller: string | null;
+  /** Its `.note.cuda.fwd_compatibility` (a compat libcuda's), or why it cannot be read; null without one. */
+  readonly compatNote: CudaCompatNoteRecord;
 }
 
 export interface FileReport {
@@ -230,6 +233,7 @@ export async function fileReport(diagnosis: FileDiagnosis, wrapper: FileReport['
               version: libcuda.facts.version,
               versionSource: libcuda.facts.versionSource,
               caller: libcuda.call === null ? null : text(libcuda.call.caller.path),
+              compatNote: cudaCompatNoteRecord(libcuda.facts.compatNote),
             },
     },
     findings: diagnosis.findings,

@@ -2,6 +2,7 @@
 // fix it. Errors mean the program will not start or CUDA will not; warnings are worth a look.
 
 import { byteStringToText } from '../elf/byte-string.js';
+import { compatFindings } from './compat-findings.js';
 import { LIBCUDA, type DlopenCall } from './cuda-dlopen.js';
 import { compareDriverVersions, type DriverVersion } from './driver-version.js';
 import type { LoadEmulation } from '../loader/emulate-load.js';
@@ -14,10 +15,11 @@ export type Severity = 'error' | 'warning';
 export interface Finding {
   readonly severity: Severity;
   /** Stable, for scripts: interpreter-missing, library-missing, load-error, libcuda-missing, libcuda-stub,
-   *  cuda-803, driver-mismatch, libcuda-dependency-missing, compat-dependency-missing, libcuda-differs,
-   *  driver-version-unknown, dlopen-missing, cuda-libraries-mixed, driver-libraries-mixed, nvml-mismatch,
-   *  preload-missing, preload-refused; runpath-shadows-own and name-conflict (shadowing.ts); for a file
-   *  named that is not a dynamic ELF file (named-file.ts), not-dynamic-elf and wrapper-environment. */
+   *  cuda-803, compat-branch-unlisted, compat-note-unreadable (compat-findings.ts), driver-mismatch,
+   *  libcuda-dependency-missing, compat-dependency-missing, libcuda-differs, driver-version-unknown,
+   *  dlopen-missing, cuda-libraries-mixed, driver-libraries-mixed, nvml-mismatch, preload-missing,
+   *  preload-refused; runpath-shadows-own and name-conflict (shadowing.ts); for a file named that is not
+   *  a dynamic ELF file (named-file.ts), not-dynamic-elf and wrapper-environment. */
   readonly code: string;
   readonly message: string;
   /** What to do about it, or null when there is nothing specific. */
@@ -271,32 +273,7 @@ export function libcudaFindings(
       fix: "remove the stubs directory from the runpath (cuda-patchelf apply --remove-stubs), so that the driver's libcuda is found",
     });
   }
-  if (choice.facts.kind === 'compat') {
-    if (driver === null) {
-      findings.push({
-        severity: 'warning',
-        code: 'driver-version-unknown',
-        message:
-          `${LIBCUDA} comes from cuda_compat: ${found}; the kernel driver's version is unknown, so whether ` +
-          'it is older (CUDA error 803) cannot be told',
-        fix: 'run doctor where the driver is loaded, or pass --driver-version (nvidia-smi prints it) or --driver-lib',
-      });
-    } else if (choice.facts.version !== null && compareDriverVersions(choice.facts.version, driver.version) < 0) {
-      findings.push({
-        severity: 'error',
-        code: 'cuda-803',
-        message:
-          `${LIBCUDA} comes from cuda_compat: ${found}, older than the kernel driver ${driver.version} ` +
-          `(${driver.source}): CUDA fails with error 803, "system has unsupported display driver / cuda ` +
-          'driver combination" (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)',
-        fix:
-          'leave the compat directory out: in a built tree, cuda-patchelf apply --drop-cuda-compat DIR ... ' +
-          'takes it out of every runpath; in the build, drop the cuda_compat hook ' +
-          '(dontUseAutoAddCudaCompatRunpath = true; cuda-patchelf apply without --cuda-compat); or use a ' +
-          `cuda_compat at least as new as the driver (${driver.version})`,
-      });
-    }
-  }
+  if (choice.facts.kind === 'compat') findings.push(...compatFindings(choice, found, driver));
   if (
     choice.facts.kind === 'driver' &&
     driver !== null &&

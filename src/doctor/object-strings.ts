@@ -1,10 +1,11 @@
 // Strings a library carries that say what it will dlopen or which driver it is: names in .dynstr,
 // the `.note.dlopen` notes of the FDO package metadata spec, and strings in .rodata (the CUDA runtime
-// linked statically, a libcuda's own version). Each region is read in bounded chunks, positionally,
-// once per file, however many programs load the file.
+// linked statically, a libcuda's own version), and the note a compat libcuda carries. Each region is
+// read in bounded chunks, positionally, once per file, however many programs load the file.
 
 import { bytesToByteString } from '../elf/byte-string.js';
 import { SHT } from '../elf/constants.js';
+import type { CudaCompatNoteReading } from '../elf/cuda-compat-note.js';
 import { withElfFile, type ElfFile } from '../elf/elf-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { ObjectFacts } from '../loader/object-facts.js';
@@ -161,6 +162,7 @@ export class ObjectStrings {
   private readonly files = new Map<string, Promise<FileStrings>>();
   private readonly rodata = new Map<string, Promise<string | null>>();
   private readonly held = new Map<string, Promise<ReadonlySet<string>>>();
+  private readonly compatNotes = new Map<string, Promise<CudaCompatNoteReading>>();
 
   private readonly namesShape: StringShape;
 
@@ -219,6 +221,16 @@ export class ObjectStrings {
         return held;
       });
       this.held.set(key, found);
+    }
+    return found;
+  }
+
+  /** What the file's `.note.cuda.fwd_compatibility` says (a compat libcuda's; absent elsewhere), read once per file. */
+  compatNote(facts: ObjectFacts): Promise<CudaCompatNoteReading> {
+    let found = this.compatNotes.get(facts.fileId);
+    if (found === undefined) {
+      found = withElfFile(facts.hostPath, (file) => file.cudaCompatNote());
+      this.compatNotes.set(facts.fileId, found);
     }
     return found;
   }

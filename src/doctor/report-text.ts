@@ -4,6 +4,7 @@
 // keeps, of the files with findings, the lines the findings rest on and the loads that lead to them.
 
 import { basename } from 'node:path';
+import { describeCudaCompatNote } from '../elf/cuda-compat-note.js';
 import { LIBCUDA } from './cuda-dlopen.js';
 import type { DlopenRecord, FileReport, LoadRecord, SearchedRecord } from './doctor-report.js';
 import type { Finding } from './findings.js';
@@ -183,9 +184,10 @@ function driverLine(report: FileReport): string[] {
   const libcuda = report.cuda.libcuda;
   if (libcuda === null) return [];
   const version = libcuda.version === null ? 'version unknown' : `version ${libcuda.version} (${libcuda.versionSource ?? ''})`;
-  return [
-    `  CUDA driver: ${libcuda.path}${libcuda.realPath !== libcuda.path ? ` -> ${libcuda.realPath}` : ''}: ${libcuda.kind}, ${version}`,
-  ];
+  const note = libcuda.compatNote;
+  const noted = note === null ? '' : `; note: ${'error' in note ? `unreadable (${note.error})` : describeCudaCompatNote(note)}`;
+  const real = libcuda.realPath !== libcuda.path ? ` -> ${libcuda.realPath}` : '';
+  return [`  CUDA driver: ${libcuda.path}${real}: ${libcuda.kind}, ${version}${noted}`];
 }
 
 function findingLines(report: { readonly findings: readonly Finding[] }): string[] {

@@ -1,5 +1,6 @@
 // What `cuda-patchelf print` reports about one file: a plain record with stable field names.
 
+import { cudaCompatNoteRecord, readCudaCompatNote, type CudaCompatNoteRecord } from '../elf/cuda-compat-note.js';
 import { DF_1_NAMES, DF_NAMES, DT, EM_NAMES, ET_NAMES, PT, flagNames, nameOf } from '../elf/constants.js';
 import { dynamicStringsOf, dynamicValue, lastDynamicString, type ElfImage } from '../elf/elf-image.js';
 import { skipReason } from './skip-reason.js';
@@ -36,6 +37,11 @@ export interface ElfSummary {
   readonly loads: LoadSummary[];
   /** DT_NULL slots after the terminator (room for new tags in place); null without a dynamic array. */
   readonly spareDynamicSlots: number | null;
+  /**
+   * A CUDA compat libcuda's `.note.cuda.fwd_compatibility`: the CUDA release, driver branches and
+   * devices it lists, or why the note cannot be read; null for a file without one.
+   */
+  readonly cudaCompat: CudaCompatNoteRecord;
   /** Whether `apply` visits this file, and why not when it does not. */
   readonly visit: boolean;
   readonly skipReason: string | null;
@@ -73,6 +79,7 @@ export async function summarize(image: ElfImage): Promise<ElfSummary> {
         flags: segmentFlags(ph.p_flags),
       })),
     spareDynamicSlots: dynamic === null ? null : dynamic.spareSlots,
+    cudaCompat: cudaCompatNoteRecord(await readCudaCompatNote(image)),
     visit: reason === null,
     skipReason: reason,
   };

@@ -14,6 +14,7 @@ import {
   type ElfImage,
   type ReadOptions,
 } from './elf-image.js';
+import { readCudaCompatNote, type CudaCompatNoteReading } from './cuda-compat-note.js';
 import { hasElfMagic } from './file-kind.js';
 import { readNotes, type ElfNote } from './notes.js';
 import { readSectionHeaders, type Section } from './section-headers.js';
@@ -122,6 +123,11 @@ export class ElfFile {
   /** The notes of the PT_NOTE segments (of the SHT_NOTE sections in a file without program headers). */
   notes(): Promise<ElfNote[]> {
     return this.named(readNotes(this.image));
+  }
+
+  /** What a CUDA compat libcuda's `.note.cuda.fwd_compatibility` says (absent from every other file). */
+  cudaCompatNote(): Promise<CudaCompatNoteReading> {
+    return this.named(readCudaCompatNote(this.image));
   }
 
   /** `length` bytes at file offset `position` (a view of the read: copy before changing them). */

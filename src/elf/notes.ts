@@ -2,10 +2,11 @@
 // a descriptor (build IDs, ABI tags, the `.note.dlopen` metadata of https://systemd.io/ELF_DLOPEN_METADATA/).
 
 import { dataViewOf } from './byte-source.js';
-import { bytesToByteString } from './byte-string.js';
+import { bytesToByteString, byteStringToText } from './byte-string.js';
 import { PT, SHT } from './constants.js';
 import type { ElfImage } from './elf-image.js';
-import { readSectionHeaders } from './section-headers.js';
+import { malformedInput } from '../errors/cuda-patchelf-error.js';
+import { readSectionHeaders, type Section } from './section-headers.js';
 
 /** A note segment or section larger than this is not read (real ones are a few hundred bytes). */
 const LARGEST_NOTES = 1024 * 1024;
@@ -22,10 +23,16 @@ export interface ElfNote {
 
 /**
  * The notes held in `bytes` (one note segment or section), in order. Names and descriptors are padded
- * to the alignment (8 where the segment or section says so, else 4); a note that runs past the end
- * ends the list.
+ * to the alignment (8 where the segment or section says so, else 4). A note that runs past the end
+ * ends the list; with `cutDescriptor: 'kept'`, a descriptor that does is kept up to the end, and ends
+ * the list after it.
  */
-function* notesIn(bytes: Uint8Array, littleEndian: boolean, alignment: number): Generator<ElfNote> {
+function* notesIn(
+  bytes: Uint8Array,
+  littleEndian: boolean,
+  alignment: number,
+  cutDescriptor: 'dropped' | 'kept' = 'dropped',
+): Generator<ElfNote> {
   const view = dataViewOf(bytes);
   const align = alignment === 8 ? 8 : 4;
   const up = (n: number): number => Math.ceil(n / align) * align;
@@ -35,9 +42,11 @@ function* notesIn(bytes: Uint8Array, littleEndian: boolean, alignment: number): 
     const type = view.getUint32(at + 8, littleEndian);
     const nameAt = at + NOTE_HEADER;
     const descriptorAt = nameAt + up(nameSize);
-    if (descriptorAt + descriptorSize > bytes.length) return;
+    const cut = descriptorAt + descriptorSize > bytes.length;
+    if ((cut && cutDescriptor === 'dropped') || descriptorAt > bytes.length) return;
     const owner = bytesToByteString(bytes.subarray(nameAt, nameAt + Math.max(0, nameSize - 1)));
-    yield { owner, type, descriptor: bytes.subarray(descriptorAt, descriptorAt + descriptorSize) };
+    yield { owner, type, descriptor: bytes.subarray(descriptorAt, Math.min(bytes.length, descriptorAt + descriptorSize)) };
+    if (cut) return;
     at = descriptorAt + up(descriptorSize);
   }
 }
@@ -73,4 +82,19 @@ export async function readNotes(image: ElfImage): Promise<ElfNote[]> {
     notes.push(...notesIn(bytes, codec.littleEndian, range.alignment));
   }
   return notes;
+}
+
+/**
+ * The notes of one SHT_NOTE section, read by name rather than through the note segments: notes that a
+ * vendor's tools find by section name (NVIDIA's `.note.cuda.fwd_compatibility`) need not lie in a
+ * PT_NOTE segment. As those tools read them, a descriptor that runs past the section's end is kept up
+ * to it. A section past the end of the file, or larger than LARGEST_NOTES, is malformed.
+ */
+export async function readNoteSection(image: ElfImage, section: Section): Promise<ElfNote[]> {
+  const { source, codec } = image;
+  const name = byteStringToText(section.name);
+  if (section.sh_size > LARGEST_NOTES) throw malformedInput(`${name} is ${section.sh_size} bytes, more than a note section holds`);
+  if (section.sh_offset + section.sh_size > source.size) throw malformedInput(`${name} runs past the end of the file`, section.sh_offset);
+  const bytes = await source.read(section.sh_offset, section.sh_size, name);
+  return [...notesIn(bytes, codec.littleEndian, section.sh_addralign, 'kept')];
 }

@@ -14,7 +14,21 @@ import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
-const LAYERS = ['errors', 'elf', 'walk', 'hook-engine', 'resolve', 'plan', 'write', 'edit', 'loader', 'batch', 'doctor', 'cli'] as const;
+const LAYERS = [
+  'errors',
+  'elf',
+  'walk',
+  'hook-engine',
+  'resolve',
+  'plan',
+  'write',
+  'edit',
+  'loader',
+  'batch',
+  'doctor',
+  'driver-link',
+  'cli',
+] as const;
 type Layer = (typeof LAYERS)[number];
 
 /** What a layer may import from another layer: all of it, or only some modules, or only types. */
@@ -59,6 +73,15 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   },
   // The pipeline's skip policy, which doctor applies to the files of a tree as apply does.
   doctor: { elf: {}, loader: {}, walk: {}, edit: { modules: ['skip-reason.ts'] }, errors: {} },
+  // The driver link made where programs run: the driver found through the loader's cache, NVIDIA's rule
+  // and the driver versions as doctor knows them, the switch under the write lock of one file.
+  'driver-link': {
+    elf: {},
+    loader: { modules: ['ld-cache.ts', 'ld-cache-lookup.ts', 'machine-abi.ts'] },
+    doctor: { modules: ['compat-rule.ts', 'driver-version.ts', 'libcuda-facts.ts'] },
+    write: { modules: ['file-lock.ts'] },
+    errors: {},
+  },
   cli: 'any',
 };
 

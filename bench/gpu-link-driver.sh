@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU, a driver, a CUDA compat directory (/usr/local/cuda/compat) and
+# PyTorch: make the driver link with `cuda-patchelf link-driver` from the real driver and the real
+# compat package, and check it three ways:
+# - link-driver links the driver's libcuda, and says why compat was left out (NVIDIA's rule);
+# - PyTorch's CUDA closure patched with the driver hook only (--driver-link to that link) starts CUDA
+#   on the GPU with LD_LIBRARY_PATH unset, and doctor says all is well;
+# - the closure patched with the compat first (--cuda-compat) gets a doctor finding that names
+#   NVIDIA's rule, and CUDA fails as predicted.
+#   bash bench/gpu-link-driver.sh OUT_DIR
+# Needs: node (on PATH, or NODE=), dist/ built (npm run build), python3 with torch.
+set -euo pipefail
+out=$1
+here=$(cd "$(dirname "$0")" && pwd)
+node=${NODE:-node}
+cli=("$node" "$here/../dist/cli/main.js")
+work=${WORK:-/tmp/cuda-patchelf-link-driver-gpu}
+compat_src=${COMPAT_DIR:-/usr/local/cuda/compat}
+mkdir -p "$out"
+rm -rf "$work" && mkdir -p "$work"
+log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
+
+# shellcheck source=lib/gpu-driver.sh
+source "$here/lib/gpu-driver.sh"
+libcuda=$(driver_libcuda)
+log "kernel driver: $(cat /sys/module/nvidia/version 2>/dev/null || head -1 /proc/driver/nvidia/version)"
+log "driver libcuda: $libcuda"
+log "compat directory: $compat_src ($(cd "$compat_src" && ls libcuda.so.* 2>/dev/null | tr '\n' ' '))"
+# The compat package as --cuda-compat takes one: the directory whose compat/ holds the libraries.
+compat_package=$(dirname "$(realpath "$compat_src")")
+"${cli[@]}" print "$(realpath "$compat_src"/libcuda.so.1)" >"$out/print-compat-libcuda.txt"
+log "compat note: $(grep 'cuda compat' "$out/print-compat-libcuda.txt" | sed 's/^ *cuda compat *//')"
+
+# The driver through the loader's cache, as on a host without NixOS; where the cache does not list it
+# (a container with the driver mounted elsewhere), from libcuda's directory.
+dest="$work/opengl-driver"
+from=()
+set +e
+"${cli[@]}" link-driver --dry-run "$dest" >"$out/link-driver-cache.txt" 2>&1
+cache_code=$?
+set -e
+log "link-driver through ld.so.cache: exit $cache_code; $(tail -1 "$out/link-driver-cache.txt")"
+[ "$cache_code" = 0 ] || from=(--from "$(dirname "$libcuda")")
+"${cli[@]}" link-driver "${from[@]}" --cuda-compat "$compat_package" "$dest" | tee "$out/link-driver.txt"
+"${cli[@]}" link-driver --json "${from[@]}" --cuda-compat "$compat_package" "$dest" >"$out/link-driver.json"
+log "link-driver: $(grep '^  cuda_compat' "$out/link-driver.txt")"
+log "link-driver: $(tail -1 "$out/link-driver.txt")"
+log "link-driver: $dest/lib/libcuda.so.1 -> $(readlink "$dest/lib/libcuda.so.1")"
+log "link-driver again: $(tail -1 <("${cli[@]}" link-driver "${from[@]}" --cuda-compat "$compat_package" "$dest"))"
+
+pristine="$work/pristine"
+copy_torch_closure "$pristine"
+for variant in driver-link compat-first; do
+  tree="$work/$variant"
+  cp -a "$pristine" "$tree"
+  hooks=(--driver-link "$dest")
+  [ "$variant" = compat-first ] && hooks+=(--cuda-compat "$compat_package")
+  "${cli[@]}" apply --quiet "${hooks[@]}" "$tree"
+  set +e
+  env -u LD_LIBRARY_PATH "${cli[@]}" doctor "$tree" >"$out/doctor-$variant.txt" 2>&1
+  doctor_code=$?
+  set -e
+  log "$variant: doctor: exit $doctor_code; $(tail -1 "$out/doctor-$variant.txt")"
+  log "$variant: doctor findings: $(grep -oE '^  (error|warning) \([a-z0-9-]+\)' "$out/doctor-$variant.txt" | sort | uniq -c | tr -s ' \n' ' ')"
+  grep -m1 -A1 'error (cuda-803)\|error (compat-branch-unlisted)' "$out/doctor-$variant.txt" >>"$out/summary.txt" || true
+  log "$variant: torch: $(start_cuda "$tree")"
+  log "$variant: gpu check: $(gpu_check "$tree" 2>&1 | tail -1)"
+done
+rm -rf "$work"
