@@ -163,9 +163,10 @@ describe('npm pack from a clone', () => {
     // The documentation's share, compressed file by file (a little more than it takes in the tarball's one stream).
     let docs = 0;
     for (const name of await docPages()) docs += gzipSync(await readFile(join(REPO_ROOT, 'docs', name))).length;
-    // 320 KiB before autoPatchelf's resolver and the interpreter edit; with them, 334 KiB. The list of
-    // files above keeps out what does not belong (source maps, sources): this bounds the code itself.
-    expect((await stat(tarball)).size - docs).toBeLessThan(352 * 1024);
+    // 320 KiB before autoPatchelf's resolver and the interpreter edit; with them, 334 KiB; with the
+    // runpath proof (the loader model in the batch), doctor's shadowing findings and link-driver, 363 KiB.
+    // The list of files above keeps out what does not belong (source maps, sources): this bounds the code itself.
+    expect((await stat(tarball)).size - docs).toBeLessThan(384 * 1024);
   });
 });
 
