@@ -5,56 +5,20 @@
 // the one bash gives the program. A script, a static program, an archive, a text file and an empty
 // file named directly are findings; in a tree they are only counted.
 
-import { chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixture, requireTool } from './helpers/fixtures.js';
 import { parseLdDebug } from './helpers/doctor-ld-debug.js';
 import { doctorJson, reportedLoads } from './helpers/doctor-run.js';
 import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
+import { makeShellWrapper, type WrapperFlag } from './helpers/shell-wrapper.js';
 import { cleanEnv, execTool, mustExec } from './helpers/exec.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 
 const t = useTempDir('doctor-named');
 const at = (...parts: string[]): string => join(t(), ...parts);
-
-/** What makeShellWrapper writes for one of its flags, on LD_LIBRARY_PATH (make-wrapper.sh, addValue: ${v@Q} quotes a plain value as 'v'). */
-type WrapperFlag =
-  | { prefix: string }
-  | { suffix: string }
-  | { set: string }
-  | { setDefault: string }
-  | 'unset'
-  | { oldPrefix: string }
-  | { oldSuffix: string };
-
-function flagLines(flag: WrapperFlag): string[] {
-  const v = 'LD_LIBRARY_PATH';
-  if (flag === 'unset') return [`unset ${v}`];
-  if ('set' in flag) return [`export ${v}='${flag.set}'`];
-  if ('setDefault' in flag) return [`export ${v}=\${${v}-'${flag.setDefault}'}`];
-  // The forms of makeWrapper before makeShellWrapper deduplicated the entries.
-  if ('oldPrefix' in flag) return [`export ${v}='${flag.oldPrefix}'\${${v}:+':'$${v}}`];
-  if ('oldSuffix' in flag) return [`export ${v}+=\${${v}:+':'}'${flag.oldSuffix}'`];
-  const around = [`${v}=\${${v}:+':'$${v}':'}`];
-  const after = [`${v}=\${${v}#':'}`, `${v}=\${${v}%':'}`, `export ${v}`];
-  if ('prefix' in flag) return [...around, `${v}=\${${v}/':''${flag.prefix}'':'/':'}`, `${v}='${flag.prefix}'$${v}`, ...after];
-  return [...around, `if [[ $${v} != *':''${flag.suffix}'':'* ]]; then`, `    ${v}=$${v}'${flag.suffix}'`, 'fi', ...after];
-}
-
-/** A wrapper at `path` that runs `program`, as makeShellWrapper (wrapProgram: --inherit-argv0) writes it. */
-async function makeShellWrapper(
-  path: string,
-  program: string,
-  flags: readonly WrapperFlag[],
-  extra: readonly string[] = [],
-): Promise<string> {
-  await mkdir(dirname(path), { recursive: true });
-  await writeFile(path, ['#! /bin/bash -e', ...flags.flatMap(flagLines), ...extra, `exec -a "$0" "${program}"  "$@" `, ''].join('\n'));
-  await chmod(path, 0o755);
-  return path;
-}
 
 /**
  * The loads of the program at the end of a chain of wrappers, from LD_DEBUG of the whole run: each

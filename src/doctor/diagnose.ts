@@ -24,6 +24,7 @@ import type { LinkMap } from '../loader/link-map.js';
 import { LibraryListings } from './library-listings.js';
 import { ObjectStrings } from './object-strings.js';
 import { shadowingFindings } from './shadowing.js';
+import { stubAdvice } from './stub-advice.js';
 import type { SystemRoot } from '../loader/system-root.js';
 
 export interface DoctorContext {
@@ -126,7 +127,9 @@ export async function diagnoseFile(file: ElfFile, context: DoctorContext, ldLibr
   );
   const findings = [
     ...loadFindings(emulation),
-    ...libcudaFindings(dlopens, libcuda, usesCuda, context.driver, libcuda === null ? libcudaSearch(dlopens, root) : []),
+    ...libcudaFindings(dlopens, libcuda, usesCuda, context.driver, libcuda === null ? libcudaSearch(dlopens, root) : [], (stub) =>
+      stubAdvice(stub, emulation.namespace),
+    ),
     ...driverPartsFindings(dlopens, libcuda, context.driver, (map) => driverVersionInName(realPath(map))),
     ...dlopenFindings(dlopens),
     ...(mixed === null ? [] : [mixed]),

@@ -260,6 +260,7 @@ export function libcudaFindings(
   usesCuda: boolean,
   driver: DriverVersion | null,
   searched: readonly SearchedDirectory[],
+  stubFix: (stub: LinkMap) => string,
 ): Finding[] {
   const findings: Finding[] = [];
   if (!usesCuda) return findings;
@@ -270,7 +271,7 @@ export function libcudaFindings(
       severity: 'error',
       code: 'libcuda-stub',
       message: `${LIBCUDA} would be the link-time stub ${found}: CUDA fails with error 34 (CUDA driver is a stub library)`,
-      fix: "remove the stubs directory from the runpath (cuda-patchelf apply --remove-stubs), so that the driver's libcuda is found",
+      fix: stubFix(choice.map),
     });
   }
   if (choice.facts.kind === 'compat') findings.push(...compatFindings(choice, found, driver));

@@ -38,7 +38,10 @@ interface ListEntry {
 }
 
 /** The entries of the object's DT_RUNPATH (else DT_RPATH), each with the directory the loader makes of it. */
-function listOf(map: LinkMap, namespace: LinkNamespace): { readonly tag: string; readonly entries: readonly ListEntry[] } | null {
+export function searchListOf(
+  map: LinkMap,
+  namespace: LinkNamespace,
+): { readonly tag: string; readonly entries: readonly ListEntry[] } | null {
   const value = map.facts.runpath ?? map.facts.rpath;
   if (value === null || value === '') return null;
   const tokens = { ...loaderTokens(namespace.loader), origin: map.origin };
@@ -60,7 +63,7 @@ async function askedFor(map: LinkMap, names: ReadonlySet<string>, strings: Objec
 }
 
 async function shadowsOwn(map: LinkMap, namespace: LinkNamespace, strings: ObjectStrings, listings: LibraryListings): Promise<Finding[]> {
-  const list = listOf(map, namespace);
+  const list = searchListOf(map, namespace);
   if (list === null) return [];
   const findings: Finding[] = [];
   for (const [j, own] of list.entries.entries()) {

@@ -72,7 +72,15 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
     errors: {},
   },
   // The pipeline's skip policy, which doctor applies to the files of a tree as apply does.
-  doctor: { elf: {}, loader: {}, walk: {}, edit: { modules: ['skip-reason.ts'] }, errors: {} },
+  // The stubs patterns, for the fix of a stub libcuda that says what the remove-stubs hook will match.
+  doctor: {
+    elf: {},
+    loader: {},
+    walk: {},
+    edit: { modules: ['skip-reason.ts'] },
+    'hook-engine': { modules: ['stubs-pattern.ts'] },
+    errors: {},
+  },
   // The driver link made where programs run: the driver found through the loader's cache, NVIDIA's rule
   // and the driver versions as doctor knows them, the switch under the write lock of one file.
   'driver-link': {
