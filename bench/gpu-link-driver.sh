@@ -56,11 +56,18 @@ for variant in driver-link compat-first; do
   hooks=(--driver-link "$dest")
   [ "$variant" = compat-first ] && hooks+=(--cuda-compat "$compat_package")
   "${cli[@]}" apply --quiet "${hooks[@]}" "$tree"
+  # torchvision's and torchaudio's extension modules need torch's libraries loaded before them (Python
+  # imports torch first), which no runpath of theirs finds: doctor, loading each file alone, says so.
+  # The CUDA closure proper is torch, the nvidia wheels and triton.
+  parts=()
+  for part in torch nvidia triton; do [ -d "$tree/$part" ] && parts+=("$tree/$part"); done
   set +e
-  env -u LD_LIBRARY_PATH "${cli[@]}" doctor "$tree" >"$out/doctor-$variant.txt" 2>&1
+  env -u LD_LIBRARY_PATH "${cli[@]}" doctor "${parts[@]}" >"$out/doctor-$variant.txt" 2>&1
   doctor_code=$?
+  env -u LD_LIBRARY_PATH "${cli[@]}" doctor "$tree" >"$out/doctor-$variant-whole.txt" 2>&1
   set -e
-  log "$variant: doctor: exit $doctor_code; $(tail -1 "$out/doctor-$variant.txt")"
+  log "$variant: doctor over the whole copy (torchvision and torchaudio too): $(grep -oE '^  (error|warning) \([a-z0-9-]+\)' "$out/doctor-$variant-whole.txt" | sort | uniq -c | tr -s ' \n' ' ')"
+  log "$variant: doctor (torch, nvidia, triton): exit $doctor_code; $(grep -E '^/.*: [0-9]+ dynamic ELF' "$out/doctor-$variant.txt" | tr '\n' ' ')"
   log "$variant: doctor findings: $(grep -oE '^  (error|warning) \([a-z0-9-]+\)' "$out/doctor-$variant.txt" | sort | uniq -c | tr -s ' \n' ' ')"
   grep -m1 -A1 'error (cuda-803)\|error (compat-branch-unlisted)' "$out/doctor-$variant.txt" >>"$out/summary.txt" || true
   log "$variant: torch: $(start_cuda "$tree")"

@@ -192,6 +192,21 @@ describe('without the note, or with one that cannot be read', () => {
       expect(codes(report)).toEqual(expected);
     }
   });
+
+  it("the driver's own libcuda carries the note too (580.159.04's does): of the kernel driver's release, it is the driver's", async () => {
+    const own = await buildStandIn({
+      name: 'libcuda',
+      soname: 'libcuda.so.1',
+      label: 'driver',
+      dir: join(dir(), 'noted-driver/usr/local/nvidia/lib64'),
+      version: KERNEL,
+      note: JSON.stringify(noteListing([580])),
+    });
+    const probe = await libcudaProbe(join(dir(), 'noted-driver/probe'), own, join(own, '..'));
+    const report = reportOf((await doctorJson(['--driver-version', KERNEL, probe])).json);
+    expect(report.cuda.libcuda).toMatchObject({ kind: 'driver', version: KERNEL });
+    expect(codes(report)).toEqual([]);
+  });
 });
 
 describe('a tree built with the driver hook only, and the driver link made by link-driver', () => {

@@ -118,7 +118,7 @@ describe('no driver: exit 1, nothing made', () => {
     const result = await runCli(['link-driver', join(place, 'opengl-driver')], { wrapper: onMachine({ cache }) });
     expect(result.code).toBe(1);
     expect(stderrLines(result)).toEqual([
-      `cuda-patchelf: link-driver: no NVIDIA driver: /etc/ld.so.cache names ${join(newer, 'compat/libcuda.so.590.44.01')} for libcuda.so.1, a cuda_compat libcuda (it carries the compat note), not the driver's; name the driver's directory with --from; ${join(place, 'opengl-driver')} is left as it was`,
+      `cuda-patchelf: link-driver: no NVIDIA driver: /etc/ld.so.cache names ${join(newer, 'compat/libcuda.so.590.44.01')} for libcuda.so.1, a cuda_compat libcuda (it lies in a compat directory), not the driver's; name the driver's directory with --from; ${join(place, 'opengl-driver')} is left as it was`,
     ]);
   });
 });

@@ -60,14 +60,24 @@ async function chooseLibcuda(
   const { root } = context.registry.settings;
   const needed = emulation.namespace.maps.find((map) => map.depth > 0 && (map.name === LIBCUDA || map.facts.soname === LIBCUDA));
   if (needed !== undefined)
-    return { map: needed, facts: await describeLibcuda(needed.path, needed.facts, root, context.strings), call: null };
+    return {
+      map: needed,
+      facts: await describeLibcuda(needed.path, needed.facts, root, context.strings, context.driver?.version ?? null),
+      call: null,
+    };
   const found = calls
     .filter((call) => call.name === LIBCUDA && call.resolution.kind === 'loaded')
     .sort((a, b) => CALLER_ORDER.indexOf(a.reason) - CALLER_ORDER.indexOf(b.reason))[0];
   if (found === undefined || found.resolution.kind !== 'loaded') return null;
   return {
     map: found.resolution.map,
-    facts: await describeLibcuda(found.resolution.map.path, found.resolution.map.facts, root, context.strings),
+    facts: await describeLibcuda(
+      found.resolution.map.path,
+      found.resolution.map.facts,
+      root,
+      context.strings,
+      context.driver?.version ?? null,
+    ),
     call: found,
   };
 }

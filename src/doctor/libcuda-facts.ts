@@ -1,6 +1,11 @@
 // What a libcuda.so.1 is: the driver's own, one from cuda_compat (the forward-compatibility package
 // that must not be older than the kernel driver), or a link-time stub that cannot run anything; and
 // its version, from its file name, the file its link points at, or the version string it carries.
+// NVIDIA's compat note (.note.cuda.fwd_compatibility) marks a real libcuda, never a stub, but not a
+// compat one alone: the driver's own libcuda carries it too (seen on a 580.159.04 driver, whose
+// libcuda's note equals its compat package's). So with the note, a libcuda of the kernel driver's own
+// release is the driver's and any other is compat, wherever it lies (NVIDIA's rule then decides);
+// without the kernel driver's version, or without the note, the directory and the size tell.
 
 import type { CudaCompatNoteReading } from '../elf/cuda-compat-note.js';
 import type { ObjectFacts } from '../loader/object-facts.js';
@@ -15,7 +20,7 @@ export interface LibcudaFacts {
   readonly versionSource: 'file name' | 'link target' | 'library contents' | null;
   /** The real path (links resolved), as the emulated system names it. */
   readonly realPath: string;
-  /** Its `.note.cuda.fwd_compatibility`, which only NVIDIA's compat libcuda carries: what NVIDIA's rule reads. */
+  /** Its `.note.cuda.fwd_compatibility` (compat libcudas carry it, and drivers' of recent releases): what NVIDIA's rule reads. */
   readonly compatNote: CudaCompatNoteReading;
 }
 
@@ -35,27 +40,51 @@ function directories(path: string): string[] {
   return path.split('/').slice(0, -1);
 }
 
-/** A libcuda with the compat note is compat wherever it lies and however small (a stand-in); without, the directory and the size tell. */
-function libcudaKind(path: string, realPath: string, codeBytes: number, noted: boolean): LibcudaKind {
-  if (noted) return 'compat';
-  const dirs = [...directories(path), ...directories(realPath)];
-  if (dirs.includes('stubs') || codeBytes < STUB_CODE_BYTES) return 'stub';
-  if (dirs.includes('compat') || /cuda[-_]compat/.test(path) || /cuda[-_]compat/.test(realPath)) return 'compat';
-  return 'driver';
+/** Whether a libcuda lies where compat packages put theirs: a `compat` directory, a cuda_compat or cuda-compat path. */
+export function liesInCompatDirectory(path: string, realPath: string): boolean {
+  return [...directories(path), ...directories(realPath)].includes('compat') || /cuda[-_]compat/.test(`${path}\0${realPath}`);
 }
 
-/** The libcuda at `path` (as the emulated system names it), whose facts were read from the file. */
-export async function describeLibcuda(path: string, facts: ObjectFacts, root: SystemRoot, strings: ObjectStrings): Promise<LibcudaFacts> {
+/**
+ * `noted`: it carries the compat note; `ownRelease`: its version is the kernel driver's (null when either
+ * is unknown).
+ */
+function libcudaKind(path: string, realPath: string, codeBytes: number, noted: boolean, ownRelease: boolean | null): LibcudaKind {
+  if (noted && ownRelease !== null) return ownRelease ? 'driver' : 'compat';
+  if (!noted && ([...directories(path), ...directories(realPath)].includes('stubs') || codeBytes < STUB_CODE_BYTES)) return 'stub';
+  return liesInCompatDirectory(path, realPath) ? 'compat' : 'driver';
+}
+
+/** The version of the libcuda at `path`: its file name's, its link target's, else none yet (its contents tell). */
+function versionInNames(path: string, realPath: string): Pick<LibcudaFacts, 'version' | 'versionSource'> | null {
+  const named = driverVersionInName(path);
+  if (named !== null) return { version: named, versionSource: 'file name' };
+  const linked = driverVersionInName(realPath);
+  return linked === null ? null : { version: linked, versionSource: 'link target' };
+}
+
+/**
+ * The libcuda at `path` (as the emulated system names it), whose facts were read from the file;
+ * `kernelDriver`: the running driver's version, null when it is not known.
+ */
+export async function describeLibcuda(
+  path: string,
+  facts: ObjectFacts,
+  root: SystemRoot,
+  strings: ObjectStrings,
+  kernelDriver: string | null,
+): Promise<LibcudaFacts> {
   const real = root.realPath(path);
   const realPath = typeof real === 'string' ? real : path;
   const compatNote = await strings.compatNote(facts);
-  const kind = libcudaKind(path, realPath, facts.codeBytes, compatNote.kind !== 'absent');
-  const named = driverVersionInName(path);
-  if (named !== null) return { kind, version: named, versionSource: 'file name', realPath, compatNote };
-  const linked = driverVersionInName(realPath);
-  if (linked !== null) return { kind, version: linked, versionSource: 'link target', realPath, compatNote };
-  if (kind === 'stub') return { kind, version: null, versionSource: null, realPath, compatNote };
-  // The first version-shaped string of .rodata is the library's own (a table of older ones follows it).
-  const carried = await strings.firstInRodata(facts, 'driver-version', VERSION_SHAPE, (text) => DRIVER_VERSION.test(text));
-  return { kind, version: carried, versionSource: carried === null ? null : 'library contents', realPath, compatNote };
+  const noted = compatNote.kind !== 'absent';
+  const inNames = versionInNames(path, realPath);
+  // A stub carries no version; the first version-shaped string of another's .rodata is its own (a table of older ones follows it).
+  const mayCarry = inNames === null && (noted || libcudaKind(path, realPath, facts.codeBytes, false, null) !== 'stub');
+  const carried = mayCarry
+    ? await strings.firstInRodata(facts, 'driver-version', VERSION_SHAPE, (text) => DRIVER_VERSION.test(text))
+    : null;
+  const versioned = inNames ?? { version: carried, versionSource: carried === null ? null : ('library contents' as const) };
+  const ownRelease = kernelDriver === null || versioned.version === null ? null : versioned.version === kernelDriver;
+  return { kind: libcudaKind(path, realPath, facts.codeBytes, noted, ownRelease), ...versioned, realPath, compatNote };
 }

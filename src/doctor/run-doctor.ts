@@ -95,7 +95,13 @@ export function emulationRoot(request: Pick<DoctorRequest, 'root' | 'cwd'>): Sys
 export async function driverVersionOfLibrary(path: string, cwd: string): Promise<DriverVersion | null> {
   const absolute = resolve(cwd, path);
   const facts = await new ObjectFactsCache().get(absolute, statSync(absolute));
-  const described = await describeLibcuda(textToByteString(absolute), facts, emulationRoot({ root: null, cwd }), new ObjectStrings([]));
+  const described = await describeLibcuda(
+    textToByteString(absolute),
+    facts,
+    emulationRoot({ root: null, cwd }),
+    new ObjectStrings([]),
+    null,
+  );
   return described.version === null
     ? null
     : { version: described.version, source: `--driver-lib ${path} (${described.versionSource ?? ''})` };

@@ -7,9 +7,8 @@ import { endianness } from 'node:os';
 import { basename, join } from 'node:path';
 import { byteStringToText } from '../elf/byte-string.js';
 import { withFileByteSource } from '../elf/byte-source.js';
-import { ElfFile } from '../elf/elf-file.js';
 import type { DriverVersion } from '../doctor/driver-version.js';
-import { driverVersionInName } from '../doctor/libcuda-facts.js';
+import { driverVersionInName, liesInCompatDirectory } from '../doctor/libcuda-facts.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { readLdCache } from '../loader/ld-cache.js';
 import { lookUpCache, type CacheLookupTarget } from '../loader/ld-cache-lookup.js';
@@ -47,17 +46,6 @@ function plainEntries(abi: MachineAbi): CacheLookupTarget {
   };
 }
 
-/** Whether the library at `path` carries the compat note (a file that cannot be read as ELF does not). */
-async function carriesCompatNote(path: string): Promise<boolean> {
-  const opened = await ElfFile.open(path);
-  if (opened.kind !== 'elf') return false;
-  try {
-    return (await opened.file.cudaCompatNote()).kind !== 'absent';
-  } finally {
-    opened.file.close();
-  }
-}
-
 /** The release of the libcuda at `libcuda` (a real path), with its libraries among `files`. */
 function releaseOf(libcuda: string, files: readonly string[], source: string): ReleaseSearch {
   const version = driverVersionInName(libcuda);
@@ -85,11 +73,12 @@ export async function driverInCache(cachePath: string, abi: MachineAbi): Promise
   if (libcuda === null)
     return { found: false, problem: `${cachePath} names ${byteStringToText(found)} for ${LIBCUDA}, which is not there (run ldconfig)` };
   // A compat directory put in the loader's configuration (as NVIDIA's container hook does) is no driver.
-  if (await carriesCompatNote(libcuda))
+  // The compat note does not tell: the driver's own libcuda carries it too (libcuda-facts.ts).
+  if (liesInCompatDirectory(byteStringToText(found), libcuda))
     return {
       found: false,
       problem:
-        `${cachePath} names ${libcuda} for ${LIBCUDA}, a cuda_compat libcuda (it carries the compat note), not the ` +
+        `${cachePath} names ${libcuda} for ${LIBCUDA}, a cuda_compat libcuda (it lies in a compat directory), not the ` +
         "driver's; name the driver's directory with --from",
     };
   const files = cache.entries.flatMap((entry) => {
