@@ -71,6 +71,6 @@ for variant in driver-link compat-first; do
   log "$variant: doctor findings: $(grep -oE '^  (error|warning) \([a-z0-9-]+\)' "$out/doctor-$variant.txt" | sort | uniq -c | tr -s ' \n' ' ')"
   grep -m1 -A1 'error (cuda-803)\|error (compat-branch-unlisted)' "$out/doctor-$variant.txt" >>"$out/summary.txt" || true
   log "$variant: torch: $(start_cuda "$tree")"
-  log "$variant: gpu check: $(gpu_check "$tree" 2>&1 | tail -1)"
+  log "$variant: gpu check, LD_LIBRARY_PATH unset: $(env -u LD_LIBRARY_PATH bash -c "$(declare -f gpu_check); gpu_check '$tree'" 2>&1 | tail -1)"
 done
 rm -rf "$work"

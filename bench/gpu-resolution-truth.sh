@@ -44,9 +44,10 @@ pristine="$work/pristine"
 copy_torch_closure "$pristine"
 log "closure: $(du -sb "$pristine" | cut -f1) bytes, $(find "$pristine" -type f -name '*.so*' | wc -l) shared objects"
 
-# The cuDNN files a run loads, from LD_DEBUG=libs ("calling init: PATH"), as real paths, one per line.
+# The cuDNN files a run loads, from LD_DEBUG=libs ("calling init: PATH"), as real paths, one per line
+# (the run may fail: the files it loaded before are what counts).
 loaded_cudnn() {
-  env -u LD_LIBRARY_PATH LD_DEBUG=libs PYTHONPATH=$1 python3 - 2>&1 >/dev/null <<'EOF' | sed -n 's/.*calling init: \(.*libcudnn[^ ]*\)$/\1/p' | xargs -r realpath | sort -u
+  { env -u LD_LIBRARY_PATH LD_DEBUG=libs PYTHONPATH=$1 python3 - 2>&1 >/dev/null || true; } <<'EOF' | sed -n 's/.*calling init: \(.*libcudnn[^ ]*\)$/\1/p' | xargs -r realpath | sort -u
 import torch, torch.nn.functional as F
 x = torch.randn(8, 3, 64, 64, device='cuda'); w = torch.randn(16, 3, 3, 3, device='cuda')
 F.conv2d(x, w).sum().item(); torch.cuda.synchronize()
@@ -77,14 +78,14 @@ for variant in "${variants[@]}"; do
   [ "${variant#*-}" = glibc ] && libc=(--libc-dir "$glibc")
   set +e
   "${run[@]}" apply --auto-patchelf --libs "$host_lib" --interpreter /lib64/ld-linux-x86-64.so.2 "${libc[@]}" \
-    --driver-link "$driver" --ignore-missing 'libcuda.so*' "$tree" >"$out/apply-$variant.txt" 2>&1
+    --driver-link "$driver" --ignore-missing '*' "$tree" >"$out/apply-$variant.txt" 2>&1
   code=$?
   set -e
   log "$variant: apply exit $code: $(grep 'cuda-patchelf apply:' "$out/apply-$variant.txt" | tail -1)"
-  grep -c 'cannot order\|would not load' "$out/apply-$variant.txt" | xargs -I{} echo "$variant: files refused: {}" | tee -a "$out/summary.txt"
+  log "$variant: files refused: $(grep -c 'cannot order\|would not load' "$out/apply-$variant.txt" || true)"
   for lib in libcudnn.so.9 libcudnn_adv.so.9 libcudnn_graph.so.9; do
     file=$(find "$tree" -name "$lib" -type f | head -1)
-    [ -n "$file" ] && log "$variant: $lib RUNPATH: $(readelf -dW "$file" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')"
+    if [ -n "$file" ]; then log "$variant: $lib RUNPATH: $(readelf -dW "$file" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')"; fi
   done
   # The CUDA closure proper (torchvision's and torchaudio's extension modules need torch loaded first).
   parts=()

@@ -1,8 +1,9 @@
-// A library that dlopens its sibling by name (cuDNN's way: libcudnn.so.9 opens libcudnn_graph.so.9, found
-// through its own $ORIGIN), under two runpaths: its $ORIGIN first, and a directory holding another copy
-// of the sibling first (what PyTorch's cuDNN met with the host's /usr/lib/x86_64-linux-gnu). doctor's
-// dlopen of the sibling names the file the real loader opens (LD_DEBUG=libs,files of the running
-// program), and the second runpath is a runpath-shadows-own error on the library.
+// A library that dlopens its sibling by name, cuDNN's way: libcudnn.so.9 holds "libcudnn_graph.so" and adds
+// the major version, and the sibling it opens opens its own sibling (the engines) in turn, each found
+// through its own $ORIGIN. Under two runpaths of the first library: its $ORIGIN first, and a directory
+// holding other copies of the siblings first (what PyTorch's cuDNN met with the host's
+// /usr/lib/x86_64-linux-gnu). doctor's dlopens name the files the real loader opens (LD_DEBUG=libs,files
+// of the running program), and the second runpath is a runpath-shadows-own error on the library.
 
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
@@ -26,7 +27,10 @@ afterAll(async () => {
   if (t !== '') await rm(t, { recursive: true, force: true });
 });
 
-/** system/libgraph.so.9 and pkg/lib/libgraph.so.9 (two builds), pkg/lib/libmain.so.9 with `runpath`, and pkg/bin/app. */
+/**
+ * system/ and pkg/lib/ each hold a build of libgraph.so.9 and libengine.so.9 (libgraph opens libengine,
+ * through its $ORIGIN); pkg/lib/libmain.so.9 with `runpath` opens libgraph, and pkg/bin/app needs libmain.
+ */
 async function tree(
   name: string,
   runpath: (system: string) => string,
@@ -36,10 +40,17 @@ async function tree(
   const system = join(root, 'system');
   const pkg = join(root, 'pkg', 'lib');
   for (const dir of [src, system, pkg, join(root, 'pkg', 'bin')]) await mkdir(dir, { recursive: true });
-  await writeFile(join(src, 'graph.c'), 'const char *graph_which(void) { return WHICH; }\n');
+  await writeFile(join(src, 'engine.c'), 'const char *engine_which(void) { return WHICH; }\n');
+  await writeFile(
+    join(src, 'graph.c'),
+    '#include <dlfcn.h>\nconst char *graph_build = WHICH;\nconst char *graph_which(void) {\n  void *e = dlopen("libengine.so.9", RTLD_NOW);\n' +
+      '  return e == 0 ? dlerror() : ((const char *(*)(void))dlsym(e, "engine_which"))();\n}\n',
+  );
+  // The name is put together at run time: .rodata holds "libgraph.so" and ".9", not "libgraph.so.9".
   await writeFile(
     join(src, 'main.c'),
-    '#include <dlfcn.h>\nconst char *main_graph(void) {\n  void *g = dlopen("libgraph.so.9", RTLD_NOW);\n' +
+    '#include <dlfcn.h>\n#include <stdio.h>\nstatic const char *stem = "libgraph.so";\nconst char *main_graph(void) {\n' +
+      '  char name[32];\n  snprintf(name, sizeof name, "%s.%d", stem, 9);\n  void *g = dlopen(name, RTLD_NOW);\n' +
       '  if (g == 0) return dlerror();\n  return ((const char *(*)(void))dlsym(g, "graph_which"))();\n}\n',
   );
   await writeFile(
@@ -51,13 +62,17 @@ async function tree(
     [system, 'system'],
     [pkg, 'pkg'],
   ] as const) {
+    const engine = join(dir, 'libengine.so.9');
+    await mustExec(gcc, ['-shared', '-fPIC', `-DWHICH="${which}"`, '-Wl,-soname,libengine.so.9', '-o', engine, join(src, 'engine.c')]);
+    const graph = join(dir, 'libgraph.so.9');
     await mustExec(gcc, [
       '-shared',
       '-fPIC',
       `-DWHICH="${which}"`,
       '-Wl,-soname,libgraph.so.9',
+      '-Wl,--enable-new-dtags,-rpath,$ORIGIN',
       '-o',
-      join(dir, 'libgraph.so.9'),
+      graph,
       join(src, 'graph.c'),
     ]);
   }
@@ -85,13 +100,19 @@ describe('a sibling dlopened by name', () => {
     const { app, main, system, pkg } = await tree(name.replace(/\W/g, '-'), runpath);
     const trace = await traceLoader({ arch: 'x86_64', mode: 'run', path: app });
     expect(trace.stdout.trim(), trace.stderr).toBe(expected);
-    // Paths as the loader spells them ($ORIGIN/../lib of the program), compared as directories.
-    const real = trace.loads.find((load) => load.name === 'libgraph.so.9');
-    expect(normalize(real?.path ?? '')).toBe(join(expected === 'pkg' ? pkg : system, 'libgraph.so.9'));
     const { json } = await doctorJson([app]);
     const report = json.files[0];
-    const dlopen = report?.dlopen.find((record) => record.name === 'libgraph.so.9' && normalize(record.caller) === main);
-    expect(dlopen, JSON.stringify(report?.dlopen)).toMatchObject({ reason: 'sibling', path: real?.path });
+    // Paths as the loader spells them ($ORIGIN/../lib of the program), compared as directories.
+    const from = expected === 'pkg' ? pkg : system;
+    for (const [name, caller] of [
+      ['libgraph.so.9', main],
+      ['libengine.so.9', join(from, 'libgraph.so.9')],
+    ] as const) {
+      const real = trace.loads.find((load) => load.name === name);
+      expect(normalize(real?.path ?? ''), name).toBe(join(from, name));
+      const dlopen = report?.dlopen.find((record) => record.name === name && normalize(record.caller) === caller);
+      expect(dlopen, JSON.stringify(report?.dlopen)).toMatchObject({ reason: 'sibling', path: real?.path });
+    }
     const shadow = report?.findings.find((finding) => finding.code === 'runpath-shadows-own');
     expect(shadow?.severity).toBe(expected === 'system' ? 'error' : undefined);
   });

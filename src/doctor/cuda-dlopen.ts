@@ -13,6 +13,7 @@ import { realpathSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { LoadEmulation } from '../loader/emulate-load.js';
 import type { LinkMap } from '../loader/link-map.js';
+import type { ObjectFacts } from '../loader/object-facts.js';
 import type { Edge, LinkNamespace, Resolution } from '../loader/link-namespace.js';
 import { isGlibcLibrary } from '../loader/glibc-libraries.js';
 import type { LibraryListings } from './library-listings.js';
@@ -69,6 +70,43 @@ interface Candidate {
   readonly notePriority: string | null;
 }
 
+/** `libcudnn_ops.so` of `libcudnn_ops.so.9`: the name without its version, which a library may hold and complete. */
+const unversioned = (name: string): string | null => /^(.+\.so)\.\d[\d.]*$/.exec(name)?.[1] ?? null;
+
+/**
+ * Which of `libraries` (names of one directory) the object names in its .dynstr or .rodata, whole or
+ * without its version: cuDNN holds `libcudnn_ops.so` and adds `.9`, so of a name held without its
+ * version, the library named with the major version alone is the one opened.
+ */
+export async function librariesNamed(facts: ObjectFacts, libraries: ReadonlySet<string>, strings: ObjectStrings): Promise<string[]> {
+  const stems = new Map<string, string[]>();
+  for (const name of libraries) {
+    const stem = unversioned(name);
+    if (stem !== null && /^.+\.so\.\d+$/.test(name)) stems.set(stem, [...(stems.get(stem) ?? []), name]);
+  }
+  const held = await strings.namesHeld(facts, new Set([...libraries, ...stems.keys()]));
+  return [...new Set([...held].flatMap((name) => stems.get(name) ?? (libraries.has(name) ? [name] : [])))].sort();
+}
+
+/**
+ * The siblings `map` dlopens by name: the libraries beside it (in its $ORIGIN) it names
+ * (librariesNamed), but one `namespace` has loaded already (the dlopen would only find it again).
+ * glibc's libraries dlopen theirs (libnss_*, libgcc_s) as the C library's business, not the program's.
+ */
+async function siblingDlopens(
+  map: LinkMap,
+  namespace: LinkNamespace,
+  strings: ObjectStrings,
+  listings: LibraryListings,
+): Promise<string[]> {
+  const { facts } = map;
+  if (map.origin === null || (facts.soname !== null && isGlibcLibrary(facts.soname))) return [];
+  const siblings = listings.namesIn(map.origin);
+  if (siblings.size === 0) return [];
+  const loaded = (name: string): boolean => namespace.maps.some((other) => other.name === name || other.facts.soname === name);
+  return (await librariesNamed(facts, siblings, strings)).filter((name) => name !== facts.soname && !loaded(name));
+}
+
 /** Every (name, caller) pair to try, callers in load order, each pair once with its strongest reason. */
 async function candidates(emulation: LoadEmulation, strings: ObjectStrings, listings: LibraryListings): Promise<Candidate[]> {
   const result: Candidate[] = [];
@@ -76,8 +114,6 @@ async function candidates(emulation: LoadEmulation, strings: ObjectStrings, list
     if (!result.some((c) => c.name === name && c.caller === caller)) result.push({ name, caller, reason, notePriority });
   };
   const maps = emulation.namespace.maps.filter((map) => map.foundBy.rule !== 'interpreter');
-  // A sibling the load has already brought in is no dlopen to show: the dlopen would only find it again.
-  const loaded = (name: string): boolean => emulation.namespace.maps.some((map) => map.name === name || map.facts.soname === name);
   for (const map of maps) {
     const { facts } = map;
     for (const note of await strings.dlopenNotes(facts)) for (const name of note.sonames) add(name, map, 'note', note.priority);
@@ -98,11 +134,7 @@ async function candidates(emulation: LoadEmulation, strings: ObjectStrings, list
       const builtins = nvrtcBuiltinsName(map);
       if (builtins !== null) add(builtins, map, 'nvrtc');
     }
-    // glibc's libraries dlopen theirs (libnss_*, libgcc_s) as the C library's business, not the program's.
-    const siblings =
-      map.origin === null || (facts.soname !== null && isGlibcLibrary(facts.soname)) ? new Set<string>() : listings.namesIn(map.origin);
-    if (siblings.size === 0) continue;
-    for (const name of await strings.namesHeld(facts, siblings)) if (!loaded(name)) add(name, map, 'sibling');
+    for (const name of await siblingDlopens(map, emulation.namespace, strings, listings)) add(name, map, 'sibling');
   }
   const main = emulation.namespace.main;
   // The driver's own libraries name each other in .rodata; they are not programs with the runtime inside.
@@ -129,7 +161,11 @@ async function tryDlopen(namespace: LinkNamespace, candidate: Candidate): Promis
   return { call: { ...candidate, resolution, dependencies, loads: trial.maps.slice(before) }, trial };
 }
 
-/** The CUDA dlopens of one loaded file; each libcuda found then opens its PTX JIT compiler from its own namespace. */
+/**
+ * The CUDA dlopens of one loaded file; each libcuda found then opens its PTX JIT compiler from its own
+ * namespace, and each library a dlopen brings in opens its own siblings from there (cuDNN's parts open
+ * the engines), each (name, caller file) once.
+ */
 export async function resolveCudaDlopens(
   emulation: LoadEmulation,
   strings: ObjectStrings,
@@ -137,9 +173,18 @@ export async function resolveCudaDlopens(
 ): Promise<DlopenCall[]> {
   const calls: DlopenCall[] = [];
   const drivers = new Set<string>();
-  for (const candidate of await candidates(emulation, strings, listings)) {
-    const { call, trial } = await tryDlopen(emulation.namespace, candidate);
+  const tried = new Set<string>();
+  const queue = (await candidates(emulation, strings, listings)).map((candidate) => ({ candidate, namespace: emulation.namespace }));
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    const { candidate } = next;
+    const key = `${candidate.name}\0${candidate.caller.facts.fileId}`;
+    if (candidate.reason === 'sibling' && tried.has(key)) continue;
+    tried.add(key);
+    const { call, trial } = await tryDlopen(next.namespace, candidate);
     calls.push(call);
+    for (const map of call.loads)
+      for (const name of await siblingDlopens(map, trial, strings, listings))
+        queue.push({ candidate: { name, caller: map, reason: 'sibling', notePriority: null }, namespace: trial });
     const { resolution } = call;
     if (candidate.name !== LIBCUDA || resolution.kind !== 'loaded' || drivers.has(resolution.map.facts.fileId)) continue;
     drivers.add(resolution.map.facts.fileId);

@@ -18,7 +18,7 @@ import type { ObjectFacts } from '../loader/object-facts.js';
 import { sameBytes } from '../loader/same-bytes.js';
 import { loaderTokens } from '../loader/search-lists.js';
 import { splitSearchList } from '../loader/search-path.js';
-import type { DlopenCall } from './cuda-dlopen.js';
+import { librariesNamed, type DlopenCall } from './cuda-dlopen.js';
 import type { Finding } from './findings.js';
 import type { LibraryListings } from './library-listings.js';
 import type { ObjectStrings } from './object-strings.js';
@@ -57,9 +57,9 @@ function ownFirst(entries: readonly ListEntry[]): string {
   return [...entries.filter((e) => usesOrigin(e.entry)), ...entries.filter((e) => !usesOrigin(e.entry))].map((e) => e.entry).join(':');
 }
 
-/** The names an object asks for by name: its DT_NEEDED, and those of `names` its strings hold (what it dlopens). */
+/** The names an object asks for by name: its DT_NEEDED, and those of `names` it names (what it dlopens). */
 async function askedFor(map: LinkMap, names: ReadonlySet<string>, strings: ObjectStrings): Promise<Set<string>> {
-  return new Set([...map.facts.needed, ...(await strings.namesHeld(map.facts, names))]);
+  return new Set([...map.facts.needed, ...(await librariesNamed(map.facts, names, strings))]);
 }
 
 async function shadowsOwn(map: LinkMap, namespace: LinkNamespace, strings: ObjectStrings, listings: LibraryListings): Promise<Finding[]> {
