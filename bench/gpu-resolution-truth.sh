@@ -47,7 +47,7 @@ log "closure: $(du -sb "$pristine" | cut -f1) bytes, $(find "$pristine" -type f 
 # The cuDNN files a run loads, from LD_DEBUG=libs ("calling init: PATH"), as real paths, one per line
 # (the run may fail: the files it loaded before are what counts).
 loaded_cudnn() {
-  { env -u LD_LIBRARY_PATH LD_DEBUG=libs PYTHONPATH=$1 python3 - 2>&1 >/dev/null || true; } <<'EOF' | sed -n 's/.*calling init: \(.*libcudnn[^ ]*\)$/\1/p' | xargs -r realpath | sort -u
+  { env -u LD_LIBRARY_PATH LD_DEBUG=libs PYTHONPATH=$1 python3 - 2>&1 >/dev/null || true; } <<'EOF' | sed -n 's/.*calling init: \(.*libcudnn[^ ]*\)$/\1/p' | xargs -r realpath | LC_ALL=C sort -u
 import torch, torch.nn.functional as F
 x = torch.randn(8, 3, 64, 64, device='cuda'); w = torch.randn(16, 3, 3, 3, device='cuda')
 F.conv2d(x, w).sum().item(); torch.cuda.synchronize()
@@ -56,7 +56,8 @@ EOF
 
 # The cuDNN files doctor says libtorch_cuda.so loads (its loads, and what each library dlopens), as real paths.
 doctor_cudnn() {
-  env -u LD_LIBRARY_PATH "${cli[@]}" doctor --json "$1/torch/lib/libtorch_cuda.so" 2>/dev/null | python3 -c '
+  # doctor exits 1 when it finds a problem: the report is what is read.
+  { env -u LD_LIBRARY_PATH "${cli[@]}" doctor --json "$1/torch/lib/libtorch_cuda.so" 2>/dev/null || true; } | python3 -c '
 import json, os, sys
 report = json.load(sys.stdin)["files"][0]
 paths = [load["path"] for load in report["loads"]] + [load["path"] for d in report["dlopen"] for load in d["loads"]]
@@ -100,7 +101,7 @@ for variant in "${variants[@]}"; do
   loaded_cudnn "$tree" >"$out/ld-debug-cudnn-$variant.txt"
   doctor_cudnn "$tree" >"$out/doctor-cudnn-$variant.txt"
   log "$variant: cuDNN files the loader opened: $(wc -l <"$out/ld-debug-cudnn-$variant.txt"), from: $(xargs -r -n1 dirname <"$out/ld-debug-cudnn-$variant.txt" | sort -u | tr '\n' ' ')"
-  missing=$(comm -23 "$out/ld-debug-cudnn-$variant.txt" "$out/doctor-cudnn-$variant.txt" | wc -l)
+  missing=$(LC_ALL=C comm -23 "$out/ld-debug-cudnn-$variant.txt" "$out/doctor-cudnn-$variant.txt" | wc -l)
   log "$variant: of those, doctor names $(($(wc -l <"$out/ld-debug-cudnn-$variant.txt") - missing)) (names $(wc -l <"$out/doctor-cudnn-$variant.txt") in all)"
   rm -rf "$tree"
 done
