@@ -196,7 +196,8 @@ describe('a worker thread that dies while apply --jobs 2 runs', () => {
       const failed = [...run.files].filter(([, file]) => file.status === 'failed');
       expect(failed.map(([path, file]) => [path, file.error?.message])).toEqual([[victim, expect.stringMatching(died(exit))]]);
       expect(stderrLines(run.result)).toEqual([
-        expect.stringContaining(`${join(run.root, victim)}: internal error: the worker thread patching this file died`),
+        // A thread that died is no bug of cuda-patchelf: the line says what happened, not "internal error".
+        expect.stringContaining(`${join(run.root, victim)}: the worker thread patching this file died`),
       ]);
       expect(sha(run.snapshot, victim), 'the thread died before it wrote a byte of the victim').toBe(sha(pristineSnapshot, victim));
       expect(differencesFromReference(run, new Set([victim]))).toEqual([]);

@@ -1,21 +1,12 @@
 // What happened to each file of a batch, and the summary counts a run ends with.
 
+import type { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Tier } from '../plan/plan.js';
 import type { TracedEntry } from '../hook-engine/hook.js';
+import type { FileSkip } from './walked-file.js';
 
-export type SkipReason =
-  | 'not-elf'
-  | 'archive'
-  | 'static'
-  | 'static-pie'
-  | 'relocatable'
-  | 'core'
-  | 'debug-info'
-  | 'symlink'
-  | 'special'
-  | 'hard-link'
-  | 'no-hook'
-  | 'rewrite-temporary';
+/** Why a batch leaves a file alone: what opening it tells (walked-file.ts), what the walk tells, no hook applying. */
+export type OutcomeSkip = FileSkip | 'symlink' | 'special' | 'no-hook' | 'rewrite-temporary';
 
 /** What the hooks change in a file, and how it is (or would be) written. */
 export interface RunpathChange {
@@ -29,7 +20,7 @@ export interface RunpathChange {
 }
 
 export type FileOutcome =
-  | { readonly path: string; readonly status: 'skipped'; readonly reason: SkipReason; readonly detail?: string }
+  | { readonly path: string; readonly status: 'skipped'; readonly reason: OutcomeSkip; readonly detail?: string }
   | { readonly path: string; readonly status: 'unchanged'; readonly runpath: string | null }
   | (RunpathChange & { readonly status: 'patched'; readonly bytesWritten: number })
   /**
@@ -38,7 +29,7 @@ export type FileOutcome =
    * is wrong with the file, so the run does not fail; `refusal` is what apply would say.
    */
   | (RunpathChange & { readonly status: 'would-refuse'; readonly refusal: string })
-  | { readonly path: string; readonly status: 'failed'; readonly error: unknown }
+  | { readonly path: string; readonly status: 'failed'; readonly error: CudaPatchelfError }
   /** Not started: the run was interrupted (Ctrl-C) before this file, which was not written. */
   | { readonly path: string; readonly status: 'interrupted' };
 

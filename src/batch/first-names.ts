@@ -4,11 +4,13 @@
 // is first told to be ELF: by the thread that sniffs the batch's files (schedule-files.ts).
 
 import type { Stats } from 'node:fs';
-import type { InodeNames } from '../edit/plan-file.js';
-
-export class FirstNames implements InodeNames {
+export class FirstNames {
   private readonly names = new Map<string, string>();
 
+  /**
+   * Records `path` as a name of the inode `stats` describes, and returns the name the inode was first
+   * recorded under, or null when that is `path` itself (the name to patch it through).
+   */
   recordName(path: string, stats: Pick<Stats, 'dev' | 'ino'>): string | null {
     const key = `${stats.dev}:${stats.ino}`;
     const first = this.names.get(key);

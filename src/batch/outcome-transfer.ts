@@ -5,7 +5,7 @@ import { CudaPatchelfError, type ErrorKind } from '../errors/cuda-patchelf-error
 import type { FileOutcome } from './file-outcome.js';
 
 interface ErrorData {
-  readonly kind: ErrorKind | 'internal';
+  readonly kind: ErrorKind;
   readonly message: string;
   readonly file?: string;
   readonly offset?: number;
@@ -15,32 +15,26 @@ export type TransferredOutcome =
   | Exclude<FileOutcome, { status: 'failed' }>
   | { readonly path: string; readonly status: 'failed'; readonly error: ErrorData };
 
+/** A failed outcome's error as data; an internal error keeps its cause's stack, which the clone would drop. */
 export function serializeOutcome(outcome: FileOutcome): TransferredOutcome {
   if (outcome.status !== 'failed') return outcome;
-  const error = outcome.error;
-  if (error instanceof CudaPatchelfError) {
-    return {
-      path: outcome.path,
-      status: 'failed',
-      error: {
-        kind: error.kind,
-        message: error.message,
-        ...(error.file === undefined ? {} : { file: error.file }),
-        ...(error.offset === undefined ? {} : { offset: error.offset }),
-      },
-    };
-  }
+  const { error } = outcome;
+  const cause = error.cause instanceof Error ? error.cause : null;
   return {
     path: outcome.path,
     status: 'failed',
-    error: { kind: 'internal', message: error instanceof Error ? (error.stack ?? error.message) : String(error) },
+    error: {
+      kind: error.kind,
+      message: error.kind === 'internal' && cause !== null ? (cause.stack ?? error.message) : error.message,
+      ...(error.file === undefined ? {} : { file: error.file }),
+      ...(error.offset === undefined ? {} : { offset: error.offset }),
+    },
   };
 }
 
 export function deserializeOutcome(outcome: TransferredOutcome): FileOutcome {
   if (outcome.status !== 'failed') return outcome;
   const { kind, message, file, offset } = outcome.error;
-  if (kind === 'internal') return { path: outcome.path, status: 'failed', error: new Error(message) };
   return {
     path: outcome.path,
     status: 'failed',

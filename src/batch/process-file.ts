@@ -3,14 +3,8 @@
 // worker thread alike (schedule-files.ts); a failure is the file's outcome, never an exception.
 
 import { DT, ET, PT } from '../elf/constants.js';
-import {
-  planWalkedFile,
-  type EditOperations,
-  type KnownHead,
-  type PlannedFile,
-  type SkippedFile,
-  type WalkedFileContext,
-} from '../edit/plan-file.js';
+import type { EditOperations } from '../edit/plan-file.js';
+import { planWalkedFile, type KnownHead, type SkippedFile, type WalkedFileContext } from './walked-file.js';
 import { commitPlan } from '../write/commit-plan.js';
 import {
   composeAfterResolver,
@@ -22,6 +16,7 @@ import {
 } from '../hook-engine/compose-hooks.js';
 import { splitRunpath } from '../elf/runpath-list.js';
 import type { Hook, TracedEntry } from '../hook-engine/hook.js';
+import { asFileError } from '../errors/cuda-patchelf-error.js';
 import { writeRefusal } from '../write/write-refusal.js';
 import type { FileOutcome, RunpathChange } from './file-outcome.js';
 import { isInterrupted, type InterruptFlag } from './interrupt.js';
@@ -125,18 +120,23 @@ export function skippedOutcome(path: string, skipped: SkippedFile): FileOutcome 
  * resolver's first phase read of it.
  */
 export async function processFile(item: FileItem, options: FileOptions, context?: WalkedFileContext): Promise<FileOutcome> {
+  try {
+    return await outcomeOf(item, options, context);
+  } catch (error) {
+    // A bug, in this file alone: reported as such (the original its cause), and the batch goes on.
+    return { path: item.path, status: 'failed', error: asFileError(error, item.path) };
+  }
+}
+
+async function outcomeOf(item: FileItem, options: FileOptions, context: WalkedFileContext | undefined): Promise<FileOutcome> {
   const path = item.path;
   if (isInterrupted(options.interrupt)) {
     context?.opened?.source.close();
     return { path, status: 'interrupted' };
   }
-  let planned: PlannedFile<HookAnswer> | SkippedFile;
-  try {
-    const seed = item.head?.kind === 'elf' ? { seed: item.head.seed } : {};
-    planned = await planWalkedFile(path, hookOperations(item, options), { ...seed, ...context });
-  } catch (error) {
-    return { path, status: 'failed', error };
-  }
+  const seed = item.head?.kind === 'elf' ? { seed: item.head.seed } : {};
+  const planned = await planWalkedFile(path, hookOperations(item, options), { ...seed, ...context });
+  if (planned.kind === 'failed') return { path, status: 'failed', error: planned.error };
   if (planned.kind === 'skipped') return skippedOutcome(path, planned);
   const { plan, stats, answer } = planned;
   // A file no hook applies to is left as it is, even one an edit cut short: it is not this run's.
@@ -157,9 +157,8 @@ export async function processFile(item: FileItem, options: FileOptions, context?
   if (options.dryRun) return { ...change, status: 'patched', bytesWritten: 0 };
   // The last moment to stop before a write; once started, the write runs to its end.
   if (isInterrupted(options.interrupt)) return { path, status: 'interrupted' };
-  try {
-    return { ...change, status: 'patched', bytesWritten: await commitPlan(path, plan, stats, options) };
-  } catch (error) {
-    return { path, status: 'failed', error };
-  }
+  const written = await commitPlan(path, plan, stats, options);
+  return written.kind === 'written'
+    ? { ...change, status: 'patched', bytesWritten: written.bytes }
+    : { path, status: 'failed', error: written.error };
 }

@@ -12,7 +12,6 @@ import { byteStringToText, textToByteString } from '../elf/byte-string.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Semantics } from '../hook-engine/compose-hooks.js';
 import type { Hook } from '../hook-engine/hook.js';
-import type { KnownHead } from '../edit/plan-file.js';
 import { readCpuInfo } from '../loader/cpu-model.js';
 import { LoaderRegistry } from '../loader/emulated-loader.js';
 import { hostAbi } from '../loader/machine-abi.js';
@@ -36,6 +35,7 @@ import type { FileItem } from './process-file.js';
 import { readResolverFacts, readWalkedFileFacts, type ResolverFacts } from './resolver-facts.js';
 import { RunpathProver } from './runpath-proof.js';
 import { settleRunpath } from './settle-runpath.js';
+import type { KnownHead } from './walked-file.js';
 
 /**
  * What phase 1 keeps of what it read, in all, for phase 2 to read through (the first files' blocks, a

@@ -5,11 +5,12 @@
 import type { ReadSeed } from '../elf/elf-file.js';
 import { DT } from '../elf/constants.js';
 import { ElfFile } from '../elf/elf-file.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { splitRunpath } from '../elf/runpath-list.js';
-import { sniffWalkedFile } from '../edit/plan-file.js';
 import { skipReason, type SkipReason } from '../edit/skip-reason.js';
 import type { ObjectFacts, ObjectFactsCache } from '../loader/object-facts.js';
 import { type DlopenDependency, dlopenDependencies } from '../resolve/dlopen-note.js';
+import { sniffWalkedFile } from './walked-file.js';
 
 export interface ResolverFacts {
   readonly machine: number;
@@ -44,7 +45,8 @@ export async function readResolverFacts(
   if (opened.kind !== 'elf') return null;
   try {
     return await factsOf(opened.file, dependencies, objects);
-  } catch {
+  } catch (error) {
+    if (!(error instanceof CudaPatchelfError)) throw error;
     return null;
   } finally {
     opened.file.close();
@@ -62,13 +64,15 @@ export type WalkedFileFacts =
 
 export async function readWalkedFileFacts(path: string, seedBytes: number, objects: ObjectFactsCache): Promise<WalkedFileFacts | null> {
   const sniffed = sniffWalkedFile(path);
-  if (sniffed === null) return null;
+  if (sniffed.kind === 'failed') return null;
   if (sniffed.kind === 'skipped') return sniffed.reason === 'archive' || sniffed.reason === 'not-elf' ? { kind: sniffed.reason } : null;
   const { source } = sniffed;
   try {
     const facts = await factsOf(await ElfFile.read(source), true, objects);
     return { kind: 'elf', facts, seed: source.seed(seedBytes) };
-  } catch {
+  } catch (error) {
+    // A file whose structures cannot be read is reported by the pass that patches it; a bug is thrown.
+    if (!(error instanceof CudaPatchelfError)) throw error;
     return null;
   } finally {
     source.close();

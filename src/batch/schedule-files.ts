@@ -8,10 +8,10 @@
 // The measurements behind these rules are in docs/benchmarks.md (Threads, and the --jobs cap).
 
 import pLimit, { type LimitFunction } from 'p-limit';
-import { recallWalkedFile, sniffWalkedFile } from '../edit/plan-file.js';
 import type { FileOutcome } from './file-outcome.js';
 import { FirstNames } from './first-names.js';
 import { processFile, skippedOutcome, type FileItem, type FileOptions } from './process-file.js';
+import { recallWalkedFile, sniffWalkedFile } from './walked-file.js';
 import { WorkerPool, workersAvailable } from './worker-pool.js';
 
 /** Lets the event loop run once. */
@@ -85,7 +85,8 @@ export class FileScheduler {
     // A file the resolver's first phase read is told apart without opening it again.
     const sniffed = item.head === undefined ? sniffWalkedFile(item.path, this.inodes) : recallWalkedFile(item.path, item.head, this.inodes);
     if (sniffed?.kind === 'skipped') return { outcome: skippedOutcome(item.path, sniffed) };
-    // An ELF file, open; or null, one that could not be read, which processFile reports.
+    if (sniffed?.kind === 'failed') return { outcome: { path: item.path, status: 'failed', error: sniffed.error } };
+    // An ELF file, open (or, known from the resolver's first phase, null: it is opened to be planned).
     if (!this.threaded)
       return { outcome: await processFile(item, this.options, { inodes: this.inodes, ...(sniffed === null ? {} : { opened: sniffed }) }) };
     sniffed?.source.close();

@@ -9,6 +9,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { FileOutcome } from './file-outcome.js';
 import { deserializeOutcome, type TransferredOutcome } from './outcome-transfer.js';
 import type { FileItem, FileOptions } from './process-file.js';
@@ -184,8 +185,8 @@ export class WorkerPool {
   private dispatch(job: Job): void {
     const least = this.workers.reduce<PoolWorker | undefined>((a, b) => (a === undefined || b.load < a.load ? b : a), undefined);
     if (least === undefined) {
-      const error = new Error(`no worker thread is left to patch this file (${this.deaths} died in this run); left alone`);
-      job.resolve({ path: job.item.path, status: 'failed', error });
+      const message = `no worker thread is left to patch this file (${this.deaths} died in this run); left alone`;
+      job.resolve({ path: job.item.path, status: 'failed', error: new CudaPatchelfError('stopped', message, { file: job.item.path }) });
       return;
     }
     least.run(job);
@@ -205,7 +206,10 @@ export class WorkerPool {
       victim.resolve({
         path: victim.item.path,
         status: 'failed',
-        error: new Error(`the worker thread patching this file died (${howItDied(code, dead.error)}); ${what}`),
+        error: new CudaPatchelfError('stopped', `the worker thread patching this file died (${howItDied(code, dead.error)}); ${what}`, {
+          file: victim.item.path,
+          cause: dead.error,
+        }),
       });
     }
     if (this.replacementsLeft > 0) {

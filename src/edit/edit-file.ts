@@ -1,7 +1,6 @@
 // Editing one named file (the single-file commands, the patchelf-compatible mode): the shared
 // pipeline plans it, and the plan is written, or the file refused and left byte-identical.
 
-import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Plan, Tier } from '../plan/plan.js';
 import { commitPlan } from '../write/commit-plan.js';
 import { planCommandLineFile, type EditOperations } from './plan-file.js';
@@ -41,11 +40,9 @@ export async function editElfFile<T = void>(
   const { plan, facts, stats, answer } = await planCommandLineFile(path, operations);
   let bytesWritten = 0;
   if (!options.dryRun) {
-    try {
-      bytesWritten = await commitPlan(path, plan, stats, options);
-    } catch (error) {
-      throw error instanceof CudaPatchelfError ? error.withFile(path) : error;
-    }
+    const written = await commitPlan(path, plan, stats, options);
+    if (written.kind === 'failed') throw written.error;
+    bytesWritten = written.bytes;
   }
   return { file: path, tier: plan.tier, bytesWritten, plan, oldSize: facts.fileSize, answer };
 }

@@ -1,13 +1,13 @@
-// The one per-file pipeline every command shares up to the write: open → sniff → read the image →
-// read the planner's facts → run the caller's operations once → decide the tier and plan → read the
-// plan back. Writing the plan is write/'s (commitPlan); `apply` and the single-file commands differ
-// only in the options they pass and in what they make of the result.
+// The one per-file pipeline every command shares up to the write, from an open ELF file: the skip
+// policy → read the planner's facts → run the caller's operations once → decide the tier and plan →
+// read the plan back. How a file is opened is the caller's (a single-file command by its name, the
+// batch as the walk lists it: batch/walked-file.ts); writing the plan is write/'s (commitPlan). What
+// stops an edit comes back as a value (FilePlan); only a bug is thrown.
 
 import type { Stats } from 'node:fs';
-import { FileHead, type ByteSource, type FileByteSource, type ReadSeed } from '../elf/byte-source.js';
-import { ElfFile, withElfFile } from '../elf/elf-file.js';
+import type { ByteSource } from '../elf/byte-source.js';
+import { withElfFile, type ElfFile } from '../elf/elf-file.js';
 import { readElfImage, type ElfImage } from '../elf/elf-image.js';
-import { fileKind, KIND_BYTES, type FileKind } from '../elf/file-kind.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { DynamicEditor } from '../plan/dynamic-editor.js';
 import { currentEntries, type CurrentEntry, type EditFacts, type LaterFact } from '../plan/edit-facts.js';
@@ -17,9 +17,7 @@ import { PlannedByteSource } from '../plan/planned-byte-source.js';
 import { shiftForRewrite } from '../plan/shift-for-rewrite.js';
 import { ShiftedByteSource } from '../plan/shifted-byte-source.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from '../plan/wanted.js';
-import { changedWhileRead } from './changed-while-read.js';
 import { readEditFacts, readLaterFact } from './read-edit-facts.js';
-import { skipReason, type SkipReason } from './skip-reason.js';
 
 /**
  * The operations to carry out on a file's dynamic array, run once per file; they may read the image
@@ -27,167 +25,37 @@ import { skipReason, type SkipReason } from './skip-reason.js';
  */
 export type EditOperations<T = void> = (editor: DynamicEditor, image: ElfImage) => T | Promise<T>;
 
-export type FileSkip = SkipReason | 'archive' | 'not-elf' | 'hard-link';
-
 export interface PlannedFile<T> extends PlannedEdit<T> {
   readonly kind: 'planned';
   /** The file as it was opened: the write checks it is still that file. */
   readonly stats: Stats;
 }
 
-export interface SkippedFile {
-  readonly kind: 'skipped';
-  readonly reason: FileSkip;
-  /** For a hard link: the name of the same inode that is patched instead. */
-  readonly detail?: string;
-}
-
-/**
- * Which name of an inode a batch patches (the batch keeps the names it has seen): a hard-linked file
- * is patched once, through the first of its names that shows it is an ELF file.
- */
-export interface InodeNames {
-  /**
-   * Records `path` as a name of the inode `stats` describes, and returns the name the inode was first
-   * recorded under, or null when that is `path` itself (the name to patch it through).
-   */
-  recordName(path: string, stats: Pick<Stats, 'dev' | 'ino'>): string | null;
-}
+/** What the pipeline makes of one open ELF file: a plan, or the error that stops this edit of it, as a value naming the file. */
+export type FilePlan<T> = PlannedFile<T> | { readonly kind: 'failed'; readonly error: CudaPatchelfError };
 
 /**
  * A file named on the command line: a symbolic link is followed, as patchelf does, and a file that
  * cannot be edited (not ELF, static, debug-info…) fails. Nothing is written. Errors name the file.
  */
-export function planCommandLineFile<T>(path: string, operations: EditOperations<T>): Promise<PlannedFile<T>> {
-  return withElfFile(path, (file) => planOpenFile(file, operations));
+export async function planCommandLineFile<T>(path: string, operations: EditOperations<T>): Promise<PlannedFile<T>> {
+  const planned = await withElfFile(path, (file) => planElfFile(file, operations));
+  if (planned.kind === 'failed') throw planned.error;
+  return planned;
 }
 
 /**
- * How planWalkedFile reaches a file: the batch's names of each inode, and the file when sniffed already
- * (open), or what an earlier opening read of it (`seed`, when that told an ELF file).
+ * The pipeline over an open ELF file (whether `apply` would leave it alone is the caller's question:
+ * skip-reason.ts): what stops the edit (the file's structures, an edit no tier can make) comes back as
+ * the file's error. Only an error cuda-patchelf does not expect (a bug) is thrown.
  */
-export interface WalkedFileContext {
-  readonly inodes?: InodeNames;
-  /** The file open, sniffed by sniffWalkedFile (planWalkedFile closes it). */
-  readonly opened?: SniffedElf;
-  readonly seed?: ReadSeed;
-}
-
-/**
- * What an earlier opening of a walked file found (the auto-patchelf resolver's first phase reads every
- * file of the trees): its kind, and for an ELF file what it read. Plain data, as sent to worker threads.
- */
-export type KnownHead = { readonly kind: 'not-elf' | 'archive' } | { readonly kind: 'elf'; readonly seed: ReadSeed };
-
-/**
- * sniffWalkedFile for a file whose head is known, without opening it: an archive, a file that is not ELF
- * or a later name of a hard-linked one (by the inode the earlier opening saw) comes back skipped; null
- * for an ELF file to plan (planWalkedFile, with the seed).
- */
-export function recallWalkedFile(path: string, head: KnownHead, inodes?: InodeNames): SkippedFile | null {
-  if (head.kind !== 'elf') return { kind: 'skipped', reason: head.kind };
-  const first = inodes?.recordName(path, head.seed.identity) ?? null;
-  return first === null ? null : { kind: 'skipped', reason: 'hard-link', detail: first };
-}
-
-/**
- * A file a tree walk listed as a regular file: a path that is a symbolic link now is refused
- * (O_NOFOLLOW); archives, non-ELF files, hard links to a file patched under another name (`inodes`)
- * and the files `apply` leaves alone (skipReason) come back skipped; a read failure of a file that
- * changed after it was opened is reported as that change. Nothing is written.
- */
-export async function planWalkedFile<T>(
-  path: string,
-  operations: EditOperations<T>,
-  context: WalkedFileContext = {},
-): Promise<PlannedFile<T> | SkippedFile> {
-  const seeded = context.opened ?? (context.seed === undefined ? null : openSeeded(path, context.seed));
-  const sniffed = seeded ?? sniffHead(FileHead.openWalked(path), context.inodes);
-  if (sniffed.kind === 'skipped') return sniffed;
-  const { source } = sniffed;
+export async function planElfFile<T>(file: ElfFile, operations: EditOperations<T>): Promise<FilePlan<T>> {
   try {
-    const file = await ElfFile.read(source);
-    const reason = skipReason(file.image);
-    if (reason !== null) return { kind: 'skipped', reason };
-    return await planOpenFile(file, operations);
+    return { kind: 'planned', stats: file.stats, ...(await planEditOf(file.image, operations)) };
   } catch (error) {
-    const changed = await changedWhileRead(path, source.stats, error);
-    throw changed ?? (error instanceof CudaPatchelfError ? error.withFile(path) : error);
-  } finally {
-    source.close();
+    if (!(error instanceof CudaPatchelfError)) throw error;
+    return { kind: 'failed', error: error.withFile(file.path) };
   }
-}
-
-/**
- * Archives and files that are not ELF, told by their first bytes alone (no stat), and the later names
- * of a hard-linked ELF file (after the stat); an ELF file this batch patches under this name comes
- * back open. The head is closed unless it comes back open; errors name the file.
- */
-function sniffHead(head: FileHead, inodes: InodeNames | undefined): SkippedFile | SniffedElf {
-  let kind: FileKind;
-  let source: FileByteSource | null = null;
-  try {
-    kind = fileKind(head.firstBytes(KIND_BYTES));
-    if (kind === 'elf') source = head.statNow();
-  } catch (error) {
-    head.close();
-    throw error;
-  }
-  if (source === null) {
-    head.close();
-    return { kind: 'skipped', reason: kind === 'archive' ? 'archive' : 'not-elf' };
-  }
-  let first: string | null;
-  try {
-    first = inodes?.recordName(source.path, source.stats) ?? null;
-  } catch (error) {
-    source.close();
-    throw error;
-  }
-  if (first === null) return { kind: 'elf', source };
-  source.close();
-  return { kind: 'skipped', reason: 'hard-link', detail: first };
-}
-
-/**
- * The walked file open and stat'ed, reading through `seed` when it is still the file the seed was read
- * from; null (closed) when it is not: it is then sniffed again like any other.
- */
-function openSeeded(path: string, seed: ReadSeed): SniffedElf | null {
-  const head = FileHead.openWalked(path);
-  let source: FileByteSource;
-  try {
-    source = head.statNow();
-  } catch (error) {
-    head.close();
-    throw error;
-  }
-  if (source.adoptSeed(seed)) return { kind: 'elf', source };
-  source.close();
-  return null;
-}
-
-/** A walked file that its first block shows is ELF, open and stat'ed, for planWalkedFile or closed by whoever got it. */
-export interface SniffedElf {
-  readonly kind: 'elf';
-  readonly source: FileByteSource;
-}
-
-/**
- * The first step of planWalkedFile alone, synchronous: an archive, a file that is not ELF or a later
- * name of a hard-linked one comes back skipped (and closed); an ELF file comes back open; null for a
- * file that cannot be opened or read (planWalkedFile then says what is wrong with it).
- */
-export function sniffWalkedFile(path: string, inodes?: InodeNames): SkippedFile | SniffedElf | null {
-  try {
-    return sniffHead(FileHead.openWalked(path), inodes);
-  } catch {
-    return null;
-  }
-}
-
-async function planOpenFile<T>(file: ElfFile, operations: EditOperations<T>): Promise<PlannedFile<T>> {
-  return { kind: 'planned', stats: file.stats, ...(await planEditOf(file.image, operations)) };
 }
 
 export interface PlannedEdit<T = void> {

@@ -189,7 +189,7 @@ export class FileHead {
    * which closes it; throws, leaving this head open, for a file that is not a regular one. What was
    * read before the stat (the first block, which told an ELF file from the others) is not carried
    * over: the source reads it again when asked, so that a change made before the stat and after that
-   * read is not missed when the stat already shows the changed file (edit/changed-while-read.ts).
+   * read is not missed when the stat already shows the changed file (batch/changed-while-read.ts).
    */
   statNow(): FileByteSource {
     return new FileByteSource(this.path, this.fd, statOfDescriptor(this.fd, this.path), this.bytesRead);

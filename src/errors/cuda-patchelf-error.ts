@@ -5,8 +5,10 @@
  * - `unsupported`: a valid ELF file that this edit cannot be carried out on, whole.
  * - `usage`: the request itself is wrong (bad option, unknown hook, cycle…).
  * - `changed`: the file changed on disk between reading and writing.
+ * - `stopped`: the worker thread patching the file died (killed, out of memory): the file was left alone.
+ * - `internal`: an error cuda-patchelf did not expect (a bug); the original is the cause.
  */
-export type ErrorKind = 'format' | 'io' | 'unsupported' | 'usage' | 'changed';
+export type ErrorKind = 'format' | 'io' | 'unsupported' | 'usage' | 'changed' | 'stopped' | 'internal';
 
 /** The one error base class of cuda-patchelf: a kind, the file it concerns, and where in it. */
 export class CudaPatchelfError extends Error {
@@ -25,19 +27,28 @@ export class CudaPatchelfError extends Error {
   /** One line for a person, `FILE: MESSAGE (at offset 0x…)`: control characters escaped, so a name with a newline stays one line. */
   describe(): string {
     const where = this.offset === undefined ? '' : ` (at offset 0x${this.offset.toString(16)})`;
-    return `${this.file === undefined ? '' : `${oneLine(this.file)}: `}${oneLine(this.message)}${where}`;
+    const what = this.kind === 'internal' ? `internal error: ${this.message}` : this.message;
+    return `${this.file === undefined ? '' : `${oneLine(this.file)}: `}${oneLine(what)}${where}`;
   }
 
-  /** The same error attributed to a file, for errors raised below the layer that knows the path. */
+  /** The same error attributed to a file, for errors raised below the layer that knows the path; the original is its cause. */
   withFile(file: string): CudaPatchelfError {
     if (this.file !== undefined) return this;
-    const copy = new CudaPatchelfError(this.kind, this.message, {
+    return new CudaPatchelfError(this.kind, this.message, {
       file,
-      cause: this.cause,
+      cause: this,
       ...(this.offset === undefined ? {} : { offset: this.offset }),
     });
-    return copy;
   }
+}
+
+/**
+ * Any error as a CudaPatchelfError naming `file`: one of ours attributed to it, anything else (a bug)
+ * an `internal` error whose cause is the original, so that its stack is not lost.
+ */
+export function asFileError(error: unknown, file: string): CudaPatchelfError {
+  if (error instanceof CudaPatchelfError) return error.withFile(file);
+  return new CudaPatchelfError('internal', error instanceof Error ? error.message : String(error), { file, cause: error });
 }
 
 /** Shorthand for the most common error: a structure of the file is malformed. */

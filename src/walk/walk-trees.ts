@@ -34,7 +34,7 @@ export type WalkItem =
       readonly named?: string;
     }
   | { readonly kind: 'skip'; readonly path: string; readonly reason: 'symlink' | 'special' | 'rewrite-temporary' }
-  | { readonly kind: 'error'; readonly path: string; readonly error: unknown };
+  | { readonly kind: 'error'; readonly path: string; readonly error: CudaPatchelfError };
 
 function toPosix(path: string): string {
   return sep === '/' ? path : path.split(sep).join('/');

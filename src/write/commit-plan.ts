@@ -6,6 +6,7 @@
 
 import { closeSync, fstatSync, openSync, statSync, type Stats } from 'node:fs';
 import { chmod } from 'node:fs/promises';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { ioError } from '../errors/io-error.js';
 import type { Plan } from '../plan/plan.js';
 import { writeAtOffsets } from './write-at-offsets.js';
@@ -27,14 +28,28 @@ export interface CommitOptions extends WriteOptions {
   readonly output?: string;
 }
 
+/** What committing a plan did: the bytes written, or the error that stopped it (naming the file; the file is left valid). */
+export type WriteResult =
+  | { readonly kind: 'written'; readonly bytes: number }
+  | { readonly kind: 'failed'; readonly error: CudaPatchelfError };
+
 /**
  * Writes a plan made from the file at `path`, which `planned` describes as it was read; returns the
- * bytes written. With `output`, the input's bytes and the plan's writes go there and the input is left
+ * bytes written, or the error that stopped the write as a value (only a bug is thrown). With `output`, the input's bytes and the plan's writes go there and the input is left
  * as it is (output-file.ts), unless `output` names the input itself. Otherwise a noop writes nothing,
  * not even the timestamp, and any other plan is written under the file lock, where writeIfUnchanged's check
  * sees a write another cuda-patchelf made since this one read the file.
  */
-export async function commitPlan(path: string, plan: Plan, planned: Stats, options: CommitOptions): Promise<number> {
+export async function commitPlan(path: string, plan: Plan, planned: Stats, options: CommitOptions): Promise<WriteResult> {
+  try {
+    return { kind: 'written', bytes: await commitOrThrow(path, plan, planned, options) };
+  } catch (error) {
+    if (!(error instanceof CudaPatchelfError)) throw error;
+    return { kind: 'failed', error: error.withFile(path) };
+  }
+}
+
+async function commitOrThrow(path: string, plan: Plan, planned: Stats, options: CommitOptions): Promise<number> {
   if (options.output !== undefined && !outputIsInput(options.output, planned)) {
     return writeOutput(path, options.output, { plan, planned, ...(options.durable === undefined ? {} : { durable: options.durable }) });
   }

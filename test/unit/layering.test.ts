@@ -61,7 +61,7 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   loader: { elf: {}, errors: {} },
   // Walking, scheduling and the summary: a file's path through elf/ and plan/ is edit/'s pipeline.
   batch: {
-    elf: { modules: ['constants.ts', 'elf-file.ts', 'byte-string.ts', 'runpath-list.ts'] },
+    elf: { modules: ['constants.ts', 'elf-file.ts', 'byte-string.ts', 'runpath-list.ts', 'byte-source.ts', 'file-kind.ts'] },
     walk: {},
     edit: {},
     plan: { modules: ['plan.ts'], typeOnly: true },
