@@ -466,7 +466,7 @@ describe('strip after a moved program header table', () => {
   // (libvips-cpp has code right after its notes) keeps its table moved, and binutils strip then
   // re-lays its new segment out, a few KiB lower in memory. That used to put it into the last page
   // of .bss; a table moved for good now starts higher by what strip may take from below it
-  // (src/plan/segment-layout.ts, strippedBelow), so the shift no longer reaches a page it did not
+  // (src/plan/segment-choice.ts, strippedBelow), so the shift no longer reaches a page it did not
   // share: no file is expected here, and any file joining this set fails.
   it('happens to no file (docs/design.md, Known limitations)', () => {
     const names = [...stripAfterMovedTable].map((path) => path.split('/').slice(-4).join('/')).sort();

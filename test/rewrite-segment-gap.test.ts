@@ -1,5 +1,5 @@
 // Where the appended segment starts in memory: the largest st_size among the dynamic symbols above
-// every segment's end (src/plan/segment-layout.ts), so that no symbol's extent, and no relocation
+// every segment's end (src/plan/segment-choice.ts), so that no symbol's extent, and no relocation
 // against a symbol (r_offset + st_size: a copy relocation writes that much), reaches into it.
 // eu-elflint checks exactly that, and flags a relocation that reaches a read-only segment. A library
 // with a 3 MiB table read through the GOT reaches 3 MiB past its GOT slot: its new segment must start

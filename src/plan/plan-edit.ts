@@ -4,13 +4,12 @@
 // In three steps. What the edit changes (WantedChange), with an edit cut short finished first. Where
 // each new byte goes: strings into the string table (string-placement.ts), an interpreter path where
 // the old one is when it fits, and when a table must move or grow, or the path does not fit, the
-// blocks the appended region holds (placeTables: the region laid out by segment-layout.ts). Then the
-// writes, each part's own (editPlan), put in phase order (write-list.ts): every prefix of them leaves
-// a file that loads. Where a step needs a fact read only on request, or no tier fits, it returns that
-// instead of a plan.
+// blocks the appended region holds (table-places.ts). Then the writes, each part's own (editPlan),
+// put in phase order (write-list.ts): every prefix of them leaves a file that loads. Where a step
+// needs a fact read only on request, or no tier fits, it returns that instead of a plan.
 
 import { DYN, type DynamicEntry } from '../elf/codec.js';
-import { DT, PT } from '../elf/constants.js';
+import { DT } from '../elf/constants.js';
 import { byteStringToBytes } from '../elf/byte-string.js';
 import type { StringReference } from '../elf/string-references.js';
 import { stringAt } from '../elf/string-table.js';
@@ -18,17 +17,15 @@ import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
 import { appendWrites } from './append-writes.js';
 import { CLEANUP_MARK, encodeDynamicArray, withNullValues } from './cleanup-mark.js';
 import type { EditFacts, InterpreterFact } from './edit-facts.js';
-import { needsFacts, planned, type NoPlan, type Plan, type PlanDecision, type PlannedWrite } from './plan.js';
-import type { RegionPart } from './region.js';
+import { needsFacts, planned, type Plan, type PlanDecision, type PlannedWrite } from './plan.js';
 import { resumeOf, stringStarts, type Resume, type SectionRepair } from './resume-edit.js';
 import { sectionWrites } from './section-writes.js';
-import { chooseSegment, layOutRegion, type BlockRequest, type MovedRange, type Place, type RegionLayout } from './segment-layout.js';
+import { chooseSegment } from './segment-choice.js';
+import type { MovedRange, Place, RegionLayout } from './segment-layout.js';
+import { type InterpreterChange, interpreterInPlace, outgrowsSlots, placeTables, type TablePlaces } from './table-places.js';
 import { placeStrings, type StringPlacement, type StringRequest } from './string-placement.js';
 import { isStringEntry, type WantedDynamic, type WantedEntry } from './wanted.js';
 import { changedSpanWrites, inPhaseOrder } from './write-list.js';
-
-/** DT_NULL slots a moved dynamic array gets beyond what it needs, so that later edits fit in place. */
-const SPARE_DYNAMIC_SLOTS = 4;
 
 /** What the edit changes, as the planner works on it. */
 interface WantedChange {
@@ -38,12 +35,6 @@ interface WantedChange {
   readonly renames: readonly VersionNeedRename[];
   /** A new interpreter path; null when it stays as it is. */
   readonly interpreter: InterpreterChange | null;
-}
-
-interface InterpreterChange {
-  readonly old: InterpreterFact;
-  /** The new path with its NUL. */
-  readonly bytes: Uint8Array;
 }
 
 interface VersionNeedRename {
@@ -150,11 +141,6 @@ function tablesMove(facts: EditFacts, change: WantedChange): boolean {
   return change.entries.some((entry) => isStringEntry(entry) && buffer.indexOf(byteStringToBytes(`${entry.text}\0`)) < 0);
 }
 
-/** Whether `entryCount` entries and their DT_NULL need more slots than the dynamic array has. */
-function outgrowsSlots(facts: EditFacts, entryCount: number): boolean {
-  return entryCount + 1 > facts.dynamic.capacity;
-}
-
 /** The new string table: what stays referenced, what is released, what must be placed. */
 function placeWantedStrings(facts: EditFacts, symbolNames: Uint32Array, change: WantedChange, resume: Resume | null): StringPlacement {
   const table = facts.dynstr.bytes;
@@ -176,107 +162,6 @@ function placeWantedStrings(facts: EditFacts, symbolNames: Uint32Array, change: 
     ...renames.map((rename) => ({ text: rename.text, previous: null })),
   ];
   return placeStrings(table, live, released, requests);
-}
-
-/** Where the string table and the dynamic array will be, and the appended region when either moves or grows. */
-interface TablePlaces {
-  readonly kind: 'places';
-  /** Null when both stay where they are (the in-place tier). */
-  readonly region: RegionLayout | null;
-  readonly table: Place;
-  readonly dynamic: { readonly moves: boolean; readonly offset: number; readonly vaddr: number; readonly capacity: number };
-  /** The string bytes the region holds: the whole table, moved, or the tail of one that grows where it ends the file. */
-  readonly appendedStrings: readonly RegionPart[];
-  /** Where a new interpreter path goes in the region; null when it goes in place (or stays). */
-  readonly interpreter: Place | null;
-}
-
-/** The smallest page of any kernel: a write inside one such page is never cut by a kill (the kernel stops a write only between pages). */
-const SMALLEST_PAGE = 4096;
-
-/**
- * The write of a new interpreter path where the old one is, the old one's bytes zeroed after it; null
- * when it does not fit there (the path, its NUL and the zeros after them: `room`), or when that one
- * write would cross a page boundary, where a kill could leave half of each path.
- */
-function interpreterInPlace(change: InterpreterChange): PlannedWrite | null {
-  const { old, bytes } = change;
-  if (bytes.length > old.room) return null;
-  const written = new Uint8Array(Math.max(bytes.length, old.text.length + 1));
-  written.set(bytes);
-  if (Math.floor(old.offset / SMALLEST_PAGE) !== Math.floor((old.offset + written.length - 1) / SMALLEST_PAGE)) return null;
-  return { phase: 'dynamic', offset: old.offset, bytes: written, what: 'interpreter path (PT_INTERP), in place' };
-}
-
-/**
- * The facts with the old interpreter path's bytes zeroed where the program header table may grow over
- * them: the copy made of them to make room would keep the old path.
- */
-function withoutOldInterpreter(facts: EditFacts, old: InterpreterFact): EditFacts {
-  return {
-    ...facts,
-    movableRanges: facts.movableRanges.map((range) =>
-      range.offset === old.offset ? { offset: range.offset, bytes: new Uint8Array(range.bytes.length) } : range,
-    ),
-  };
-}
-
-function placeTables(
-  facts: EditFacts,
-  placement: StringPlacement,
-  entryCount: number,
-  interpreter: InterpreterChange | null,
-): TablePlaces | NoPlan {
-  const tableGrows = placement.table.length > placement.oldSize;
-  const dynamicMoves = outgrowsSlots(facts, entryCount);
-  const unmoved: TablePlaces = {
-    kind: 'places',
-    region: null,
-    table: { offset: facts.dynstr.offset, vaddr: facts.dynstr.vaddr },
-    dynamic: { moves: false, offset: facts.dynamic.offset, vaddr: facts.dynamic.vaddr, capacity: facts.dynamic.capacity },
-    appendedStrings: [],
-    interpreter: null,
-  };
-  // A path that fits goes in place, unless the edit appends anyway: then it joins the region, where
-  // no growth of the program header table can reach it.
-  const interpreterAppended = interpreter !== null && (tableGrows || dynamicMoves || interpreterInPlace(interpreter) === null);
-  if (!tableGrows && !dynamicMoves && !interpreterAppended) return unmoved;
-  const layoutFacts = interpreterAppended ? withoutOldInterpreter(facts, interpreter.old) : facts;
-  const segment = chooseSegment(layoutFacts);
-  if (segment.kind !== 'segment') return segment;
-  const capacity = entryCount + 1 + SPARE_DYNAMIC_SLOTS;
-  // A table that already ends the file, inside the segment being extended, grows where it is (unless the
-  // dynamic array, laid out first, takes the bytes after it).
-  const growsAtEnd =
-    tableGrows && !dynamicMoves && segment.strategy === 'extend' && facts.dynstr.offset + placement.oldSize === facts.fileSize;
-  const strings = growsAtEnd ? placement.table.subarray(placement.oldSize) : placement.table;
-  // The blocks of the region, in this order: the dynamic array (ld.so writes DT_DEBUG into it), the strings.
-  const { codec } = facts;
-  const dynamicBlock = dynamicMoves
-    ? { size: capacity * codec.sizeOf(DYN), align: codec.wordSize, mappedBy: PT.PT_DYNAMIC, writable: true }
-    : null;
-  const stringsBlock = tableGrows ? { size: strings.length, align: 1, writable: false } : null;
-  // PT_INTERP follows the path (the kernel reads it at p_offset, glibc at p_vaddr); its entry keeps its place in the table.
-  const interpreterBlock = interpreterAppended
-    ? { size: interpreter.bytes.length, align: 1, mappedBy: PT.PT_INTERP, writable: false }
-    : null;
-  const blocks = [dynamicBlock, stringsBlock, interpreterBlock].filter((block): block is BlockRequest => block !== null);
-  const region = layOutRegion(layoutFacts, segment, blocks);
-  const placeOf = (block: BlockRequest | null): Place | undefined => (block === null ? undefined : region.blocks[blocks.indexOf(block)]);
-  const dynamicPlace = placeOf(dynamicBlock);
-  const stringsPlace = placeOf(stringsBlock);
-  const interpreterPlace = placeOf(interpreterBlock);
-  return {
-    kind: 'places',
-    region,
-    table: stringsPlace === undefined || growsAtEnd ? unmoved.table : stringsPlace,
-    dynamic: dynamicPlace === undefined ? unmoved.dynamic : { moves: true, ...dynamicPlace, capacity },
-    appendedStrings: [
-      ...(stringsPlace === undefined ? [] : [{ offset: stringsPlace.offset, bytes: strings }]),
-      ...(interpreterPlace === undefined || interpreter === null ? [] : [{ offset: interpreterPlace.offset, bytes: interpreter.bytes }]),
-    ],
-    interpreter: interpreterPlace ?? null,
-  };
 }
 
 /** The facts with the repaired section headers in place of the stale ones. */
