@@ -185,7 +185,7 @@ describe('Ctrl-C during --auto-patchelf phase 1', () => {
       libs: [],
       runtimeDependencies: [],
       appendRpaths: [],
-      ignoreMissing: [],
+      ignoredMissing: () => false,
       interpreter: null,
       libcDir: null,
       keepLibc: false,

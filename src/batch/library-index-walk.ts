@@ -15,7 +15,8 @@ import { readResolverFacts, type ResolverFacts } from './resolver-facts.js';
 /** What the anchor globs for: a name with `.so` in it (`*.so*`). */
 export const isLibraryName = (name: string): boolean => name.includes('.so');
 
-function realPathOf(path: string): string | null {
+/** The real path, or null where there is none (a dangling link, a name gone). */
+export function realPathOf(path: string): string | null {
   try {
     return realpathSync(path);
   } catch {

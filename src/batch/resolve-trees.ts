@@ -6,7 +6,7 @@
 // see the index. So does what phase 1 read (`FileItem.head`): phase 2 does not open a file that is not
 // ELF again, and reads an ELF file's blocks from memory (docs/auto-patchelf.md, "What is read").
 
-import { existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { byteStringToText, textToByteString } from '../elf/byte-string.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
@@ -18,7 +18,7 @@ import { hostAbi } from '../loader/machine-abi.js';
 import { ObjectFactsCache } from '../loader/object-facts.js';
 import { SystemRoot } from '../loader/system-root.js';
 import { holdsOnlyGlibc, isGlibcLibrary } from '../loader/glibc-libraries.js';
-import { ignoreMissingMatcher } from '../resolve/ignore-missing.js';
+import type { IgnoredMissing } from '../resolve/ignore-missing.js';
 import { targetSkipReason, type MachineAndOsAbi, type TargetSkipReason } from '../resolve/os-abi.js';
 import {
   resolveFile,
@@ -30,7 +30,7 @@ import {
 import type { WalkItem } from '../walk/walk-trees.js';
 import { FirstNames } from './first-names.js';
 import type { InterruptPoll } from './interrupt.js';
-import { isLibraryName, LibraryIndexWalk } from './library-index-walk.js';
+import { isLibraryName, LibraryIndexWalk, realPathOf } from './library-index-walk.js';
 import type { FileItem } from './process-file.js';
 import { readResolverFacts, readWalkedFileFacts, type ResolverFacts } from './resolver-facts.js';
 import { RunpathProver } from './runpath-proof.js';
@@ -50,8 +50,8 @@ export interface AutoPatchelfOptions {
   /** --runtime-dependencies and --append-rpaths, byte strings. */
   readonly runtimeDependencies: readonly string[];
   readonly appendRpaths: readonly string[];
-  /** --ignore-missing patterns (fnmatch). */
-  readonly ignoreMissing: readonly string[];
+  /** --ignore-missing: its patterns compiled once, when the command line is read. */
+  readonly ignoredMissing: IgnoredMissing;
   /** --interpreter: its path (a byte string) and the target's machine and OS ABI; null without it. */
   readonly interpreter: (MachineAndOsAbi & { readonly path: string }) | null;
   /** --libc-dir, or the interpreter's real directory; null: no libc rule. */
@@ -92,14 +92,6 @@ export interface TreeResolution {
   readonly warnings: readonly string[];
   /** libc's directory, and whether only glibc's own libraries in it count as libc's (it holds more); null without one. */
   readonly libc: { readonly directory: string; readonly glibcOnly: boolean } | null;
-}
-
-function realPathOf(path: string): string | null {
-  try {
-    return realpathSync(path);
-  } catch {
-    return null;
-  }
 }
 
 /**
@@ -236,7 +228,6 @@ export async function resolveTrees(
   const fileSystem = fileSystemOf(libcDir, countsAll, options.root === null ? null : target);
   const prover = new RunpathProver(registry, options.interpreter?.path ?? null);
   const written = targetSpelling(options.root === null ? null : target);
-  const ignored = ignoreMissingMatcher(options.ignoreMissing);
   const reports = new Map<string, ResolverReport>();
   const skipped: Partial<Record<TargetSkipReason, number>> = {};
   const warnings: string[] = [];
@@ -282,8 +273,8 @@ export async function resolveTrees(
     const interpreter = options.interpreter;
     reports.set(item.path, {
       resolved: resolution.resolved,
-      missing: resolution.missing.filter((alternatives) => !ignored(alternatives)),
-      ignoredMissing: resolution.missing.filter(ignored),
+      missing: resolution.missing.filter((alternatives) => !options.ignoredMissing(alternatives)),
+      ignoredMissing: resolution.missing.filter(options.ignoredMissing),
       interpreter:
         interpreter !== null && facts.interpreter !== null && facts.interpreter !== interpreter.path
           ? { old: facts.interpreter, new: interpreter.path }

@@ -158,8 +158,8 @@ export async function autoPatchelfOptionsOf(
     if (given !== undefined) throw usage(`${given[1]} needs --auto-patchelf`);
     return null;
   }
-  const ignoreMissing = flags.ignoreMissing ?? [];
-  ignoreMissingMatcher(ignoreMissing);
+  // Compiled here, once: a bad pattern is a usage error before any file is read.
+  const ignoredMissing = ignoreMissingMatcher(flags.ignoreMissing ?? []);
   const root = rootOf(flags, trees);
   const paths = new TargetPaths(root);
   const interpreter = flags.interpreter === undefined ? null : await interpreterOf(flags.interpreter, paths, root);
@@ -171,7 +171,7 @@ export async function autoPatchelfOptionsOf(
     libs: libsOf(flags.libs ?? [], paths),
     runtimeDependencies: (flags.runtimeDependencies ?? []).map((dir) => textToByteString(paths.spelled(dir))),
     appendRpaths: (flags.appendRpaths ?? []).map((dir) => textToByteString(paths.spelled(dir))),
-    ignoreMissing,
+    ignoredMissing,
     interpreter,
     libcDir: libcDir ?? besideInterpreter,
     keepLibc: flags.keepLibc === true,

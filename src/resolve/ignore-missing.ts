@@ -77,7 +77,10 @@ export function fnmatch(name: string, pattern: string): boolean {
  * alternative instead lets `--ignore-missing libfoo.so.1` silence the dependency that lists it.
  * Alternatives are byte strings, matched as the text they spell (UTF-8), as Python decodes them.
  */
-export function ignoreMissingMatcher(patterns: readonly string[]): (alternatives: readonly string[]) => boolean {
+/** Whether --ignore-missing silences a dependency, given as its alternatives. */
+export type IgnoredMissing = (alternatives: readonly string[]) => boolean;
+
+export function ignoreMissingMatcher(patterns: readonly string[]): IgnoredMissing {
   const regExps = patterns.map(patternRegExp);
   return (alternatives) =>
     alternatives.some((alternative) => {
