@@ -11,6 +11,7 @@ import { byteStringToText } from './byte-string.js';
 import { SHT } from './constants.js';
 import type { ElfImage } from './elf-image.js';
 import { readNoteSection } from './notes.js';
+import { noteJson } from './note-json.js';
 import { readSectionHeaders, type Section } from './section-headers.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 
@@ -86,18 +87,9 @@ export function parseCudaCompatDescriptor(descriptor: Uint8Array): Parsed {
   let end = descriptor.length;
   while (start < end && descriptor[start] === 0) start++;
   while (end > start && descriptor[end - 1] === 0) end--;
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(descriptor.subarray(start, end));
-  } catch {
-    return { ok: false, problem: 'the description is not UTF-8 text' };
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    return { ok: false, problem: `the description is not JSON (${(error as Error).message})` };
-  }
+  const parsed = noteJson(descriptor.subarray(start, end), 'the description');
+  if (!parsed.ok) return parsed;
+  const { json } = parsed;
   if (typeof json !== 'object' || json === null || Array.isArray(json))
     return { ok: false, problem: 'the description is not a JSON object' };
   return fieldsOf(json as Record<string, unknown>);

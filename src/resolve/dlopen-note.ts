@@ -7,6 +7,7 @@
 // descriptor means. Bad input comes back as a value naming what is wrong, never as an exception.
 
 import { textToByteString } from '../elf/byte-string.js';
+import { noteJson } from '../elf/note-json.js';
 
 /** NT_FDO_DLOPEN_METADATA (glibc elf.h). */
 const NT_FDO_DLOPEN_METADATA = 0x407c0c0a;
@@ -57,18 +58,9 @@ export function dlopenDependencies(notes: readonly Note[]): DlopenNotes {
  */
 export function parseDlopenDescriptor(descriptor: Uint8Array): DlopenDescriptor {
   const end = descriptor.indexOf(0);
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(descriptor.subarray(0, end < 0 ? descriptor.length : end));
-  } catch {
-    return { ok: false, error: 'the descriptor is not UTF-8 text' };
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    return { ok: false, error: `malformed JSON (${(error as Error).message})` };
-  }
+  const parsed = noteJson(descriptor.subarray(0, end < 0 ? descriptor.length : end), 'the descriptor');
+  if (!parsed.ok) return { ok: false, error: parsed.problem };
+  const { json } = parsed;
   if (!Array.isArray(json)) return { ok: false, error: 'the JSON is not an array' };
   const dependencies: DlopenDependency[] = [];
   for (const [index, entry] of json.entries()) {

@@ -66,9 +66,9 @@ describe('an FDO dlopen descriptor', () => {
 
   it.each([
     ['not UTF-8', new Uint8Array([0x5b, 0xff, 0x5d, 0]), 'the descriptor is not UTF-8 text'],
-    ['empty', new Uint8Array(8), /^malformed JSON \(/],
-    ['truncated JSON', json('[{"soname":["libx.so"]'), /^malformed JSON \(/],
-    ['garbage after the JSON', json('[] x'), /^malformed JSON \(/],
+    ['empty', new Uint8Array(8), /^the descriptor is not JSON \(/],
+    ['truncated JSON', json('[{"soname":["libx.so"]'), /^the descriptor is not JSON \(/],
+    ['garbage after the JSON', json('[] x'), /^the descriptor is not JSON \(/],
     ["an object, not an array (the specification's first draft)", json('{"soname":"libx.so"}'), 'the JSON is not an array'],
     ['an entry that is a string', json('["libx.so"]'), 'entry 0: not a JSON object'],
     ['an entry that is null', json('[{"soname":["a.so"]},null]'), 'entry 1: not a JSON object'],
