@@ -36,29 +36,28 @@ export interface SearchedRecord {
   readonly directories: readonly string[];
 }
 
-export interface NeededRecord {
-  readonly from: string;
+/** One name the loader looked for (a DT_NEEDED, a preload, a dlopen), and what came of it. */
+interface LookupRecord {
   readonly name: string;
-  /** Named by the loader's preload file (/etc/ld.so.preload), not by a DT_NEEDED. */
-  readonly preload: boolean;
   readonly status: 'loaded' | 'already-loaded' | 'same-file' | 'missing' | 'fatal';
   readonly path: string | null;
-  readonly message: string | null;
-  readonly passedOver: readonly { readonly path: string; readonly reason: string }[];
   /** For a name not found: where the loader looked, in order; empty otherwise. */
   readonly searched: readonly SearchedRecord[];
 }
 
-export interface DlopenRecord {
-  readonly name: string;
+export interface NeededRecord extends LookupRecord {
+  readonly from: string;
+  /** Named by the loader's preload file (/etc/ld.so.preload), not by a DT_NEEDED. */
+  readonly preload: boolean;
+  readonly message: string | null;
+  readonly passedOver: readonly { readonly path: string; readonly reason: string }[];
+}
+
+export interface DlopenRecord extends LookupRecord {
   readonly caller: string;
   readonly reason: string;
-  readonly status: 'loaded' | 'already-loaded' | 'same-file' | 'missing' | 'fatal';
-  readonly path: string | null;
   readonly rule: Rule | null;
   readonly owner: string | null;
-  /** For a name not found: where the loader looked, in order; empty otherwise. */
-  readonly searched: readonly SearchedRecord[];
   /** Dependencies of the opened library that are not found (the dlopen then fails). */
   readonly missing: readonly string[];
   /** A dependency the loader found and could not use, which fails the dlopen; null when none. */
