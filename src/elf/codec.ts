@@ -20,6 +20,11 @@ export interface RecordLayout<N extends string> {
   readonly fields64: FieldList<N>;
 }
 
+/** A record laid out alike in ELF32 and ELF64 (its fields' widths still follow the class). */
+function sameInBothClasses<N extends string>(name: string, fields: FieldList<N>): RecordLayout<N> {
+  return { name, fields32: fields, fields64: fields };
+}
+
 export type RecordOf<L> = L extends RecordLayout<infer N> ? Record<N, number> : never;
 
 function width(type: FieldType, elfClass: ElfClass): number {
@@ -220,38 +225,21 @@ export class ElfCodec {
 }
 
 /** Elf32_Ehdr / Elf64_Ehdr, after the 16 bytes of e_ident. */
-export const EHDR: RecordLayout<
-  | 'e_type'
-  | 'e_machine'
-  | 'e_version'
-  | 'e_entry'
-  | 'e_phoff'
-  | 'e_shoff'
-  | 'e_flags'
-  | 'e_ehsize'
-  | 'e_phentsize'
-  | 'e_phnum'
-  | 'e_shentsize'
-  | 'e_shnum'
-  | 'e_shstrndx'
-> = (() => {
-  const fields = [
-    ['e_type', 'half'],
-    ['e_machine', 'half'],
-    ['e_version', 'word'],
-    ['e_entry', 'addr'],
-    ['e_phoff', 'off'],
-    ['e_shoff', 'off'],
-    ['e_flags', 'word'],
-    ['e_ehsize', 'half'],
-    ['e_phentsize', 'half'],
-    ['e_phnum', 'half'],
-    ['e_shentsize', 'half'],
-    ['e_shnum', 'half'],
-    ['e_shstrndx', 'half'],
-  ] as const;
-  return { name: 'ELF header', fields32: fields, fields64: fields };
-})();
+export const EHDR = sameInBothClasses('ELF header', [
+  ['e_type', 'half'],
+  ['e_machine', 'half'],
+  ['e_version', 'word'],
+  ['e_entry', 'addr'],
+  ['e_phoff', 'off'],
+  ['e_shoff', 'off'],
+  ['e_flags', 'word'],
+  ['e_ehsize', 'half'],
+  ['e_phentsize', 'half'],
+  ['e_phnum', 'half'],
+  ['e_shentsize', 'half'],
+  ['e_shnum', 'half'],
+  ['e_shstrndx', 'half'],
+]);
 
 /** Elf32_Phdr / Elf64_Phdr: p_flags moves to second place in ELF64. */
 export const PHDR: RecordLayout<'p_type' | 'p_flags' | 'p_offset' | 'p_vaddr' | 'p_paddr' | 'p_filesz' | 'p_memsz' | 'p_align'> = {
@@ -279,32 +267,24 @@ export const PHDR: RecordLayout<'p_type' | 'p_flags' | 'p_offset' | 'p_vaddr' | 
 };
 
 /** Elf32_Shdr / Elf64_Shdr. */
-export const SHDR: RecordLayout<
-  'sh_name' | 'sh_type' | 'sh_flags' | 'sh_addr' | 'sh_offset' | 'sh_size' | 'sh_link' | 'sh_info' | 'sh_addralign' | 'sh_entsize'
-> = (() => {
-  const fields = [
-    ['sh_name', 'word'],
-    ['sh_type', 'word'],
-    ['sh_flags', 'xword'],
-    ['sh_addr', 'addr'],
-    ['sh_offset', 'off'],
-    ['sh_size', 'xword'],
-    ['sh_link', 'word'],
-    ['sh_info', 'word'],
-    ['sh_addralign', 'xword'],
-    ['sh_entsize', 'xword'],
-  ] as const;
-  return { name: 'section header', fields32: fields, fields64: fields };
-})();
+export const SHDR = sameInBothClasses('section header', [
+  ['sh_name', 'word'],
+  ['sh_type', 'word'],
+  ['sh_flags', 'xword'],
+  ['sh_addr', 'addr'],
+  ['sh_offset', 'off'],
+  ['sh_size', 'xword'],
+  ['sh_link', 'word'],
+  ['sh_info', 'word'],
+  ['sh_addralign', 'xword'],
+  ['sh_entsize', 'xword'],
+]);
 
 /** Elf32_Dyn / Elf64_Dyn. */
-export const DYN: RecordLayout<'d_tag' | 'd_val'> = (() => {
-  const fields = [
-    ['d_tag', 'sxword'],
-    ['d_val', 'xword'],
-  ] as const;
-  return { name: 'dynamic entry', fields32: fields, fields64: fields };
-})();
+export const DYN = sameInBothClasses('dynamic entry', [
+  ['d_tag', 'sxword'],
+  ['d_val', 'xword'],
+]);
 
 export type ElfHeaderFields = RecordOf<typeof EHDR>;
 export type ProgramHeader = RecordOf<typeof PHDR>;
@@ -312,48 +292,36 @@ export type SectionHeader = RecordOf<typeof SHDR>;
 export type DynamicEntry = RecordOf<typeof DYN>;
 
 /** Elf_Verneed / Elf_Vernaux / Elf_Verdef / Elf_Verdaux: the same in both classes. */
-export const VERNEED: RecordLayout<'vn_version' | 'vn_cnt' | 'vn_file' | 'vn_aux' | 'vn_next'> = (() => {
-  const fields = [
-    ['vn_version', 'half'],
-    ['vn_cnt', 'half'],
-    ['vn_file', 'word'],
-    ['vn_aux', 'word'],
-    ['vn_next', 'word'],
-  ] as const;
-  return { name: 'version need entry', fields32: fields, fields64: fields };
-})();
+export const VERNEED = sameInBothClasses('version need entry', [
+  ['vn_version', 'half'],
+  ['vn_cnt', 'half'],
+  ['vn_file', 'word'],
+  ['vn_aux', 'word'],
+  ['vn_next', 'word'],
+]);
 
-export const VERNAUX: RecordLayout<'vna_hash' | 'vna_flags' | 'vna_other' | 'vna_name' | 'vna_next'> = (() => {
-  const fields = [
-    ['vna_hash', 'word'],
-    ['vna_flags', 'half'],
-    ['vna_other', 'half'],
-    ['vna_name', 'word'],
-    ['vna_next', 'word'],
-  ] as const;
-  return { name: 'version need aux entry', fields32: fields, fields64: fields };
-})();
+export const VERNAUX = sameInBothClasses('version need aux entry', [
+  ['vna_hash', 'word'],
+  ['vna_flags', 'half'],
+  ['vna_other', 'half'],
+  ['vna_name', 'word'],
+  ['vna_next', 'word'],
+]);
 
-export const VERDEF: RecordLayout<'vd_version' | 'vd_flags' | 'vd_ndx' | 'vd_cnt' | 'vd_hash' | 'vd_aux' | 'vd_next'> = (() => {
-  const fields = [
-    ['vd_version', 'half'],
-    ['vd_flags', 'half'],
-    ['vd_ndx', 'half'],
-    ['vd_cnt', 'half'],
-    ['vd_hash', 'word'],
-    ['vd_aux', 'word'],
-    ['vd_next', 'word'],
-  ] as const;
-  return { name: 'version definition entry', fields32: fields, fields64: fields };
-})();
+export const VERDEF = sameInBothClasses('version definition entry', [
+  ['vd_version', 'half'],
+  ['vd_flags', 'half'],
+  ['vd_ndx', 'half'],
+  ['vd_cnt', 'half'],
+  ['vd_hash', 'word'],
+  ['vd_aux', 'word'],
+  ['vd_next', 'word'],
+]);
 
-export const VERDAUX: RecordLayout<'vda_name' | 'vda_next'> = (() => {
-  const fields = [
-    ['vda_name', 'word'],
-    ['vda_next', 'word'],
-  ] as const;
-  return { name: 'version definition aux entry', fields32: fields, fields64: fields };
-})();
+export const VERDAUX = sameInBothClasses('version definition aux entry', [
+  ['vda_name', 'word'],
+  ['vda_next', 'word'],
+]);
 
 /** Elf32_Sym / Elf64_Sym: the value moves ahead of st_info in ELF64. */
 export const SYM: RecordLayout<'st_name' | 'st_value' | 'st_size' | 'st_info' | 'st_other' | 'st_shndx'> = {
