@@ -7,7 +7,7 @@ import { textToByteString } from '../elf/byte-string.js';
 import { runpathFields } from '../elf/runpath-list.js';
 import { editElfFile, type EditOperations, type EditOptions, type EditResult } from '../edit/edit-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import { addRunpathEntries, removeRunpathEntries, type RunpathTagPolicy } from '../plan/dynamic-editor.js';
+import { addRunpathEntries, type DynamicEditor, removeRunpathEntries, type RunpathTagPolicy } from '../plan/dynamic-editor.js';
 import { plannedBytes } from '../plan/plan.js';
 import type { CliIo } from './cli-io.js';
 import { editLine, watchChanges } from './edit-line.js';
@@ -75,6 +75,27 @@ async function editFiles(io: CliIo, files: readonly string[], operations: EditOp
 const policyOf = (options: CommonOptions): RunpathTagPolicy => (options.forceRpath ? 'rpath' : 'keep');
 const dirsOf = (value: string): string[] => runpathFields(textToByteString(value));
 
+/** The commands that take one DT_NEEDED name and the files. */
+const ONE_NEEDED_COMMANDS: readonly {
+  readonly name: string;
+  readonly description: string;
+  readonly library: string;
+  readonly edit: (editor: DynamicEditor, library: string) => void;
+}[] = [
+  {
+    name: 'add-needed',
+    description: 'add a DT_NEEDED entry (before the existing ones)',
+    library: 'the library to add, as DT_NEEDED names it (libfoo.so.1)',
+    edit: (editor, library) => editor.addNeeded(library),
+  },
+  {
+    name: 'remove-needed',
+    description: 'remove DT_NEEDED entries naming LIBRARY',
+    library: 'the DT_NEEDED name to remove (libfoo.so.1)',
+    edit: (editor, library) => editor.removeNeeded(library),
+  },
+];
+
 export function registerEditCommands(program: Command, io: CliIo): void {
   withRunpathOptions(program.command('set-runpath'))
     .description('set the runpath (DT_RUNPATH, or DT_RPATH where the file has that) to VALUE')
@@ -124,21 +145,15 @@ export function registerEditCommands(program: Command, io: CliIo): void {
       );
     });
 
-  withCommonOptions(program.command('add-needed'))
-    .description('add a DT_NEEDED entry (before the existing ones)')
-    .argument('<library>', 'the library to add, as DT_NEEDED names it (libfoo.so.1)')
-    .argument('<files...>', FILES)
-    .action((library: string, files: string[], options: CommonOptions) =>
-      editFiles(io, files, (editor) => editor.addNeeded(textToByteString(library)), options),
-    );
-
-  withCommonOptions(program.command('remove-needed'))
-    .description('remove DT_NEEDED entries naming LIBRARY')
-    .argument('<library>', 'the DT_NEEDED name to remove (libfoo.so.1)')
-    .argument('<files...>', FILES)
-    .action((library: string, files: string[], options: CommonOptions) =>
-      editFiles(io, files, (editor) => editor.removeNeeded(textToByteString(library)), options),
-    );
+  for (const command of ONE_NEEDED_COMMANDS) {
+    withCommonOptions(program.command(command.name))
+      .description(command.description)
+      .argument('<library>', command.library)
+      .argument('<files...>', FILES)
+      .action((library: string, files: string[], options: CommonOptions) =>
+        editFiles(io, files, (editor) => command.edit(editor, textToByteString(library)), options),
+      );
+  }
 
   withCommonOptions(program.command('replace-needed'))
     .description('rename a DT_NEEDED entry (and the version needs that name it)')
