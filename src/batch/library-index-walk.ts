@@ -5,10 +5,9 @@
 
 import { realpathSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { byteStringToText, textToByteString } from '../elf/byte-string.js';
+import { byteStringToText, textToByteString, usesOrigin } from '../elf/elf.js';
 import type { ObjectFactsCache } from '../loader/object-facts.js';
 import { LibraryIndex } from '../resolve/library-index.js';
-import { usesOrigin } from '../elf/runpath-list.js';
 import { walkTrees } from '../walk/walk-trees.js';
 import { readResolverFacts, type ResolverFacts } from './resolver-facts.js';
 

@@ -3,7 +3,7 @@
 // reported and left untouched; the others go on.
 
 import { lstatSync } from 'node:fs';
-import { ElfFile } from '../elf/elf-file.js';
+import { ElfFile } from '../elf/elf.js';
 import { countOutcome, emptySummary, type BatchSummary, type FileOutcome } from './file-outcome.js';
 import { InterruptPoll } from './interrupt.js';
 import type { FileOptions } from './process-file.js';

@@ -2,7 +2,7 @@
 // then written (write/commit-plan.ts) unless the run is a dry run. Runs in the batch's thread or in a
 // worker thread alike (schedule-files.ts); a failure is the file's outcome, never an exception.
 
-import { DT, ET, PT } from '../elf/constants.js';
+import { DT, ET, PT, splitRunpath } from '../elf/elf.js';
 import type { EditOperations } from '../edit/plan-file.js';
 import { planWalkedFile, type KnownHead, type SkippedFile, type WalkedFileContext } from './walked-file.js';
 import { commitPlan } from '../write/commit-plan.js';
@@ -14,7 +14,6 @@ import {
   type ComposedRunpath,
   type Semantics,
 } from '../hook-engine/compose-hooks.js';
-import { splitRunpath } from '../elf/runpath-list.js';
 import type { Hook, TracedEntry } from '../hook-engine/hook.js';
 import { asFileError } from '../errors/cuda-patchelf-error.js';
 import { writeRefusal } from '../write/write-refusal.js';

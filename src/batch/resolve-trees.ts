@@ -8,7 +8,7 @@
 
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { byteStringToText, textToByteString } from '../elf/byte-string.js';
+import { byteStringToText, textToByteString } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Semantics } from '../hook-engine/compose-hooks.js';
 import type { Hook } from '../hook-engine/hook.js';

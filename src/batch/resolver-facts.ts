@@ -2,11 +2,8 @@
 // OS ABI), the interpreter, the runpath and, for a file to resolve, its DT_NEEDED entries and
 // `.note.dlopen` dependencies. A few small positional reads per file; nothing is written.
 
-import type { ReadSeed } from '../elf/elf-file.js';
-import { DT } from '../elf/constants.js';
-import { ElfFile } from '../elf/elf-file.js';
+import { DT, ElfFile, type ReadSeed, splitRunpath } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
-import { splitRunpath } from '../elf/runpath-list.js';
 import { skipReason, type SkipReason } from '../edit/skip-reason.js';
 import type { ObjectFacts, ObjectFactsCache } from '../loader/object-facts.js';
 import { type DlopenDependency, dlopenDependencies } from '../resolve/dlopen-note.js';

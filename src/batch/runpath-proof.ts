@@ -6,7 +6,7 @@
 // phase 1 read is not opened again, and a directory is listed once per run.
 
 import { readdirSync, statSync } from 'node:fs';
-import { bytesToByteString, byteStringToText, textToByteString } from '../elf/byte-string.js';
+import { bytesToByteString, byteStringToText, textToByteString } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { startingMap } from '../loader/emulate-load.js';
 import type { EmulatedLoader, LoaderRegistry } from '../loader/emulated-loader.js';

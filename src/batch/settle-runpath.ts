@@ -6,8 +6,7 @@
 // it is not written.
 
 import { join } from 'node:path';
-import { ET } from '../elf/constants.js';
-import { byteStringToText } from '../elf/byte-string.js';
+import { byteStringToText, ET } from '../elf/elf.js';
 import { composeAfterResolver, composeRunpath, RESOLVER_HOOK_NAME, type Semantics } from '../hook-engine/compose-hooks.js';
 import type { FileFacts, Hook, TracedEntry } from '../hook-engine/hook.js';
 import type { FileResolution } from '../resolve/resolve-file.js';

@@ -5,9 +5,7 @@
 // travels with it: its kind, and for an ELF file the blocks read, which are read through while the
 // file is the same. Each ELF file is opened read-only once here (and once more to be written).
 
-import { FileHead, type FileByteSource, type ReadSeed } from '../elf/byte-source.js';
-import { ElfFile } from '../elf/elf-file.js';
-import { fileKind, KIND_BYTES } from '../elf/file-kind.js';
+import { ElfFile, type FileByteSource, FileHead, fileKind, KIND_BYTES, type ReadSeed } from '../elf/elf.js';
 import { changedWhileRead } from './changed-while-read.js';
 import { planElfFile, type EditOperations, type FilePlan } from '../edit/plan-file.js';
 import { skipReason, type SkipReason } from '../edit/skip-reason.js';

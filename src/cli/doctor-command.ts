@@ -3,7 +3,7 @@
 
 import { isAbsolute, relative } from 'node:path';
 import { statSync } from 'node:fs';
-import { textToByteString } from '../elf/byte-string.js';
+import { textToByteString } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { isDriverVersion, readKernelDriverVersion, type DriverVersion } from '../doctor/driver-version.js';
 import { driverVersionInCache, LOADER_CACHE } from '../driver-link/driver-release.js';

@@ -5,7 +5,7 @@
 
 import { statSync } from 'node:fs';
 import type { FileOutcome } from '../batch/file-outcome.js';
-import { byteStringToText } from '../elf/byte-string.js';
+import { byteStringToText } from '../elf/elf.js';
 import { counted } from './report.js';
 import { oneLine } from '../errors/cuda-patchelf-error.js';
 import { driverDirectories, entriesPutBehindDriver } from '../hook-engine/driver-precedence.js';

@@ -3,8 +3,7 @@
 // the tier), and goes on after failures.
 
 import type { Command } from 'commander';
-import { textToByteString } from '../elf/byte-string.js';
-import { runpathFields } from '../elf/runpath-list.js';
+import { runpathFields, textToByteString } from '../elf/elf.js';
 import { editElfFile, type EditOperations, type EditOptions, type EditResult } from '../edit/edit-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { addRunpathEntries, type DynamicEditor, removeRunpathEntries, type RunpathTagPolicy } from '../plan/dynamic-editor.js';

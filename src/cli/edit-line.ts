@@ -3,10 +3,8 @@
 // operation. The words come from the entries before and after the operations, so they say what was
 // done, whichever command asked for it (a set-runpath that only converts DT_RPATH says so).
 
-import { byteStringToText } from '../elf/byte-string.js';
-import { DT_NAMES, nameOf } from '../elf/constants.js';
+import { byteStringToText, DT_NAMES, joinRunpath, nameOf, splitRunpath } from '../elf/elf.js';
 import type { EditOperations, EditResult } from '../edit/edit-file.js';
-import { joinRunpath, splitRunpath } from '../elf/runpath-list.js';
 import type { DynamicEditor } from '../plan/dynamic-editor.js';
 import type { Tier } from '../plan/plan.js';
 

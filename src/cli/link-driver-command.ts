@@ -4,7 +4,7 @@
 
 import { statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { cudaCompatNoteRecord } from '../elf/cuda-compat-note.js';
+import { cudaCompatNoteRecord } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { isDriverVersion } from '../doctor/driver-version.js';
 import { hostAbi, type MachineAbi } from '../loader/machine-abi.js';

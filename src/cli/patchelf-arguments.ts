@@ -3,7 +3,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { ioError } from '../errors/io-error.js';
-import { bytesToByteString, byteStringToText, textToByteString } from '../elf/byte-string.js';
+import { bytesToByteString, byteStringToText, textToByteString } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { rejectEmptyPaths } from './report.js';
 

@@ -5,9 +5,7 @@
 // remove, replace and add needed libraries. Unlike patchelf, a failing file does not stop the others.
 
 import type { Stats } from 'node:fs';
-import { byteStringToText } from '../elf/byte-string.js';
-import { DT, ET } from '../elf/constants.js';
-import { withElfFile, type ElfFile } from '../elf/elf-file.js';
+import { byteStringToText, DT, type ElfFile, ET, withElfFile } from '../elf/elf.js';
 import { editElfFile, type EditOperations } from '../edit/edit-file.js';
 import { shrinkRunpath } from '../edit/shrink-runpath.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';

@@ -2,9 +2,7 @@
 // interpreter path alone.
 
 import type { Command } from 'commander';
-import { byteStringToText } from '../elf/byte-string.js';
-import { withElfFile, type ElfFile } from '../elf/elf-file.js';
-import { CUDA_COMPAT_NOTE_SECTION, describeCudaCompatNote } from '../elf/cuda-compat-note.js';
+import { byteStringToText, CUDA_COMPAT_NOTE_SECTION, describeCudaCompatNote, type ElfFile, withElfFile } from '../elf/elf.js';
 import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
 import { summarize, type ElfSummary } from '../edit/summary.js';
 import { forEachFile, rejectEmptyPaths } from './report.js';

@@ -2,7 +2,7 @@
 
 import type { Command } from 'commander';
 import { patchedCount } from '../batch/file-outcome.js';
-import { byteStringToText } from '../elf/byte-string.js';
+import { byteStringToText } from '../elf/elf.js';
 import { oneLine } from '../errors/cuda-patchelf-error.js';
 import { libcText } from './auto-patchelf-options.js';
 import type { CliIo } from './cli-io.js';

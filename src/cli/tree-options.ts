@@ -2,7 +2,7 @@
 
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { textToByteString } from '../elf/byte-string.js';
+import { textToByteString } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import {
   BUILTIN_HOOK_NAMES,

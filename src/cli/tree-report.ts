@@ -2,7 +2,7 @@
 
 import { type BatchSummary, type FileOutcome, patchedCount } from '../batch/file-outcome.js';
 import type { ResolverReport } from '../batch/resolve-trees.js';
-import { byteStringToText } from '../elf/byte-string.js';
+import { byteStringToText } from '../elf/elf.js';
 import { oneLine } from '../errors/cuda-patchelf-error.js';
 import { RESOLVER_HOOK_NAME } from '../hook-engine/compose-hooks.js';
 import type { TracedEntry } from '../hook-engine/hook.js';

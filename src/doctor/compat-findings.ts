@@ -5,8 +5,7 @@
 // libcuda older than the kernel driver stops CUDA with error 803. One as new as the kernel driver's own
 // release loads and works (NVIDIA's toolkit would leave it out, having nothing to add): no finding.
 
-import { byteStringToText } from '../elf/byte-string.js';
-import { CUDA_COMPAT_NOTE_SECTION, type CudaCompatNote } from '../elf/cuda-compat-note.js';
+import { byteStringToText, CUDA_COMPAT_NOTE_SECTION, type CudaCompatNote } from '../elf/elf.js';
 import { LIBCUDA } from './cuda-dlopen.js';
 import { compatDecision, compatDecisionText, driverBranch } from './compat-rule.js';
 import { compareDriverVersions, type DriverVersion } from './driver-version.js';

@@ -7,7 +7,7 @@
 // - Without a driver version: the toolkit compares the note's CUDA release with the host's, which is
 //   not known here, so compat is not used.
 
-import type { CudaCompatNote } from '../elf/cuda-compat-note.js';
+import type { CudaCompatNote } from '../elf/elf.js';
 import { compareDriverVersions } from './driver-version.js';
 
 /** The two versions compared: the compat libcuda's and the kernel driver's. */

@@ -3,8 +3,7 @@
 
 import { readdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { byteStringToText } from '../elf/byte-string.js';
-import type { ElfFile } from '../elf/elf-file.js';
+import { byteStringToText, type ElfFile } from '../elf/elf.js';
 import { CUDA_DLOPEN_NAMES, LIBCUDA, resolveCudaDlopens, type CallerReason, type DlopenCall } from './cuda-dlopen.js';
 import type { DriverVersion } from './driver-version.js';
 import type { LoaderRegistry } from '../loader/emulated-loader.js';

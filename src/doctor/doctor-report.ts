@@ -1,8 +1,7 @@
 // The report of one file as plain data with stable field names: what `doctor --json` prints
 // (docs/doctor.md describes every field) and what the text output is drawn from.
 
-import { byteStringToText } from '../elf/byte-string.js';
-import { cudaCompatNoteRecord, type CudaCompatNoteRecord } from '../elf/cuda-compat-note.js';
+import { byteStringToText, cudaCompatNoteRecord, type CudaCompatNoteRecord } from '../elf/elf.js';
 import type { DlopenCall } from './cuda-dlopen.js';
 import type { FileDiagnosis } from './diagnose.js';
 import type { Finding } from './findings.js';

@@ -1,7 +1,7 @@
 // What doctor reports as wrong with one file: each finding says what happens at run time and how to
 // fix it. Errors mean the program will not start or CUDA will not; warnings are worth a look.
 
-import { byteStringToText } from '../elf/byte-string.js';
+import { byteStringToText } from '../elf/elf.js';
 import { compatFindings } from './compat-findings.js';
 import { LIBCUDA, type DlopenCall } from './cuda-dlopen.js';
 import { compareDriverVersions, type DriverVersion } from './driver-version.js';

@@ -7,7 +7,7 @@
 // release is the driver's and any other is compat, wherever it lies (NVIDIA's rule then decides);
 // without the kernel driver's version, or without the note, the directory and the size tell.
 
-import type { CudaCompatNoteReading } from '../elf/cuda-compat-note.js';
+import type { CudaCompatNoteReading } from '../elf/elf.js';
 import type { ObjectFacts } from '../loader/object-facts.js';
 import type { ObjectStrings } from './object-strings.js';
 import type { SystemRoot } from '../loader/system-root.js';

@@ -2,7 +2,7 @@
 // them (what a loader search can be asked for), each directory listed once per run.
 
 import { readdirSync } from 'node:fs';
-import { bytesToByteString } from '../elf/byte-string.js';
+import { bytesToByteString } from '../elf/elf.js';
 import type { SystemRoot } from '../loader/system-root.js';
 
 const isLibraryName = (name: string): boolean => name.includes('.so');

@@ -3,11 +3,7 @@
 // makeWrapper) is followed to the program it runs, with the LD_LIBRARY_PATH it gives it, and that
 // program is diagnosed in its stead; anything else is a finding, since doctor could not check it.
 
-import { FileByteSource } from '../elf/byte-source.js';
-import { byteStringToText, bytesToByteString } from '../elf/byte-string.js';
-import { ET, PT } from '../elf/constants.js';
-import { ElfFile } from '../elf/elf-file.js';
-import { fileKind } from '../elf/file-kind.js';
+import { bytesToByteString, byteStringToText, ElfFile, ET, FileByteSource, fileKind, PT } from '../elf/elf.js';
 import { skipReason } from '../edit/skip-reason.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Finding } from './findings.js';

@@ -3,10 +3,7 @@
 // linked statically, a libcuda's own version), and the note a compat libcuda carries. Each region is
 // read in bounded chunks, positionally, once per file, however many programs load the file.
 
-import { bytesToByteString } from '../elf/byte-string.js';
-import { SHT } from '../elf/constants.js';
-import type { CudaCompatNoteReading } from '../elf/cuda-compat-note.js';
-import { withElfFile, type ElfFile } from '../elf/elf-file.js';
+import { bytesToByteString, type CudaCompatNoteReading, type ElfFile, SHT, withElfFile } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { ObjectFacts } from '../loader/object-facts.js';
 

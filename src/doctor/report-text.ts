@@ -4,7 +4,7 @@
 // keeps, of the files with findings, the lines the findings rest on and the loads that lead to them.
 
 import { basename } from 'node:path';
-import { describeCudaCompatNote } from '../elf/cuda-compat-note.js';
+import { describeCudaCompatNote } from '../elf/elf.js';
 import { LIBCUDA } from './cuda-dlopen.js';
 import type { DlopenRecord, FileReport, LoadRecord, SearchedRecord } from './doctor-report.js';
 import type { Finding } from './findings.js';

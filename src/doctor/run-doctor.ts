@@ -4,8 +4,7 @@
 
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { textToByteString } from '../elf/byte-string.js';
-import { ElfFile } from '../elf/elf-file.js';
+import { ElfFile, textToByteString } from '../elf/elf.js';
 import { skipReason } from '../edit/skip-reason.js';
 import { walkTrees } from '../walk/walk-trees.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';

@@ -9,8 +9,7 @@
 //     reuses a loaded object by name), though the later one's own search would find another file.
 // The same file, or a byte-identical copy, is no other copy.
 
-import { byteStringToText } from '../elf/byte-string.js';
-import { usesOrigin } from '../elf/runpath-list.js';
+import { byteStringToText, usesOrigin } from '../elf/elf.js';
 import type { LoadEmulation } from '../loader/emulate-load.js';
 import type { LinkMap } from '../loader/link-map.js';
 import type { LinkNamespace } from '../loader/link-namespace.js';

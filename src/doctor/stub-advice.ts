@@ -4,7 +4,7 @@
 // can help: a runpath comes after it), or the loader's cache and default directories (the stub was
 // installed where no stub belongs).
 
-import { byteStringToText } from '../elf/byte-string.js';
+import { byteStringToText } from '../elf/elf.js';
 import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../hook-engine/stubs-pattern.js';
 import type { LinkMap } from '../loader/link-map.js';
 import type { LinkNamespace } from '../loader/link-namespace.js';

@@ -4,8 +4,7 @@
 // exactly one libcuda.so.X.Y.Z there, takes the compat driver version from its name, and reads its note.
 
 import { join } from 'node:path';
-import type { CudaCompatNoteReading } from '../elf/cuda-compat-note.js';
-import { ElfFile } from '../elf/elf-file.js';
+import { type CudaCompatNoteReading, ElfFile } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { driverVersionInName } from '../doctor/libcuda-facts.js';
 import { namesIn, realFile, releaseFilesIn } from './release-files.js';

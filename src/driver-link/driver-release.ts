@@ -5,8 +5,7 @@
 
 import { endianness } from 'node:os';
 import { basename, join } from 'node:path';
-import { byteStringToText } from '../elf/byte-string.js';
-import { withFileByteSource } from '../elf/byte-source.js';
+import { byteStringToText, withFileByteSource } from '../elf/elf.js';
 import type { DriverVersion } from '../doctor/driver-version.js';
 import { driverVersionInName, liesInCompatDirectory } from '../doctor/libcuda-facts.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';

@@ -3,9 +3,7 @@
 // (libcuda.so.580.159.04) and the development name (libcuda.so, which some programs dlopen).
 
 import { basename } from 'node:path';
-import { byteStringToText } from '../elf/byte-string.js';
-import { DT } from '../elf/constants.js';
-import { ElfFile } from '../elf/elf-file.js';
+import { byteStringToText, DT, ElfFile } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 
 export interface LibraryLinks {

@@ -5,9 +5,7 @@
 // stops an edit comes back as a value (FilePlan); only a bug is thrown.
 
 import type { Stats } from 'node:fs';
-import type { ByteSource } from '../elf/byte-source.js';
-import { withElfFile, type ElfFile } from '../elf/elf-file.js';
-import { readElfImage, type ElfImage } from '../elf/elf-image.js';
+import { type ByteSource, type ElfFile, type ElfImage, readElfImage, withElfFile } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { DynamicEditor } from '../plan/dynamic-editor.js';
 import { currentEntries, type CurrentEntry, type EditFacts, type LaterFact } from '../plan/edit-facts.js';

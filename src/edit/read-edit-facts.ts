@@ -2,14 +2,23 @@
 // read up front, so that planning itself is pure.
 
 import { CudaPatchelfError, malformedInput } from '../errors/cuda-patchelf-error.js';
-import type { ProgramHeader } from '../elf/codec.js';
-import { DT, PT, SHT } from '../elf/constants.js';
-import { checkRange, type ByteSource } from '../elf/byte-source.js';
-import { dynamicValue, type DynamicArray, type ElfImage } from '../elf/elf-image.js';
-import { readSectionHeaders, type Section } from '../elf/section-headers.js';
-import { readDynamicSymbols } from '../elf/dynamic-symbols.js';
-import { readStringReferences } from '../elf/string-references.js';
-import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS } from '../elf/tag-groups.js';
+import {
+  ADDRESS_TAGS,
+  type ByteSource,
+  checkRange,
+  DT,
+  type DynamicArray,
+  dynamicValue,
+  type ElfImage,
+  type ProgramHeader,
+  PT,
+  readDynamicSymbols,
+  readSectionHeaders,
+  readStringReferences,
+  RELOCATABLE_SECTION_TAGS,
+  type Section,
+  SHT,
+} from '../elf/elf.js';
 import { checkEditable } from '../plan/edit-preconditions.js';
 import type { EditFacts, InterpreterFact, LaterFact, MovableRange } from '../plan/edit-facts.js';
 

@@ -1,9 +1,7 @@
 // patchelf --shrink-rpath: keep only the runpath directories that hold a needed library of the same
 // machine (relative entries such as $ORIGIN are always kept), optionally only under allowed prefixes.
 
-import { byteStringToText } from '../elf/byte-string.js';
-import { ElfFile } from '../elf/elf-file.js';
-import { joinRunpath, splitRunpath } from '../elf/runpath-list.js';
+import { byteStringToText, ElfFile, joinRunpath, splitRunpath } from '../elf/elf.js';
 
 /** The e_machine of the ELF file at `path`; null for a file that is missing, not ELF or unreadable. */
 async function machineOf(path: string): Promise<number | null> {

@@ -1,8 +1,7 @@
 // Which readable ELF files the per-file pipeline leaves alone, and why: a decision on what the reader
 // found, made here so that `apply`, `print` and doctor decide alike (the reader only reads).
 
-import { DF_1, DT, ET } from '../elf/constants.js';
-import { dynamicValue, type ElfImage } from '../elf/elf-image.js';
+import { DF_1, DT, dynamicValue, type ElfImage, ET } from '../elf/elf.js';
 
 /** Readable ELF files `apply` leaves alone (skipReason). */
 export type SkipReason = 'relocatable' | 'core' | 'debug-info' | 'static' | 'static-pie';

@@ -1,8 +1,22 @@
 // What `cuda-patchelf print` reports about one file: a plain record with stable field names.
 
-import { cudaCompatNoteRecord, readCudaCompatNote, type CudaCompatNoteRecord } from '../elf/cuda-compat-note.js';
-import { DF_1_NAMES, DF_NAMES, DT, EM_NAMES, ET_NAMES, PT, flagNames, nameOf } from '../elf/constants.js';
-import { dynamicStringsOf, dynamicValue, lastDynamicString, type ElfImage } from '../elf/elf-image.js';
+import {
+  cudaCompatNoteRecord,
+  type CudaCompatNoteRecord,
+  DF_1_NAMES,
+  DF_NAMES,
+  DT,
+  dynamicStringsOf,
+  dynamicValue,
+  type ElfImage,
+  EM_NAMES,
+  ET_NAMES,
+  flagNames,
+  lastDynamicString,
+  nameOf,
+  PT,
+  readCudaCompatNote,
+} from '../elf/elf.js';
 import { skipReason } from './skip-reason.js';
 
 export interface LoadSummary {

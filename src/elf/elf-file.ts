@@ -20,9 +20,6 @@ import { readNotes, type ElfNote } from './notes.js';
 import { readSectionHeaders, type Section } from './section-headers.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 
-/** What one opening of a file read, to read it again through (FileByteSource.seed). */
-export type { ReadSeed } from './byte-source.js';
-
 export interface OpenOptions extends ReadOptions {
   /** False refuses a path that is a symbolic link; by default a link is followed. */
   readonly followLink?: boolean;

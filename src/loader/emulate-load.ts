@@ -4,8 +4,7 @@
 // of every DT_NEEDED.
 
 import { readFileSync } from 'node:fs';
-import { textToByteString } from '../elf/byte-string.js';
-import type { ElfFile } from '../elf/elf-file.js';
+import { type ElfFile, textToByteString } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { EmulatedLoader, LoaderRegistry } from './emulated-loader.js';
 import { LinkMap, originOf } from './link-map.js';

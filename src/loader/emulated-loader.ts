@@ -3,8 +3,7 @@
 // lists it, for this machine's architecture), the subdirectories it tries in every directory and its
 // ld.so.cache.
 
-import { withFileByteSource } from '../elf/byte-source.js';
-import { withElfFile } from '../elf/elf-file.js';
+import { withElfFile, withFileByteSource } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { CandidateFiles } from './candidate-files.js';
 import { legacySubdirectories, cpuModel, cpuModelOfLoader, type CpuInfo, type CpuModel } from './cpu-model.js';

@@ -7,8 +7,7 @@
 // new header (new format) or from the end of the old entries (old format); the glibc-hwcaps extension
 // holds file offsets.
 
-import { dataViewOf, type ByteSource } from '../elf/byte-source.js';
-import { StringTable } from '../elf/string-table.js';
+import { type ByteSource, dataViewOf, StringTable } from '../elf/elf.js';
 import { malformedInput } from '../errors/cuda-patchelf-error.js';
 
 const NEW_MAGIC = 'glibc-ld.so.cache1.1';

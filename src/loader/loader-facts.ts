@@ -4,9 +4,7 @@
 // (glibc-hwcaps subdirectories came in 2.33, legacy hwcap subdirectories went in 2.37). What cannot be
 // found there is assumed from the Debian layout, and the report says which facts were assumed.
 
-import { bytesToByteString } from '../elf/byte-string.js';
-import { DT, SHT } from '../elf/constants.js';
-import type { ElfFile } from '../elf/elf-file.js';
+import { bytesToByteString, DT, type ElfFile, SHT } from '../elf/elf.js';
 import { debianSystemDirs, type MachineAbi } from './machine-abi.js';
 
 /** A loader's .rodata is tens of KiB; anything far larger is not a glibc loader's. */

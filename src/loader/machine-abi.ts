@@ -1,7 +1,7 @@
 // The glibc ABIs doctor emulates: what the loader of each machine checks, where it lives, and the
 // Debian multiarch layout assumed when a loader's own facts cannot be read from it.
 
-import { EM, EM_NAMES, nameOf } from '../elf/constants.js';
+import { EM, EM_NAMES, nameOf } from '../elf/elf.js';
 
 export interface MachineAbi {
   /** As people and ldconfig -p name it: x86_64, aarch64, i386. */

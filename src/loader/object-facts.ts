@@ -4,8 +4,7 @@
 // twice, the loader keeps the last (elf_get_dynamic_info stores each entry over the one before).
 
 import type { Stats } from 'node:fs';
-import { DF_1, DT, EI_NIDENT, ET, PF_X, PT } from '../elf/constants.js';
-import { withElfFile, type ElfFile, type OpenOptions } from '../elf/elf-file.js';
+import { DF_1, DT, EI_NIDENT, type ElfFile, ET, type OpenOptions, PF_X, PT, withElfFile } from '../elf/elf.js';
 import type { HeaderCheck } from './open-verify.js';
 
 export interface ObjectFacts {

@@ -3,10 +3,22 @@
 // short, of the other byte order or not loadable stops the whole load with an error.
 
 import type { Stats } from 'node:fs';
-import { FileByteSource } from '../elf/byte-source.js';
-import { EHDR, ElfCodec, PHDR } from '../elf/codec.js';
-import { EI_NIDENT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, EM_NAMES, ET, EV_CURRENT, nameOf } from '../elf/constants.js';
-import { hasElfMagic } from '../elf/file-kind.js';
+import {
+  EHDR,
+  EI_NIDENT,
+  ELFCLASS32,
+  ELFCLASS64,
+  ElfCodec,
+  ELFDATA2LSB,
+  ELFDATA2MSB,
+  EM_NAMES,
+  ET,
+  EV_CURRENT,
+  FileByteSource,
+  hasElfMagic,
+  nameOf,
+  PHDR,
+} from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { describeFileType } from '../errors/io-error.js';
 import type { MachineAbi } from './machine-abi.js';

@@ -7,7 +7,7 @@
 
 import { lstatSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { byteStringToText, textToByteString } from '../elf/byte-string.js';
+import { byteStringToText, textToByteString } from '../elf/elf.js';
 
 /** The kernel's limit on symbolic links followed in one lookup (ELOOP past it). */
 const MAX_LINKS = 40;

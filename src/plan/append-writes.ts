@@ -5,8 +5,7 @@
 // live with the one ELF header write that points at it; a table that grows after moving settles back
 // once the dynamic tags no longer point at what it grows over (the `settle` phase).
 
-import { EHDR, PHDR } from '../elf/codec.js';
-import { EI_NIDENT } from '../elf/constants.js';
+import { EHDR, EI_NIDENT, PHDR } from '../elf/elf.js';
 import type { EditFacts } from './edit-facts.js';
 import type { PlannedWrite, WritePhase } from './plan.js';
 import { regionBytes, type RegionPart } from './region.js';

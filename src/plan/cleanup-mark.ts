@@ -8,8 +8,7 @@
 // only the terminator: the kernel may stop a write at a page boundary for a fatal signal, and a
 // switch cut there has its first DT_NULL wherever the cut puts it, each one marked all the same.
 
-import { DYN, type DynamicEntry, type ElfCodec } from '../elf/codec.js';
-import type { DynamicArray } from '../elf/elf-image.js';
+import { DYN, type DynamicArray, type DynamicEntry, type ElfCodec } from '../elf/elf.js';
 
 /** The d_val of every DT_NULL slot of a dynamic array while its cleanup is under way (0 otherwise). */
 export const CLEANUP_MARK = 1;

@@ -2,8 +2,7 @@
 // changes, as a person asks for them, turned into the WantedDynamic the planner places. Pure: strings
 // are byte strings.
 
-import { DT } from '../elf/constants.js';
-import { dedupeEntries, joinRunpath, splitRunpath } from '../elf/runpath-list.js';
+import { dedupeEntries, DT, joinRunpath, splitRunpath } from '../elf/elf.js';
 import type { CurrentEntry } from './edit-facts.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { WantedDynamic, WantedEntry } from './wanted.js';

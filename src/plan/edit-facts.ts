@@ -1,12 +1,16 @@
 // The planner's input: everything it needs to know about a file, read up front (by
 // src/edit/read-edit-facts.ts) so that planning itself is pure.
 
-import type { ElfCodec, ProgramHeader } from '../elf/codec.js';
-import type { DynamicArray, ElfHeader } from '../elf/elf-image.js';
-import type { Section } from '../elf/section-headers.js';
-import type { StringReferences } from '../elf/string-references.js';
-import { stringAt } from '../elf/string-table.js';
-import { STRING_TAGS } from '../elf/tag-groups.js';
+import {
+  type DynamicArray,
+  type ElfCodec,
+  type ElfHeader,
+  type ProgramHeader,
+  type Section,
+  STRING_TAGS,
+  stringAt,
+  type StringReferences,
+} from '../elf/elf.js';
 
 export interface DynamicStringTable {
   readonly offset: number;

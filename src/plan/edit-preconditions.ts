@@ -4,10 +4,17 @@
 // segments or tags that contradict each other, are refused up front and the file is left alone.
 
 import { malformedInput } from '../errors/cuda-patchelf-error.js';
-import { PHDR, type ProgramHeader } from '../elf/codec.js';
-import { DT, DT_NAMES, PT, nameOf } from '../elf/constants.js';
-import type { DynamicArray } from '../elf/elf-image.js';
-import { ADDRESS_TAGS, RELOCATABLE_SECTION_TAGS } from '../elf/tag-groups.js';
+import {
+  ADDRESS_TAGS,
+  DT,
+  DT_NAMES,
+  type DynamicArray,
+  nameOf,
+  PHDR,
+  type ProgramHeader,
+  PT,
+  RELOCATABLE_SECTION_TAGS,
+} from '../elf/elf.js';
 
 /** Tags that say where one structure is: a second one would leave the rewriter two answers. */
 const ONE_PER_FILE_TAGS: ReadonlySet<number> = new Set([

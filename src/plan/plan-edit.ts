@@ -8,12 +8,16 @@
 // put in phase order (write-list.ts): every prefix of them leaves a file that loads. Where a step
 // needs a fact read only on request, or no tier fits, it returns that instead of a plan.
 
-import { DYN, type DynamicEntry } from '../elf/codec.js';
-import { DT } from '../elf/constants.js';
-import { byteStringToBytes } from '../elf/byte-string.js';
-import type { StringReference } from '../elf/string-references.js';
-import { stringAt } from '../elf/string-table.js';
-import { RELOCATABLE_SECTION_TAGS, STRING_TAGS } from '../elf/tag-groups.js';
+import {
+  byteStringToBytes,
+  DT,
+  DYN,
+  type DynamicEntry,
+  RELOCATABLE_SECTION_TAGS,
+  STRING_TAGS,
+  stringAt,
+  type StringReference,
+} from '../elf/elf.js';
 import { appendWrites } from './append-writes.js';
 import { CLEANUP_MARK, encodeDynamicArray, withNullValues } from './cleanup-mark.js';
 import type { EditFacts, InterpreterFact } from './edit-facts.js';

@@ -2,8 +2,7 @@
 // plan's writes laid over them in order (appended bytes past the old end, holes as zeros). The planner
 // reads its result back through this before a single byte is written.
 
-import type { ByteSource } from '../elf/byte-source.js';
-import { checkRange } from '../elf/byte-source.js';
+import { type ByteSource, checkRange } from '../elf/elf.js';
 
 export interface OverlayWrite {
   readonly offset: number;

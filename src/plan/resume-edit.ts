@@ -18,8 +18,7 @@
 // may have grown over its start).
 
 import type { EditFacts } from './edit-facts.js';
-import type { Section } from '../elf/section-headers.js';
-import { PT, SHT } from '../elf/constants.js';
+import { PT, type Section, SHT } from '../elf/elf.js';
 import type { Range } from './string-placement.js';
 import { cleanupMarked } from './cleanup-mark.js';
 import { isInterpreterSection } from './section-writes.js';

@@ -1,10 +1,7 @@
 // The section headers of what an edit moved, and the .symtab symbols defined in those sections: tools
 // only (readelf, strip, debuggers), never the loader, so they come after the cleanup (plan.ts).
 
-import { SHDR, SYM } from '../elf/codec.js';
-import { SHT } from '../elf/constants.js';
-import { dataViewOf } from '../elf/byte-source.js';
-import type { Section } from '../elf/section-headers.js';
+import { dataViewOf, type Section, SHDR, SHT, SYM } from '../elf/elf.js';
 import type { EditFacts } from './edit-facts.js';
 import type { PlannedWrite } from './plan.js';
 import type { SectionRepair } from './resume-edit.js';

@@ -3,8 +3,7 @@
 // the kernel finds by position (docs/design.md: the ELF facts, and how a file is edited). The choice is
 // a plain record; segment-layout.ts lays the region out on it.
 
-import type { ProgramHeader } from '../elf/codec.js';
-import { ET, PF_X, PT, SHF_ALLOC, SHT, machinePageSize } from '../elf/constants.js';
+import { ET, machinePageSize, PF_X, type ProgramHeader, PT, SHF_ALLOC, SHT } from '../elf/elf.js';
 import type { EditFacts, MovableRange } from './edit-facts.js';
 import { needsFacts, needsRewrite, unsupported, type NeedsRewrite, type NoPlan, type Unsupported } from './plan.js';
 import { alignUp } from './region.js';

@@ -2,8 +2,7 @@
 // segment segment-choice.ts chose: where each block lands, what moves out of the program header table's
 // way, the table at each step. append-writes.ts makes the writes from that record.
 
-import type { ProgramHeader } from '../elf/codec.js';
-import { PF_R, PF_W, PT } from '../elf/constants.js';
+import { PF_R, PF_W, type ProgramHeader, PT } from '../elf/elf.js';
 import type { EditFacts } from './edit-facts.js';
 import { AppendedRegion } from './region.js';
 import type { ExtendedSegment, NewSegment, SegmentChoice, TableStrategy } from './segment-choice.js';

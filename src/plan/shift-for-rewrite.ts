@@ -10,8 +10,8 @@
 // PT_PHDR. Only a fixed-address executable (ET_EXEC) has addresses free below its lowest segment; a
 // position-independent one starts at address 0.
 
-import { EHDR, PHDR, SHDR, type ProgramHeader } from '../elf/codec.js';
 import {
+  EHDR,
   EI_NIDENT,
   ELF_MAGIC,
   ELFCLASS32,
@@ -20,11 +20,14 @@ import {
   ELFDATA2MSB,
   ET,
   EV_CURRENT,
-  PF_R,
-  PT,
-  SHT,
   machinePageSize,
-} from '../elf/constants.js';
+  PF_R,
+  PHDR,
+  type ProgramHeader,
+  PT,
+  SHDR,
+  SHT,
+} from '../elf/elf.js';
 import type { EditFacts } from './edit-facts.js';
 import { unsupported, type PlannedWrite, type Unsupported } from './plan.js';
 import { alignUp } from './region.js';

@@ -1,7 +1,7 @@
 // The bytes of a file moved `shift` bytes further, zeros before them: what a whole-file rewrite starts
 // from (src/plan/shift-for-rewrite.ts), read without writing anything.
 
-import { checkRange, type ByteSource } from '../elf/byte-source.js';
+import { type ByteSource, checkRange } from '../elf/elf.js';
 
 export class ShiftedByteSource implements ByteSource {
   readonly size: number;

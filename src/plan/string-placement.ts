@@ -3,7 +3,7 @@
 // (which makes the table move or grow). Strings nothing refers to any more are zeroed, so that no
 // dead store path lingers in the file.
 
-import { byteStringToBytes } from '../elf/byte-string.js';
+import { byteStringToBytes } from '../elf/elf.js';
 
 /** A half-open byte range [start, end) of the table. */
 export interface Range {

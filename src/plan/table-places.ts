@@ -2,8 +2,7 @@
 // appended to the file (its segment chosen by segment-choice.ts, laid out by segment-layout.ts), which
 // also holds a new interpreter path that does not fit where the old one is.
 
-import { DYN } from '../elf/codec.js';
-import { PT } from '../elf/constants.js';
+import { DYN, PT } from '../elf/elf.js';
 import type { EditFacts, InterpreterFact } from './edit-facts.js';
 import type { NoPlan, PlannedWrite } from './plan.js';
 import type { RegionPart } from './region.js';

@@ -40,6 +40,12 @@ interface Allowance {
 }
 
 /**
+ * The ELF reader's one public module (src/elf/elf.ts). The pure layers, which must not load the reader,
+ * name the pure modules behind it instead.
+ */
+const READER: Allowance = { modules: ['elf.ts'] };
+
+/**
  * Its own layer is always allowed; `any` is for the command line, which composes everything. A row
  * names every layer its code may depend on, directly or through another layer; the module and
  * type-only limits are for its own imports.
@@ -51,17 +57,17 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   'hook-engine': { elf: { modules: ['byte-string.ts', 'constants.ts', 'runpath-list.ts'] }, errors: {} },
   // autoPatchelf's dependency resolution: facts, index and options in, a resolution out; nothing of the disk.
   resolve: { elf: { modules: ['byte-string.ts', 'constants.ts', 'note-json.ts', 'runpath-list.ts'] }, errors: {} },
-  plan: { elf: {}, errors: {} },
+  plan: { elf: READER, errors: {} },
   // Plans as data: nothing of ELF. The rewrite's temporary name is the walk's rule too.
   write: { plan: { modules: ['plan.ts'], typeOnly: true }, walk: { modules: ['rewrite-temporary.ts'] }, errors: {} },
   // walk/ through write/ (the rewrite's temporary name).
-  edit: { elf: {}, plan: {}, write: {}, walk: { modules: ['rewrite-temporary.ts'] }, errors: {} },
+  edit: { elf: READER, plan: {}, write: {}, walk: { modules: ['rewrite-temporary.ts'] }, errors: {} },
   // The glibc loader emulated (search lists, ld.so.cache, link namespace, system root), read only:
   // doctor reports on it, and the batch proves a resolved runpath with it before it is written.
-  loader: { elf: {}, errors: {} },
+  loader: { elf: READER, errors: {} },
   // Walking, scheduling and the summary: a file's path through elf/ and plan/ is edit/'s pipeline.
   batch: {
-    elf: { modules: ['constants.ts', 'elf-file.ts', 'byte-string.ts', 'runpath-list.ts', 'byte-source.ts', 'file-kind.ts'] },
+    elf: READER,
     walk: {},
     edit: {},
     plan: { modules: ['plan.ts'], typeOnly: true },
@@ -74,7 +80,7 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   // The pipeline's skip policy, which doctor applies to the files of a tree as apply does.
   // The stubs patterns, for the fix of a stub libcuda that says what the remove-stubs hook will match.
   doctor: {
-    elf: {},
+    elf: READER,
     loader: {},
     walk: {},
     edit: { modules: ['skip-reason.ts'] },
@@ -84,7 +90,7 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   // The driver link made where programs run: the driver found through the loader's cache, NVIDIA's rule
   // and the driver versions as doctor knows them, the switch under the write lock of one file.
   'driver-link': {
-    elf: {},
+    elf: READER,
     loader: { modules: ['ld-cache.ts', 'ld-cache-lookup.ts', 'machine-abi.ts'] },
     doctor: { modules: ['compat-rule.ts', 'driver-version.ts', 'libcuda-facts.ts'] },
     write: { modules: ['file-lock.ts'] },
@@ -457,6 +463,19 @@ describe('the dependency rule', () => {
         return why === null ? [] : [describeEdge(edge, why)];
       });
     expect(breaches).toEqual([]);
+  });
+
+  it('every layer but the pure ones, the command line too, sees elf/ through its public module alone', () => {
+    const pure = Object.keys(PURE_LAYER_PACKAGES);
+    const behind = edges.filter(
+      (edge) =>
+        edge.internal &&
+        layerOf(edge.to) === 'elf' &&
+        layerOf(edge.from) !== 'elf' &&
+        !pure.includes(layerOf(edge.from)) &&
+        edge.to !== 'elf/elf.ts',
+    );
+    expect(behind.map((edge) => describeEdge(edge, 'behind src/elf/elf.ts'))).toEqual([]);
   });
 
   it('the pure layers use no file system, threads or sockets', () => {
