@@ -7,7 +7,7 @@ import { DT, SHT } from './constants.js';
 import { dynamicValue, fileOffsetOf, type ElfImage } from './elf-image.js';
 import { gnuHashSymbolCount } from './gnu-hash.js';
 import type { Section } from './section-headers.js';
-import { malformedInput } from '../errors/cuda-patchelf-error.js';
+import { CudaPatchelfError, malformedInput } from '../errors/cuda-patchelf-error.js';
 
 export interface DynamicSymbolTable {
   readonly offset: number;
@@ -104,7 +104,8 @@ function mapsInFile(image: ElfImage, address: number, length: number): boolean {
   try {
     fileOffsetOf(image.programHeaders, address, length, 'dynamic symbol table');
     return true;
-  } catch {
+  } catch (error) {
+    if (!(error instanceof CudaPatchelfError)) throw error;
     return false;
   }
 }

@@ -5,6 +5,7 @@
 // found there is assumed from the Debian layout, and the report says which facts were assumed.
 
 import { bytesToByteString, DT, type ElfFile, SHT } from '../elf/elf.js';
+import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { debianSystemDirs, type MachineAbi } from './machine-abi.js';
 
 /** A loader's .rodata is tens of KiB; anything far larger is not a glibc loader's. */
@@ -81,8 +82,9 @@ async function rodataOf(file: ElfFile): Promise<Uint8Array | null> {
     const rodata = sections.find((s) => s.name === '.rodata' && s.sh_type === SHT.SHT_PROGBITS);
     if (rodata === undefined || rodata.sh_size > MAX_RODATA) return null;
     return await file.bytes(rodata.sh_offset, rodata.sh_size, 'loader .rodata');
-  } catch {
+  } catch (error) {
     // A loader without readable section headers is still a loader: its facts are assumed.
+    if (!(error instanceof CudaPatchelfError)) throw error;
     return null;
   }
 }
