@@ -203,8 +203,8 @@ export function runOn(
   }
 }
 
-/** The dynamic loader of an architecture, as a path that runOn can execute. */
-function loaderOf(arch: Arch): string {
+/** The dynamic loader of an architecture, as a path that runOn can execute (and --interpreter can name). */
+export function loaderOf(arch: Arch): string {
   switch (arch) {
     case 'x86_64':
       return requireTool('/lib64/ld-linux-x86-64.so.2');
