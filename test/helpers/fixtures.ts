@@ -274,6 +274,16 @@ export async function dlopenProbe(files: string | string[], arch: Arch, opts: Ld
   return stdout;
 }
 
+/** The compiled fixtures of every variant that are not linked by GNU ld from C: linked by lld and gold, and C++. */
+export const OTHER_TOOLCHAIN_FIXTURES = [
+  'libuser-runpath-lld',
+  'pie-runpath-lld',
+  'libuser-runpath-gold',
+  'pie-runpath-gold',
+  'cxx-throw',
+  'cxx-throw-lib',
+] as const;
+
 /** The compiled variants fixtures/build.sh makes separateDebugInfo outputs of (cache debug-info/<variant>). */
 export const DEBUG_INFO_VARIANTS = ['x86_64', 'aarch64-64k', 'arm', 'ppc64'] as const;
 export type DebugInfoVariant = (typeof DEBUG_INFO_VARIANTS)[number];
