@@ -16,7 +16,6 @@ import { snapshotTree } from './helpers/tree-tools.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 
 const KERNEL = '580.159.04';
-const UPGRADE = '590.48.01';
 const dir = useTempDir('link-driver-switch');
 let driver: string;
 let cache: string;
@@ -106,6 +105,7 @@ describe('reruns and upgrades', () => {
   });
 
   it('after a driver upgrade a rerun relinks; the generation before is kept, older ones go', async () => {
+    const upgrade = '590.48.01';
     const host = join(dir(), 'upgrade', 'host');
     await driverRelease(host, KERNEL);
     const dest = join(dir(), 'upgrade', 'opengl-driver');
@@ -118,17 +118,17 @@ describe('reruns and upgrades', () => {
 
     // The upgrade, as a package manager does it: the new release's files, the links moved, the old files gone.
     for (const name of await readdir(host)) await rm(join(host, name));
-    await driverRelease(host, UPGRADE);
-    const upgraded = await link(UPGRADE);
+    await driverRelease(host, upgrade);
+    const upgraded = await link(upgrade);
     expect(upgraded.code, upgraded.stderr).toBe(0);
     expect(upgraded.stdout).toContain(
-      `cuda_compat ${compat.newer}: left out: NVIDIA's rule: compat 590.44.01 is not newer than the kernel driver ${UPGRADE}`,
+      `cuda_compat ${compat.newer}: left out: NVIDIA's rule: compat 590.44.01 is not newer than the kernel driver ${upgrade}`,
     );
     const second = await readlink(dest);
     expect(second).not.toBe(first);
-    expect(await readlink(join(dest, 'lib/libcuda.so.1'))).toBe(join(host, `libcuda.so.${UPGRADE}`));
-    expect(await readlink(join(dest, 'lib/libnvidia-ml.so.1'))).toBe(join(host, `libnvidia-ml.so.${UPGRADE}`));
-    expect((await execTool(probe, [])).stdout).toBe(`libcuda ${UPGRADE} driver\n`);
+    expect(await readlink(join(dest, 'lib/libcuda.so.1'))).toBe(join(host, `libcuda.so.${upgrade}`));
+    expect(await readlink(join(dest, 'lib/libnvidia-ml.so.1'))).toBe(join(host, `libnvidia-ml.so.${upgrade}`));
+    expect((await execTool(probe, [])).stdout).toBe(`libcuda ${upgrade} driver\n`);
     expect(await generations(join(dir(), 'upgrade'))).toEqual([first, second].sort());
 
     // A third generation (decided for a 580 kernel driver, on which the compat goes in front): the first
