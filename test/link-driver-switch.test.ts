@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type CompatReleases, compatReleases, driverRelease, libcudaProbe, loaderCache, onMachine } from './helpers/driver-stand-ins.js';
 import { execTool, mustExec } from './helpers/exec.js';
-import { compilerFor, requireTool } from './helpers/fixtures.js';
+import { compileProgram } from './helpers/compile.js';
+import { requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { snapshotTree } from './helpers/tree-tools.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
@@ -178,7 +179,7 @@ describe('the switch is atomic', () => {
         '}',
       ].join('\n'),
     );
-    await mustExec(compilerFor('x86_64'), ['-O1', '-o', reader, `${reader}.c`]);
+    await compileProgram(reader, `${reader}.c`);
     const base = ['link-driver', '--from', driver, '--driver-version', KERNEL];
     expect((await runCli([...base, dest])).code).toBe(0);
     const stop = join(parent, 'stop');

@@ -8,6 +8,7 @@
 
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { compileProgram } from './compile.js';
 import { compilerFor, requireTool } from './fixtures.js';
 import { mustExec } from './exec.js';
 import { inMountNamespace } from './mount-namespace.js';
@@ -125,8 +126,7 @@ export async function libcudaProbe(path: string, libcuda: string, runpath: strin
     `${path}.c`,
     '#include <stdio.h>\nconst char *stand_in_version(void);\nint main(void) { puts(stand_in_version()); return 0; }\n',
   );
-  await mustExec(compilerFor('x86_64'), ['-O1', '-o', path, `${path}.c`, libcuda, `-Wl,--enable-new-dtags,-rpath,${runpath}`]);
-  return path;
+  return compileProgram(path, `${path}.c`, { needs: [libcuda], runpath });
 }
 
 /** A loader cache at `cache` as ldconfig writes it, of the system's directories and `dirs` (no links made in them). */
