@@ -111,8 +111,7 @@ async function machine(): Promise<string> {
 async function main(): Promise<void> {
   await requireBenchTools(['/usr/bin/time', 'patchelf', 'gcc', 'find', 'xargs', 'flock']);
   if (!existsSync(cli)) throw new Error(`${cli} is missing: run npm run build first`);
-  const started = new Date();
-  const loadBefore = loadavg();
+  const start = { at: new Date(), load: loadavg() };
   const machineLine = await machine();
   const source = await assemble();
   say('census (apply --dry-run)');
@@ -138,7 +137,7 @@ async function main(): Promise<void> {
   const chart = resultsFile(machineName, 'svg', dir);
   const label = process.env.BENCH_RUN ?? (QUICK ? 'quick run (--quick: a few outputs of the closure)' : 'full run');
   const input: ReportInput = {
-    run: { label, repeat: REPEAT, machine: machineLine, loadBefore, loadAfter: loadavg(), started, finished: new Date() },
+    run: { label, repeat: REPEAT, machine: machineLine, start, end: { at: new Date(), load: loadavg() } },
     census,
     results,
     profile,

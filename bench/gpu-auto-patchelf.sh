@@ -13,10 +13,10 @@ set -euo pipefail
 out=$1
 carry=$(cd "$2" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-work=${WORK:-/tmp/cuda-patchelf-gpu-ap}
-mkdir -p "$out"
-rm -rf "$work" && mkdir -p "$work/bin"
-log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
+# shellcheck source=lib/script-start.sh
+source "$here/lib/script-start.sh"
+scratch /tmp/cuda-patchelf-gpu-ap
+mkdir "$work/bin"
 
 # shellcheck source=lib/gpu-driver.sh
 source "$here/lib/gpu-driver.sh"

@@ -13,11 +13,9 @@ out=$1
 builds=(before "$2" after "$3")
 runs=${4:-5}
 here=$(cd "$(dirname "$0")" && pwd)
-node=${NODE:-node}
-work=${WORK:-/tmp/cuda-patchelf-compare}
-mkdir -p "$out"
-rm -rf "$work" && mkdir -p "$work"
-log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
+# shellcheck source=lib/script-start.sh
+source "$here/lib/script-start.sh"
+scratch /tmp/cuda-patchelf-compare
 
 # shellcheck source=lib/gpu-driver.sh
 source "$here/lib/gpu-driver.sh"

@@ -8,21 +8,16 @@
 set -euo pipefail
 out=$1
 here=$(cd "$(dirname "$0")" && pwd)
-node=${NODE:-node}
-cli=("$node" "$here/../dist/cli/main.js")
-work=${WORK:-/tmp/cuda-patchelf-doctor-gpu}
 compat_src=${COMPAT_DIR:-/usr/local/cuda/compat}
-mkdir -p "$out"
-rm -rf "$work" && mkdir -p "$work"
-log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
+# shellcheck source=lib/script-start.sh
+source "$here/lib/script-start.sh"
+scratch /tmp/cuda-patchelf-doctor-gpu
 
 # shellcheck source=lib/gpu-driver.sh
 source "$here/lib/gpu-driver.sh"
 site=$(torch_site)
 libcuda=$(driver_libcuda)
-log "kernel driver: $(cat /sys/module/nvidia/version 2>/dev/null || head -1 /proc/driver/nvidia/version)"
-log "driver libcuda: $libcuda"
-log "compat directory: $compat_src ($(cd "$compat_src" && ls libcuda.so.* 2>/dev/null | tr '\n' ' '))"
+log_driver "$libcuda" "$compat_src"
 
 # The driver link the driver hook adds (/run/opengl-driver on NixOS): a directory holding the driver.
 driver="$work/opengl-driver"

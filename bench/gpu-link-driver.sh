@@ -12,20 +12,15 @@
 set -euo pipefail
 out=$1
 here=$(cd "$(dirname "$0")" && pwd)
-node=${NODE:-node}
-cli=("$node" "$here/../dist/cli/main.js")
-work=${WORK:-/tmp/cuda-patchelf-link-driver-gpu}
 compat_src=${COMPAT_DIR:-/usr/local/cuda/compat}
-mkdir -p "$out"
-rm -rf "$work" && mkdir -p "$work"
-log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
+# shellcheck source=lib/script-start.sh
+source "$here/lib/script-start.sh"
+scratch /tmp/cuda-patchelf-link-driver-gpu
 
 # shellcheck source=lib/gpu-driver.sh
 source "$here/lib/gpu-driver.sh"
 libcuda=$(driver_libcuda)
-log "kernel driver: $(cat /sys/module/nvidia/version 2>/dev/null || head -1 /proc/driver/nvidia/version)"
-log "driver libcuda: $libcuda"
-log "compat directory: $compat_src ($(cd "$compat_src" && ls libcuda.so.* 2>/dev/null | tr '\n' ' '))"
+log_driver "$libcuda" "$compat_src"
 # The compat package as --cuda-compat takes one: the directory whose compat/ holds the libraries.
 compat_package=$(dirname "$(realpath "$compat_src")")
 "${cli[@]}" print "$(realpath "$compat_src"/libcuda.so.1)" >"$out/print-compat-libcuda.txt"

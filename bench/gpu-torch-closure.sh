@@ -9,12 +9,9 @@ set -euo pipefail
 out=$1
 patchelf=${2:-patchelf}
 here=$(cd "$(dirname "$0")" && pwd)
-node=${NODE:-node}
-cli=("$node" "$here/../dist/cli/main.js")
-work=${WORK:-/tmp/cuda-patchelf-gpu}
-mkdir -p "$out"
-rm -rf "$work" && mkdir -p "$work"
-log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
+# shellcheck source=lib/script-start.sh
+source "$here/lib/script-start.sh"
+scratch /tmp/cuda-patchelf-gpu
 
 # shellcheck source=lib/gpu-driver.sh
 source "$here/lib/gpu-driver.sh"

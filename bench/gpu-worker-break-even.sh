@@ -9,13 +9,11 @@ set -euo pipefail
 out=$1
 runs=${2:-5}
 here=$(cd "$(dirname "$0")" && pwd)
-node=${NODE:-node}
 dist=${DIST:-$here/../dist}
 jobs=${JOBS:-8}
-work=${WORK:-/tmp/cuda-patchelf-break-even}
-mkdir -p "$out"
-rm -rf "$work" && mkdir -p "$work"
-log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
+# shellcheck source=lib/script-start.sh
+source "$here/lib/script-start.sh"
+scratch /tmp/cuda-patchelf-break-even
 
 # shellcheck source=lib/gpu-driver.sh
 source "$here/lib/gpu-driver.sh"

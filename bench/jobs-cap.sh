@@ -12,13 +12,12 @@ out=$1
 builds=(before "$2" after "$3")
 shift 3
 here=$(cd "$(dirname "$0")" && pwd)
-node=${NODE:-node}
 runs=${RUNS:-5}
 jobs=${JOBS:-"1 2 32 200"}
 limit=${TIMEOUT:-300}
 compat=/nix/store/00000000000000000000000000000000-cuda_compat
-mkdir -p "$out"
-log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
+# shellcheck source=lib/script-start.sh
+source "$here/lib/script-start.sh"
 # shellcheck source=lib/wall-time.sh
 source "$here/lib/wall-time.sh"
 

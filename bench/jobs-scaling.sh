@@ -9,14 +9,12 @@ set -euo pipefail
 out=$1
 shift
 here=$(cd "$(dirname "$0")" && pwd)
-node=${NODE:-node}
-cli=("$node" "$here/../dist/cli/main.js")
 jobs=${JOBS:-"1 2 4 8 16"}
-work=${WORK:-/tmp/cuda-patchelf-jobs}
 compat=/nix/store/00000000000000000000000000000000-cuda_compat
-mkdir -p "$out"
-rm -rf "$work" && mkdir -p "$work/pristine"
-log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
+# shellcheck source=lib/script-start.sh
+source "$here/lib/script-start.sh"
+scratch /tmp/cuda-patchelf-jobs
+mkdir "$work/pristine"
 
 for tree in "$@"; do cp -a "$tree" "$work/pristine/$(printf '%s' "$tree" | tr / _)"; done
 files=$(find "$work/pristine" -type f | wc -l)

@@ -10,14 +10,14 @@
 
 import { copyFile, mkdir, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BuildArch, BUILD_ARCHES } from './helpers/arch.js';
+import { expect, it } from 'vitest';
+import type { BuildArch } from './helpers/arch.js';
 import { type ApplyReport, chosenLoads } from './helpers/chosen-loads.js';
-import { mustExec } from './helpers/exec.js';
-import { CACHE_DIR, compilerFor, requireTool, sysroot } from './helpers/fixtures.js';
+import { compileLibrary } from './helpers/compile.js';
+import { describeEachBuildArch } from './helpers/each-build-arch.js';
+import { CACHE_DIR, loaderOf, sysroot } from './helpers/fixtures.js';
 import { effectiveRunpath, readDynamic } from './helpers/readelf.js';
-import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/temp-dir.js';
+import { runCli } from './helpers/run-cli.js';
 import { copyTree } from './helpers/tree-tools.js';
 
 /** Names the tree ships, of which the --libs directory holds other builds. */
@@ -46,10 +46,7 @@ interface Setup {
   readonly glibcOnly: string;
 }
 
-let work = '';
-
-async function setUp(arch: BuildArch): Promise<Setup> {
-  const dir = join(work, arch);
+async function setUp(arch: BuildArch, dir: string): Promise<Setup> {
   const tree = join(dir, 'tree');
   await mkdir(dir, { recursive: true });
   await copyTree(join(CACHE_DIR, 'debian', DEBIAN_ARCH[arch]), tree);
@@ -68,10 +65,8 @@ async function setUp(arch: BuildArch): Promise<Setup> {
   for (const name of ['libstdc++.so.6', 'libgcc_s.so.1']) await copyFile(join(runtime, name), join(libs, name));
   const source = join(dir, 'planted.c');
   await writeFile(source, 'int planted_stand_in(void) { return 1; }\n');
-  for (const name of PLANTED)
-    await mustExec(compilerFor(arch), ['-shared', '-fPIC', `-Wl,-soname,${name}`, '-o', join(libs, name), source]);
-  const interpreter =
-    arch === 'x86_64' ? requireTool('/lib64/ld-linux-x86-64.so.2') : join(sysroot('aarch64'), 'lib', 'ld-linux-aarch64.so.1');
+  for (const name of PLANTED) await compileLibrary(join(libs, name), source, { arch });
+  const interpreter = loaderOf(arch);
   const glibcOnly = join(dir, 'glibc');
   await mkdir(glibcOnly);
   const libcDir = arch === 'x86_64' ? `/usr/lib/${MULTIARCH[arch]}` : join(sysroot(arch), 'usr', 'lib', MULTIARCH[arch]);
@@ -82,22 +77,7 @@ async function setUp(arch: BuildArch): Promise<Setup> {
   return { tree, libs, interpreter, glibcOnly };
 }
 
-beforeAll(async () => {
-  for (const tool of ['gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64', 'readelf']) requireTool(tool);
-  assertCliBuilt();
-  work = await makeTempDir('auto-patchelf-planted');
-}, 60_000);
-
-afterAll(async () => {
-  if (work !== '') await rm(work, { recursive: true, force: true });
-});
-
-describe.each(BUILD_ARCHES)('%s', (arch) => {
-  let setup: Setup;
-  beforeAll(async () => {
-    setup = await setUp(arch);
-  }, 120_000);
-
+describeEachBuildArch('auto-patchelf-planted', ['gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64', 'readelf'], setUp, (setup, arch) => {
   it.each([
     ['the interpreter’s directory (Debian’s: more than glibc)', false],
     ['a directory of glibc alone', true],

@@ -4,11 +4,12 @@
 // ELF again, nor the later name of a hard-linked file, and reads none of the bytes phase 1 read of an
 // ELF file again: it reads them from what phase 1 kept.
 
-import { copyFile, link, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, link, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileLibrary, compileProgram, writeSources } from './helpers/compile.js';
 import { mustExec } from './helpers/exec.js';
-import { compilerFor, cudaFixture, requireTool } from './helpers/fixtures.js';
+import { cudaFixture, requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, cliPath } from './helpers/run-cli.js';
 import { makeTempDir } from './helpers/temp-dir.js';
 
@@ -71,15 +72,12 @@ beforeAll(async () => {
   requireTool('strace');
   work = await makeTempDir('ap-reads');
   tree = join(work, 'tree');
-  const src = join(work, 'src');
-  await mkdir(join(tree, 'lib'), { recursive: true });
-  await mkdir(join(tree, 'bin'), { recursive: true });
-  await mkdir(src);
-  await writeFile(join(src, 'a.c'), 'int a(void) { return 1; }\n');
-  await writeFile(join(src, 'prog.c'), 'int a(void);\nint main(void) { return a() == 1 ? 0 : 1; }\n');
-  const cc = compilerFor('x86_64');
-  await mustExec(cc, ['-shared', '-fPIC', '-Wl,-soname,libA.so.1', '-o', join(tree, 'lib', 'libA.so.1'), join(src, 'a.c')]);
-  await mustExec(cc, ['-o', join(tree, 'bin', 'prog'), join(src, 'prog.c'), `-L${join(tree, 'lib')}`, '-l:libA.so.1']);
+  const source = await writeSources(join(work, 'src'), {
+    'a.c': 'int a(void) { return 1; }\n',
+    'prog.c': 'int a(void);\nint main(void) { return a() == 1 ? 0 : 1; }\n',
+  });
+  const libA = await compileLibrary(join(tree, 'lib', 'libA.so.1'), source('a.c'));
+  await compileProgram(join(tree, 'bin', 'prog'), source('prog.c'), { needs: [libA] });
   // A real library of NVIDIA's, larger, with its own DT_NEEDED entries.
   await copyFile(cudaFixture('x86_64', 'libcudart11.0').path, join(tree, 'lib', 'libcudart.so.11.0'));
   await link(join(tree, 'lib', 'libA.so.1'), join(tree, 'lib', 'libA-again.so.1'));

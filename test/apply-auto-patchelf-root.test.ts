@@ -5,11 +5,12 @@
 // The program then runs under qemu-aarch64 with the image as its root, and without --root the same
 // interpreter is a usage error that says how to patch for another system.
 
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execTool, mustExec } from './helpers/exec.js';
-import { compilerFor, requireTool, sysroot } from './helpers/fixtures.js';
+import { compileLibrary, compileProgram, writeSources } from './helpers/compile.js';
+import { execTool } from './helpers/exec.js';
+import { requireTool, sysroot } from './helpers/fixtures.js';
 import { interpreterOf, readDynamic } from './helpers/readelf.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
 import { makeTempDir } from './helpers/temp-dir.js';
@@ -24,31 +25,12 @@ beforeAll(async () => {
   work = await makeTempDir('auto-patchelf-root');
   image = join(work, 'image');
   await copyTree(sysroot('aarch64'), image);
-  const src = join(work, 'src');
-  await mkdir(src);
-  await writeFile(join(src, 'lib.c'), 'const char *where(void) { return "from /opt/libs"; }\n');
-  await writeFile(
-    join(src, 'prog.c'),
-    '#include <stdio.h>\nconst char *where(void);\nint main(void) { printf("%s\\n", where()); return 0; }\n',
-  );
-  const cc = compilerFor('aarch64');
-  await mkdir(join(image, 'opt', 'libs'), { recursive: true });
-  await mkdir(join(image, 'opt', 'app', 'bin'), { recursive: true });
-  await mustExec(cc, [
-    '-shared',
-    '-fPIC',
-    '-Wl,-soname,libwhere.so.1',
-    '-o',
-    join(image, 'opt', 'libs', 'libwhere.so.1'),
-    join(src, 'lib.c'),
-  ]);
-  await mustExec(cc, [
-    '-o',
-    join(image, 'opt', 'app', 'bin', 'prog'),
-    join(src, 'prog.c'),
-    `-L${join(image, 'opt', 'libs')}`,
-    '-l:libwhere.so.1',
-  ]);
+  const source = await writeSources(join(work, 'src'), {
+    'lib.c': 'const char *where(void) { return "from /opt/libs"; }\n',
+    'prog.c': '#include <stdio.h>\nconst char *where(void);\nint main(void) { printf("%s\\n", where()); return 0; }\n',
+  });
+  const libwhere = await compileLibrary(join(image, 'opt', 'libs', 'libwhere.so.1'), source('lib.c'), { arch: 'aarch64' });
+  await compileProgram(join(image, 'opt', 'app', 'bin', 'prog'), source('prog.c'), { arch: 'aarch64', needs: [libwhere] });
 }, 120_000);
 
 afterAll(async () => {

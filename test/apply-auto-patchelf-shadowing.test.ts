@@ -10,16 +10,17 @@
 //     not written; under --nixpkgs-compat, whose order is the anchor's, a runpath that shadows fails
 //     its proof, and `check` fails on a tree whose runpaths load another copy than the one chosen.
 
-import { readFile, mkdir, rm, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BuildArch, BUILD_ARCHES } from './helpers/arch.js';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import type { BuildArch } from './helpers/arch.js';
 import { chosenLoads, listedPaths } from './helpers/chosen-loads.js';
+import { compileLibrary, compileProgram, type LinkOptions, writeSources } from './helpers/compile.js';
+import { describeEachBuildArch } from './helpers/each-build-arch.js';
 import { mustExec } from './helpers/exec.js';
-import { compilerFor, listDependencies, requireTool, runOn, sysroot } from './helpers/fixtures.js';
+import { listDependencies, loaderOf, requireTool, runOn } from './helpers/fixtures.js';
 import { readDynamic } from './helpers/readelf.js';
-import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/temp-dir.js';
+import { runCli, stderrLines } from './helpers/run-cli.js';
 import { copyTree, sha256File } from './helpers/tree-tools.js';
 
 const SOURCES: Record<string, string> = {
@@ -41,54 +42,43 @@ const char *main_graph(void) {
 };
 
 interface Setup {
-  readonly arch: BuildArch;
   readonly dir: string;
+  /** The path of one of SOURCES, written under dir. */
+  readonly source: (name: string) => string;
   /** The --libs directory: libpack.so.1, and other builds of libfoo.so.1 and libgraph.so.9. */
   readonly d1: string;
   /** bin/prog, bin/app, lib/libA.so, lib/libfoo.so.1, cudnn/lib/{libmain.so.9,libgraph.so.9}. */
   readonly tree: string;
   readonly interpreter: string;
+  readonly flags: readonly string[];
 }
 
-let work = '';
-
-async function setUp(arch: BuildArch): Promise<Setup> {
-  const dir = join(work, arch);
-  const src = join(dir, 'src');
-  await mkdir(src, { recursive: true });
-  for (const [name, text] of Object.entries(SOURCES)) await writeFile(join(src, name), text);
-  const cc = compilerFor(arch);
-  const build = async (output: string, source: string, flags: readonly string[]): Promise<void> => {
-    await mkdir(dirname(output), { recursive: true });
-    await mustExec(cc, ['-O1', '-fPIC', '-o', output, join(src, source), '-Wl,--no-as-needed', '-Wl,--enable-new-dtags', ...flags]);
-  };
-  const library = (output: string, source: string, flags: readonly string[] = []): Promise<void> =>
-    build(output, source, ['-shared', `-Wl,-soname,${output.slice(output.lastIndexOf('/') + 1)}`, ...flags]);
-  const which = (fn: string, value: string): string[] => [`-DWHICH_FN=${fn}`, `-DWHICH="${value}"`];
+async function setUp(arch: BuildArch, dir: string): Promise<Setup> {
+  const source = await writeSources(join(dir, 'src'), SOURCES);
+  const library = (path: string, file: string, options: LinkOptions = {}): Promise<string> =>
+    compileLibrary(path, source(file), { ...options, arch });
+  const program = (path: string, file: string, options: LinkOptions): Promise<string> =>
+    compileProgram(path, source(file), { ...options, arch });
+  const which = (fn: string, value: string): LinkOptions => ({ extra: [`-DWHICH_FN=${fn}`, `-DWHICH="${value}"`] });
 
   const d1 = join(dir, 'd1');
-  await library(join(d1, 'libpack.so.1'), 'pack.c');
+  const pack = await library(join(d1, 'libpack.so.1'), 'pack.c');
   await library(join(d1, 'libfoo.so.1'), 'which.c', which('foo_which', 'd1'));
   await library(join(d1, 'libgraph.so.9'), 'which.c', which('graph_which', 'd1'));
 
   const tree = join(dir, 'tree');
   const lib = join(tree, 'lib');
-  await library(join(lib, 'libfoo.so.1'), 'which.c', which('foo_which', 'tree'));
+  const foo = await library(join(lib, 'libfoo.so.1'), 'which.c', which('foo_which', 'tree'));
   // DT_NEEDED in this order: libpack.so.1 (d1 only), then libfoo.so.1.
-  await library(join(lib, 'libA.so'), 'a.c', [`-L${d1}`, '-l:libpack.so.1', `-L${lib}`, '-l:libfoo.so.1']);
-  await build(join(tree, 'bin', 'prog'), 'prog.c', [`-L${lib}`, '-l:libA.so', `-Wl,-rpath-link,${lib}:${d1}`]);
+  const libA = await library(join(lib, 'libA.so'), 'a.c', { needs: [pack, foo] });
+  await program(join(tree, 'bin', 'prog'), 'prog.c', { needs: [libA], extra: [`-Wl,-rpath-link,${lib}:${d1}`] });
   const cudnn = join(tree, 'cudnn', 'lib');
   await library(join(cudnn, 'libgraph.so.9'), 'which.c', which('graph_which', 'tree'));
-  await library(join(cudnn, 'libmain.so.9'), 'main.c', ['-Wl,-rpath,$ORIGIN', `-L${d1}`, '-l:libpack.so.1', '-ldl']);
-  await build(join(tree, 'bin', 'app'), 'app.c', [
-    `-L${cudnn}`,
-    '-l:libmain.so.9',
-    '-Wl,-rpath,$ORIGIN/../cudnn/lib',
-    `-Wl,-rpath-link,${d1}`,
-  ]);
-  const interpreter =
-    arch === 'x86_64' ? requireTool('/lib64/ld-linux-x86-64.so.2') : join(sysroot('aarch64'), 'lib', 'ld-linux-aarch64.so.1');
-  return { arch, dir, d1, tree, interpreter };
+  const main = await library(join(cudnn, 'libmain.so.9'), 'main.c', { needs: [pack], runpath: '$ORIGIN', extra: ['-ldl'] });
+  await program(join(tree, 'bin', 'app'), 'app.c', { needs: [main], runpath: '$ORIGIN/../cudnn/lib', extra: [`-Wl,-rpath-link,${d1}`] });
+  const interpreter = loaderOf(arch);
+  const flags = ['--no-driver', '--auto-patchelf', '--libs', d1, '--interpreter', interpreter];
+  return { dir, source, d1, tree, interpreter, flags };
 }
 
 let copies = 0;
@@ -101,24 +91,9 @@ async function copyOf(setup: Setup): Promise<string> {
 const run = (args: readonly string[]) => runCli(args, { timeoutMs: 60_000 });
 const runpathOf = async (file: string): Promise<string | null> => (await readDynamic(file))?.runpath ?? null;
 
-beforeAll(async () => {
-  for (const tool of ['gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64', 'readelf']) requireTool(tool);
-  assertCliBuilt();
-  work = await makeTempDir('auto-patchelf-shadowing');
-}, 60_000);
+const TOOLS = ['gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64', 'readelf'];
 
-afterAll(async () => {
-  if (work !== '' && process.env.KEEP_WORK === undefined) await rm(work, { recursive: true, force: true });
-});
-
-describe.each(BUILD_ARCHES)('%s', (arch) => {
-  let setup: Setup;
-  let flags: string[];
-  beforeAll(async () => {
-    setup = await setUp(arch);
-    flags = ['--no-driver', '--auto-patchelf', '--libs', setup.d1, '--interpreter', setup.interpreter];
-  }, 120_000);
-
+describeEachBuildArch('auto-patchelf-shadowing', TOOLS, setUp, (setup, arch) => {
   it('before: the programs cannot load, and the copies in d1 differ from the tree’s', async () => {
     expect((await runOn(arch, join(setup.tree, 'bin', 'prog'), [])).code).not.toBe(0);
     expect(await sha256File(join(setup.d1, 'libfoo.so.1'))).not.toBe(await sha256File(join(setup.tree, 'lib', 'libfoo.so.1')));
@@ -126,10 +101,10 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
 
   it('the copy chosen from the tree is written ahead of d1, and it is the one that loads', async () => {
     const tree = await copyOf(setup);
-    const planned = await run(['plan', tree, ...flags]);
+    const planned = await run(['plan', tree, ...setup.flags]);
     expect(planned.code, planned.stderr).toBe(0);
     expect(planned.stdout).toContain(`${join(tree, 'lib')}  <- auto-patchelf (libfoo.so.1)`);
-    const applied = await run(['apply', tree, ...flags, '--json']);
+    const applied = await run(['apply', tree, ...setup.flags, '--json']);
     expect(applied.code, applied.stderr).toBe(0);
     // Before, the resolver wrote d1 first (libpack.so.1 comes first in DT_NEEDED): d1's libfoo.so.1 loaded.
     expect(await runpathOf(join(tree, 'lib', 'libA.so'))).toBe(`${join(tree, 'lib')}:${setup.d1}`);
@@ -144,7 +119,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
 
   it("a library's $ORIGIN stays ahead of what it needs from d1: its sibling dlopened by name is the tree's", async () => {
     const tree = await copyOf(setup);
-    const applied = await run(['apply', tree, ...flags]);
+    const applied = await run(['apply', tree, ...setup.flags]);
     expect(applied.code, applied.stderr).toBe(0);
     expect(await runpathOf(join(tree, 'cudnn', 'lib', 'libmain.so.9'))).toBe(`$ORIGIN:${setup.d1}`);
     const ran = await runOn(arch, join(tree, 'bin', 'app'), []);
@@ -174,7 +149,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     const prog = join(tree, 'bin', 'prog');
     const app = join(tree, 'bin', 'app');
     const appBefore = await sha256File(app);
-    const result = await run(['apply', tree, ...flags, '--runtime-dependencies', setup.d1]);
+    const result = await run(['apply', tree, ...setup.flags, '--runtime-dependencies', setup.d1]);
     expect(result.code).toBe(3);
     // prog resolves libA.so from the tree, and d1 holds no libA.so: it is patched (libA.so has no interpreter,
     // so no runtime dependencies).
@@ -185,22 +160,15 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     expect(await sha256File(app)).toBe(appBefore);
     // A program that needs libfoo.so.1 itself: the copy chosen in the tree cannot come before d1.
     const direct = join(setup.dir, `direct-${copies}`);
-    await mkdir(join(direct, 'bin'), { recursive: true });
-    await mustExec(compilerFor(arch), [
-      '-O1',
-      '-o',
-      join(direct, 'bin', 'foo-user'),
-      join(setup.dir, 'src', 'prog.c'),
-      '-Wl,--no-as-needed',
-      `-L${join(setup.tree, 'lib')}`,
-      '-l:libA.so',
-      '-l:libfoo.so.1',
-      `-Wl,-rpath-link,${setup.d1}`,
-    ]);
+    await compileProgram(join(direct, 'bin', 'foo-user'), setup.source('prog.c'), {
+      arch,
+      needs: [join(setup.tree, 'lib', 'libA.so'), join(setup.tree, 'lib', 'libfoo.so.1')],
+      extra: [`-Wl,-rpath-link,${setup.d1}`],
+    });
     await copyTree(join(setup.tree, 'lib'), join(direct, 'lib'));
     const user = join(direct, 'bin', 'foo-user');
     const before = await sha256File(user);
-    const refused = await run(['apply', direct, ...flags, '--runtime-dependencies', setup.d1]);
+    const refused = await run(['apply', direct, ...setup.flags, '--runtime-dependencies', setup.d1]);
     expect(refused.code).toBe(3);
     const line = stderrLines(refused).find((l) => l.startsWith(`cuda-patchelf: ${user}: `)) ?? '';
     expect(line).toContain(`libfoo.so.1 is chosen from ${join(direct, 'lib')}, but ${setup.d1} holds another libfoo.so.1`);
@@ -211,7 +179,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     const tree = await copyOf(setup);
     const libA = join(tree, 'lib', 'libA.so');
     const before = await sha256File(libA);
-    const result = await run(['apply', tree, ...flags, '--nixpkgs-compat']);
+    const result = await run(['apply', tree, ...setup.flags, '--nixpkgs-compat']);
     expect(result.code).toBe(3);
     const line = stderrLines(result).find((l) => l.startsWith(`cuda-patchelf: ${libA}: `)) ?? '';
     expect(line).toContain('the loader would not load what was chosen: libfoo.so.1: chosen');
@@ -224,11 +192,11 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     const libA = join(tree, 'lib', 'libA.so');
     // What the resolver used to write: d1 ahead of the tree.
     await mustExec(requireTool('patchelf'), ['--set-rpath', `${setup.d1}:${join(tree, 'lib')}`, libA]);
-    const checked = await run(['check', tree, ...flags]);
+    const checked = await run(['check', tree, ...setup.flags]);
     expect(checked.code).toBe(1);
     expect(checked.stdout).toContain(libA);
     // Under --nixpkgs-compat that runpath is the one apply would write: nothing to change, and the proof fails.
-    const compat = await run(['check', tree, ...flags, '--nixpkgs-compat']);
+    const compat = await run(['check', tree, ...setup.flags, '--nixpkgs-compat']);
     expect(compat.code).toBe(3);
     expect(stderrLines(compat).some((l) => l.startsWith(`cuda-patchelf: ${libA}: the loader would not load what was chosen`))).toBe(true);
   });

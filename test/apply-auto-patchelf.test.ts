@@ -6,15 +6,16 @@
 // library (libcuda.so.1) with the driver hook on and off, the hook flags in either order, the
 // --nixpkgs-compat result against patchelf's own sequence, and a tree of NVIDIA's CUDA libraries.
 
-import { copyFile, link, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BuildArch, BUILD_ARCHES } from './helpers/arch.js';
+import { copyFile, link, mkdir, symlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import type { BuildArch } from './helpers/arch.js';
+import { compileLibrary, compileProgram, type LinkOptions, writeSources } from './helpers/compile.js';
+import { describeEachBuildArch } from './helpers/each-build-arch.js';
 import { mustExec } from './helpers/exec.js';
-import { compilerFor, cudaFixture, ldList, requireTool, runOn, sysroot } from './helpers/fixtures.js';
+import { cudaFixture, ldList, loaderOf, requireTool, runOn } from './helpers/fixtures.js';
 import { readDynamic, tagKind } from './helpers/readelf.js';
-import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/temp-dir.js';
+import { runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import { copyTree } from './helpers/tree-tools.js';
 
 const SOURCES: Record<string, string> = {
@@ -59,8 +60,9 @@ int bad_note(void) { return 5; }
 };
 
 interface Setup {
-  readonly arch: BuildArch;
   readonly dir: string;
+  /** The path of one of SOURCES, written under dir. */
+  readonly source: (name: string) => string;
   readonly dir1: string;
   readonly dir2: string;
   /** Each holds a libdup.so.1 that says which it is. */
@@ -77,67 +79,50 @@ interface Setup {
   readonly driverLink: string;
   /** The loader of the architecture: --interpreter, and through it the libc directory. */
   readonly interpreter: string;
+  /** The resolver's flags for the main tree: --libs dir1, dir2, dupX, dupY, and the architecture's interpreter. */
+  readonly resolverFlags: readonly string[];
+  /** The main tree's program's runpath as the resolver writes it, for a copy of the tree at `tree`. */
+  readonly progRunpath: (tree: string, dup?: string) => string;
 }
 
-let work = '';
-
-async function setUp(arch: BuildArch): Promise<Setup> {
-  const dir = join(work, arch);
-  const src = join(dir, 'src');
-  await mkdir(src, { recursive: true });
-  for (const [name, text] of Object.entries(SOURCES)) await writeFile(join(src, name), text);
-  const cc = compilerFor(arch);
-  const library = async (output: string, source: string, flags: readonly string[] = []): Promise<void> => {
-    await mkdir(dirname(output), { recursive: true });
-    const soname = output.slice(output.lastIndexOf('/') + 1);
-    await mustExec(cc, ['-shared', '-fPIC', '-O1', `-Wl,-soname,${soname}`, '-o', output, join(src, source), ...flags]);
-  };
+async function setUp(arch: BuildArch, dir: string): Promise<Setup> {
+  const source = await writeSources(join(dir, 'src'), SOURCES);
+  const library = (path: string, file: string, options: LinkOptions = {}): Promise<string> =>
+    compileLibrary(path, source(file), { ...options, arch });
+  const program = (path: string, file: string, needs: readonly string[], extra: readonly string[] = []): Promise<string> =>
+    compileProgram(path, source(file), { arch, needs, extra });
   const dir1 = join(dir, 'dir1', 'lib');
   const dir2 = join(dir, 'dir2', 'lib');
-  await library(join(dir1, 'libA.so.1'), 'a.c');
+  const libA = await library(join(dir1, 'libA.so.1'), 'a.c');
   const dupX = join(dir, 'dupX', 'lib');
   const dupY = join(dir, 'dupY', 'lib');
-  await library(join(dupX, 'libdup.so.1'), 'dup.c', ['-DWHICH="X"']);
-  await library(join(dupY, 'libdup.so.1'), 'dup.c', ['-DWHICH="Y"']);
+  const libdup = await library(join(dupX, 'libdup.so.1'), 'dup.c', { extra: ['-DWHICH="X"'] });
+  await library(join(dupY, 'libdup.so.1'), 'dup.c', { extra: ['-DWHICH="Y"'] });
   await library(join(dir2, 'libB.so.1'), 'b.c');
 
   const tree = join(dir, 'tree');
-  await library(join(tree, 'lib', 'libsib.so'), 'sib.c');
-  await library(join(tree, 'lib', 'libtool.so'), 'tool.c', [
-    `-L${join(tree, 'lib')}`,
-    '-l:libsib.so',
-    '-Wl,--enable-new-dtags',
-    '-Wl,-rpath,$ORIGIN:${ORIGIN}/../plugins',
-  ]);
+  const libsib = await library(join(tree, 'lib', 'libsib.so'), 'sib.c');
+  const libtool = await library(join(tree, 'lib', 'libtool.so'), 'tool.c', { needs: [libsib], runpath: '$ORIGIN:${ORIGIN}/../plugins' });
   await mkdir(join(tree, 'plugins'));
-  /** A program linked (all of them DT_NEEDED) against libraries of `dirs`. */
-  const program = async (output: string, source: string, dirs: readonly string[], libraries: readonly string[]): Promise<void> => {
-    await mkdir(dirname(output), { recursive: true });
-    const linked = ['-Wl,--no-as-needed', ...dirs.map((d) => `-L${d}`), ...libraries];
-    await mustExec(cc, ['-O1', '-o', output, join(src, source), ...linked]);
-  };
-  await program(
-    join(tree, 'bin', 'prog'),
-    'prog.c',
-    [dir1, dupX, join(tree, 'lib')],
-    ['-l:libA.so.1', '-l:libtool.so', '-l:libdup.so.1', '-ldl'],
-  );
+  await program(join(tree, 'bin', 'prog'), 'prog.c', [libA, libtool, libdup], ['-ldl']);
 
   const gone = join(dir, 'gone');
-  await library(join(gone, 'libgone.so.1'), 'gone.c');
+  const libgone = await library(join(gone, 'libgone.so.1'), 'gone.c');
   const missingTree = join(dir, 'missing-tree');
-  await program(join(missingTree, 'bin', 'needs'), 'needs.c', [dir1, gone], ['-l:libA.so.1', '-l:libgone.so.1']);
+  await program(join(missingTree, 'bin', 'needs'), 'needs.c', [libA, libgone]);
 
   const stubs = join(dir, 'cuda', 'lib', 'stubs');
-  await library(join(stubs, 'libcuda.so.1'), 'cuda.c', ['-DWHICH="stub"']);
+  const stub = await library(join(stubs, 'libcuda.so.1'), 'cuda.c', { extra: ['-DWHICH="stub"'] });
   const driverLink = join(dir, 'driver');
-  await library(join(driverLink, 'lib', 'libcuda.so.1'), 'cuda.c', ['-DWHICH="driver"']);
+  await library(join(driverLink, 'lib', 'libcuda.so.1'), 'cuda.c', { extra: ['-DWHICH="driver"'] });
   const cudaTree = join(dir, 'cuda-tree');
-  await program(join(cudaTree, 'bin', 'cuda-app'), 'cuda-app.c', [dir1, stubs], ['-l:libA.so.1', '-l:libcuda.so.1']);
+  await program(join(cudaTree, 'bin', 'cuda-app'), 'cuda-app.c', [libA, stub]);
 
-  const interpreter =
-    arch === 'x86_64' ? requireTool('/lib64/ld-linux-x86-64.so.2') : join(sysroot('aarch64'), 'lib', 'ld-linux-aarch64.so.1');
-  return { arch, dir, dir1, dir2, dupX, dupY, tree, missingTree, cudaTree, stubs, driverLink, interpreter };
+  const interpreter = loaderOf(arch);
+  const resolverFlags = ['--auto-patchelf', ...[dir1, dir2, dupX, dupY].flatMap((d) => ['--libs', d]), '--interpreter', interpreter];
+  // DT_NEEDED order (libA, libtool in the tree, libdup; libc by the interpreter's directory), then the dlopen note (libB).
+  const progRunpath = (copy: string, dup = dupX): string => [dir1, join(copy, 'lib'), dup, dir2].join(':');
+  return { dir, source, dir1, dir2, dupX, dupY, tree, missingTree, cudaTree, stubs, driverLink, interpreter, resolverFlags, progRunpath };
 }
 
 let copies = 0;
@@ -154,30 +139,9 @@ async function cli(args: readonly string[]): Promise<CliResult> {
 
 const runpathOf = async (file: string): Promise<string | null> => (await readDynamic(file))?.runpath ?? null;
 
-beforeAll(async () => {
-  for (const tool of ['gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64', 'readelf', 'patchelf']) requireTool(tool);
-  assertCliBuilt();
-  work = await makeTempDir('auto-patchelf');
-}, 60_000);
+const TOOLS = ['gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64', 'readelf', 'patchelf'];
 
-afterAll(async () => {
-  if (work !== '') await rm(work, { recursive: true, force: true });
-});
-
-describe.each(BUILD_ARCHES)('%s', (arch) => {
-  let setup: Setup;
-  /** The resolver's flags for the main tree: --libs dir1, dir2, dupX, dupY, and the architecture's interpreter. */
-  let resolverFlags: string[];
-  /** The main tree's program's runpath as the resolver writes it, for a copy of the tree at `tree`. */
-  let progRunpath: (tree: string, dup?: string) => string;
-  beforeAll(async () => {
-    setup = await setUp(arch);
-    const libs = [setup.dir1, setup.dir2, setup.dupX, setup.dupY].flatMap((dir) => ['--libs', dir]);
-    resolverFlags = ['--auto-patchelf', ...libs, '--interpreter', setup.interpreter];
-    // DT_NEEDED order (libA, libtool in the tree, libdup; libc by the interpreter's directory), then the dlopen note (libB).
-    progRunpath = (tree, dup = setup.dupX) => [setup.dir1, join(tree, 'lib'), dup, setup.dir2].join(':');
-  }, 120_000);
-
+describeEachBuildArch('auto-patchelf', TOOLS, setUp, (setup, arch) => {
   it('the pristine program cannot load on its own', async () => {
     const run = await runOn(arch, join(setup.tree, 'bin', 'prog'), []);
     expect(run.code).not.toBe(0);
@@ -186,14 +150,14 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
 
   it('after apply, the program loads its libraries and the one it dlopens, with no LD_LIBRARY_PATH', async () => {
     const tree = await copyOf(setup, setup.tree);
-    const result = await cli(['apply', tree, '--no-driver', ...resolverFlags]);
+    const result = await cli(['apply', tree, '--no-driver', ...setup.resolverFlags]);
     expect(result.code).toBe(0);
     // libdup.so.1 is in two --libs directories: the first given wins, and the run says so once.
     expect(stderrLines(result)).toEqual([
       `cuda-patchelf: warning: libdup.so.1 is in ${setup.dupX} and in ${setup.dupY}: ${join(setup.dupX, 'libdup.so.1')} is used (found first)`,
     ]);
     const prog = join(tree, 'bin', 'prog');
-    expect(await runpathOf(prog)).toBe(progRunpath(tree));
+    expect(await runpathOf(prog)).toBe(setup.progRunpath(tree));
     const facts = await readDynamic(prog);
     expect(facts === null ? null : tagKind(facts)).toBe('RUNPATH');
     // libtool's $ORIGIN already names its sibling's directory, and ${ORIGIN}/../plugins is kept: unchanged.
@@ -201,7 +165,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     const run = await runOn(arch, prog, []);
     expect({ code: run.code, stdout: run.stdout, stderr: run.stderr }).toEqual({ code: 0, stdout: 'a=1 tool=13 dup=X b=2\n', stderr: '' });
     // Done: a second run changes nothing, and check agrees.
-    const again = await cli(['check', tree, '--no-driver', ...resolverFlags]);
+    const again = await cli(['check', tree, '--no-driver', ...setup.resolverFlags]);
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('cuda-patchelf check: nothing to do');
   });
@@ -213,13 +177,13 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     expect(result.code).toBe(0);
     expect(result.stderr).toContain(`${join(setup.dupY, 'libdup.so.1')} is used (found first)`);
     const prog = join(tree, 'bin', 'prog');
-    expect(await runpathOf(prog)).toBe(progRunpath(tree, setup.dupY));
+    expect(await runpathOf(prog)).toBe(setup.progRunpath(tree, setup.dupY));
     const run = await runOn(arch, prog, []);
     expect(run.stdout).toBe('a=1 tool=13 dup=Y b=2\n');
   });
 
   it('plan names the libraries behind each entry; --json reports them per file', async () => {
-    const plan = await cli(['plan', setup.tree, ...resolverFlags]);
+    const plan = await cli(['plan', setup.tree, ...setup.resolverFlags]);
     expect(plan.code).toBe(0);
     const lines = plan.stdout.split('\n');
     expect(lines).toContain(`    ${setup.dir1}  <- auto-patchelf (libA.so.1)`);
@@ -227,7 +191,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     expect(lines).toContain(`    ${join(setup.tree, 'lib')}  <- auto-patchelf (libtool.so)`);
     expect(lines).toContain(`    ${setup.dir2}  <- auto-patchelf (libB.so.1)`);
     expect(lines).toContain('    /run/opengl-driver/lib  <- driver');
-    const json = await cli(['plan', setup.tree, ...resolverFlags, '--json']);
+    const json = await cli(['plan', setup.tree, ...setup.resolverFlags, '--json']);
     const report = JSON.parse(json.stdout) as {
       version: number;
       hooks: string[];
@@ -251,10 +215,10 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
   it('--relative-to-tree, --runtime-dependencies, --append-rpaths; a file of another machine and a malformed note left alone', async () => {
     const tree = await copyOf(setup, setup.tree);
     const other: BuildArch = arch === 'x86_64' ? 'aarch64' : 'x86_64';
-    await mustExec(compilerFor(other), ['-shared', '-fPIC', '-o', join(tree, 'lib', 'libother.so'), join(setup.dir, 'src', 'a.c')]);
-    await mustExec(compilerFor(arch), ['-shared', '-fPIC', '-o', join(tree, 'lib', 'libbadnote.so'), join(setup.dir, 'src', 'bad-note.c')]);
+    await compileLibrary(join(tree, 'lib', 'libother.so'), setup.source('a.c'), { arch: other, soname: null });
+    await compileLibrary(join(tree, 'lib', 'libbadnote.so'), setup.source('bad-note.c'), { arch, soname: null });
     const extra = ['--relative-to-tree', '--runtime-dependencies', '/rt/lib', '--append-rpaths', '/app/lib'];
-    const result = await cli(['apply', tree, '--no-driver', ...resolverFlags, ...extra, '--json']);
+    const result = await cli(['apply', tree, '--no-driver', ...setup.resolverFlags, ...extra, '--json']);
     expect(result.code).toBe(0);
     expect(stderrLines(result)).toContain(
       `cuda-patchelf: warning: ${join(tree, 'lib', 'libbadnote.so')}: .note.dlopen note 1: entry 0: no "soname" array; ignored`,
@@ -286,17 +250,17 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     const needs = join(tree, 'bin', 'needs');
     // A second name of the same file: it is patched, and reported, through its first name only.
     await link(needs, join(tree, 'bin', 'needs-again'));
-    const result = await cli(['apply', tree, '--no-driver', ...resolverFlags]);
+    const result = await cli(['apply', tree, '--no-driver', ...setup.resolverFlags]);
     expect(result.code).toBe(3);
     expect(stderrLines(result).filter((line) => line.includes('not found'))).toEqual([
       `cuda-patchelf: ${needs}: library libgone.so.1 not found`,
     ]);
     expect(await runpathOf(needs)).toBe(setup.dir1);
-    const check = await cli(['check', tree, '--no-driver', ...resolverFlags]);
+    const check = await cli(['check', tree, '--no-driver', ...setup.resolverFlags]);
     expect(check.code).toBe(3);
     expect(check.stdout).toContain('cuda-patchelf check: 1 missing library in 1 file, no other file needs patching');
     // With the library's directory given, a second run finishes the job, and the program runs.
-    const fixed = await cli(['apply', tree, '--no-driver', ...resolverFlags, '--libs', join(setup.dir, 'gone')]);
+    const fixed = await cli(['apply', tree, '--no-driver', ...setup.resolverFlags, '--libs', join(setup.dir, 'gone')]);
     expect(fixed.code).toBe(0);
     expect(await runpathOf(needs)).toBe(`${setup.dir1}:${join(setup.dir, 'gone')}`);
     expect((await runOn(arch, needs, [])).code).toBe(0);
@@ -305,7 +269,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
   it('--ignore-missing turns a missing library into a warning', async () => {
     const tree = await copyOf(setup, setup.missingTree);
     const needs = join(tree, 'bin', 'needs');
-    const result = await cli(['apply', tree, '--no-driver', ...resolverFlags, '--ignore-missing', 'libgo[n]e.so.*']);
+    const result = await cli(['apply', tree, '--no-driver', ...setup.resolverFlags, '--ignore-missing', 'libgo[n]e.so.*']);
     expect(result.code).toBe(0);
     expect(stderrLines(result)).toContain(`cuda-patchelf: warning: ${needs}: library libgone.so.1 not found (--ignore-missing)`);
     expect(await runpathOf(needs)).toBe(setup.dir1);
@@ -331,18 +295,18 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     const compat = join(setup.dir, 'cuda_compat');
     const first = await copyOf(setup, setup.tree);
     const second = await copyOf(setup, setup.tree);
-    expect((await cli(['apply', first, '--cuda-compat', compat, '--driver-link', setup.driverLink, ...resolverFlags])).code).toBe(0);
-    expect((await cli(['apply', ...resolverFlags, second, '--driver-link', setup.driverLink, '--cuda-compat', compat])).code).toBe(0);
+    expect((await cli(['apply', first, '--cuda-compat', compat, '--driver-link', setup.driverLink, ...setup.resolverFlags])).code).toBe(0);
+    expect((await cli(['apply', ...setup.resolverFlags, second, '--driver-link', setup.driverLink, '--cuda-compat', compat])).code).toBe(0);
     const hooks = [join(compat, 'compat'), join(setup.driverLink, 'lib')];
-    expect(await runpathOf(join(first, 'bin', 'prog'))).toBe([...hooks, progRunpath(first)].join(':'));
-    expect(await runpathOf(join(second, 'bin', 'prog'))).toBe([...hooks, progRunpath(second)].join(':'));
+    expect(await runpathOf(join(first, 'bin', 'prog'))).toBe([...hooks, setup.progRunpath(first)].join(':'));
+    expect(await runpathOf(join(second, 'bin', 'prog'))).toBe([...hooks, setup.progRunpath(second)].join(':'));
     // The driver's entry leads, so a second apply finds nothing to do.
-    expect((await cli(['check', first, '--cuda-compat', compat, '--driver-link', setup.driverLink, ...resolverFlags])).code).toBe(0);
+    expect((await cli(['check', first, '--cuda-compat', compat, '--driver-link', setup.driverLink, ...setup.resolverFlags])).code).toBe(0);
   });
 
   it('--nixpkgs-compat writes what patchelf --set-rpath R and then the driver hook write', async () => {
     const ours = await copyOf(setup, setup.tree);
-    const result = await cli(['apply', ours, '--nixpkgs-compat', '--driver-link', setup.driverLink, ...resolverFlags, '--json']);
+    const result = await cli(['apply', ours, '--nixpkgs-compat', '--driver-link', setup.driverLink, ...setup.resolverFlags, '--json']);
     expect(result.code).toBe(0);
     const report = JSON.parse(result.stdout) as { files: { path: string; resolved?: { dir: string }[] }[] };
     const theirs = await copyOf(setup, setup.tree);
@@ -373,24 +337,17 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     await symlink('libcublas.so.11.11.3.6', join(tree, 'lib', 'libcublas.so.11'));
     await copyFile(cudaFixture(arch, 'libnvtoolsext1').path, join(tree, 'lib', 'libnvToolsExt.so.1'));
     await copyFile(cudaFixture(arch, 'libcudart11.0').path, join(deps, 'libcudart.so.11.0'));
-    await mkdir(join(tree, 'bin'));
-    await mustExec(compilerFor(arch), [
-      '-O1',
-      '-o',
-      join(tree, 'bin', 'app'),
-      join(setup.dir, 'src', 'needs.c'),
-      '-Wl,--no-as-needed',
-      '-Wl,--allow-shlib-undefined',
-      `-L${setup.dir1}`,
-      `-L${join(setup.dir, 'gone')}`,
-      `-L${join(tree, 'lib')}`,
-      `-L${deps}`,
-      '-l:libA.so.1',
-      '-l:libgone.so.1',
-      '-l:libcublas.so.11',
-      '-l:libcudart.so.11.0',
-      '-l:libnvToolsExt.so.1',
-    ]);
+    await compileProgram(join(tree, 'bin', 'app'), setup.source('needs.c'), {
+      arch,
+      needs: [
+        join(setup.dir1, 'libA.so.1'),
+        join(setup.dir, 'gone', 'libgone.so.1'),
+        join(tree, 'lib', 'libcublas.so.11'),
+        join(deps, 'libcudart.so.11.0'),
+        join(tree, 'lib', 'libnvToolsExt.so.1'),
+      ],
+      extra: ['-Wl,--allow-shlib-undefined'],
+    });
     const libs = ['--libs', deps, '--libs', setup.dir1, '--libs', join(setup.dir, 'gone')];
     const flags = ['--driver-link', setup.driverLink, '--auto-patchelf', '--interpreter', setup.interpreter, ...libs];
     const result = await cli(['apply', tree, ...flags]);
@@ -406,15 +363,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     expect(await runpathOf(join(tree, 'lib', 'libcublas.so.11.11.3.6'))).toBe(`${driver}:$ORIGIN`);
     // Given a directory holding libcublasLt.so.11 (a stand-in), a second run finishes: $ORIGIN is still there.
     const lt = join(setup.dir, 'cublasLt', 'lib');
-    await mkdir(lt, { recursive: true });
-    await mustExec(compilerFor(arch), [
-      '-shared',
-      '-fPIC',
-      '-Wl,-soname,libcublasLt.so.11',
-      '-o',
-      join(lt, 'libcublasLt.so.11'),
-      join(setup.dir, 'src', 'b.c'),
-    ]);
+    await compileLibrary(join(lt, 'libcublasLt.so.11'), setup.source('b.c'), { arch });
     const again = await cli(['apply', tree, ...flags, '--libs', lt]);
     expect(again.code).toBe(0);
     expect(await runpathOf(join(tree, 'lib', 'libcublas.so.11.11.3.6'))).toBe(`${driver}:${lt}:$ORIGIN`);

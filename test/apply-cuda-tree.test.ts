@@ -46,17 +46,18 @@ const after = new Map<string, DynamicFacts>();
 let planRun: CliResult;
 let checkBefore: CliResult;
 let checkAfter: CliResult;
+/** A copy of the pristine tree, what `apply` said over it, and the copy afterwards. */
+interface AppliedCopy {
+  readonly dir: string;
+  readonly result: CliResult;
+  readonly after: TreeSnapshot;
+}
 /** t1: --jobs 4 (threads from the first file) --json; t2: --jobs 1; t3: with a corrupt library added. */
-let t1 = '';
-let t2 = '';
-let t3 = '';
+let t1: AppliedCopy;
+let t2: AppliedCopy;
+let t3: AppliedCopy;
+/** t1 before apply. */
 let t1Before: TreeSnapshot;
-let t1After: TreeSnapshot;
-let t2After: TreeSnapshot;
-let t3After: TreeSnapshot;
-let apply1: CliResult;
-let apply2: CliResult;
-let apply3: CliResult;
 let report: TreeReport;
 const CORRUPT = 'x86_64/lib/libcorrupt.so.1';
 let corruptSize = 0;
@@ -84,7 +85,7 @@ function factsOf(map: Map<string, DynamicFacts>, rel: string): DynamicFacts {
 
 /** The name of each hard-link group the walk patched (per the report); the others are skipped. */
 function patchedNames(): TreeEntry[] {
-  return dynamicEntries(tree).filter((e) => e.hardLinkGroup === undefined || fileOf(report, t1, e.rel).status === 'patched');
+  return dynamicEntries(tree).filter((e) => e.hardLinkGroup === undefined || fileOf(report, t1.dir, e.rel).status === 'patched');
 }
 
 /** Where `ld.so --list` resolved a dependency ($ORIGIN expands to a path with `..` in it). */
@@ -109,31 +110,31 @@ beforeAll(async () => {
   checkBefore = await runCli(['check', tree.root, ...hooks()], { timeoutMs: CLI_TIMEOUT });
   pristineAfterDryRuns = await snapshotTree(tree.root);
 
-  [t1, t2, t3] = await copiesOfTree(tree.root, work, ['t1', 't2', 't3']);
+  const [dir1, dir2, dir3] = await copiesOfTree(tree.root, work, ['t1', 't2', 't3']);
   // A library cut off in the middle of its dynamic array: the reader must reject it, not guess.
   const source = join(tree.root, 'x86_64/lib/libnvToolsExt.so.1.0.0');
   const dynamicAt = await dynamicSegmentOffset(source);
   if (dynamicAt === null) throw new Error(`${source} has no PT_DYNAMIC`);
-  await copyFile(source, join(t3, CORRUPT));
-  const handle = await open(join(t3, CORRUPT), 'r+');
+  await copyFile(source, join(dir3, CORRUPT));
+  const handle = await open(join(dir3, CORRUPT), 'r+');
   corruptSize = dynamicAt + 24;
   await handle.truncate(corruptSize);
   await handle.close();
-  corruptBefore = { sha256: await sha256File(join(t3, CORRUPT)), mtimeNs: (await stat(join(t3, CORRUPT), { bigint: true })).mtimeNs };
+  corruptBefore = { sha256: await sha256File(join(dir3, CORRUPT)), mtimeNs: (await stat(join(dir3, CORRUPT), { bigint: true })).mtimeNs };
 
-  t1Before = await snapshotTree(t1);
-  apply1 = await runCli(['apply', t1, ...hooks(), '--jobs', '4', '--threads-from-start', '--json'], { timeoutMs: CLI_TIMEOUT });
-  apply2 = await runCli(['apply', t2, ...hooks(), '--jobs', '1'], { timeoutMs: CLI_TIMEOUT });
-  apply3 = await runCli(['apply', t3, ...hooks()], { timeoutMs: CLI_TIMEOUT });
-  checkAfter = await runCli(['check', t1, ...hooks()], { timeoutMs: CLI_TIMEOUT });
+  t1Before = await snapshotTree(dir1);
+  const apply1 = await runCli(['apply', dir1, ...hooks(), '--jobs', '4', '--threads-from-start', '--json'], { timeoutMs: CLI_TIMEOUT });
+  const apply2 = await runCli(['apply', dir2, ...hooks(), '--jobs', '1'], { timeoutMs: CLI_TIMEOUT });
+  const apply3 = await runCli(['apply', dir3, ...hooks()], { timeoutMs: CLI_TIMEOUT });
+  checkAfter = await runCli(['check', dir1, ...hooks()], { timeoutMs: CLI_TIMEOUT });
   expect(apply1.stderr).toBe('');
   expect(apply1.code).toBe(0);
   report = parseReport(apply1.stdout);
-  t1After = await snapshotTree(t1);
-  t2After = await snapshotTree(t2);
-  t3After = await snapshotTree(t3);
+  t1 = { dir: dir1, result: apply1, after: await snapshotTree(dir1) };
+  t2 = { dir: dir2, result: apply2, after: await snapshotTree(dir2) };
+  t3 = { dir: dir3, result: apply3, after: await snapshotTree(dir3) };
   for (const entry of dynamicEntries(tree)) {
-    const facts = await readDynamic(join(t1, entry.rel));
+    const facts = await readDynamic(join(t1.dir, entry.rel));
     if (facts === null) throw new Error(`${entry.rel} lost its dynamic section`);
     after.set(entry.rel, facts);
   }
@@ -173,7 +174,7 @@ describe('apply over a CUDA package output', () => {
     const changed: string[] = [];
     for (const entry of untouched) {
       const a = t1Before.get(entry.rel);
-      const b = t1After.get(entry.rel);
+      const b = t1.after.get(entry.rel);
       if (a === undefined || b === undefined) changed.push(`${entry.rel}: missing`);
       else if (a.type === 'file' && b.type === 'file') {
         if (a.sha256 !== b.sha256 || a.mtimeNs !== b.mtimeNs || a.mode !== b.mode) changed.push(`${entry.rel}: file changed`);
@@ -185,7 +186,7 @@ describe('apply over a CUDA package output', () => {
     // The absolute symlink was not followed out of the tree.
     expect(await sha256File(tree.outsideFile)).toBe(await sha256File(fixture('compiled/x86_64/libgreet').path));
     // Nothing appeared or disappeared.
-    expect([...t1After.keys()].sort()).toEqual([...t1Before.keys()].sort());
+    expect([...t1.after.keys()].sort()).toEqual([...t1Before.keys()].sort());
   });
 
   it('patches a hard-linked library once, and both names show the change', async () => {
@@ -195,7 +196,7 @@ describe('apply over a CUDA package output', () => {
     expect(groups.size).toBe(2);
     for (const names of groups.values()) {
       expect(names).toHaveLength(2);
-      const outcomes = names.map((e) => fileOf(report, t1, e.rel));
+      const outcomes = names.map((e) => fileOf(report, t1.dir, e.rel));
       const patched = outcomes.filter((o) => o.status === 'patched');
       const skipped = outcomes.filter((o) => o.status === 'skipped');
       expect(patched).toHaveLength(1);
@@ -203,7 +204,7 @@ describe('apply over a CUDA package output', () => {
       expect(skipped[0]?.reason).toBe('hard-link');
       expect(skipped[0]?.detail).toBe(patched[0]?.path);
       expect(patched[0]?.otherLinks).toBe(1);
-      const [first, second] = names.map((e) => t1After.get(e.rel));
+      const [first, second] = names.map((e) => t1.after.get(e.rel));
       if (first?.type !== 'file' || second?.type !== 'file') throw new Error('hard-link names are not files after apply');
       expect(first.ino).toBe(second.ino);
       expect(first.nlink).toBe(2);
@@ -212,7 +213,7 @@ describe('apply over a CUDA package output', () => {
         expect(effectiveRunpath(factsOf(after, entry.rel))).toBe(expectedRunpath(effectiveRunpath(factsOf(before, entry.rel))));
     }
     expect(report.summary.patchedWithOtherLinks).toBe(2);
-    expect(apply2.stdout).toContain('note: 2 patched files have other hard links; the change shows through every link');
+    expect(t2.result.stdout).toContain('note: 2 patched files have other hard links; the change shows through every link');
   });
 
   it('counts exactly: visited, patched per tier, skipped per reason', async () => {
@@ -226,17 +227,17 @@ describe('apply over a CUDA package output', () => {
     const tiers: Record<string, number> = {};
     for (const entry of patchedNames()) {
       const a = t1Before.get(entry.rel);
-      const b = t1After.get(entry.rel);
+      const b = t1.after.get(entry.rel);
       if (a?.type !== 'file' || b?.type !== 'file') throw new Error(`${entry.rel} is not a file`);
       const tier = b.size > a.size ? 'append' : b.size === a.size ? 'in-place' : 'shrunk';
       tiers[tier] = (tiers[tier] ?? 0) + 1;
-      expect(fileOf(report, t1, entry.rel).tier, entry.rel).toBe(tier);
+      expect(fileOf(report, t1.dir, entry.rel).tier, entry.rel).toBe(tier);
     }
     expect(summary.patched).toEqual(tiers);
     expect(Object.values(summary.patched).reduce((x, y) => x + y, 0)).toBe(expectedPatched(tree));
     // The text summary of the --jobs 1 run says the same.
-    expect(apply2.code).toBe(0);
-    const line = parseSummaryLine(apply2.stdout);
+    expect(t2.result.code).toBe(0);
+    const line = parseSummaryLine(t2.result.stdout);
     expect(line).toEqual({
       command: 'apply',
       visited: summary.visited,
@@ -257,11 +258,11 @@ describe('apply over a CUDA package output', () => {
     expect(report.hooks).toEqual(['driver', 'cuda-compat', 'remove-stubs']);
     const paths = report.files.map((f) => f.path);
     expect(paths).toEqual([...paths].sort());
-    expect(new Set(paths)).toEqual(new Set(tree.entries.map((e) => join(t1, e.rel))));
+    expect(new Set(paths)).toEqual(new Set(tree.entries.map((e) => join(t1.dir, e.rel))));
     expect(paths).toHaveLength(tree.entries.length);
     let bytes = 0;
     for (const file of report.files) {
-      const rel = relative(t1, file.path);
+      const rel = relative(t1.dir, file.path);
       const entry = tree.entries.find((e) => e.rel === rel);
       if (entry === undefined) throw new Error(`${rel} is not in the tree`);
       if (file.status === 'patched') {
@@ -296,17 +297,17 @@ describe('apply over a CUDA package output', () => {
     for (const entry of programs) {
       const program = entry.program;
       if (program === undefined || entry.arch === undefined) continue;
-      const libraryPath = program.libraryDir === null ? null : join(t1, program.libraryDir);
-      const { stdout } = await runProgram(program.fixture, { path: join(t1, entry.rel), libraryPath });
+      const libraryPath = program.libraryDir === null ? null : join(t1.dir, program.libraryDir);
+      const { stdout } = await runProgram(program.fixture, { path: join(t1.dir, entry.rel), libraryPath });
       expect(stdout.trim(), entry.rel).toBe(program.expectedOutput);
-      const listed = await ldList(join(t1, entry.rel), entry.arch, { libraryPath });
-      expect(resolvedAs(listed, 'libgreet.so.1'), entry.rel).toBe(join(t1, entry.arch, 'lib', 'libgreet.so.1'));
+      const listed = await ldList(join(t1.dir, entry.rel), entry.arch, { libraryPath });
+      expect(resolvedAs(listed, 'libgreet.so.1'), entry.rel).toBe(join(t1.dir, entry.arch, 'lib', 'libgreet.so.1'));
     }
     // The C++ program throws through the patched copies of libstdc++ and libgcc_s in lib/.
     for (const arch of BUILD_ARCHES) {
-      const listed = await ldList(join(t1, arch, 'bin/cxx-throw'), arch);
-      expect(resolvedAs(listed, 'libstdc++.so.6')).toBe(join(t1, arch, 'lib', 'libstdc++.so.6'));
-      expect(resolvedAs(listed, 'libgcc_s.so.1')).toBe(join(t1, arch, 'lib', 'libgcc_s.so.1'));
+      const listed = await ldList(join(t1.dir, arch, 'bin/cxx-throw'), arch);
+      expect(resolvedAs(listed, 'libstdc++.so.6')).toBe(join(t1.dir, arch, 'lib', 'libstdc++.so.6'));
+      expect(resolvedAs(listed, 'libgcc_s.so.1')).toBe(join(t1.dir, arch, 'lib', 'libgcc_s.so.1'));
     }
   });
 
@@ -315,7 +316,7 @@ describe('apply over a CUDA package output', () => {
     expect(libraries.length).toBeGreaterThanOrEqual(30);
     for (const entry of libraries) {
       if (entry.arch === undefined) continue;
-      const listed = await ldList(join(t1, entry.rel), entry.arch, { libraryPath: join(t1, entry.arch, 'lib') });
+      const listed = await ldList(join(t1.dir, entry.rel), entry.arch, { libraryPath: join(t1.dir, entry.arch, 'lib') });
       expect(listed.length, entry.rel).toBeGreaterThan(0);
     }
   });
@@ -355,7 +356,7 @@ describe('apply over a CUDA package output', () => {
       const old = effectiveRunpath(factsOf(before, rel));
       expect(block.old, rel).toBe(old);
       expect(block.new, rel).toBe(effectiveRunpath(factsOf(after, rel)));
-      expect(block.tier, rel).toBe(fileOf(report, t1, rel).tier);
+      expect(block.tier, rel).toBe(fileOf(report, t1.dir, rel).tier);
       expect(block.entries.map((e) => e.dir).join(':'), rel).toBe(block.new);
       expect(
         block.entries.map((e) => e.hook),
@@ -373,23 +374,23 @@ describe('apply over a CUDA package output', () => {
   });
 
   it('a corrupt library fails alone: exit 3, one line naming it, the file untouched, the rest patched', async () => {
-    expect(apply3.code).toBe(3);
-    const lines = stderrLines(apply3);
+    expect(t3.result.code).toBe(3);
+    const lines = stderrLines(t3.result);
     expect(lines).toHaveLength(1);
-    expect(lines[0]?.startsWith(`cuda-patchelf: ${join(t3, CORRUPT)}: `), lines[0]).toBe(true);
+    expect(lines[0]?.startsWith(`cuda-patchelf: ${join(t3.dir, CORRUPT)}: `), lines[0]).toBe(true);
     expect(lines[0]).not.toMatch(/internal error|\n|at .*\.js:\d+/);
-    expect(parseSummaryLine(apply3.stdout).failed).toBe(1);
-    expect(parseSummaryLine(apply3.stdout).patched).toBe(expectedPatched(tree));
-    const corrupt = t3After.get(CORRUPT);
+    expect(parseSummaryLine(t3.result.stdout).failed).toBe(1);
+    expect(parseSummaryLine(t3.result.stdout).patched).toBe(expectedPatched(tree));
+    const corrupt = t3.after.get(CORRUPT);
     if (corrupt?.type !== 'file') throw new Error('the corrupt file is gone');
     expect(corrupt.size).toBe(corruptSize);
     expect({ sha256: corrupt.sha256, mtimeNs: corrupt.mtimeNs }).toEqual(corruptBefore);
     // Every other file ends exactly as in the run without the corrupt file.
-    const others = new Map([...t3After].filter(([rel]) => rel !== CORRUPT));
-    expect(contentDifferences(others, t1After)).toEqual([]);
+    const others = new Map([...t3.after].filter(([rel]) => rel !== CORRUPT));
+    expect(contentDifferences(others, t1.after)).toEqual([]);
     // check still fails on it (exit 3 outranks "nothing to do") and says so in one line, and its
     // summary counts it: a tree with a failure never reads "nothing to do".
-    const check = await runCli(['check', t3, ...hooks()], { timeoutMs: CLI_TIMEOUT });
+    const check = await runCli(['check', t3.dir, ...hooks()], { timeoutMs: CLI_TIMEOUT });
     expect(check.code).toBe(3);
     expect(stderrLines(check)).toEqual([lines[0]]);
     expect(check.stdout).toBe('cuda-patchelf check: 1 failed, no other file needs patching\n');
@@ -398,9 +399,9 @@ describe('apply over a CUDA package output', () => {
   it('--jobs 1 and --jobs 4 give byte-identical trees', () => {
     // t1 ran in four worker threads (--threads-from-start; fewer where there are fewer CPUs), t2 in the main thread.
     expect(report.workerThreads).toBe(fullPoolHere(4));
-    expect(contentDifferences(t1After, t2After)).toEqual([]);
+    expect(contentDifferences(t1.after, t2.after)).toEqual([]);
     // And the trees did change, so the comparison means something.
-    expect(contentDifferences(t1Before, t1After).length).toBe(expectedPatched(tree) + 2);
+    expect(contentDifferences(t1Before, t1.after).length).toBe(expectedPatched(tree) + 2);
   });
 });
 

@@ -9,7 +9,8 @@ import { copyFile, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BuildArch, BUILD_ARCHES } from './helpers/arch.js';
-import { fixture, loadManifest, requireTool, runProgram, compilerFor } from './helpers/fixtures.js';
+import { compileLibrary } from './helpers/compile.js';
+import { fixture, loadManifest, requireTool, runProgram } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { cudaTreeIn, type CudaTree } from './helpers/tree-cuda.js';
 import { runNixpkgsHooks } from './helpers/tree-nixpkgs.js';
@@ -50,7 +51,6 @@ const separately = (rel: string): boolean => hardLinked.has(rel) || rel === I386
 
 /** Runpaths the fixture sources alone cannot give: repeats, an empty entry, an empty runpath. */
 async function addOddRunpaths(root: string, arch: BuildArch): Promise<string[]> {
-  const cc = compilerFor(arch);
   const src = join(loadManifest().cacheDir, '..', 'src', 'user.c');
   const lib = join(root, arch, 'lib');
   const made: Array<[string, string]> = [
@@ -59,7 +59,7 @@ async function addOddRunpaths(root: string, arch: BuildArch): Promise<string[]> 
     ['libdup-rpath.so', '-Wl,--disable-new-dtags,-rpath,$ORIGIN:$ORIGIN'],
   ];
   for (const [name, flag] of made) {
-    await mustExec(cc, ['-shared', '-fPIC', '-O1', '-o', join(lib, name), src, `-L${lib}`, '-l:libgreet.so.1', flag]);
+    await compileLibrary(join(lib, name), src, { arch, soname: null, needs: [join(lib, 'libgreet.so.1')], extra: [flag] });
   }
   // Nixpkgs visits a static-pie (it has a dynamic section): both sides must agree on that too.
   const staticPie = fixture(arch === 'x86_64' ? 'compiled/x86_64/static-pie' : 'compiled/aarch64-64k/static-pie');

@@ -4,16 +4,16 @@
 // Shown on x86_64 natively and on aarch64 under qemu, with real NVIDIA libcuda.so.1 files (Debian's
 // libcuda1 535) as the compat library: they cannot reach a GPU here, but they must be the ones LOADED.
 
-import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BuildArch, BUILD_ARCHES } from './helpers/arch.js';
-import { compilerFor, fixture, ldList, requireTool, runOn } from './helpers/fixtures.js';
-import { assertCliBuilt, runCli } from './helpers/run-cli.js';
-import { makeTempDir } from './helpers/temp-dir.js';
+import { expect, it } from 'vitest';
+import type { BuildArch } from './helpers/arch.js';
+import { compileLibrary, compileProgram, writeSources } from './helpers/compile.js';
+import { describeEachBuildArch } from './helpers/each-build-arch.js';
+import { fixture, ldList, runOn } from './helpers/fixtures.js';
+import { runCli } from './helpers/run-cli.js';
 import { copyTree } from './helpers/tree-tools.js';
 import { readDynamic, tagKind } from './helpers/readelf.js';
-import { mustExec } from './helpers/exec.js';
 
 // Prints the path of the libcuda.so.1 the loader mapped, and which stand-in it is when it is one; it
 // references no libcuda symbol, so the real NVIDIA library can stand in the same place.
@@ -45,7 +45,6 @@ const REAL_LIBCUDA: Record<BuildArch, string> = {
 };
 
 interface Setup {
-  readonly arch: BuildArch;
   readonly dir: string;
   /** The pristine tree: bin/cuda-app, NEEDED libcuda.so.1, no runpath. */
   readonly tree: string;
@@ -59,21 +58,12 @@ interface Setup {
   readonly compatEmpty: string;
 }
 
-let work = '';
-
-async function setUp(arch: BuildArch): Promise<Setup> {
-  const dir = join(work, arch);
-  const src = join(dir, 'src');
-  await mkdir(src, { recursive: true });
-  await writeFile(join(src, 'which.c'), WHICH_C);
-  await writeFile(join(src, 'standin.c'), STANDIN_C);
-  const cc = compilerFor(arch);
-  const standin = async (output: string, which: string): Promise<void> => {
-    await mkdir(join(output, '..'), { recursive: true });
-    await mustExec(cc, ['-shared', '-fPIC', '-O1', `-DWHICH="${which}"`, '-Wl,-soname,libcuda.so.1', '-o', output, join(src, 'standin.c')]);
-  };
+async function setUp(arch: BuildArch, dir: string): Promise<Setup> {
+  const source = await writeSources(join(dir, 'src'), { 'which.c': WHICH_C, 'standin.c': STANDIN_C });
+  const standin = (path: string, which: string): Promise<string> =>
+    compileLibrary(path, source('standin.c'), { arch, soname: 'libcuda.so.1', extra: [`-DWHICH="${which}"`] });
   const driverLink = join(dir, 'driver');
-  await standin(join(driverLink, 'lib', 'libcuda.so.1'), 'driver');
+  const driverLibcuda = await standin(join(driverLink, 'lib', 'libcuda.so.1'), 'driver');
   const compatStandin = join(dir, 'cuda_compat-standin');
   await standin(join(compatStandin, 'compat', 'libcuda.so.1'), 'compat');
   const compatReal = join(dir, 'cuda_compat-real');
@@ -82,17 +72,8 @@ async function setUp(arch: BuildArch): Promise<Setup> {
   const compatEmpty = join(dir, 'cuda_compat-empty');
   await mkdir(join(compatEmpty, 'compat'), { recursive: true });
   const tree = join(dir, 'pristine');
-  await mkdir(join(tree, 'bin'), { recursive: true });
-  await mustExec(cc, [
-    '-O1',
-    '-o',
-    join(tree, 'bin', 'cuda-app'),
-    join(src, 'which.c'),
-    '-Wl,--no-as-needed',
-    `-L${join(driverLink, 'lib')}`,
-    '-l:libcuda.so.1',
-  ]);
-  return { arch, dir, tree, driverLink, compatStandin, compatReal, compatEmpty };
+  await compileProgram(join(tree, 'bin', 'cuda-app'), source('which.c'), { arch, needs: [driverLibcuda] });
+  return { dir, tree, driverLink, compatStandin, compatReal, compatEmpty };
 }
 
 let copies = 0;
@@ -122,22 +103,7 @@ function libcudaSearch(stderr: string): { searchPath: string; tried: string[] } 
   return { searchPath, tried };
 }
 
-beforeAll(async () => {
-  for (const tool of ['gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64', 'readelf', 'cp']) requireTool(tool);
-  assertCliBuilt();
-  work = await makeTempDir('order-is-real');
-}, 60_000);
-
-afterAll(async () => {
-  if (work !== '') await rm(work, { recursive: true, force: true });
-});
-
-describe.each(BUILD_ARCHES)('%s', (arch) => {
-  let setup: Setup;
-  beforeAll(async () => {
-    setup = await setUp(arch);
-  }, 120_000);
-
+describeEachBuildArch('order-is-real', ['gcc', 'aarch64-linux-gnu-gcc', 'qemu-aarch64', 'readelf', 'cp'], setUp, (setup, arch) => {
   it('the pristine program has no runpath and cannot find libcuda.so.1 on its own', async () => {
     const facts = await readDynamic(join(setup.tree, 'bin', 'cuda-app'));
     expect(facts?.needed).toContain('libcuda.so.1');

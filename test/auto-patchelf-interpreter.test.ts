@@ -6,19 +6,15 @@
 // aarch64 program of a Debian package tree (bench/results/2026-11-27-vm-auto-patchelf-differential.md).
 
 import { copyFile, mkdir, realpath, rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUILD_ARCHES, type BuildArch } from './helpers/arch.js';
-import { requireTool, runOn, sysroot } from './helpers/fixtures.js';
+import { BUILD_ARCHES } from './helpers/arch.js';
+import { loaderOf, requireTool, runOn } from './helpers/fixtures.js';
 import { LOADER_MAPS_SOURCE as MAPS_SOURCE } from './helpers/loader-maps.js';
 import { interpreterOf } from './helpers/readelf.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { compile } from './helpers/rw-build.js';
 import { makeTempDir } from './helpers/temp-dir.js';
-
-const LOADER_NAME: Record<BuildArch, string> = { x86_64: 'ld-linux-x86-64.so.2', aarch64: 'ld-linux-aarch64.so.1' };
-const loaderFile = (arch: BuildArch): string =>
-  arch === 'x86_64' ? requireTool('/lib64/ld-linux-x86-64.so.2') : join(sysroot('aarch64'), 'lib', LOADER_NAME.aarch64);
 
 let work = '';
 
@@ -40,11 +36,11 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
     const program = await compile(arch, join(tree, 'bin'), 'maps', { 'maps.c': MAPS_SOURCE });
     const library = await compile(arch, join(tree, 'lib'), 'libmaps.so', { 'maps.c': MAPS_SOURCE }, ['-shared', '-fPIC']);
     // As Nix's glibc: the loader in a directory of its own, at a path longer than the default one.
-    const interpreter = join(work, arch, 'glibc-2.40', 'lib', LOADER_NAME[arch]);
+    const interpreter = join(work, arch, 'glibc-2.40', 'lib', basename(loaderOf(arch)));
     await mkdir(join(interpreter, '..'), { recursive: true });
-    await copyFile(loaderFile(arch), interpreter);
+    await copyFile(loaderOf(arch), interpreter);
     // libc stays where the real loader is (the copy's directory holds none).
-    const flags = ['--no-driver', '--auto-patchelf', '--interpreter', interpreter, '--libc-dir', dirname(await realpath(loaderFile(arch)))];
+    const flags = ['--no-driver', '--auto-patchelf', '--interpreter', interpreter, '--libc-dir', dirname(await realpath(loaderOf(arch)))];
 
     const result = await runCli(['apply', tree, ...flags]);
     expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });

@@ -14,6 +14,7 @@ import { traceLoader, type LoaderTrace } from './helpers/doctor-ld-debug.js';
 import { doctorJson, reportedLoads, type DoctorJson } from './helpers/doctor-run.js';
 import { buildLibrary, buildProgram } from './helpers/doctor-trees.js';
 import { execTool, mustExec } from './helpers/exec.js';
+import { inMountNamespace } from './helpers/mount-namespace.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 
@@ -54,13 +55,21 @@ function expectSameLoads(report: FileReport, trace: LoaderTrace): void {
   expect(reportedLoads(report)).toEqual(trace.loads.map(({ name, path }) => ({ name, path })));
 }
 
+/**
+ * DIR/bin/prog, which needs DIR/b/libmiddleN.so (no runpath of its own), which needs DIR/a/libdeepN.so; the
+ * program's DT_RPATH or DT_RUNPATH (`tag`) lists a/ and then b/.
+ */
+async function programOverTwoLibraries(dir: string, n: string, tag: 'rpath' | 'runpath'): Promise<string> {
+  const deep = await buildLibrary(at(dir, 'a', `libdeep${n}.so`));
+  const middle = await buildLibrary(at(dir, 'b', `libmiddle${n}.so`), `libmiddle${n}.so`, { needs: [deep] });
+  return buildProgram(at(dir, 'bin/prog'), { needs: [middle], [tag]: `${at(dir, 'a')}:${at(dir, 'b')}` });
+}
+
 beforeAll(assertCliBuilt);
 
 describe('DT_RPATH', () => {
   it('is inherited: a library without a runpath finds its dependency through the program’s DT_RPATH', async () => {
-    const deep = await buildLibrary(at('inherit/a/libdeep.so'));
-    const middle = await buildLibrary(at('inherit/b/libmiddle.so'), 'libmiddle.so', { needs: [deep] });
-    const prog = await buildProgram(at('inherit/bin/prog'), { needs: [middle], rpath: `${at('inherit/a')}:${at('inherit/b')}` });
+    const prog = await programOverTwoLibraries('inherit', '', 'rpath');
     const { report, trace } = await both(prog, 'run');
     expectSameLoads(report, trace);
     expect(report.loads.find((l) => l.name === 'libdeep.so')).toMatchObject({
@@ -83,9 +92,7 @@ describe('DT_RPATH', () => {
 
 describe('DT_RUNPATH', () => {
   it('is not inherited: a library without a runpath does not find what only the program’s DT_RUNPATH lists', async () => {
-    const deep = await buildLibrary(at('norun/a/libdeep3.so'));
-    const middle = await buildLibrary(at('norun/b/libmiddle3.so'), 'libmiddle3.so', { needs: [deep] });
-    const prog = await buildProgram(at('norun/bin/prog'), { needs: [middle], runpath: `${at('norun/a')}:${at('norun/b')}` });
+    const prog = await programOverTwoLibraries('norun', '3', 'runpath');
     const { report, trace } = await both(prog, 'list');
     expectSameLoads(report, trace);
     expect(missing(report)).toEqual(notFound(trace));
@@ -324,16 +331,7 @@ describe('hwcaps subdirectories', () => {
       (await readFile('/proc/cpuinfo', 'latin1')).replace(/^(flags\s*:).*$/gm, '$1 fpu tsc cx8 cmov mmx fxsr sse sse2 syscall lm'),
       'latin1',
     );
-    const inNamespace = [
-      requireTool('unshare'),
-      '--user',
-      '--map-root-user',
-      '--mount',
-      requireTool('sh'),
-      '-c',
-      'mount --bind "$0" /proc/cpuinfo && exec "$@"',
-      cpuinfo,
-    ];
+    const inNamespace = inMountNamespace(['mount --bind "$0" /proc/cpuinfo'], cpuinfo);
     const seen = await execTool(inNamespace[0] as string, [...inNamespace.slice(1), requireTool('grep'), '-m1', '^flags', '/proc/cpuinfo']);
     expect(seen.stdout, seen.stderr).toMatch(/^flags\s*: fpu tsc cx8 cmov mmx fxsr sse sse2 syscall lm$/m);
     const result = await runCli(['doctor', '--json', prog], { wrapper: inNamespace });

@@ -13,6 +13,7 @@ import {
   dlopenProbe,
   ldListFixture,
   loadManifest,
+  OTHER_TOOLCHAIN_FIXTURES,
   requireTool,
   runProgram,
   sysroot,
@@ -61,12 +62,7 @@ describe('manifest', () => {
       'static-pie',
       'big-dynstr',
       'no-sections',
-      'libuser-runpath-lld',
-      'pie-runpath-lld',
-      'libuser-runpath-gold',
-      'pie-runpath-gold',
-      'cxx-throw',
-      'cxx-throw-lib',
+      ...OTHER_TOOLCHAIN_FIXTURES,
       'dlopen-probe',
     ]) {
       const f = fixture(`compiled/${dir}/${name}`);

@@ -45,6 +45,14 @@ function load(layout: RawLayout, nth: number): { at: number } {
 const word = (layout: RawLayout): 4 | 8 => fieldOffsets(layout.elfClass).word as 4 | 8;
 const LONG_RUNPATH = `/nix/store/${'x'.repeat(32)}-cuda_compat/compat:/run/opengl-driver/lib:$ORIGIN/../lib`;
 
+/** Turns the first dynamic entry tagged `from` into one tagged `to`, its value kept. */
+const retag =
+  (from: number, to: number): Case['edit'] =>
+  (bytes, layout) =>
+    writeUnsigned(bytes, entry(layout, from).at, word(layout), layout.little, to);
+const setRunpath = (runpath: string): Operation => editOperation(`set-runpath "${runpath}"`, (e) => e.setRunpath(runpath));
+const addNeeded = (name: string): Operation => editOperation(`add-needed "${name}"`, (e) => e.addNeeded(name));
+
 const CASES: readonly Case[] = [
   {
     // The planner diffs the new dynamic array against the old one re-encoded with zeroed DT_NULL slots,
@@ -56,15 +64,15 @@ const CASES: readonly Case[] = [
       const terminator = entry(layout, DT.DT_NULL);
       writeUnsigned(bytes, terminator.at + word(layout), word(layout), layout.little, 0x10000);
     },
-    operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath('/run/opengl-driver/lib')),
+    operation: setRunpath('/run/opengl-driver/lib'),
   },
   {
     // A DT_NULL in the middle ends the live array; the entries after it are not DT_NULL. A new tag
     // goes where the terminator was and no new terminator is written, so the dead entries become live.
     name: 'entries after the DT_NULL terminator that are not DT_NULL',
     base: 'compiled/x86_64/libuser-no-runpath',
-    edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT.DT_RELASZ).at, word(layout), layout.little, DT.DT_NULL),
-    operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath('/run/opengl-driver/lib')),
+    edit: retag(DT.DT_RELASZ, DT.DT_NULL),
+    operation: setRunpath('/run/opengl-driver/lib'),
   },
   {
     // d_val is decoded to a JavaScript number: 2^64-1 becomes 2^64, encoded back as 0. An entry the
@@ -80,7 +88,7 @@ const CASES: readonly Case[] = [
     name: 'a PT_LOAD with p_filesz above p_memsz and past the end of the file',
     base: 'compiled/x86_64/libuser-runpath',
     edit: (bytes, layout) => writeUnsigned(bytes, load(layout, 2).at + fieldOffsets(64).p_filesz, 8, layout.little, 0x80000000),
-    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
+    operation: setRunpath(LONG_RUNPATH),
   },
   {
     // A PT_LOAD at the top of the address space: the new segment's addresses wrap or collide, and the
@@ -88,7 +96,7 @@ const CASES: readonly Case[] = [
     name: 'a PT_LOAD whose p_vaddr is 2^64-1',
     base: 'cuda/aarch64/libnvtoolsext1/libnvToolsExt.so.1.0.0',
     edit: (bytes, layout) => writeUnsigned(bytes, load(layout, 1).at + fieldOffsets(64).p_offset + 8, 8, layout.little, 2n ** 64n - 1n),
-    operation: editOperation('add-needed "libextra.so.1"', (e) => e.addNeeded('libextra.so.1')),
+    operation: addNeeded('libextra.so.1'),
   },
   {
     // e_phnum raised so that the table runs over the bytes after it: garbage "program headers" are
@@ -102,8 +110,8 @@ const CASES: readonly Case[] = [
     // Two DT_STRTAB entries, the first with a value that is no address of the file.
     name: 'a second DT_STRTAB entry',
     base: 'compiled/x86_64/pie-runpath-gold',
-    edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT.DT_RELASZ).at, word(layout), layout.little, DT.DT_STRTAB),
-    operation: editOperation('set-runpath "$ORIGIN"', (e) => e.setRunpath('$ORIGIN')),
+    edit: retag(DT.DT_RELASZ, DT.DT_STRTAB),
+    operation: setRunpath('$ORIGIN'),
   },
   {
     // An executable (here a library turned into one) whose program header table must move, with a
@@ -114,7 +122,7 @@ const CASES: readonly Case[] = [
       writeUnsigned(bytes, E_TYPE, 2, layout.little, ET.ET_EXEC);
       writeUnsigned(bytes, load(layout, 2).at + fieldOffsets(64).p_filesz + 8, 8, layout.little, 2n ** 32n);
     },
-    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
+    operation: setRunpath(LONG_RUNPATH),
   },
   {
     // A RangeError from the planner, not a CudaPatchelfError: an unknown e_type (0x43, taken as an
@@ -136,7 +144,7 @@ const CASES: readonly Case[] = [
     name: 'a PT_LOAD whose p_vaddr is 2^53-1',
     base: 'cuda/x86_64/libnvtoolsext1/libnvToolsExt.so.1.0.0',
     edit: (bytes, layout) => writeUnsigned(bytes, load(layout, 1).at + fieldOffsets(64).p_offset + 8, 8, layout.little, 2n ** 53n - 1n),
-    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
+    operation: setRunpath(LONG_RUNPATH),
   },
   {
     // PT_NOTE's p_filesz raised to 0xff, over the sections after the note: when the program header
@@ -145,7 +153,7 @@ const CASES: readonly Case[] = [
     name: 'a PT_NOTE whose p_filesz runs over the sections after it',
     base: 'debian/aarch64/libxau6/libXau.so.6.0.0',
     edit: (bytes, layout) => writeUnsigned(bytes, programHeader(layout, PT.PT_NOTE).at + fieldOffsets(64).p_filesz, 8, layout.little, 0xff),
-    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
+    operation: setRunpath(LONG_RUNPATH),
   },
   {
     // DT_HASH moved back by 8 bytes: its nchain, which sizes the symbol table, is read from elsewhere
@@ -154,7 +162,7 @@ const CASES: readonly Case[] = [
     base: 'debian/x86_64/libc6/libdl.so.2',
     edit: (bytes, layout) =>
       writeUnsigned(bytes, entry(layout, DT.DT_HASH).at + 8, 8, layout.little, BigInt(entry(layout, DT.DT_HASH).val - 8)),
-    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
+    operation: setRunpath(LONG_RUNPATH),
   },
   {
     // A section header size of 0xffffffff (.gnu.hash): harmless where the section is, fatal to the
@@ -162,7 +170,7 @@ const CASES: readonly Case[] = [
     name: 'a section header with sh_size 0xffffffff',
     base: 'compiled/ppc64/pie-runpath',
     edit: (bytes, layout) => writeUnsigned(bytes, 0x10bc8, 8, layout.little, 0xffffffff),
-    operation: editOperation('add-needed "libextra.so.1"', (e) => e.addNeeded('libextra.so.1')),
+    operation: addNeeded('libextra.so.1'),
   },
   {
     // DT_STRSZ 16 bytes too large, so the string table runs over .gnu.version after it, and DT_RUNPATH
@@ -176,7 +184,7 @@ const CASES: readonly Case[] = [
       const runpath = entry(layout, DT.DT_RUNPATH);
       writeUnsigned(bytes, runpath.at + 8, 8, layout.little, BigInt(runpath.val + '$ORIGIN/../'.length));
     },
-    operation: editOperation('set-runpath "$ORIGIN"', (e) => e.setRunpath('$ORIGIN')),
+    operation: setRunpath('$ORIGIN'),
   },
 ];
 

@@ -16,8 +16,7 @@ import {
   elfSearchPaths,
   expectBuilt,
   expectDebugFilesUntouched,
-  greetReport,
-  runGreet,
+  expectGreeting,
   usePackages,
   type Build,
   type BuildOptions,
@@ -79,8 +78,7 @@ describe('separateDebugInfo', () => {
         const paths = await elfSearchPaths(ours);
         if (flags === '') expect(dedupedRunpaths(paths), what).toEqual(dedupedRunpaths(expected));
         else expect(paths, what).toEqual(expected);
-        const run = await runGreet(ours);
-        expect(run.stdout, what).toBe(greetReport(VERSION.compat));
+        await expectGreeting(ours, VERSION.compat, what);
       }
     }
   });

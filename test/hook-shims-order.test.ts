@@ -13,6 +13,7 @@ import {
   VERSION,
   buildWithHooks,
   expectBuilt,
+  expectGreeting,
   greetReport,
   runGreet,
   runpathOf,
@@ -100,6 +101,6 @@ describe('hook order', () => {
     expect(build.calls[0]?.slice(-3)).toEqual(['--', build.out, build.lib]);
     expect(await runpathOf(build.greet)).toBe(`${packages().driverEntry}:${build.lib}/lib`);
     expect(await runpathOf(build.libgreet)).toBe(`${packages().driverEntry}:${packages().stubsDir}`);
-    expect((await runGreet(build)).stdout).toBe(greetReport(VERSION.driver));
+    await expectGreeting(build, VERSION.driver);
   });
 });

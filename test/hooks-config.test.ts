@@ -1,13 +1,10 @@
-// Hooks from a JSON file (--config): parseHookConfig turns a valid file into hooks and every kind of
-// mistake into one clear usage error naming the file; through the CLI, a hook limited to lib/** changes
-// exactly the files under lib/, a missing or wrong config stops the run before anything is read, and
-// every example of docs/hooks.md gives the runpath it shows.
+// Hooks from a JSON file (--config), through the CLI: a hook limited to lib/** changes exactly the files
+// under lib/, a missing or wrong config stops the run before anything is read, and every example of
+// docs/hooks.md gives the runpath it shows. How a config text is read is test/unit/hook-config.test.ts's.
 
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CudaPatchelfError } from '../src/errors/cuda-patchelf-error.js';
-import { parseHookConfig } from '../src/hook-engine/hook-config.js';
 import { mustExec } from './helpers/exec.js';
 import { REPO_ROOT, fixture, ldList, requireTool, runProgram } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
@@ -16,157 +13,7 @@ import { copyTree, dedupeRunpath, snapshotTree } from './helpers/tree-tools.js';
 import { effectiveRunpath, readDynamic, tagKind, type DynamicFacts } from './helpers/readelf.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 
-const CONFIG = '/etc/cuda-patchelf/hooks.json';
 const DRIVER = '/run/opengl-driver/lib';
-
-function configError(text: string): CudaPatchelfError {
-  try {
-    parseHookConfig(CONFIG, text);
-  } catch (error) {
-    if (!(error instanceof CudaPatchelfError)) throw error;
-    return error;
-  }
-  throw new Error(`parseHookConfig accepted ${text}`);
-}
-
-describe('parseHookConfig', () => {
-  it('turns a valid config into hooks, keeping every field', () => {
-    const hooks = parseHookConfig(
-      CONFIG,
-      JSON.stringify({
-        hooks: [
-          { name: 'origin-lib', prepend: ['$ORIGIN/../lib'], include: ['lib/**'], precedes: ['driver'] },
-          { name: 'tail', append: ['/opt/a', '/opt/ünï'], exclude: ['bin/**'], sharedObjectsOnly: true, follows: ['*'] },
-          { name: 'drop.build_dir-1', removeMatching: '/build/' },
-        ],
-      }),
-    );
-    expect(hooks).toEqual([
-      {
-        name: 'origin-lib',
-        transform: { kind: 'prepend', dirs: ['$ORIGIN/../lib'] },
-        files: { include: ['lib/**'], exclude: [], sharedObjectsOnly: false },
-        precedes: ['driver'],
-        follows: [],
-      },
-      {
-        name: 'tail',
-        // Directories are byte strings: the UTF-8 bytes of the text, one char per byte.
-        transform: { kind: 'append', dirs: ['/opt/a', Buffer.from('/opt/ünï', 'utf8').toString('latin1')] },
-        files: { include: [], exclude: ['bin/**'], sharedObjectsOnly: true },
-        precedes: [],
-        follows: ['*'],
-      },
-      {
-        name: 'drop.build_dir-1',
-        transform: { kind: 'remove-matching', fragment: '/build/' },
-        files: { include: [], exclude: [], sharedObjectsOnly: false },
-        precedes: [],
-        follows: [],
-      },
-    ]);
-    expect(parseHookConfig(CONFIG, '{ "hooks": [] }')).toEqual([]);
-  });
-
-  it('brings directories to one spelling: no doubled slashes, no "." components, no trailing slash', () => {
-    const [spelled] = parseHookConfig(
-      CONFIG,
-      JSON.stringify({ hooks: [{ name: 'a', prepend: ['/opt//x/', '${ORIGIN}/./lib/', '$ORIGIN', '/'] }] }),
-    );
-    expect(spelled?.transform).toEqual({ kind: 'prepend', dirs: ['/opt/x', '${ORIGIN}/lib', '$ORIGIN', '/'] });
-  });
-
-  const invalid: Array<[string, string, RegExp]> = [
-    ['not JSON', '{ "hooks": [ ', /not valid JSON/],
-    ['a trailing comma', '{ "hooks": [], }', /not valid JSON/],
-    ['no hooks array', '{}', /"hooks" array/],
-    ['hooks not an array', '{ "hooks": { "name": "a" } }', /"hooks" array/],
-    ['a top-level array', '[]', /"hooks" array/],
-    ['null', 'null', /"hooks" array/],
-    ['a hook that is a number', '{ "hooks": [42] }', /hooks\[0\] is not an object/],
-    ['a hook that is null', '{ "hooks": [{ "name": "ok", "prepend": ["/x"] }, null] }', /hooks\[1\] is not an object/],
-    ['an unknown field', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "includes": ["lib/**"] }] }', /unknown field: includes/],
-    [
-      'two transforms',
-      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "append": ["/y"] }] }',
-      /"a" needs exactly one of prepend, append, removeMatching/,
-    ],
-    ['prepend and removeMatching', '{ "hooks": [{ "name": "a", "prepend": ["/x"], "removeMatching": "/y" }] }', /"a" needs exactly one of/],
-    ['no transform', '{ "hooks": [{ "name": "a", "include": ["lib/**"] }] }', /"a" needs exactly one of/],
-    ['a name with a space', '{ "hooks": [{ "name": "my hook", "prepend": ["/x"] }] }', /hooks\[0\]\.name must be/],
-    ['an empty name', '{ "hooks": [{ "name": "", "prepend": ["/x"] }] }', /hooks\[0\]\.name must be/],
-    ['a numeric name', '{ "hooks": [{ "name": 7, "prepend": ["/x"] }] }', /hooks\[0\]\.name must be/],
-    ['a missing name', '{ "hooks": [{ "prepend": ["/x"] }] }', /hooks\[0\]\.name must be/],
-    ['a name with a slash', '{ "hooks": [{ "name": "a/b", "prepend": ["/x"] }] }', /hooks\[0\]\.name must be/],
-    ['a non-string directory', '{ "hooks": [{ "name": "a", "prepend": [1] }] }', /"a": prepend must be an array of strings/],
-    ['directories as a string', '{ "hooks": [{ "name": "a", "append": "/x" }] }', /"a": append must be an array of strings/],
-    ['a null directory', '{ "hooks": [{ "name": "a", "append": [null] }] }', /"a": append must be an array of strings/],
-    [
-      "a ':' in a directory",
-      '{ "hooks": [{ "name": "a", "prepend": ["/x:/y"] }] }',
-      /"a": prepend entry "\/x:\/y" contains ':', the runpath separator/,
-    ],
-    [
-      'an empty directory',
-      '{ "hooks": [{ "name": "a", "prepend": [""] }] }',
-      /"a": prepend entry is empty; it must be an absolute path or one starting with \$ORIGIN/,
-    ],
-    [
-      'a relative directory',
-      '{ "hooks": [{ "name": "a", "prepend": ["./cc"] }] }',
-      /"a": prepend entry "\.\/cc" is relative; it must be an absolute path or one starting with \$ORIGIN/,
-    ],
-    ['a bare name', '{ "hooks": [{ "name": "a", "append": ["lib"] }] }', /"a": append entry "lib" is relative/],
-    [
-      '$ORIGIN glued to a name',
-      '{ "hooks": [{ "name": "a", "append": ["$ORIGINAL/lib"] }] }',
-      /"a": append entry "\$ORIGINAL\/lib" is relative/,
-    ],
-    ['no directories', '{ "hooks": [{ "name": "a", "append": [] }] }', /"a": append needs directories/],
-    ['a numeric removeMatching', '{ "hooks": [{ "name": "a", "removeMatching": 3 }] }', /"a": removeMatching must be a non-empty string/],
-    ['an empty removeMatching', '{ "hooks": [{ "name": "a", "removeMatching": "" }] }', /"a": removeMatching must be a non-empty string/],
-    [
-      'include as a string',
-      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "include": "lib/**" }] }',
-      /"a": include must be an array of strings/,
-    ],
-    [
-      'a non-string exclude',
-      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "exclude": [1] }] }',
-      /"a": exclude must be an array of strings/,
-    ],
-    [
-      'precedes as a string',
-      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "precedes": "driver" }] }',
-      /"a": precedes must be an array of strings/,
-    ],
-    [
-      'a non-string follows',
-      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "follows": [true] }] }',
-      /"a": follows must be an array of strings/,
-    ],
-    [
-      'the run-order "after" of older configs',
-      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "after": ["driver"] }] }',
-      /"a": "after" is no longer read .*; write "precedes": \["driver"\]/,
-    ],
-    [
-      'sharedObjectsOnly as a string',
-      '{ "hooks": [{ "name": "a", "prepend": ["/x"], "sharedObjectsOnly": "yes" }] }',
-      /"a": sharedObjectsOnly must be true or false/,
-    ],
-  ];
-
-  it.each(invalid)('rejects %s with one clear usage error naming the file', (_label, text, message) => {
-    const error = configError(text);
-    expect(error.kind).toBe('usage');
-    expect(error.file).toBe(CONFIG);
-    expect(error.message).toMatch(/^hook config: /);
-    expect(error.message).toMatch(message);
-    expect(error.message).not.toContain('\n');
-    expect(error.describe()).toMatch(new RegExp(`^${CONFIG.replace(/[./]/g, '\\$&')}: hook config: `));
-  });
-});
 
 describe('apply --config', () => {
   const work = useTempDir('hooks-config');
@@ -269,20 +116,26 @@ describe('apply --config', () => {
     expect(report.summary.skipped).toEqual({ 'no-hook': files.filter((f) => !underLib(f.rel)).length, 'not-elf': 1 });
   });
 
-  it('a missing config file: exit 2, one line naming it, nothing written', async () => {
-    const tree = join(work(), 'missing-config');
+  /** `apply --config file` (and `flags`) on a fresh copy of the tree named `name`: exit 2, nothing written; the one line it prints. */
+  async function refusedConfig(name: string, file: string, flags: readonly string[] = []): Promise<string> {
+    const tree = join(work(), name);
     await copyTree(pristine, tree);
     const snapshot = await snapshotTree(tree);
-    const missing = join(work(), 'no-such-hooks.json');
-    const result = await runCli(['apply', tree, '--config', missing], { timeoutMs: 60_000 });
+    const result = await runCli(['apply', tree, ...flags, '--config', file], { timeoutMs: 60_000 });
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     const lines = stderrLines(result);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^cuda-patchelf: /);
-    expect(lines[0]).toContain(missing);
-    expect(lines[0]).toMatch(/ENOENT|no such file/i);
     expect([...(await snapshotTree(tree)).entries()]).toEqual([...snapshot.entries()]);
+    return lines[0] ?? '';
+  }
+
+  it('a missing config file: exit 2, one line naming it, nothing written', async () => {
+    const missing = join(work(), 'no-such-hooks.json');
+    const line = await refusedConfig('missing-config', missing);
+    expect(line).toContain(missing);
+    expect(line).toMatch(/ENOENT|no such file/i);
   });
 
   const wrongConfigs: Array<[string, unknown, RegExp]> = [
@@ -328,19 +181,10 @@ describe('apply --config', () => {
   });
 
   it.each(wrongConfigs)('%s: exit 2, one line, nothing written', async (label, content, message) => {
-    const tree = join(work(), `wrong-${label.replace(/\W+/g, '-')}`);
-    await copyTree(pristine, tree);
-    const snapshot = await snapshotTree(tree);
-    const file = join(work(), `${relative(work(), tree)}.json`);
+    const name = `wrong-${label.replace(/\W+/g, '-')}`;
+    const file = join(work(), `${name}.json`);
     await writeFile(file, JSON.stringify(content));
-    const result = await runCli(['apply', tree, '--remove-stubs', '--config', file], { timeoutMs: 60_000 });
-    expect(result.code).toBe(2);
-    expect(result.stdout).toBe('');
-    const lines = stderrLines(result);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^cuda-patchelf: /);
-    expect(lines[0]).toMatch(message);
-    expect([...(await snapshotTree(tree)).entries()]).toEqual([...snapshot.entries()]);
+    expect(await refusedConfig(name, file, ['--remove-stubs'])).toMatch(message);
   });
 });
 

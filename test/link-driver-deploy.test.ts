@@ -9,7 +9,7 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compatPackage, driverRelease, libcudaProbe, loaderCache, NOTE_580, noteListing, onMachine } from './helpers/driver-stand-ins.js';
+import { type CompatReleases, compatReleases, driverRelease, libcudaProbe, loaderCache, onMachine } from './helpers/driver-stand-ins.js';
 import { cleanEnv, execTool, mustExec } from './helpers/exec.js';
 import { REPO_ROOT, requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, cliPath } from './helpers/run-cli.js';
@@ -28,8 +28,7 @@ const dir = useTempDir('link-driver-deploy');
 /** A package as Nix installs one: PKG/bin/cuda-patchelf, running the checkout's CLI. */
 let pkg: string;
 let driver: string;
-let older: string;
-let newer: string;
+let compat: CompatReleases;
 let probe: string;
 
 const nixEnv = (): NodeJS.ProcessEnv =>
@@ -57,8 +56,7 @@ beforeAll(async () => {
   await chmod(join(pkg, 'bin/cuda-patchelf'), 0o755);
   driver = join(dir(), 'nvidia-x11');
   await driverRelease(join(driver, 'lib'), KERNEL);
-  older = await compatPackage(join(dir(), 'cuda_compat-580'), '580.95.05', NOTE_580);
-  newer = await compatPackage(join(dir(), 'cuda_compat-590'), '590.44.01', noteListing([570, 575, 580, 590], '13.1'));
+  compat = await compatReleases(dir());
   probe = await libcudaProbe(join(dir(), 'probe'), join(driver, `lib/libcuda.so.${KERNEL}`), '/run/opengl-driver/lib');
 });
 
@@ -90,7 +88,7 @@ async function evaluateModule(graphicsEnv: string | null): Promise<ModuleSummary
     driver,
     '--arg',
     'cudaCompat',
-    `[ ${JSON.stringify(older)} ${JSON.stringify(newer)} ]`,
+    `[ ${JSON.stringify(compat.older)} ${JSON.stringify(compat.newer)} ]`,
     ...(graphicsEnv === null ? [] : ['--argstr', 'graphicsEnv', graphicsEnv]),
   ];
   return JSON.parse((await mustExec(requireTool('nix-instantiate'), args, { env: nixEnv() })).stdout) as ModuleSummary;
@@ -127,7 +125,7 @@ describe('the NixOS module', () => {
     });
     expect(service.script).toBe(
       `exec ${pkg}/bin/cuda-patchelf link-driver --from ${driver}/lib --base /nix/store/00000000000000000000000000000000-graphics-drivers ` +
-        `--cuda-compat ${older} --cuda-compat ${newer} /run/opengl-driver`,
+        `--cuda-compat ${compat.older} --cuda-compat ${compat.newer} /run/opengl-driver`,
     );
     // Without hardware.graphics there is no environment to keep.
     expect((await evaluateModule(null)).service.script).not.toContain('--base');
@@ -140,7 +138,7 @@ describe('the NixOS module', () => {
     // The script as the unit runs it (its exec left out, for the checks after it); bash -e: a check that fails fails the boot.
     const kept = `[ "$(readlink /run/opengl-driver/share)" = ${join(env, 'share')} ]`;
     const [linked, loaded] = await boot(`${script.replace(/^exec /, '')} && ${kept}`);
-    expect(linked).toBe(join(newer, 'compat/libcuda.so.590.44.01'));
+    expect(linked).toBe(join(compat.newer, 'compat/libcuda.so.590.44.01'));
     expect(loaded).toBe('libcuda 590.44.01 compat');
   });
 });
@@ -182,12 +180,12 @@ describe('the systemd units for a host without NixOS', () => {
   it('the service’s command, with the options of /etc/default/cuda-patchelf-link-driver, makes /run/opengl-driver from the driver in the cache', async () => {
     const cache = await loaderCache(join(dir(), 'ld.so.cache'), [join(driver, 'lib')]);
     const defaults = join(dir(), 'cuda-patchelf-link-driver');
-    await writeFile(defaults, `LINK_DRIVER_ARGS="--cuda-compat ${older} --cuda-compat ${newer}"\n`);
+    await writeFile(defaults, `LINK_DRIVER_ARGS="--cuda-compat ${compat.older} --cuda-compat ${compat.newer}"\n`);
     const units = await unitsRunning(join(pkg, 'bin/cuda-patchelf'));
     const execStart = /^ExecStart=(.*)$/m.exec(await readFile(join(units, SERVICE), 'utf8'))?.[1] ?? '';
     // systemd splits an unquoted $VARIABLE at whitespace, as the shell does.
     const [linked, loaded] = await boot(`set -a; . ${defaults}; ${execStart}`, cache);
-    expect(linked).toBe(join(newer, 'compat/libcuda.so.590.44.01'));
+    expect(linked).toBe(join(compat.newer, 'compat/libcuda.so.590.44.01'));
     expect(loaded).toBe('libcuda 590.44.01 compat');
     // Without the options file: the driver alone.
     const [driverOnly, loadedDriver] = await boot(execStart.replace('$LINK_DRIVER_ARGS ', ''), cache);

@@ -8,20 +8,19 @@
 import { lstat, mkdir, readFile, readlink, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compatPackage, driverRelease, libcudaProbe, loaderCache, NOTE_580, noteListing, onMachine } from './helpers/driver-stand-ins.js';
+import { type CompatReleases, compatReleases, driverRelease, libcudaProbe, loaderCache, onMachine } from './helpers/driver-stand-ins.js';
 import { execTool, mustExec } from './helpers/exec.js';
-import { compilerFor, requireTool } from './helpers/fixtures.js';
+import { compileProgram } from './helpers/compile.js';
+import { requireTool } from './helpers/fixtures.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { snapshotTree } from './helpers/tree-tools.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
 
 const KERNEL = '580.159.04';
-const UPGRADE = '590.48.01';
 const dir = useTempDir('link-driver-switch');
 let driver: string;
 let cache: string;
-let older: string;
-let newer: string;
+let compat: CompatReleases;
 
 /** The system calls that change a file system: a run that makes none of them wrote nothing. */
 const WRITES = 'mkdir,mkdirat,symlink,symlinkat,rename,renameat,renameat2,unlink,unlinkat,rmdir,creat,link,linkat,chmod,fchmodat,truncate';
@@ -35,8 +34,7 @@ beforeAll(async () => {
   assertCliBuilt();
   driver = await driverRelease(join(dir(), 'driver'), KERNEL);
   cache = await loaderCache(join(dir(), 'ld.so.cache'), [driver]);
-  older = await compatPackage(join(dir(), 'cuda_compat-580'), '580.95.05', NOTE_580);
-  newer = await compatPackage(join(dir(), 'cuda_compat-590'), '590.44.01', noteListing([570, 575, 580, 590], '13.1'));
+  compat = await compatReleases(dir());
 });
 
 describe("the driver found as the loader finds it, the kernel driver's version as the module says", () => {
@@ -44,7 +42,7 @@ describe("the driver found as the loader finds it, the kernel driver's version a
     const machine = onMachine({ cache, kernel: KERNEL });
     const dest = join(dir(), 'cached', 'opengl-driver');
     await mkdir(join(dir(), 'cached'));
-    const result = await runCli(['link-driver', '--cuda-compat', older, dest], { wrapper: machine });
+    const result = await runCli(['link-driver', '--cuda-compat', compat.older, dest], { wrapper: machine });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain(
       `link-driver: kernel driver ${KERNEL} (/sys/module/nvidia/version); the driver's libraries ${KERNEL} (5, through /etc/ld.so.cache)`,
@@ -83,7 +81,8 @@ describe('reruns and upgrades', () => {
     const parent = join(dir(), 'rerun');
     await mkdir(parent);
     const dest = join(parent, 'opengl-driver');
-    const args = ['link-driver', '--from', driver, '--driver-version', KERNEL, '--cuda-compat', older, '--cuda-compat', newer, dest];
+    const both = ['--cuda-compat', compat.older, '--cuda-compat', compat.newer];
+    const args = ['link-driver', '--from', driver, '--driver-version', KERNEL, ...both, dest];
     expect((await runCli(args)).code).toBe(0);
     const before = await snapshotTree(parent);
     const directoryTime = (await lstat(parent, { bigint: true })).mtimeNs;
@@ -92,7 +91,7 @@ describe('reruns and upgrades', () => {
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(rerun.stdout).toMatch(
       new RegExp(
-        `^${dest}: already links the driver's ${KERNEL}, with cuda_compat ${newer} \\(590\\.44\\.01\\) in front \\(\\d+ links\\): nothing written$`,
+        `^${dest}: already links the driver's ${KERNEL}, with cuda_compat ${compat.newer} \\(590\\.44\\.01\\) in front \\(\\d+ links\\): nothing written$`,
         'm',
       ),
     );
@@ -107,10 +106,12 @@ describe('reruns and upgrades', () => {
   });
 
   it('after a driver upgrade a rerun relinks; the generation before is kept, older ones go', async () => {
+    const upgrade = '590.48.01';
     const host = join(dir(), 'upgrade', 'host');
     await driverRelease(host, KERNEL);
     const dest = join(dir(), 'upgrade', 'opengl-driver');
-    const link = (kernel: string) => runCli(['link-driver', '--from', host, '--driver-version', kernel, '--cuda-compat', newer, dest]);
+    const link = (kernel: string) =>
+      runCli(['link-driver', '--from', host, '--driver-version', kernel, '--cuda-compat', compat.newer, dest]);
     expect((await link(KERNEL)).code).toBe(0);
     const first = await readlink(dest);
     const probe = await libcudaProbe(join(dir(), 'upgrade', 'probe'), join(host, `libcuda.so.${KERNEL}`), join(dest, 'lib'));
@@ -118,24 +119,24 @@ describe('reruns and upgrades', () => {
 
     // The upgrade, as a package manager does it: the new release's files, the links moved, the old files gone.
     for (const name of await readdir(host)) await rm(join(host, name));
-    await driverRelease(host, UPGRADE);
-    const upgraded = await link(UPGRADE);
+    await driverRelease(host, upgrade);
+    const upgraded = await link(upgrade);
     expect(upgraded.code, upgraded.stderr).toBe(0);
     expect(upgraded.stdout).toContain(
-      `cuda_compat ${newer}: left out: NVIDIA's rule: compat 590.44.01 is not newer than the kernel driver ${UPGRADE}`,
+      `cuda_compat ${compat.newer}: left out: NVIDIA's rule: compat 590.44.01 is not newer than the kernel driver ${upgrade}`,
     );
     const second = await readlink(dest);
     expect(second).not.toBe(first);
-    expect(await readlink(join(dest, 'lib/libcuda.so.1'))).toBe(join(host, `libcuda.so.${UPGRADE}`));
-    expect(await readlink(join(dest, 'lib/libnvidia-ml.so.1'))).toBe(join(host, `libnvidia-ml.so.${UPGRADE}`));
-    expect((await execTool(probe, [])).stdout).toBe(`libcuda ${UPGRADE} driver\n`);
+    expect(await readlink(join(dest, 'lib/libcuda.so.1'))).toBe(join(host, `libcuda.so.${upgrade}`));
+    expect(await readlink(join(dest, 'lib/libnvidia-ml.so.1'))).toBe(join(host, `libnvidia-ml.so.${upgrade}`));
+    expect((await execTool(probe, [])).stdout).toBe(`libcuda ${upgrade} driver\n`);
     expect(await generations(join(dir(), 'upgrade'))).toEqual([first, second].sort());
 
     // A third generation (decided for a 580 kernel driver, on which the compat goes in front): the first
     // goes, the second (the one replaced) stays.
     const third = await link(KERNEL);
     expect(third.code).toBe(0);
-    expect(await readlink(join(dest, 'lib/libcuda.so.1'))).toBe(join(newer, 'compat/libcuda.so.590.44.01'));
+    expect(await readlink(join(dest, 'lib/libcuda.so.1'))).toBe(join(compat.newer, 'compat/libcuda.so.590.44.01'));
     expect(await generations(join(dir(), 'upgrade'))).toEqual([second, await readlink(dest)].sort());
   });
 
@@ -178,7 +179,7 @@ describe('the switch is atomic', () => {
         '}',
       ].join('\n'),
     );
-    await mustExec(compilerFor('x86_64'), ['-O1', '-o', reader, `${reader}.c`]);
+    await compileProgram(reader, `${reader}.c`);
     const base = ['link-driver', '--from', driver, '--driver-version', KERNEL];
     expect((await runCli([...base, dest])).code).toBe(0);
     const stop = join(parent, 'stop');
@@ -186,7 +187,7 @@ describe('the switch is atomic', () => {
     const targets = new Set<string>();
     for (let run = 0; run < 30; run++) {
       // Back and forth: with the newer compat in front, then the driver alone; each run switches.
-      const switched = await runCli([...base, ...(run % 2 === 0 ? ['--cuda-compat', newer] : []), dest]);
+      const switched = await runCli([...base, ...(run % 2 === 0 ? ['--cuda-compat', compat.newer] : []), dest]);
       expect(switched.code, switched.stderr).toBe(0);
       expect(switched.stdout).toMatch(/, in \.opengl-driver-gen-\w{6}$/m);
       targets.add(await readlink(join(dest, 'lib/libcuda.so.1')));
@@ -197,7 +198,7 @@ describe('the switch is atomic', () => {
     const [seen, missed] = read.stdout.trim().split(' ').map(Number);
     expect(missed).toBe(0);
     expect(seen).toBeGreaterThan(1000);
-    expect([...targets].sort()).toEqual([join(driver, `libcuda.so.${KERNEL}`), join(newer, 'compat/libcuda.so.590.44.01')].sort());
+    expect([...targets].sort()).toEqual([join(driver, `libcuda.so.${KERNEL}`), join(compat.newer, 'compat/libcuda.so.590.44.01')].sort());
     // Two generations are left: the one DEST links to, and the one it replaced.
     expect(await generations(parent)).toHaveLength(2);
   });

@@ -17,7 +17,7 @@ import { planEditOf } from '../src/edit/plan-file.js';
 import type { Plan } from '../src/plan/plan.js';
 import { writeAtOffsets } from '../src/write/write-at-offsets.js';
 import { type Arch, isBuildArch } from './helpers/arch.js';
-import { fixture, requireTool, type Fixture } from './helpers/fixtures.js';
+import { fixture, OTHER_TOOLCHAIN_FIXTURES, requireTool, type Fixture } from './helpers/fixtures.js';
 import { makeTempDir } from './helpers/temp-dir.js';
 import { copyFixture, diffLines, layoutProblems, loadProblems, readBack, type LoadCheck, type ReadBack } from './helpers/verify.js';
 import { runReadelf } from './helpers/readelf.js';
@@ -63,12 +63,7 @@ const FULL_VARIANT_FIXTURES = [
   'exec-rpath',
   'libuser-runpath',
   'libuser-no-runpath',
-  'libuser-runpath-lld',
-  'pie-runpath-lld',
-  'libuser-runpath-gold',
-  'pie-runpath-gold',
-  'cxx-throw',
-  'cxx-throw-lib',
+  ...OTHER_TOOLCHAIN_FIXTURES,
   'no-sections',
   'big-dynstr',
 ];

@@ -6,11 +6,11 @@
 
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, realpath, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILD_ARCHES, type BuildArch } from './helpers/arch.js';
 import { execTool, type ExecResult } from './helpers/exec.js';
-import { REPO_ROOT, requireTool, runOn, sysroot } from './helpers/fixtures.js';
+import { REPO_ROOT, loaderOf, requireTool, runOn } from './helpers/fixtures.js';
 import { LOADER_MAPS_SOURCE as MAPS_SOURCE } from './helpers/loader-maps.js';
 import { readelfText } from './helpers/readelf.js';
 import { assertCliBuilt, runCli, stderrLines } from './helpers/run-cli.js';
@@ -20,15 +20,10 @@ import { makeTempDir } from './helpers/temp-dir.js';
 /** patchelf 0.18, whose --set-interpreter/--print-interpreter the compatible mode follows (the closure benchmark downloads it). */
 const PATCHELF_018 = process.env.PATCHELF_0_18 ?? join(REPO_ROOT, 'bench', '.cache', 'closure', 'patchelf-0.18', 'bin', 'patchelf');
 
-const LOADER_NAME: Record<BuildArch, string> = { x86_64: 'ld-linux-x86-64.so.2', aarch64: 'ld-linux-aarch64.so.1' };
 const DEFAULT_INTERPRETER: Record<BuildArch, string> = {
   x86_64: '/lib64/ld-linux-x86-64.so.2',
   aarch64: '/lib/ld-linux-aarch64.so.1',
 };
-
-function loaderFile(arch: BuildArch): string {
-  return arch === 'x86_64' ? '/lib64/ld-linux-x86-64.so.2' : join(sysroot('aarch64'), 'lib', 'ld-linux-aarch64.so.1');
-}
 
 interface Built {
   readonly program: string;
@@ -59,10 +54,10 @@ beforeAll(async () => {
     const dir = join(root, arch);
     await mkdir(dir, { recursive: true });
     const shortLoader = join(short, arch === 'x86_64' ? 'ld-x' : 'ld-a');
-    const longLoader = join(root, arch, 'a', 'very', 'long', 'directory', 'for', 'the', 'loader', LOADER_NAME[arch]);
+    const longLoader = join(root, arch, 'a', 'very', 'long', 'directory', 'for', 'the', 'loader', basename(loaderOf(arch)));
     await mkdir(join(longLoader, '..'), { recursive: true });
-    await copyFile(loaderFile(arch), shortLoader);
-    await copyFile(loaderFile(arch), longLoader);
+    await copyFile(loaderOf(arch), shortLoader);
+    await copyFile(loaderOf(arch), longLoader);
     built.set(arch, {
       program: await compile(arch, dir, 'maps', { 'maps.c': MAPS_SOURCE }),
       library: await compile(arch, dir, 'libmaps.so', { 'maps.c': MAPS_SOURCE }, ['-shared', '-fPIC']),

@@ -19,14 +19,18 @@ export interface ContenderResult {
   readonly check?: string;
 }
 
+/** The machine at one moment of the run: the time, and its load average (1, 5, 15 min). */
+export interface Moment {
+  readonly at: Date;
+  readonly load: readonly number[];
+}
+
 export interface RunInfo {
   readonly label: string;
   readonly repeat: number;
   readonly machine: string;
-  readonly loadBefore: readonly number[];
-  readonly loadAfter: readonly number[];
-  readonly started: Date;
-  readonly finished: Date;
+  readonly start: Moment;
+  readonly end: Moment;
 }
 
 export interface ReportInput {
@@ -226,8 +230,8 @@ export function renderReport(input: ReportInput): string {
     `# cuda-patchelf on a ${gb(census.bytes)} closure of ${census.dynamicElf} dynamic ELF files: apply vs patchelf vs the I/O floor`,
     '',
     `**Run:** ${run.label}; ${run.repeat} run${run.repeat === 1 ? '' : 's'} per contender, each on a fresh copy of the closure (copy time excluded). ` +
-      `Load average (1, 5, 15 min) before: ${load(run.loadBefore)}, after: ${load(run.loadAfter)}; ` +
-      `${run.started.toISOString()} – ${run.finished.toISOString()}.`,
+      `Load average (1, 5, 15 min) before: ${load(run.start.load)}, after: ${load(run.end.load)}; ` +
+      `${run.start.at.toISOString()} – ${run.end.at.toISOString()}.`,
     '',
     `**Machine:** ${run.machine}.`,
     '',

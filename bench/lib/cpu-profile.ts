@@ -5,21 +5,12 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { SourceMap } from 'node:module';
+import type { Profiler, Runtime } from 'node:inspector';
 import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-interface CallFrame {
-  readonly functionName: string;
-  readonly url: string;
-  readonly lineNumber: number;
-  readonly columnNumber: number;
-}
-
-interface CpuProfile {
-  readonly nodes: readonly { readonly id: number; readonly callFrame: CallFrame; readonly children?: readonly number[] }[];
-  readonly samples: readonly number[];
-  readonly timeDeltas: readonly number[];
-}
+/** A frame of the profile, as the inspector protocol declares it. */
+type CallFrame = Runtime.CallFrame;
 
 export interface SelfTime {
   readonly name: string;
@@ -85,7 +76,7 @@ function ranked(times: Map<string, number>, total: number, limit: number): SelfT
 }
 
 export async function summarizeCpuProfile(file: string, repoRoot: string, limit = 15): Promise<ProfileSummary> {
-  const profile = JSON.parse(await readFile(file, 'utf8')) as CpuProfile;
+  const profile = JSON.parse(await readFile(file, 'utf8')) as Profiler.Profile;
   const places = new Places(repoRoot);
   const nodes = new Map<number, { frame: CallFrame; place: Place }>();
   const parents = new Map<number, number>();
@@ -106,8 +97,8 @@ export async function summarizeCpuProfile(file: string, repoRoot: string, limit 
   const byPart = new Map<string, number>();
   let total = 0;
   // Sample i lasts until sample i+1: timeDeltas[i+1].
-  profile.samples.forEach((id, i) => {
-    const micros = profile.timeDeltas[i + 1] ?? 0;
+  (profile.samples ?? []).forEach((id, i) => {
+    const micros = profile.timeDeltas?.[i + 1] ?? 0;
     const node = nodes.get(id);
     if (node === undefined) return;
     const { frame, place } = node;

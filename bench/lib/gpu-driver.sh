@@ -19,6 +19,14 @@ for line in open('/proc/self/maps'):
 PY
 }
 
+# log_driver LIBCUDA COMPAT_DIR: logs the kernel driver's version, the driver's libcuda and the libcuda files
+# of the compat directory (the caller defines log).
+log_driver() {
+  log "kernel driver: $(cat /sys/module/nvidia/version 2>/dev/null || head -1 /proc/driver/nvidia/version)"
+  log "driver libcuda: $1"
+  log "compat directory: $2 ($(cd "$2" && ls libcuda.so.* 2>/dev/null | tr '\n' ' '))"
+}
+
 # make_driver_link DIR LIBCUDA: DIR/lib holds links to every library beside LIBCUDA, and libcuda.so.1.
 make_driver_link() {
   local dir=$1 libcuda=$2 lib

@@ -6,8 +6,8 @@ import { constants } from 'node:fs';
 import { copyFile, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { BuildArch } from './arch.js';
-import { cudaFixture, compilerFor } from './fixtures.js';
-import { mustExec } from './exec.js';
+import { compileProgram } from './compile.js';
+import { cudaFixture } from './fixtures.js';
 
 /**
  * A copy of a fixture (a reflink where the file system offers one: libcuda is 29 MB). Never a hard link:
@@ -49,8 +49,5 @@ export async function cudaOutput(root: string, arch: BuildArch = 'x86_64', progr
 export async function compileProbe(root: string, arch: BuildArch, cudart: string, body: string, runpath: string): Promise<string> {
   const source = join(root, 'probe.c');
   await writeFile(source, `#include <stdio.h>\nint cudaGetDeviceCount(int *);\nint main(void) { int n = 0; ${body} return 0; }\n`);
-  const probe = join(root, 'bin/probe');
-  await mkdir(dirname(probe), { recursive: true });
-  await mustExec(compilerFor(arch), ['-O1', '-o', probe, source, cudart, `-Wl,--enable-new-dtags,-rpath,${runpath}`]);
-  return probe;
+  return compileProgram(join(root, 'bin/probe'), source, { arch, needs: [cudart], runpath });
 }

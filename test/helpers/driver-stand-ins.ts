@@ -8,8 +8,10 @@
 
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { compileProgram } from './compile.js';
 import { compilerFor, requireTool } from './fixtures.js';
 import { mustExec } from './exec.js';
+import { inMountNamespace } from './mount-namespace.js';
 
 /** The note of the compat libcuda 580.95.05 on the H200 (CUDA 13.0). */
 export const NOTE_580 = {
@@ -104,14 +106,27 @@ export function noteListing(driver: readonly number[], cudaVersion = '13.0'): ob
   return { ...NOTE_580, 'CUDA version': cudaVersion, driver };
 }
 
+/** Two cuda_compat packages to choose between, one older than the driver 580.159.04 and one newer. */
+export interface CompatReleases {
+  /** DIR/cuda_compat-580: 580.95.05, the H200's, with NOTE_580. */
+  readonly older: string;
+  /** DIR/cuda_compat-590: 590.44.01 (CUDA 13.1), its note listing the branches 570 to 590. */
+  readonly newer: string;
+}
+
+export async function compatReleases(dir: string): Promise<CompatReleases> {
+  const older = await compatPackage(join(dir, 'cuda_compat-580'), '580.95.05', NOTE_580);
+  const newer = await compatPackage(join(dir, 'cuda_compat-590'), '590.44.01', noteListing([570, 575, 580, 590], '13.1'));
+  return { older, newer };
+}
+
 /** A program at `path` that needs libcuda.so.1 (linked against `libcuda`), found through DT_RUNPATH `runpath`, and prints whose it got. */
 export async function libcudaProbe(path: string, libcuda: string, runpath: string): Promise<string> {
   await writeFile(
     `${path}.c`,
     '#include <stdio.h>\nconst char *stand_in_version(void);\nint main(void) { puts(stand_in_version()); return 0; }\n',
   );
-  await mustExec(compilerFor('x86_64'), ['-O1', '-o', path, `${path}.c`, libcuda, `-Wl,--enable-new-dtags,-rpath,${runpath}`]);
-  return path;
+  return compileProgram(path, `${path}.c`, { needs: [libcuda], runpath });
 }
 
 /** A loader cache at `cache` as ldconfig writes it, of the system's directories and `dirs` (no links made in them). */
@@ -144,19 +159,6 @@ export function onMachine(machine: StandInMachine): string[] {
     'if [ -d /proc/driver ]; then mount -t tmpfs none /proc/driver; fi',
     ...(machine.kernel === undefined ? [] : ['mkdir /sys/module/nvidia', 'printf "%s\\n" "$KERNEL" > /sys/module/nvidia/version']),
     ...(machine.emptyRun === true ? ['mount -t tmpfs none /run'] : []),
-    'exec "$@"',
   ];
-  return [
-    requireTool('env'),
-    `CACHE=${machine.cache ?? ''}`,
-    `KERNEL=${machine.kernel ?? ''}`,
-    requireTool('unshare'),
-    '--user',
-    '--map-root-user',
-    '--mount',
-    requireTool('sh'),
-    '-c',
-    steps.join(' && '),
-    'sh',
-  ];
+  return [requireTool('env'), `CACHE=${machine.cache ?? ''}`, `KERNEL=${machine.kernel ?? ''}`, ...inMountNamespace(steps)];
 }

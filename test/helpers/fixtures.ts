@@ -203,8 +203,8 @@ export function runOn(
   }
 }
 
-/** The dynamic loader of an architecture, as a path that runOn can execute. */
-function loaderOf(arch: Arch): string {
+/** The dynamic loader of an architecture, as a path that runOn can execute (and --interpreter can name). */
+export function loaderOf(arch: Arch): string {
   switch (arch) {
     case 'x86_64':
       return requireTool('/lib64/ld-linux-x86-64.so.2');
@@ -273,6 +273,16 @@ export async function dlopenProbe(files: string | string[], arch: Arch, opts: Ld
   const { stdout } = await runProgram(fixture(probeId), { args: list, libraryPath: opts.libraryPath ?? null, env: opts.env ?? {} });
   return stdout;
 }
+
+/** The compiled fixtures of every variant that are not linked by GNU ld from C: linked by lld and gold, and C++. */
+export const OTHER_TOOLCHAIN_FIXTURES = [
+  'libuser-runpath-lld',
+  'pie-runpath-lld',
+  'libuser-runpath-gold',
+  'pie-runpath-gold',
+  'cxx-throw',
+  'cxx-throw-lib',
+] as const;
 
 /** The compiled variants fixtures/build.sh makes separateDebugInfo outputs of (cache debug-info/<variant>). */
 export const DEBUG_INFO_VARIANTS = ['x86_64', 'aarch64-64k', 'arm', 'ppc64'] as const;

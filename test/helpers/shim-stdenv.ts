@@ -269,6 +269,11 @@ export function runGreet(build: Build): Promise<ExecResult> {
   return execTool(build.greet, [], { env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' }, timeoutMs: 30_000 });
 }
 
+/** bin/greet, run with no loader variables, found the libcuda.so.1 of `found`: one of VERSION, or the link-time stub. */
+export async function expectGreeting(build: Build, found: number | 'stub', what?: string): Promise<void> {
+  expect((await runGreet(build)).stdout, what).toBe(found === 'stub' ? STUB_REPORT : greetReport(found));
+}
+
 /** Regular files (symbolic links not followed) under root, by path relative to it. */
 async function regularFiles(root: string): Promise<string[]> {
   const found: string[] = [];

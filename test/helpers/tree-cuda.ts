@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { BuildArch } from './arch.js';
 import { compilerFor, crossTool, cudaFixture, fixture, loadManifest, GREETING, type Fixture } from './fixtures.js';
+import { compileLibrary, compileProgram } from './compile.js';
 import { mustExec } from './exec.js';
 
 /** What apply/check/plan must do with an entry. */
@@ -135,20 +136,11 @@ async function buildCudaTree(root: string, options: CudaTreeOptions): Promise<Cu
 
     // Binaries whose link left a stubs directory in the runpath (remove-stubs must drop it), one
     // with DT_RUNPATH and one with DT_RPATH.
-    const cc = compilerFor(arch);
     const scratch = join(options.scratch, arch);
     await mkdir(scratch, { recursive: true });
-    const greetDir = join(root, a('lib'));
+    const greet = join(root, a('lib'), 'libgreet.so.1');
     const stubsUser = join(scratch, 'stubs-user');
-    await mustExec(cc, [
-      '-O1',
-      '-o',
-      stubsUser,
-      sourceFile('prog.c'),
-      `-L${greetDir}`,
-      '-l:libgreet.so.1',
-      `-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib:${STUBS_ENTRY}`,
-    ]);
+    await compileProgram(stubsUser, sourceFile('prog.c'), { arch, needs: [greet], runpath: `$ORIGIN/../lib:${STUBS_ENTRY}` });
     // runProgram only needs a fixture of the right architecture; the path is the tree's.
     await put(a('bin/stubs-user'), stubsUser, {
       expect: 'dynamic',
@@ -156,22 +148,12 @@ async function buildCudaTree(root: string, options: CudaTreeOptions): Promise<Cu
       program: { fixture: compiled(v.main, 'pie-runpath'), expectedOutput: GREETING, libraryDir: null },
     });
     const stubsLib = join(scratch, 'libstubs-rpath.so');
-    await mustExec(cc, [
-      '-shared',
-      '-fPIC',
-      '-O1',
-      '-o',
-      stubsLib,
-      sourceFile('user.c'),
-      `-L${greetDir}`,
-      '-l:libgreet.so.1',
-      `-Wl,--disable-new-dtags,-rpath,${STUBS_ENTRY}:$ORIGIN`,
-    ]);
+    await compileLibrary(stubsLib, sourceFile('user.c'), { arch, soname: null, needs: [greet], rpath: `${STUBS_ENTRY}:$ORIGIN` });
     await library('lib/libstubs-rpath.so', stubsLib);
 
     // A relocatable object and a static archive of it.
     const object = join(scratch, 'greet.o');
-    await mustExec(cc, ['-c', '-fPIC', '-O1', '-o', object, sourceFile('greet.c')]);
+    await mustExec(compilerFor(arch), ['-c', '-fPIC', '-O1', '-o', object, sourceFile('greet.c')]);
     await put(a('lib/greet.o'), object, { expect: 'relocatable', arch });
     const archive = join(scratch, 'libgreet_static.a');
     await mustExec(crossTool(arch, 'ar'), ['rcs', archive, object]);

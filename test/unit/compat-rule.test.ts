@@ -22,17 +22,21 @@ const NOTE_580: CudaCompatNote = {
   device: [1, 2, 7, 8, 9, 10, 11, 12, 13, 14],
 };
 
-describe("NVIDIA's rule with the note", () => {
-  it.each([
-    ['host branch not listed', '575.57.08', '590.44.01', { use: false, reason: 'branch-not-listed' }],
-    ['listed branch, older host', '575.57.08', '570.211.01', { use: true, rule: 'note' }],
-    ['same branch, compat newer', '575.57.08', '575.10.10', { use: true, rule: 'note' }],
-    ['same version', '575.57.08', '575.57.08', { use: false, reason: 'not-newer' }],
-    ['same branch, compat older', '575.57.08', '575.99.99', { use: false, reason: 'not-newer' }],
-  ] as const)('%s: compat %s on %s', (_, compat, host, expected) => {
-    expect(compatDecision(NOTE_575, compat, host)).toEqual({ ...expected, compat, host });
-  });
+// The toolkit's cases: with the note of compat 575.57.08, and without a note.
+it.each([
+  ['with the note, host branch not listed', '575.57.08', '590.44.01', NOTE_575, { use: false, reason: 'branch-not-listed' }],
+  ['with the note, listed branch, older host', '575.57.08', '570.211.01', NOTE_575, { use: true, rule: 'note' }],
+  ['with the note, same branch, compat newer', '575.57.08', '575.10.10', NOTE_575, { use: true, rule: 'note' }],
+  ['with the note, same version', '575.57.08', '575.57.08', NOTE_575, { use: false, reason: 'not-newer' }],
+  ['with the note, same branch, compat older', '575.57.08', '575.99.99', NOTE_575, { use: false, reason: 'not-newer' }],
+  ['without the note, host major lower', '575.57.08', '570.211.01', null, { use: true, rule: 'major' }],
+  ['without the note, same major, compat newer', '575.57.08', '575.10.10', null, { use: false, reason: 'major-not-lower' }],
+  ['without the note, host major higher', '575.57.08', '580.159.04', null, { use: false, reason: 'major-not-lower' }],
+] as const)("NVIDIA's rule %s: compat %s on %s", (_, compat, host, note, expected) => {
+  expect(compatDecision(note, compat, host)).toEqual({ ...expected, compat, host });
+});
 
+describe("NVIDIA's rule with the note", () => {
   it('the H200: compat 580.95.05 on the kernel driver 580.159.04 is left out, and says why', () => {
     const decision = compatDecision(NOTE_580, '580.95.05', '580.159.04');
     expect(decision).toEqual({ use: false, reason: 'not-newer', compat: '580.95.05', host: '580.159.04' });
@@ -55,15 +59,7 @@ describe("NVIDIA's rule with the note", () => {
   });
 });
 
-describe("NVIDIA's rule without the note, or without a version", () => {
-  it.each([
-    ['host major lower', '575.57.08', '570.211.01', { use: true, rule: 'major' }],
-    ['same major, compat newer', '575.57.08', '575.10.10', { use: false, reason: 'major-not-lower' }],
-    ['host major higher', '575.57.08', '580.159.04', { use: false, reason: 'major-not-lower' }],
-  ] as const)('%s: compat %s on %s', (_, compat, host, expected) => {
-    expect(compatDecision(null, compat, host)).toEqual({ ...expected, compat, host });
-  });
-
+describe("NVIDIA's rule without a version", () => {
   it('no compat when either version is unknown', () => {
     expect(compatDecision(NOTE_580, null, '580.159.04')).toEqual({ use: false, reason: 'version-unknown', unknown: 'compat' });
     expect(compatDecision(NOTE_580, '590.44.01', null)).toEqual({ use: false, reason: 'version-unknown', unknown: 'host' });

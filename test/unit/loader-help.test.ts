@@ -5,16 +5,19 @@
 
 import { describe, expect, it } from 'vitest';
 import { cpuModel, cpuModelOfLoader, legacySubdirectories } from '../../src/loader/cpu-model.js';
-import { parseLoaderHelp } from '../../src/loader/loader-help.js';
+import { type LoaderCpuView, parseLoaderHelp } from '../../src/loader/loader-help.js';
 import { hostAbi } from '../../src/loader/machine-abi.js';
 
-const DEBIAN_12_EPYC = `Shared library search path:
+/** The first section, the same in the three: the search path of a Debian or Ubuntu system of `triplet`. */
+const searchPath = (triplet: string): string => `Shared library search path:
   (libraries located via /etc/ld.so.cache)
-  /lib/x86_64-linux-gnu (system search path)
-  /usr/lib/x86_64-linux-gnu (system search path)
+  /lib/${triplet} (system search path)
+  /usr/lib/${triplet} (system search path)
   /lib (system search path)
   /usr/lib (system search path)
+`;
 
+const DEBIAN_12_EPYC = `${searchPath('x86_64-linux-gnu')}
 Subdirectories of glibc-hwcaps directories, in priority order:
   x86-64-v4
   x86-64-v3 (supported, searched)
@@ -27,13 +30,7 @@ Legacy HWCAP subdirectories under library search path directories:
   x86_64 (supported, searched)
 `;
 
-const DEBIAN_12_AARCH64 = `Shared library search path:
-  (libraries located via /etc/ld.so.cache)
-  /lib/aarch64-linux-gnu (system search path)
-  /usr/lib/aarch64-linux-gnu (system search path)
-  /lib (system search path)
-  /usr/lib (system search path)
-
+const DEBIAN_12_AARCH64 = `${searchPath('aarch64-linux-gnu')}
 No subdirectories of glibc-hwcaps directories are searched.
 
 Legacy HWCAP subdirectories under library search path directories:
@@ -42,13 +39,7 @@ Legacy HWCAP subdirectories under library search path directories:
   atomics (supported, searched)
 `;
 
-const UBUNTU_24_04_XEON = `Shared library search path:
-  (libraries located via /etc/ld.so.cache)
-  /lib/x86_64-linux-gnu (system search path)
-  /usr/lib/x86_64-linux-gnu (system search path)
-  /lib (system search path)
-  /usr/lib (system search path)
-
+const UBUNTU_24_04_XEON = `${searchPath('x86_64-linux-gnu')}
 Subdirectories of glibc-hwcaps directories, in priority order:
   x86-64-v4 (supported, searched)
   x86-64-v3 (supported, searched)
@@ -58,6 +49,13 @@ Subdirectories of glibc-hwcaps directories, in priority order:
 const x86 = hostAbi('x64');
 const arm = hostAbi('arm64');
 if (x86 === null || arm === null) throw new Error('no ABI');
+
+/** What parseLoaderHelp reads in a text it must understand. */
+function viewOf(text: string): LoaderCpuView {
+  const view = parseLoaderHelp(text);
+  if (view === null) throw new Error('no view');
+  return view;
+}
 
 describe('parseLoaderHelp', () => {
   it('glibc 2.36 on x86-64: the glibc-hwcaps subdirectories with their marks, the platform and the searched hwcaps', () => {
@@ -89,9 +87,7 @@ describe('cpuModelOfLoader', () => {
   const baseline = cpuModel(x86, true, { vendor: 'AuthenticAMD', flags: new Set(['fpu', 'sse', 'sse2', 'lm']) });
 
   it('the subdirectories and ISA levels the loader lists, whatever /proc/cpuinfo says', () => {
-    const view = parseLoaderHelp(DEBIAN_12_EPYC);
-    if (view === null) throw new Error('no view');
-    const model = cpuModelOfLoader(x86, view, baseline);
+    const model = cpuModelOfLoader(x86, viewOf(DEBIAN_12_EPYC), baseline);
     expect(baseline.glibcHwcaps).toEqual([]);
     expect(model.glibcHwcaps).toEqual(['x86-64-v3', 'x86-64-v2']);
     // Baseline, v2, v3: a cache entry marked x86-64-v4 is passed over.
@@ -102,18 +98,14 @@ describe('cpuModelOfLoader', () => {
   });
 
   it('x86-64-v4 when the loader searches it; glibc 2.37+: the legacy facts stay the table’s', () => {
-    const view = parseLoaderHelp(UBUNTU_24_04_XEON);
-    if (view === null) throw new Error('no view');
-    const model = cpuModelOfLoader(x86, view, baseline);
+    const model = cpuModelOfLoader(x86, viewOf(UBUNTU_24_04_XEON), baseline);
     expect(model.glibcHwcaps).toEqual(['x86-64-v4', 'x86-64-v3', 'x86-64-v2']);
     expect(model.isaLevels).toBe(0b1111);
     expect(model.legacyNames).toEqual(baseline.legacyNames);
   });
 
   it('aarch64: the atomics hwcap and its bit for cache entries', () => {
-    const view = parseLoaderHelp(DEBIAN_12_AARCH64);
-    if (view === null) throw new Error('no view');
-    const model = cpuModelOfLoader(arm, view, cpuModel(arm, true, null));
+    const model = cpuModelOfLoader(arm, viewOf(DEBIAN_12_AARCH64), cpuModel(arm, true, null));
     expect(model.glibcHwcaps).toEqual([]);
     expect(model.legacyNames).toEqual(['atomics', 'aarch64', 'tls']);
     expect(model.acceptedHwcapBits & (1n << 8n)).toBe(1n << 8n);
