@@ -10,28 +10,16 @@ set -euo pipefail
 out=$1
 carry=$(cd "$2" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-work=${WORK:-/tmp/cuda-patchelf-gpu-cost}
-mkdir -p "$out"
-rm -rf "$work" && mkdir -p "$work/bin"
-log() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
+# shellcheck source=lib/script-start.sh
+source "$here/lib/script-start.sh"
+scratch /tmp/cuda-patchelf-gpu-cost
 
 # shellcheck source=lib/gpu-driver.sh
 source "$here/lib/gpu-driver.sh"
-xz -dc "$carry/node.xz" >"$work/bin/node" && chmod +x "$work/bin/node"
-cli=("$work/bin/node" "$here/../dist/cli/main.js")
-libdir=$carry/patchelf-0.18/root/usr/lib/x86_64-linux-gnu
-printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$libdir/ld-linux-x86-64.so.2" "$libdir" \
-  "$carry/patchelf-0.18/bin/patchelf" >"$work/bin/patchelf"
-chmod +x "$work/bin/patchelf"
+carried_tools "$carry"
 pin=(taskset -c 0,1)
 log "node $("${cli[0]}" --version), $("$work/bin/patchelf" --version), $(nproc) CPUs, pinned to $("${pin[@]}" nproc)"
-
-interpreter=/lib64/ld-linux-x86-64.so.2
-libc=$(dirname "$(readlink -f "$interpreter")")
-mkdir -p "$work/bintools/nix-support" "$work/libc"
-echo "$interpreter" >"$work/bintools/nix-support/dynamic-linker"
-ln -s "$libc" "$work/libc/lib"
-echo "$work/libc" >"$work/bintools/nix-support/orig-libc"
+stand_in_bintools
 
 pristine="$work/pristine"
 mkdir -p "$pristine"

@@ -16,16 +16,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/script-start.sh
 source "$here/lib/script-start.sh"
 scratch /tmp/cuda-patchelf-gpu-ap
-mkdir "$work/bin"
 
 # shellcheck source=lib/gpu-driver.sh
 source "$here/lib/gpu-driver.sh"
-xz -dc "$carry/node.xz" >"$work/bin/node" && chmod +x "$work/bin/node"
-cli=("$work/bin/node" "$here/../dist/cli/main.js")
-libdir=$carry/patchelf-0.18/root/usr/lib/x86_64-linux-gnu
-printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$libdir/ld-linux-x86-64.so.2" "$libdir" \
-  "$carry/patchelf-0.18/bin/patchelf" >"$work/bin/patchelf"
-chmod +x "$work/bin/patchelf"
+carried_tools "$carry"
 log "node $("${cli[0]}" --version), $("$work/bin/patchelf" --version), $(nproc) CPUs"
 
 libcuda=$(driver_libcuda)
@@ -33,13 +27,7 @@ driver="$work/opengl-driver"
 make_driver_link "$driver" "$libcuda"
 compat="$work/cuda_compat"
 mkdir -p "$compat/compat"
-# The hook's $NIX_BINTOOLS: the interpreter, and a libc whose lib/ is this system's.
-interpreter=/lib64/ld-linux-x86-64.so.2
-libc=$(dirname "$(readlink -f "$interpreter")")
-mkdir -p "$work/bintools/nix-support" "$work/libc"
-echo "$interpreter" >"$work/bintools/nix-support/dynamic-linker"
-ln -s "$libc" "$work/libc/lib"
-echo "$work/libc" >"$work/bintools/nix-support/orig-libc"
+stand_in_bintools
 
 pristine="$work/pristine"
 copy_torch_closure "$pristine"

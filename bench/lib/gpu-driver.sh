@@ -86,3 +86,27 @@ timed() {
   end=$(date +%s%N)
   log "$name: $(((end - start) / 1000000)) ms"
 }
+
+# carried_tools CARRY: node and patchelf 0.18 from CARRY (what the GPU machine lacks) into $work/bin; cli
+# runs this checkout's build with that node. patchelf runs through its own loader, since its
+# interpreter path is the machine's that built it.
+carried_tools() {
+  local carry=$1 libdir=$1/patchelf-0.18/root/usr/lib/x86_64-linux-gnu
+  mkdir -p "$work/bin"
+  xz -dc "$carry/node.xz" >"$work/bin/node" && chmod +x "$work/bin/node"
+  cli=("$work/bin/node" "$here/../dist/cli/main.js")
+  printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$libdir/ld-linux-x86-64.so.2" "$libdir" \
+    "$carry/patchelf-0.18/bin/patchelf" >"$work/bin/patchelf"
+  chmod +x "$work/bin/patchelf"
+}
+
+# stand_in_bintools: the auto-patchelf hook's $NIX_BINTOOLS in $work/bintools, the interpreter
+# ($interpreter) and a libc whose lib/ ($libc) is this system's.
+stand_in_bintools() {
+  interpreter=/lib64/ld-linux-x86-64.so.2
+  libc=$(dirname "$(readlink -f "$interpreter")")
+  mkdir -p "$work/bintools/nix-support" "$work/libc"
+  echo "$interpreter" >"$work/bintools/nix-support/dynamic-linker"
+  ln -s "$libc" "$work/libc/lib"
+  echo "$work/libc" >"$work/bintools/nix-support/orig-libc"
+}
