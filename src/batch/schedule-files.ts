@@ -51,17 +51,19 @@ export class FileScheduler {
   private readonly limit: LimitFunction;
   private lastTurn = performance.now();
 
+  /** `workerScript`: what the worker threads run (worker-pool.ts: the bundled patch-worker by default). */
   constructor(
     private readonly options: FileOptions,
     jobs: number,
     cpuCount: number,
     private readonly threadsFromStart: boolean,
+    private readonly workerScript?: URL,
   ) {
     this.maxThreads = threadLimit(jobs, cpuCount);
     // A limit of one is this thread's: a single worker would add its start to the same work.
-    this.threaded = this.maxThreads > 1 && workersAvailable();
+    this.threaded = this.maxThreads > 1 && workersAvailable(workerScript);
     if (this.threaded && threadsFromStart) {
-      this.pool = new WorkerPool(options, this.maxThreads);
+      this.pool = new WorkerPool(options, this.maxThreads, workerScript);
       this.pool.growTo(this.maxThreads);
     }
     this.limit = pLimit(this.maxThreads * FILES_QUEUED_PER_JOB);
@@ -90,7 +92,7 @@ export class FileScheduler {
     if (!this.threaded)
       return { outcome: await processFile(item, this.options, { inodes: this.inodes, ...(sniffed === null ? {} : { opened: sniffed }) }) };
     sniffed?.source.close();
-    this.pool ??= new WorkerPool(this.options, this.maxThreads);
+    this.pool ??= new WorkerPool(this.options, this.maxThreads, this.workerScript);
     const pool = this.pool;
     this.queued++;
     pool.growTo(this.queued);

@@ -46,8 +46,8 @@ export interface WorkerReady {
 }
 
 /** Workers run the compiled module; from TypeScript sources (tests) the batch stays in-process. */
-export function workersAvailable(): boolean {
-  return existsSync(fileURLToPath(WORKER_SCRIPT));
+export function workersAvailable(script: URL = WORKER_SCRIPT): boolean {
+  return existsSync(fileURLToPath(script));
 }
 
 interface Job {
@@ -75,9 +75,9 @@ class PoolWorker {
   private readonly jobs = new Map<number, Job>();
   private queued: Job[] = [];
 
-  constructor(options: FileOptions, onExit: (worker: PoolWorker, code: number) => void) {
+  constructor(options: FileOptions, script: URL, onExit: (worker: PoolWorker, code: number) => void) {
     Atomics.store(this.current, 0, IDLE);
-    this.thread = new Worker(WORKER_SCRIPT, { workerData: { options, current: this.current } satisfies WorkerData });
+    this.thread = new Worker(script, { workerData: { options, current: this.current } satisfies WorkerData });
     this.thread.on('message', (message: WorkerBatchOutcomes | WorkerReady) => {
       if ('ready' in message) {
         this.ready = true;
@@ -146,10 +146,11 @@ export class WorkerPool {
   private closing = false;
   private nextId = 0;
 
-  /** A pool of no thread yet: growTo starts them, up to maxThreads. */
+  /** A pool of no thread yet: growTo starts them, up to maxThreads. `script`: what each thread runs. */
   constructor(
     private readonly options: FileOptions,
     private readonly maxThreads: number,
+    private readonly script: URL = WORKER_SCRIPT,
   ) {}
 
   /**
@@ -179,7 +180,7 @@ export class WorkerPool {
 
   private start(): void {
     this.started++;
-    this.workers.push(new PoolWorker(this.options, (worker, code) => this.onExit(worker, code)));
+    this.workers.push(new PoolWorker(this.options, this.script, (worker, code) => this.onExit(worker, code)));
   }
 
   private dispatch(job: Job): void {
