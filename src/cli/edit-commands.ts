@@ -74,6 +74,22 @@ async function editFiles(io: CliIo, files: readonly string[], operations: EditOp
 const policyOf = (options: CommonOptions): RunpathTagPolicy => (options.forceRpath ? 'rpath' : 'keep');
 const dirsOf = (value: string): string[] => runpathFields(textToByteString(value));
 
+/**
+ * add-runpath's directories. An empty one (an unset variable: `add-runpath "$LIBDIR" lib.so`) would be
+ * an empty entry, which the loader takes as the working directory: a usage error, as every other empty
+ * argument is.
+ */
+function addedDirectories(value: string): string[] {
+  const dirs = dirsOf(value);
+  if (dirs.includes('')) {
+    throw new CudaPatchelfError(
+      'usage',
+      `add-runpath: ${value === '' ? 'DIRS is empty' : `"${value}" has an empty entry`}, which the loader takes as the working directory`,
+    );
+  }
+  return dirs;
+}
+
 /** The commands that take one DT_NEEDED name and the files. */
 const ONE_NEEDED_COMMANDS: readonly {
   readonly name: string;
@@ -114,18 +130,19 @@ export function registerEditCommands(program: Command, io: CliIo): void {
       'keep the first of each directory and no empty entry in the result, as apply does: a directory ' +
         'prepended that the runpath had moves to the front, one appended stays where it was',
     )
-    .action((dirs: string, files: string[], options: CommonOptions & { append?: boolean; dedupe?: boolean }) =>
-      editFiles(
+    .action((dirs: string, files: string[], options: CommonOptions & { append?: boolean; dedupe?: boolean }) => {
+      const added = addedDirectories(dirs);
+      return editFiles(
         io,
         files,
         (editor) =>
           editor.setRunpath(
-            addRunpathEntries(editor.runpath(), dirsOf(dirs), options.append ? 'append' : 'prepend', options.dedupe === true),
+            addRunpathEntries(editor.runpath(), added, options.append ? 'append' : 'prepend', options.dedupe === true),
             policyOf(options),
           ),
         options,
-      ),
-    );
+      );
+    });
 
   withRunpathOptions(program.command('remove-runpath'))
     .description('remove directories from the runpath, or the whole runpath with --all')

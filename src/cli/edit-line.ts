@@ -65,11 +65,12 @@ function tagChange(before: DynamicState, after: DynamicState): string | null {
 function neededChanges(before: DynamicState, after: DynamicState): string[] {
   const added = after.needed.filter((name) => !before.needed.includes(name));
   const removed = before.needed.filter((name) => !after.needed.includes(name));
-  // Names swapped at their own positions are renames (replace-needed), not an add and a remove.
+  // Names swapped at their own positions are renames (replace-needed), not an add and a remove, also
+  // when the new name is needed already: each name that changed at its position is gone from the list.
   const renamed =
-    added.length > 0 &&
+    removed.length > 0 &&
     before.needed.length === after.needed.length &&
-    before.needed.every((name, i) => name === after.needed[i] || (removed.includes(name) && added.includes(after.needed[i] ?? '')));
+    before.needed.every((name, i) => name === after.needed[i] || removed.includes(name));
   if (renamed)
     return before.needed.flatMap((name, i) =>
       name === after.needed[i] ? [] : [`${quoted(name)} replaced by ${quoted(after.needed[i] ?? '')} in the needed libraries`],

@@ -117,24 +117,26 @@ describe('the editing commands', () => {
   });
 });
 
-// Known faults, each kept as a test that fails until the fault is fixed (it.fails passes while it does):
-// then drop `.fails`.
-describe('known faults of the editing commands', () => {
-  // An empty DIRS (an unset variable: `add-runpath "$LIBDIR" lib.so`) adds an empty entry, which the
-  // loader takes as the working directory (src/loader/search-path.ts): `/opt/corpus/rpath` becomes
-  // `:/opt/corpus/rpath`, searched from wherever the program is started, and the run exits 0. Every
-  // other empty argument of the command line is a usage error (report.ts, rejectEmptyPaths).
-  it.fails('add-runpath with an empty DIRS puts no empty entry (the working directory) in the runpath', async () => {
+describe('what an edit refuses or says', () => {
+  // An empty DIRS (an unset variable: `add-runpath "$LIBDIR" lib.so`) would add an empty entry, which the
+  // loader takes as the working directory (src/loader/search-path.ts): a usage error, and nothing written.
+  it.each([
+    ['', 'add-runpath: DIRS is empty, which the loader takes as the working directory'],
+    ['/a::/b', 'add-runpath: "/a::/b" has an empty entry, which the loader takes as the working directory'],
+  ])('add-runpath %j is a usage error', async (dirs, line) => {
     const at = await copies({ 'rpath.so': 'x86_64-lib-rpath.so' });
-    await runInProcess(['add-runpath', '', at('rpath.so')]);
-    const { rpath } = await factsOf(at('rpath.so'));
-    expect(rpath?.split(':')).not.toContain('');
+    const before = await factsOf(at('rpath.so'));
+    expect(await runInProcess(['add-runpath', dirs, at('rpath.so')])).toEqual({
+      code: 2,
+      out: [],
+      err: [`cuda-patchelf: ${line}`],
+      raw: [],
+    });
+    expect(await factsOf(at('rpath.so'))).toEqual(before);
   });
 
-  // A rename to a name the file already needs is told as a removal: [libm, libc] becomes [libc, libc],
-  // and the line says "'libm.so.6' removed from the needed libraries" (edit-line.ts, neededChanges: a
-  // rename is recognised only when the new name is new to the list).
-  it.fails('replace-needed says it replaced the name, also when the new name is needed already', async () => {
+  // A rename to a name the file already needs: [libm, libc] becomes [libc, libc], told as the rename it is.
+  it('replace-needed says it replaced the name, also when the new name is needed already', async () => {
     const at = await copies({ 'plain.so': 'x86_64-lib-plain.so' });
     const run = await runInProcess(['replace-needed', 'libm.so.6', 'libc.so.6', at('plain.so')]);
     expect((await factsOf(at('plain.so'))).needed).toEqual(['libc.so.6', 'libc.so.6']);
