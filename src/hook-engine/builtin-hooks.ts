@@ -1,6 +1,7 @@
 // The built-in hooks: what Nixpkgs' autoAddDriverRunpath, autoAddCudaCompatRunpath and the stubs
 // clean-up do to a runpath.
 
+import { byteStringToText } from '../elf/byte-string.js';
 import { EM } from '../elf/constants.js';
 import type { Hook } from './hook.js';
 import { NIXPKGS_STUBS_PATTERNS } from './stubs-pattern.js';
@@ -40,13 +41,14 @@ export function driverHook(driverLink: string = DEFAULT_DRIVER_LINK): Hook {
 
 /**
  * `cuda-compat`: prepends `<cudaCompat>/compat`, before the driver's entry: the compat libcuda must be
- * found before the system driver's. Never applied to cuda_compat itself.
+ * found before the system driver's. Never applied to cuda_compat itself. `cudaCompat` is a byte string.
  */
 export function cudaCompatHook(cudaCompat: string): Hook {
   return {
     name: 'cuda-compat',
     transform: { kind: 'prepend', dirs: [`${cudaCompat}/compat`] },
-    files: { excludeUnder: [cudaCompat] },
+    // The walk's paths are text: the directory is compared with them as text.
+    files: { excludeUnder: [byteStringToText(cudaCompat)] },
     precedes: ['driver'],
     follows: [],
   };

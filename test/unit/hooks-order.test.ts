@@ -3,12 +3,14 @@
 // per-machine directories, files a hook must not touch, and which hook put each entry there).
 
 import { describe, expect, it } from 'vitest';
+import { textToByteString } from '../../src/elf/byte-string.js';
 import { EM } from '../../src/elf/constants.js';
 import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
 import { cudaCompatHook, driverHook, removeStubsHook } from '../../src/hook-engine/builtin-hooks.js';
 import { composeAfterResolver, composeRunpath, type Semantics } from '../../src/hook-engine/compose-hooks.js';
 import type { FileFacts, Hook } from '../../src/hook-engine/hook.js';
 import { orderHooks } from '../../src/hook-engine/order-hooks.js';
+import { hookDirectory } from '../../src/hook-engine/runpath-entry.js';
 import { permutations } from './helpers/permutations.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
@@ -250,6 +252,14 @@ describe('composeRunpath', () => {
       'default',
     );
     expect(relative?.applied).toEqual(['driver']);
+  });
+
+  it('never applies cuda-compat to files under its own directory when its name is not ASCII', () => {
+    // The command line's directory is text, its runpath entry the bytes of its UTF-8; the walk's paths are text.
+    const compat = '/nix/store/00000000000000000000000000000000-cudé_compat';
+    const hooks = [cudaCompatHook(textToByteString(hookDirectory(compat, '--cuda-compat', false)))];
+    expect(composeRunpath(hooks, file({ path: `${compat}/compat/libcuda.so.1` }), null, 'default')).toBeNull();
+    expect(composeRunpath(hooks, file(), null, 'default')?.value).toBe(textToByteString(`${compat}/compat`));
   });
 
   it('records which hook put each entry there', () => {
