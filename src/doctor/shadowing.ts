@@ -90,7 +90,7 @@ async function shadowsOwn(map: LinkMap, namespace: LinkNamespace, strings: Objec
           `${text(map.path)}: entry ${i + 1} of its ${list.tag}, ${text(earlier.entry)}, holds other copies of ${shown.join(', ')}, ` +
           `which its own entry ${j + 1}, ${text(own.entry)}, holds: the loader takes ${text(earlier.directory)}'s for every ` +
           `lookup of those names${used.length > 0 ? `, and ${text(map.path)} asks for ${used.length === 1 ? 'it' : 'them'}` : ''}`,
-        fix: `put its own entries first: cuda-patchelf set-runpath '${text(ownFirst(list.entries))}' ${text(map.facts.hostPath)}`,
+        fix: `put its own entries first: cuda-patchelf set-runpath '${text(ownFirst(list.entries))}' ${map.facts.hostPath}`,
       });
     }
   }
