@@ -3,7 +3,7 @@
 // linked statically, a libcuda's own version), and the note a compat libcuda carries. Each region is
 // read in bounded chunks, positionally, once per file, however many programs load the file.
 
-import { bytesToByteString, type CudaCompatNoteReading, type ElfFile, SHT, withElfFile } from '../elf/elf.js';
+import { bytesToByteString, type CudaCompatNoteReading, type ElfFile, SHT, textToByteString, withElfFile } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { ObjectFacts } from '../loader/object-facts.js';
 
@@ -99,7 +99,7 @@ async function firstIn(
 }
 
 export interface DlopenNote {
-  /** Sonames in the order the note lists them. */
+  /** Sonames in the order the note lists them, as byte strings (the UTF-8 of the note's JSON text), as DT_NEEDED names are. */
   readonly sonames: readonly string[];
   /** required, recommended or suggested (the spec's default: recommended). */
   readonly priority: string;
@@ -128,7 +128,7 @@ function parseDlopenPayload(bytes: Uint8Array): DlopenNote[] {
     if (!Array.isArray(soname) || !soname.every((s): s is string => typeof s === 'string')) return [];
     return [
       {
-        sonames: soname,
+        sonames: soname.map(textToByteString),
         priority: typeof priority === 'string' ? priority : 'recommended',
         feature: typeof feature === 'string' ? feature : null,
       },
