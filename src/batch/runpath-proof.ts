@@ -218,12 +218,16 @@ export class FileView {
     if (resolution === null || resolution.kind === 'fatal') {
       return resolution === null
         ? 'nothing: the load stops before it'
-        : `nothing: the load stops at ${resolution.path} (${resolution.message})`;
+        : `nothing: the load stops at ${byteStringToText(resolution.path)} (${resolution.message})`;
     }
     if (resolution.kind === 'missing') return dependency.entry === null ? null : 'nothing: no entry of the runpath gives it';
     const { map } = resolution;
     if (await this.prover.same(fileOfFacts(map.facts), dependency.file)) return null;
-    const through = map.foundBy.rule === 'runpath' || map.foundBy.rule === 'rpath' ? `, through ${map.foundBy.directory ?? ''}` : '';
+    const directory = map.foundBy.directory;
+    const through =
+      map.foundBy.rule === 'runpath' || map.foundBy.rule === 'rpath'
+        ? `, through ${directory === null ? '' : byteStringToText(directory)}`
+        : '';
     return `${byteStringToText(map.path)}${through}`;
   }
 }
