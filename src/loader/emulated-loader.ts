@@ -3,7 +3,7 @@
 // lists it, for this machine's architecture), the subdirectories it tries in every directory and its
 // ld.so.cache.
 
-import { withElfFile, withFileByteSource } from '../elf/elf.js';
+import { byteStringToText, withElfFile, withFileByteSource } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { CandidateFiles } from './candidate-files.js';
 import { legacySubdirectories, cpuModel, cpuModelOfLoader, type CpuInfo, type CpuModel } from './cpu-model.js';
@@ -80,12 +80,17 @@ function cpuOf(settings: EmulationSettings, abi: MachineAbi, loaderHostPath: str
   return view === null ? { ...table, source: 'assumed' } : cpuModelOfLoader(abi, view, table);
 }
 
+/** A file of the emulated system (a byte string) as an error names it: its path on this machine, the root's directory before it. */
+function hostFileName(root: SystemRoot, path: string): string {
+  return root.isHost ? byteStringToText(path) : `${root.hostRoot}${byteStringToText(path)}`;
+}
+
 async function readCacheState(root: SystemRoot, path: string, littleEndian: boolean): Promise<CacheState> {
   const found = root.lookUp(path);
   if (!found.ok && (found.code === 'ENOENT' || found.code === 'ENOTDIR')) return { path, cache: null };
   if (!found.ok)
     throw new CudaPatchelfError('io', `cannot read the loader's cache (${found.code}); doctor cannot tell what ld.so finds through it`, {
-      file: root.isHost ? path : `${root.hostRoot}${path}`,
+      file: hostFileName(root, path),
     });
   return { path, cache: await withFileByteSource(found.hostPath, (source) => readLdCache(source, littleEndian)) };
 }
@@ -146,7 +151,7 @@ export class LoaderRegistry {
       // Named by the loader, not by the file that needs it: every file of that machine fails the same
       // way, and the command says a line once however many files it fails (doctor-command.ts).
       throw new CudaPatchelfError('io', `no dynamic loader there (${found.code})${hint}`, {
-        file: root.isHost ? path : `${root.hostRoot}${path}`,
+        file: hostFileName(root, path),
       });
     }
     const real = root.realPath(path);
