@@ -25,6 +25,13 @@
 
 const VARIABLE = 'LD_LIBRARY_PATH';
 
+/**
+ * White space, ASCII's alone: the script is bytes, one char each, and \s or trim() would take the byte
+ * 0xa0 (U+00A0 as a char), the last byte of à and of many another UTF-8 letter, for a space.
+ */
+const SPACE = '[\\t\\n\\v\\f\\r ]';
+const AROUND = new RegExp(`^${SPACE}+|${SPACE}+$`, 'g');
+
 export interface WrapperReading {
   /** The `#!` line. */
   readonly shebang: string;
@@ -189,7 +196,7 @@ function evaluate(text: string, value: string | null): string | null {
 function assignment(line: string, state: State): State | null {
   if (line === `export ${VARIABLE}`) return { value: state.value, exported: state.value !== null || state.exported };
   if (line === `unset ${VARIABLE}`) return { value: null, exported: false };
-  const match = new RegExp(`^(export\\s+)?${VARIABLE}(\\+?)=(.*)$`).exec(line);
+  const match = new RegExp(`^(export${SPACE}+)?${VARIABLE}(\\+?)=(.*)$`).exec(line);
   if (match === null) return null;
   const word = evaluate(match[3] ?? '', state.value);
   if (word === null) return null;
@@ -205,9 +212,13 @@ function suffixCondition(line: string, state: State): boolean | null {
   return needle === null ? null : !(state.value ?? '').includes(needle);
 }
 
+const EXEC = new RegExp(
+  `^exec${SPACE}+(?:-a${SPACE}+(?:"[^"]*"|'[^']*'|[^\\t\\n\\v\\f\\r ]+)${SPACE}+)?("[^"]*"|'[^']*'|[^\\t\\n\\v\\f\\r '"]+)`,
+);
+
 /** The program of an `exec [-a NAME] PROGRAM ARGS…` line, when it is an absolute path written out. */
 function execProgram(line: string): string | null {
-  const match = /^exec\s+(?:-a\s+(?:"[^"]*"|'[^']*'|\S+)\s+)?("[^"]*"|'[^']*'|[^\s'"]+)/.exec(line);
+  const match = EXEC.exec(line);
   const word = match?.[1];
   if (word === undefined) return null;
   const program = evaluate(word, null);
@@ -227,7 +238,7 @@ export function readShellWrapper(text: string, start: string | null): WrapperRea
   // The open `if` blocks: whether each one's body runs (null: a condition this reading does not follow).
   const blocks: (boolean | null)[] = [];
   for (const raw of lines.slice(1)) {
-    const line = raw.trim();
+    const line = raw.replace(AROUND, '');
     if (line === '' || line.startsWith('#')) continue;
     if (line === 'fi') {
       blocks.pop();

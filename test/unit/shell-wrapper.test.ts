@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { readShellWrapper } from '../../src/doctor/shell-wrapper.js';
+import { textToByteString } from '../../src/elf/byte-string.js';
 
 const wrapper = (...lines: string[]): string => ['#! /bin/bash -e', ...lines, ''].join('\n');
 
@@ -51,6 +52,13 @@ describe('readShellWrapper', () => {
     );
     expect(reading?.ldLibraryPath).toBe('/b');
     expect(reading?.unfollowed).toEqual(["export LD_LIBRARY_PATH='/opt/lib'", "LD_LIBRARY_PATH='/c'"]);
+  });
+
+  it('reads a name that is not ASCII as its bytes: 0xa0, the last byte of à in UTF-8, is no white space', () => {
+    const script = textToByteString(wrapper('export LD_LIBRARY_PATH=/opt/là', 'exec /opt/voilà/bin/prog "$@"'));
+    const reading = readShellWrapper(script, null);
+    expect(reading?.program).toBe(textToByteString('/opt/voilà/bin/prog'));
+    expect(reading?.ldLibraryPath).toBe(textToByteString('/opt/là'));
   });
 
   it('a value set without export reaches the program only when the variable came exported', () => {
