@@ -5,6 +5,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { latin1 } from './helpers/byte-strings.js';
 import { fixture } from './helpers/fixtures.js';
 import { fieldOffsets, rawLayout, writeUnsigned, type RawLayout } from './helpers/malformed.js';
 import { runFuzz } from './fuzz/fuzz-campaign.js';
@@ -56,7 +57,7 @@ const CASES: readonly Case[] = [
       const terminator = entry(layout, DT.DT_NULL);
       writeUnsigned(bytes, terminator.at + word(layout), word(layout), layout.little, 0x10000);
     },
-    operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath('/run/opengl-driver/lib')),
+    operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath(latin1('/run/opengl-driver/lib'))),
   },
   {
     // A DT_NULL in the middle ends the live array; the entries after it are not DT_NULL. A new tag
@@ -64,7 +65,7 @@ const CASES: readonly Case[] = [
     name: 'entries after the DT_NULL terminator that are not DT_NULL',
     base: 'compiled/x86_64/libuser-no-runpath',
     edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT.DT_RELASZ).at, word(layout), layout.little, DT.DT_NULL),
-    operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath('/run/opengl-driver/lib')),
+    operation: editOperation('set-runpath "/run/opengl-driver/lib"', (e) => e.setRunpath(latin1('/run/opengl-driver/lib'))),
   },
   {
     // d_val is decoded to a JavaScript number: 2^64-1 becomes 2^64, encoded back as 0. An entry the
@@ -72,7 +73,7 @@ const CASES: readonly Case[] = [
     name: 'an untouched dynamic entry whose d_val is above 2^53',
     base: 'compiled/x86_64/libuser-runpath',
     edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT.DT_INIT_ARRAYSZ).at + 8, 8, layout.little, 2n ** 64n - 1n),
-    operation: editOperation('remove-needed libgreet.so.1', (e) => e.removeNeeded('libgreet.so.1')),
+    operation: editOperation('remove-needed libgreet.so.1', (e) => e.removeNeeded(latin1('libgreet.so.1'))),
   },
   {
     // A PT_LOAD whose p_filesz (2 GiB, far past the end of the file and above its p_memsz) covers the
@@ -80,7 +81,7 @@ const CASES: readonly Case[] = [
     name: 'a PT_LOAD with p_filesz above p_memsz and past the end of the file',
     base: 'compiled/x86_64/libuser-runpath',
     edit: (bytes, layout) => writeUnsigned(bytes, load(layout, 2).at + fieldOffsets(64).p_filesz, 8, layout.little, 0x80000000),
-    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
+    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(latin1(LONG_RUNPATH))),
   },
   {
     // A PT_LOAD at the top of the address space: the new segment's addresses wrap or collide, and the
@@ -88,7 +89,7 @@ const CASES: readonly Case[] = [
     name: 'a PT_LOAD whose p_vaddr is 2^64-1',
     base: 'cuda/aarch64/libnvtoolsext1/libnvToolsExt.so.1.0.0',
     edit: (bytes, layout) => writeUnsigned(bytes, load(layout, 1).at + fieldOffsets(64).p_offset + 8, 8, layout.little, 2n ** 64n - 1n),
-    operation: editOperation('add-needed "libextra.so.1"', (e) => e.addNeeded('libextra.so.1')),
+    operation: editOperation('add-needed "libextra.so.1"', (e) => e.addNeeded(latin1('libextra.so.1'))),
   },
   {
     // e_phnum raised so that the table runs over the bytes after it: garbage "program headers" are
@@ -103,7 +104,7 @@ const CASES: readonly Case[] = [
     name: 'a second DT_STRTAB entry',
     base: 'compiled/x86_64/pie-runpath-gold',
     edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT.DT_RELASZ).at, word(layout), layout.little, DT.DT_STRTAB),
-    operation: editOperation('set-runpath "$ORIGIN"', (e) => e.setRunpath('$ORIGIN')),
+    operation: editOperation('set-runpath "$ORIGIN"', (e) => e.setRunpath(latin1('$ORIGIN'))),
   },
   {
     // An executable (here a library turned into one) whose program header table must move, with a
@@ -114,7 +115,7 @@ const CASES: readonly Case[] = [
       writeUnsigned(bytes, E_TYPE, 2, layout.little, ET.ET_EXEC);
       writeUnsigned(bytes, load(layout, 2).at + fieldOffsets(64).p_filesz + 8, 8, layout.little, 2n ** 32n);
     },
-    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
+    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(latin1(LONG_RUNPATH))),
   },
   {
     // A RangeError from the planner, not a CudaPatchelfError: an unknown e_type (0x43, taken as an
@@ -128,7 +129,7 @@ const CASES: readonly Case[] = [
       for (let at = 0x22c; at < 0x238; at++) if (bytes[at] === 0) bytes[at] = 0x2f;
     },
     operation: editOperation('add-runpath', (e) =>
-      e.setRunpath(`/r\x8dfda2l9jy0w_pnfxb\xeayxt:/3z$\x96y8aewyv6x$_whtk4vzosk$p\xac\xf8t$i2vmk:${e.runpath() ?? ''}`),
+      e.setRunpath(latin1(`/r\x8dfda2l9jy0w_pnfxb\xeayxt:/3z$\x96y8aewyv6x$_whtk4vzosk$p\xac\xf8t$i2vmk:${e.runpath() ?? ''}`)),
     ),
   },
   {
@@ -136,7 +137,7 @@ const CASES: readonly Case[] = [
     name: 'a PT_LOAD whose p_vaddr is 2^53-1',
     base: 'cuda/x86_64/libnvtoolsext1/libnvToolsExt.so.1.0.0',
     edit: (bytes, layout) => writeUnsigned(bytes, load(layout, 1).at + fieldOffsets(64).p_offset + 8, 8, layout.little, 2n ** 53n - 1n),
-    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
+    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(latin1(LONG_RUNPATH))),
   },
   {
     // PT_NOTE's p_filesz raised to 0xff, over the sections after the note: when the program header
@@ -145,7 +146,7 @@ const CASES: readonly Case[] = [
     name: 'a PT_NOTE whose p_filesz runs over the sections after it',
     base: 'debian/aarch64/libxau6/libXau.so.6.0.0',
     edit: (bytes, layout) => writeUnsigned(bytes, programHeader(layout, PT.PT_NOTE).at + fieldOffsets(64).p_filesz, 8, layout.little, 0xff),
-    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
+    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(latin1(LONG_RUNPATH))),
   },
   {
     // DT_HASH moved back by 8 bytes: its nchain, which sizes the symbol table, is read from elsewhere
@@ -154,7 +155,7 @@ const CASES: readonly Case[] = [
     base: 'debian/x86_64/libc6/libdl.so.2',
     edit: (bytes, layout) =>
       writeUnsigned(bytes, entry(layout, DT.DT_HASH).at + 8, 8, layout.little, BigInt(entry(layout, DT.DT_HASH).val - 8)),
-    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(LONG_RUNPATH)),
+    operation: editOperation(`set-runpath "${LONG_RUNPATH}"`, (e) => e.setRunpath(latin1(LONG_RUNPATH))),
   },
   {
     // A section header size of 0xffffffff (.gnu.hash): harmless where the section is, fatal to the
@@ -162,7 +163,7 @@ const CASES: readonly Case[] = [
     name: 'a section header with sh_size 0xffffffff',
     base: 'compiled/ppc64/pie-runpath',
     edit: (bytes, layout) => writeUnsigned(bytes, 0x10bc8, 8, layout.little, 0xffffffff),
-    operation: editOperation('add-needed "libextra.so.1"', (e) => e.addNeeded('libextra.so.1')),
+    operation: editOperation('add-needed "libextra.so.1"', (e) => e.addNeeded(latin1('libextra.so.1'))),
   },
   {
     // DT_STRSZ 16 bytes too large, so the string table runs over .gnu.version after it, and DT_RUNPATH
@@ -176,7 +177,7 @@ const CASES: readonly Case[] = [
       const runpath = entry(layout, DT.DT_RUNPATH);
       writeUnsigned(bytes, runpath.at + 8, 8, layout.little, BigInt(runpath.val + '$ORIGIN/../'.length));
     },
-    operation: editOperation('set-runpath "$ORIGIN"', (e) => e.setRunpath('$ORIGIN')),
+    operation: editOperation('set-runpath "$ORIGIN"', (e) => e.setRunpath(latin1('$ORIGIN'))),
   },
 ];
 

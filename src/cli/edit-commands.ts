@@ -3,7 +3,7 @@
 // the tier), and goes on after failures.
 
 import type { Command } from 'commander';
-import { runpathFields, textToByteString } from '../elf/elf.js';
+import { type ByteString, runpathFields, textToByteString } from '../elf/elf.js';
 import { editElfFile, type EditOperations, type EditOptions, type EditResult } from '../edit/edit-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { addRunpathEntries, type DynamicEditor, removeRunpathEntries, type RunpathTagPolicy } from '../plan/dynamic-editor.js';
@@ -72,14 +72,14 @@ async function editFiles(io: CliIo, files: readonly string[], operations: EditOp
 }
 
 const policyOf = (options: CommonOptions): RunpathTagPolicy => (options.forceRpath ? 'rpath' : 'keep');
-const dirsOf = (value: string): string[] => runpathFields(textToByteString(value));
+const dirsOf = (value: string): ByteString[] => runpathFields(textToByteString(value));
 
 /** The commands that take one DT_NEEDED name and the files. */
 const ONE_NEEDED_COMMANDS: readonly {
   readonly name: string;
   readonly description: string;
   readonly library: string;
-  readonly edit: (editor: DynamicEditor, library: string) => void;
+  readonly edit: (editor: DynamicEditor, library: ByteString) => void;
 }[] = [
   {
     name: 'add-needed',

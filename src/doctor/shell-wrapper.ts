@@ -23,6 +23,8 @@
 // combination. A line that touches LD_LIBRARY_PATH in another way (command substitution, another
 // variable, a `--run` command) is reported as not followed.
 
+import type { ByteString } from '../elf/elf.js';
+
 const VARIABLE = 'LD_LIBRARY_PATH';
 
 /**
@@ -32,15 +34,16 @@ const VARIABLE = 'LD_LIBRARY_PATH';
 const SPACE = '[\\t\\n\\v\\f\\r ]';
 const AROUND = new RegExp(`^${SPACE}+|${SPACE}+$`, 'g');
 
+/** What a script says, as byte strings: the script's own bytes (and those of LD_LIBRARY_PATH's value). */
 export interface WrapperReading {
   /** The `#!` line. */
-  readonly shebang: string;
+  readonly shebang: ByteString;
   /** The absolute path the last `exec` runs, or null when the script ends in no `exec` of one. */
-  readonly program: string | null;
+  readonly program: ByteString | null;
   /** LD_LIBRARY_PATH as that program gets it (exported), or null when it does not get one. */
-  readonly ldLibraryPath: string | null;
+  readonly ldLibraryPath: ByteString | null;
   /** The lines that touch LD_LIBRARY_PATH in a way this reading does not follow. */
-  readonly unfollowed: readonly string[];
+  readonly unfollowed: readonly ByteString[];
 }
 
 /** What a variable holds while the script runs: its value (null: unset) and whether it is exported. */
@@ -229,7 +232,7 @@ function execProgram(line: string): string | null {
  * The program a shell script runs and the LD_LIBRARY_PATH it gets, given the value the script starts
  * with (null: unset); null when the text is not a script (no `#!`).
  */
-export function readShellWrapper(text: string, start: string | null): WrapperReading | null {
+export function readShellWrapper(text: ByteString, start: ByteString | null): WrapperReading | null {
   if (!text.startsWith('#!')) return null;
   const lines = text.split('\n');
   let state: State = { value: start, exported: start !== null };
@@ -263,5 +266,14 @@ export function readShellWrapper(text: string, start: string | null): WrapperRea
     if (next === null || blocks.includes(null)) unfollowed.push(line);
     else if (blocks.every((runs) => runs === true)) state = next;
   }
-  return { shebang: lines[0] ?? '', program, ldLibraryPath: state.exported ? state.value : null, unfollowed };
+  // Sound: each of these is made of chars of `text` and of `start` (words with their quotes and
+  // expansions evaluated, lines without their white space), byte strings both, so is one too.
+  const bytes = (value: string): ByteString => value as ByteString;
+  const ldLibraryPath = state.exported ? state.value : null;
+  return {
+    shebang: bytes(lines[0] ?? ''),
+    program: program === null ? null : bytes(program),
+    ldLibraryPath: ldLibraryPath === null ? null : bytes(ldLibraryPath),
+    unfollowed: unfollowed.map(bytes),
+  };
 }

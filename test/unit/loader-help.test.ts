@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { cpuModel, cpuModelOfLoader, legacySubdirectories } from '../../src/loader/cpu-model.js';
 import { parseLoaderHelp } from '../../src/loader/loader-help.js';
 import { hostAbi } from '../../src/loader/machine-abi.js';
+import { latin1 } from '../helpers/byte-strings.js';
 
 const DEBIAN_12_EPYC = `Shared library search path:
   (libraries located via /etc/ld.so.cache)
@@ -61,7 +62,7 @@ if (x86 === null || arm === null) throw new Error('no ABI');
 
 describe('parseLoaderHelp', () => {
   it('glibc 2.36 on x86-64: the glibc-hwcaps subdirectories with their marks, the platform and the searched hwcaps', () => {
-    expect(parseLoaderHelp(DEBIAN_12_EPYC)).toEqual({
+    expect(parseLoaderHelp(latin1(DEBIAN_12_EPYC))).toEqual({
       glibcHwcaps: [
         { name: 'x86-64-v4', supported: false, searched: false },
         { name: 'x86-64-v3', supported: true, searched: true },
@@ -72,15 +73,18 @@ describe('parseLoaderHelp', () => {
   });
 
   it('aarch64 before glibc-hwcaps subdirectories existed there: none, and the legacy names', () => {
-    expect(parseLoaderHelp(DEBIAN_12_AARCH64)).toEqual({ glibcHwcaps: [], legacy: { platform: 'aarch64', searchedHwcaps: ['atomics'] } });
+    expect(parseLoaderHelp(latin1(DEBIAN_12_AARCH64))).toEqual({
+      glibcHwcaps: [],
+      legacy: { platform: 'aarch64', searchedHwcaps: ['atomics'] },
+    });
   });
 
   it('glibc 2.37 and later list no legacy subdirectories', () => {
-    expect(parseLoaderHelp(UBUNTU_24_04_XEON)?.legacy).toBeNull();
+    expect(parseLoaderHelp(latin1(UBUNTU_24_04_XEON))?.legacy).toBeNull();
   });
 
   it('a loader that lists no glibc-hwcaps section (before 2.33) tells nothing', () => {
-    expect(parseLoaderHelp(DEBIAN_12_EPYC.replace(/\nSubdirectories of glibc-hwcaps[\s\S]*$/, '\n'))).toBeNull();
+    expect(parseLoaderHelp(latin1(DEBIAN_12_EPYC.replace(/\nSubdirectories of glibc-hwcaps[\s\S]*$/, '\n')))).toBeNull();
   });
 });
 
@@ -89,7 +93,7 @@ describe('cpuModelOfLoader', () => {
   const baseline = cpuModel(x86, true, { vendor: 'AuthenticAMD', flags: new Set(['fpu', 'sse', 'sse2', 'lm']) });
 
   it('the subdirectories and ISA levels the loader lists, whatever /proc/cpuinfo says', () => {
-    const view = parseLoaderHelp(DEBIAN_12_EPYC);
+    const view = parseLoaderHelp(latin1(DEBIAN_12_EPYC));
     if (view === null) throw new Error('no view');
     const model = cpuModelOfLoader(x86, view, baseline);
     expect(baseline.glibcHwcaps).toEqual([]);
@@ -102,7 +106,7 @@ describe('cpuModelOfLoader', () => {
   });
 
   it('x86-64-v4 when the loader searches it; glibc 2.37+: the legacy facts stay the table’s', () => {
-    const view = parseLoaderHelp(UBUNTU_24_04_XEON);
+    const view = parseLoaderHelp(latin1(UBUNTU_24_04_XEON));
     if (view === null) throw new Error('no view');
     const model = cpuModelOfLoader(x86, view, baseline);
     expect(model.glibcHwcaps).toEqual(['x86-64-v4', 'x86-64-v3', 'x86-64-v2']);
@@ -111,7 +115,7 @@ describe('cpuModelOfLoader', () => {
   });
 
   it('aarch64: the atomics hwcap and its bit for cache entries', () => {
-    const view = parseLoaderHelp(DEBIAN_12_AARCH64);
+    const view = parseLoaderHelp(latin1(DEBIAN_12_AARCH64));
     if (view === null) throw new Error('no view');
     const model = cpuModelOfLoader(arm, view, cpuModel(arm, true, null));
     expect(model.glibcHwcaps).toEqual([]);

@@ -3,9 +3,11 @@
 
 import { describe, expect, it } from 'vitest';
 import { readShellWrapper } from '../../src/doctor/shell-wrapper.js';
-import { textToByteString } from '../../src/elf/byte-string.js';
+import type { ByteString } from '../../src/elf/byte-string.js';
+import { bytes } from '../helpers/byte-strings.js';
 
-const wrapper = (...lines: string[]): string => ['#! /bin/bash -e', ...lines, ''].join('\n');
+/** A script of these lines (text), as its bytes. */
+const wrapper = (...lines: string[]): ByteString => bytes(['#! /bin/bash -e', ...lines, ''].join('\n'));
 
 describe('readShellWrapper', () => {
   it('the program of the last exec, in the forms makeWrapper has written over the years', () => {
@@ -22,7 +24,7 @@ describe('readShellWrapper', () => {
     expect(readShellWrapper(wrapper('exec "$dir/.foo-wrapped" "$@"'), null)?.program).toBeNull();
     expect(readShellWrapper(wrapper('exec python3 "$@"'), null)?.program).toBeNull();
     expect(readShellWrapper(wrapper('echo hello'), null)?.program).toBeNull();
-    expect(readShellWrapper('echo hello\n', null)).toBeNull();
+    expect(readShellWrapper(bytes('echo hello\n'), null)).toBeNull();
   });
 
   it('the lines on LD_LIBRARY_PATH it does not follow are named, and leave the value as it was', () => {
@@ -55,14 +57,13 @@ describe('readShellWrapper', () => {
   });
 
   it('reads a name that is not ASCII as its bytes: 0xa0, the last byte of à in UTF-8, is no white space', () => {
-    const script = textToByteString(wrapper('export LD_LIBRARY_PATH=/opt/là', 'exec /opt/voilà/bin/prog "$@"'));
-    const reading = readShellWrapper(script, null);
-    expect(reading?.program).toBe(textToByteString('/opt/voilà/bin/prog'));
-    expect(reading?.ldLibraryPath).toBe(textToByteString('/opt/là'));
+    const reading = readShellWrapper(wrapper('export LD_LIBRARY_PATH=/opt/là', 'exec /opt/voilà/bin/prog "$@"'), null);
+    expect(reading?.program).toBe(bytes('/opt/voilà/bin/prog'));
+    expect(reading?.ldLibraryPath).toBe(bytes('/opt/là'));
   });
 
   it('a value set without export reaches the program only when the variable came exported', () => {
     expect(readShellWrapper(wrapper("LD_LIBRARY_PATH='/a'", 'exec /x'), null)?.ldLibraryPath).toBeNull();
-    expect(readShellWrapper(wrapper("LD_LIBRARY_PATH='/a'", 'exec /x'), '/start')?.ldLibraryPath).toBe('/a');
+    expect(readShellWrapper(wrapper("LD_LIBRARY_PATH='/a'", 'exec /x'), bytes('/start'))?.ldLibraryPath).toBe('/a');
   });
 });
