@@ -19,6 +19,7 @@
 import { Session } from 'node:inspector/promises';
 import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { textToByteString } from '../src/elf/byte-string.js';
 
 const flags = process.argv.slice(2).filter((argument) => argument.startsWith('--'));
 const [tree, passesArgument = '5', checkoutArgument] = process.argv.slice(2).filter((argument) => !argument.startsWith('--'));
@@ -38,7 +39,10 @@ const { patchTrees } = (await import(`${checkout}/src/batch/patch-tree.ts`)) as 
 const { driverHook, cudaCompatHook, BUILTIN_HOOK_NAMES } = (await import(`${checkout}/src/hooks/builtin-hooks.ts`)) as BuiltinHooks;
 const { orderHooks } = (await import(`${checkout}/src/hooks/order-hooks.ts`)) as { orderHooks: OrderHooks };
 
-const hooks = orderHooks([driverHook(), cudaCompatHook('/nix/store/00000000000000000000000000000000-cuda_compat')], BUILTIN_HOOK_NAMES);
+const hooks = orderHooks(
+  [driverHook(), cudaCompatHook(textToByteString('/nix/store/00000000000000000000000000000000-cuda_compat'))],
+  BUILTIN_HOOK_NAMES,
+);
 const runPass = (): ReturnType<PatchTrees> => patchTrees([tree], { hooks, semantics: 'default', dryRun: true, jobs: 1, cpuCount: 1 });
 
 interface CallFrame {

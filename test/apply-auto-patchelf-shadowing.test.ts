@@ -187,6 +187,27 @@ describeEachBuildArch('auto-patchelf-shadowing', TOOLS, setUp, (setup, arch) => 
     expect(await sha256File(libA)).toBe(before);
   });
 
+  it('the proof names the directories as the text their bytes spell, ASCII or not', async () => {
+    const tree = await copyOf(setup);
+    const d1 = join(setup.dir, `d1-é-${copies}`);
+    await copyTree(setup.d1, d1);
+    const libA = join(tree, 'lib', 'libA.so');
+    const result = await run([
+      'apply',
+      tree,
+      '--no-driver',
+      '--auto-patchelf',
+      '--libs',
+      d1,
+      '--interpreter',
+      setup.interpreter,
+      '--nixpkgs-compat',
+    ]);
+    expect(result.code).toBe(3);
+    const line = stderrLines(result).find((l) => l.startsWith(`cuda-patchelf: ${libA}: `)) ?? '';
+    expect(line).toContain(`loaded ${join(d1, 'libfoo.so.1')}, through ${d1}/`);
+  });
+
   it('check fails on a tree whose runpaths load another copy than the one chosen', async () => {
     const tree = await copyOf(setup);
     const libA = join(tree, 'lib', 'libA.so');

@@ -17,6 +17,7 @@ import { parseReport, parseSummaryLine } from './helpers/tree-report.js';
 import { makeTempDir } from './helpers/temp-dir.js';
 import { contentDifferences, copyTree, permutations, snapshotTree, type TreeSnapshot } from './helpers/tree-tools.js';
 import { BUILD_ARCHES } from './helpers/arch.js';
+import { bytes } from './helpers/byte-strings.js';
 
 const DRIVER = '/run/opengl-driver/lib';
 
@@ -92,7 +93,7 @@ describe('apply twice', () => {
 });
 
 describe('declaration order', () => {
-  const builtins = (): Hook[] => [driverHook(), cudaCompatHook(compat), removeStubsHook()];
+  const builtins = (): Hook[] => [driverHook(), cudaCompatHook(bytes(compat)), removeStubsHook()];
 
   it('the six orders of the built-in hooks (library API) give byte-identical trees', async () => {
     for (const order of permutations([0, 1, 2])) {

@@ -28,6 +28,7 @@ import { mapLimited } from './helpers/map-limited.js';
 import { parseReport } from './helpers/tree-report.js';
 import { makeTempDir } from './helpers/temp-dir.js';
 import { applyPlanInMemory } from './unit/helpers/plan-in-memory.js';
+import { bytes } from './helpers/byte-strings.js';
 
 const CHANGED =
   /the file changed on disk while it was being (planned|read)(?: \(\d+ bytes when opened, \d+ after the read\))?; left alone$/;
@@ -62,7 +63,7 @@ describe('a file that changes between planning and writing (library)', () => {
     await copyFile(base, path);
     const source = FileByteSource.open(path);
     try {
-      const edit = await planEditOf(await readElfImage(source), (editor) => editor.setRunpath(RUNPATH));
+      const edit = await planEditOf(await readElfImage(source), (editor) => editor.setRunpath(bytes(RUNPATH)));
       expect(edit.plan.tier).toBe('append');
       return { path, edit, source };
     } finally {

@@ -63,10 +63,12 @@ async function codesOf(path: string, file?: string): Promise<string[]> {
 
 describe('a stub libcuda', () => {
   it.each([
-    ['in a stubs directory Nixpkgs’ patterns match', 'aaaa-cuda_cudart/lib/stubs', false],
-    ['in a stubs directory of another name', 'opt/cuda-11.8/lib64/stubs', true],
-  ])('%s: the printed command takes it out of the runpath', async (_, stubsDir, needsPattern) => {
-    const root = join(t, needsPattern ? 'custom-stubs' : 'nix-stubs');
+    ['in a stubs directory Nixpkgs’ patterns match', 'nix-stubs', 'aaaa-cuda_cudart/lib/stubs', false],
+    ['in a stubs directory of another name', 'custom-stubs', 'opt/cuda-11.8/lib64/stubs', true],
+    // The command names the file, and the pattern the entry, as the text their bytes spell.
+    ['in directories whose names are not ASCII', 'stubs-é', 'opt/cudé-11.8/lib64/stubs', true],
+  ])('%s: the printed command takes it out of the runpath', async (_, rootName, stubsDir, needsPattern) => {
+    const root = join(t, rootName);
     const stubs = join(root, stubsDir);
     await buildLibrary(join(stubs, 'libcuda.so.1'), 'libcuda.so.1');
     const out = await cudaOutput(join(root, 'out'));
@@ -95,20 +97,27 @@ describe('a stub libcuda', () => {
 });
 
 describe('shadowing', () => {
-  it("an entry ahead of a library's own $ORIGIN that holds another copy of its sibling: the printed set-runpath fixes it", async () => {
-    const root = join(t, 'shadow');
-    const system = join(root, 'system');
-    // Another build of the same name: another hash table makes another file.
-    await buildLibrary(join(system, 'libsib.so'), 'libsib.so', { extra: ['-Wl,--hash-style=sysv'] });
-    const lib = join(root, 'pkg', 'lib');
-    const sibling = await buildLibrary(join(lib, 'libsib.so'), 'libsib.so');
-    const main = await buildLibrary(join(lib, 'libmain.so'), 'libmain.so', { needs: [sibling], runpath: `${system}:$ORIGIN` });
-    const { fix, report } = await advised(main, 'runpath-shadows-own');
-    expect(report.findings.find((f) => f.code === 'runpath-shadows-own')?.severity).toBe('error');
-    expect(fix).toContain(`cuda-patchelf set-runpath '$ORIGIN:${system}' ${main}`);
-    await runPrintedCommand(fix);
-    expect(await codesOf(main)).not.toContain('runpath-shadows-own');
-  });
+  it.each([
+    ['', 'shadow'],
+    // The command names the file, and the runpath's entries, as the text their bytes spell.
+    [', in directories whose names are not ASCII', 'shadow-é'],
+  ])(
+    "an entry ahead of a library's own $ORIGIN that holds another copy of its sibling: the printed set-runpath fixes it%s",
+    async (_, rootName) => {
+      const root = join(t, rootName);
+      const system = join(root, 'system');
+      // Another build of the same name: another hash table makes another file.
+      await buildLibrary(join(system, 'libsib.so'), 'libsib.so', { extra: ['-Wl,--hash-style=sysv'] });
+      const lib = join(root, 'pkg', 'lib');
+      const sibling = await buildLibrary(join(lib, 'libsib.so'), 'libsib.so');
+      const main = await buildLibrary(join(lib, 'libmain.so'), 'libmain.so', { needs: [sibling], runpath: `${system}:$ORIGIN` });
+      const { fix, report } = await advised(main, 'runpath-shadows-own');
+      expect(report.findings.find((f) => f.code === 'runpath-shadows-own')?.severity).toBe('error');
+      expect(fix).toContain(`cuda-patchelf set-runpath '$ORIGIN:${system}' ${main}`);
+      await runPrintedCommand(fix);
+      expect(await codesOf(main)).not.toContain('runpath-shadows-own');
+    },
+  );
 });
 
 describe('a library not found', () => {

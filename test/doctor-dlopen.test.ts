@@ -109,15 +109,17 @@ describe('libcudart dlopens libcuda.so.1 through its own runpath', () => {
 });
 
 /**
- * A program whose library libopener.so says in a `.note.dlopen` that it opens libnvidia-ml.so.1 (and
- * does, printing "opened: 1" or the loader's error), with nvml/ in its runpath and a decoy directory in
- * the program's; `nvml` builds what nvml/ holds.
+ * A program whose library libopener.so says in a `.note.dlopen` that it opens `soname` (libnvidia-ml.so.1
+ * unless given; and does, printing "opened: 1" or the loader's error), with nvml/ in its runpath and a
+ * decoy directory in the program's; `nvml` builds what nvml/ holds.
  */
-async function buildNoteOpener(base: string, nvml: (dir: string) => Promise<void>): Promise<string> {
+async function buildNoteOpener(base: string, nvml: (dir: string) => Promise<void>, soname = 'libnvidia-ml.so.1'): Promise<string> {
   await nvml(join(base, 'nvml'));
-  await buildLibrary(join(base, 'decoy/libnvidia-ml.so.1'));
-  const payload = '[{"feature":"nvml","description":"NVML","priority":"required","soname":["libnvidia-ml.so.1"]}]';
-  const padded = payload.length + 1 + ((4 - ((payload.length + 1) % 4)) % 4);
+  await buildLibrary(join(base, 'decoy', soname), soname);
+  const payload = JSON.stringify([{ feature: 'nvml', description: 'NVML', priority: 'required', soname: [soname] }]);
+  // The descriptor's size in bytes: the payload's UTF-8, its NUL, padded to 4.
+  const size = Buffer.byteLength(payload) + 1;
+  const padded = size + ((4 - (size % 4)) % 4);
   const source = join(base, 'opener.c');
   await writeFile(
     source,
@@ -125,7 +127,7 @@ async function buildNoteOpener(base: string, nvml: (dir: string) => Promise<void
 #include <stdint.h>
 #include <stdio.h>
 __attribute__((used, section(".note.dlopen"), aligned(4))) static const struct { uint32_t n_namesz, n_descsz, n_type; char name[4]; char desc[${padded}]; } note = { 4, ${padded}, 0x407c0c0a, "FDO", ${JSON.stringify(payload)} };
-int open_nvml(void) { void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW); if (h == 0) fprintf(stderr, "dlopen: %s\\n", dlerror()); return h != 0; }
+int open_nvml(void) { void *h = dlopen(${JSON.stringify(soname)}, RTLD_NOW); if (h == 0) fprintf(stderr, "dlopen: %s\\n", dlerror()); return h != 0; }
 `,
   );
   const opener = join(base, 'lib/libopener.so');
@@ -219,6 +221,23 @@ describe('.note.dlopen', () => {
     const call = report.dlopen.find((d) => d.name === 'libnvidia-ml.so.1');
     expect(call).toMatchObject({ missing: [], refused: null });
     expect(call?.loads).toEqual(dlopenLoads(trace, 'libnvidia-ml.so.1').map(({ name, path }) => ({ name, path })));
+    expect(report.findings).toEqual([]);
+  });
+
+  it('a soname that is not ASCII is the bytes of its UTF-8, as the loader opens it', async () => {
+    const base = join(scratch(), 'note-utf8');
+    const soname = 'libnvidé.so.1';
+    const prog = await buildNoteOpener(base, async (dir) => void (await buildLibrary(join(dir, soname), soname)), soname);
+    const { json } = await doctorJson([prog]);
+    const report = json.files[0] as FileReport;
+    const trace = await traceLoader({ arch: 'x86_64', mode: 'run', path: prog });
+    expect(trace.stdout).toContain('opened: 1');
+    expect(report.dlopen.find((d) => d.reason === 'note')).toMatchObject({
+      name: soname,
+      caller: join(base, 'lib/libopener.so'),
+      status: 'loaded',
+      path: join(base, 'nvml', soname),
+    });
     expect(report.findings).toEqual([]);
   });
 

@@ -5,6 +5,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { latin1 } from './helpers/byte-strings.js';
 import { fixture } from './helpers/fixtures.js';
 import { fieldOffsets, rawLayout, writeUnsigned, type RawLayout } from './helpers/malformed.js';
 import { runFuzz } from './fuzz/fuzz-campaign.js';
@@ -50,8 +51,8 @@ const retag =
   (from: number, to: number): Case['edit'] =>
   (bytes, layout) =>
     writeUnsigned(bytes, entry(layout, from).at, word(layout), layout.little, to);
-const setRunpath = (runpath: string): Operation => editOperation(`set-runpath "${runpath}"`, (e) => e.setRunpath(runpath));
-const addNeeded = (name: string): Operation => editOperation(`add-needed "${name}"`, (e) => e.addNeeded(name));
+const setRunpath = (runpath: string): Operation => editOperation(`set-runpath "${runpath}"`, (e) => e.setRunpath(latin1(runpath)));
+const addNeeded = (name: string): Operation => editOperation(`add-needed "${name}"`, (e) => e.addNeeded(latin1(name)));
 
 const CASES: readonly Case[] = [
   {
@@ -80,7 +81,7 @@ const CASES: readonly Case[] = [
     name: 'an untouched dynamic entry whose d_val is above 2^53',
     base: 'compiled/x86_64/libuser-runpath',
     edit: (bytes, layout) => writeUnsigned(bytes, entry(layout, DT.DT_INIT_ARRAYSZ).at + 8, 8, layout.little, 2n ** 64n - 1n),
-    operation: editOperation('remove-needed libgreet.so.1', (e) => e.removeNeeded('libgreet.so.1')),
+    operation: editOperation('remove-needed libgreet.so.1', (e) => e.removeNeeded(latin1('libgreet.so.1'))),
   },
   {
     // A PT_LOAD whose p_filesz (2 GiB, far past the end of the file and above its p_memsz) covers the
@@ -136,7 +137,7 @@ const CASES: readonly Case[] = [
       for (let at = 0x22c; at < 0x238; at++) if (bytes[at] === 0) bytes[at] = 0x2f;
     },
     operation: editOperation('add-runpath', (e) =>
-      e.setRunpath(`/r\x8dfda2l9jy0w_pnfxb\xeayxt:/3z$\x96y8aewyv6x$_whtk4vzosk$p\xac\xf8t$i2vmk:${e.runpath() ?? ''}`),
+      e.setRunpath(latin1(`/r\x8dfda2l9jy0w_pnfxb\xeayxt:/3z$\x96y8aewyv6x$_whtk4vzosk$p\xac\xf8t$i2vmk:${e.runpath() ?? ''}`)),
     ),
   },
   {

@@ -21,6 +21,7 @@ import { readelfText } from './helpers/readelf.js';
 import { copyFixture } from './helpers/verify.js';
 import { assertCliBuilt, cliPath } from './helpers/run-cli.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
+import { bytes } from './helpers/byte-strings.js';
 
 const PROGRAMS: readonly string[] = [
   'compiled/x86_64/pie-runpath',
@@ -56,12 +57,12 @@ interface Edit {
 }
 
 const EDITS: readonly Edit[] = [
-  { label: 'a longer interpreter path', apply: (path) => (editor) => editor.setInterpreter(path) },
+  { label: 'a longer interpreter path', apply: (path) => (editor) => editor.setInterpreter(bytes(path)) },
   {
     label: 'a longer interpreter path and a longer runpath',
     apply: (path) => (editor) => {
-      editor.setInterpreter(path);
-      editor.setRunpath(RUNPATH, 'keep');
+      editor.setInterpreter(bytes(path));
+      editor.setRunpath(bytes(RUNPATH), 'keep');
     },
   },
 ];

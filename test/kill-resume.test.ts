@@ -10,6 +10,7 @@ import { closeSync, openSync } from 'node:fs';
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { ByteString } from '../src/elf/byte-string.js';
 import { editElfFile } from '../src/edit/edit-file.js';
 import { writeAtOffsets } from '../src/write/write-at-offsets.js';
 import { fixture } from './helpers/fixtures.js';
@@ -17,6 +18,7 @@ import { planFile } from './helpers/fuzz-plan-file.js';
 import { effectiveRunpath, readDynamic } from './helpers/readelf.js';
 import { assertCliBuilt, runCli } from './helpers/run-cli.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
+import { bytes } from './helpers/byte-strings.js';
 
 /** Store path hashes: 32 characters of Nix's base32 alphabet. */
 const OLD_HASH = '1b9p07z77phvv2hf6gm9f28syp39f1ag';
@@ -40,13 +42,13 @@ const CASES: readonly Case[] = [
 const scratch = useTempDir('kill-resume');
 beforeAll(assertCliBuilt);
 
-const setNew = (editor: { setRunpath(value: string, policy: 'keep'): void }): void => editor.setRunpath(NEW, 'keep');
+const setNew = (editor: { setRunpath(value: ByteString, policy: 'keep'): void }): void => editor.setRunpath(bytes(NEW), 'keep');
 
 describe('a run killed inside a file, then run again', () => {
   it.each(CASES)('$fixture: every prefix of the plan, run again, reads as an uninterrupted run', async ({ fixture: id, before }) => {
     const base = join(scratch(), `${id.replaceAll('/', '_')}.base`);
     await copyFile(fixture(id).path, base);
-    if (before !== null) await editElfFile(base, (editor) => editor.setRunpath(before, 'keep'));
+    if (before !== null) await editElfFile(base, (editor) => editor.setRunpath(bytes(before), 'keep'));
     const plan = await planFile(base, setNew);
     expect(plan.writes.length).toBeGreaterThan(1);
     const problems: string[] = [];
@@ -82,7 +84,7 @@ interface InPlaceCase {
 
 const IN_PLACE_EDITS: readonly InPlaceCase[] = [
   { label: 'remove-runpath', edit: (editor) => editor.setRunpath(null, 'keep') },
-  { label: 'set-runpath into zeroed slack', edit: (editor) => editor.setRunpath(NEW_IN_SLACK, 'keep') },
+  { label: 'set-runpath into zeroed slack', edit: (editor) => editor.setRunpath(bytes(NEW_IN_SLACK), 'keep') },
 ];
 
 const IN_PLACE_FIXTURES = ['compiled/x86_64/libuser-runpath', 'compiled/aarch64-64k/libuser-runpath'];
@@ -92,8 +94,8 @@ describe.each(IN_PLACE_FIXTURES)('%s: an in-place edit killed between its switch
   async function baseFile(label: string): Promise<string> {
     const base = join(scratch(), `${id.replaceAll('/', '_')}.${label.replaceAll(' ', '-')}.base`);
     await copyFile(fixture(id).path, base);
-    await editElfFile(base, (editor) => editor.setRunpath(FILLER, 'keep'));
-    await editElfFile(base, (editor) => editor.setRunpath(OLD, 'keep'));
+    await editElfFile(base, (editor) => editor.setRunpath(bytes(FILLER), 'keep'));
+    await editElfFile(base, (editor) => editor.setRunpath(bytes(OLD), 'keep'));
     return base;
   }
 

@@ -5,7 +5,7 @@
 import { copyFile, mkdir, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { byteStringToText } from '../src/elf/byte-string.js';
+import { type ByteString, byteStringToText } from '../src/elf/byte-string.js';
 import { type Arch, isBuildArch } from './helpers/arch.js';
 import { GREETING, GREETING_ALT, fixture, fixtures, requireTool, sysroot, type Fixture } from './helpers/fixtures.js';
 import { makeTempDir } from './helpers/temp-dir.js';
@@ -57,7 +57,7 @@ interface Current {
 async function currentOf(path: string): Promise<Current> {
   const { summary, image } = await readBack(path);
   expect(image.dynamic, `${path} has a dynamic section`).not.toBeNull();
-  const text = (v: string | null): string | null => (v === null ? null : byteStringToText(v));
+  const text = (v: ByteString | null): string | null => (v === null ? null : byteStringToText(v));
   return { runpath: text(summary.runpath), rpath: text(summary.rpath), needed: summary.needed.map(byteStringToText) };
 }
 

@@ -9,9 +9,9 @@ import { copyFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileByteSource } from '../src/elf/byte-source.js';
-import { byteStringToText, textToByteString } from '../src/elf/byte-string.js';
+import { byteStringToText } from '../src/elf/byte-string.js';
 import { readElfImage } from '../src/elf/elf-image.js';
-import { splitRunpath } from '../src/elf/runpath-list.js';
+import { joinRunpath, splitRunpath } from '../src/elf/runpath-list.js';
 import { type DynamicEditor, addRunpathEntries } from '../src/plan/dynamic-editor.js';
 import { planEditOf } from '../src/edit/plan-file.js';
 import type { Plan } from '../src/plan/plan.js';
@@ -21,6 +21,7 @@ import { fixture, OTHER_TOOLCHAIN_FIXTURES, requireTool, type Fixture } from './
 import { makeTempDir } from './helpers/temp-dir.js';
 import { copyFixture, diffLines, layoutProblems, loadProblems, readBack, type LoadCheck, type ReadBack } from './helpers/verify.js';
 import { runReadelf } from './helpers/readelf.js';
+import { bytes } from './helpers/byte-strings.js';
 
 const DRIVER = '/run/opengl-driver/lib';
 const LONG_DIR = `/nix/store/${'p'.repeat(32)}-cuda-patchelf-prefix-test-with-a-runpath-entry-long-enough-to-grow-the-table/lib`;
@@ -32,16 +33,15 @@ const MORE_NEEDED = ['libresolv.so.2', 'libnss_files.so.2', 'libnss_dns.so.2', '
 type Edit = (editor: DynamicEditor) => void;
 
 const EDITS: Readonly<Record<string, Edit>> = {
-  'set-runpath longer': (editor) =>
-    editor.setRunpath(textToByteString([...splitRunpath(editor.runpath()).slice(0, 1), LONG_DIR].join(':'))),
-  'add-runpath driver': (editor) => editor.setRunpath(addRunpathEntries(editor.runpath(), [DRIVER], 'prepend', false)),
+  'set-runpath longer': (editor) => editor.setRunpath(joinRunpath([...splitRunpath(editor.runpath()).slice(0, 1), bytes(LONG_DIR)])),
+  'add-runpath driver': (editor) => editor.setRunpath(addRunpathEntries(editor.runpath(), [bytes(DRIVER)], 'prepend', false)),
   'add-needed x6': (editor) => {
-    for (const name of EXTRA_NEEDED) editor.addNeeded(name);
+    for (const name of EXTRA_NEEDED) editor.addNeeded(bytes(name));
   },
   'add-needed x6 more': (editor) => {
-    for (const name of MORE_NEEDED) editor.addNeeded(name);
+    for (const name of MORE_NEEDED) editor.addNeeded(bytes(name));
   },
-  'set-runpath shorter': (editor) => editor.setRunpath(splitRunpath(editor.runpath())[0] ?? ''),
+  'set-runpath shorter': (editor) => editor.setRunpath(splitRunpath(editor.runpath())[0] ?? bytes('')),
   'remove-runpath': (editor) => editor.setRunpath(null),
 };
 

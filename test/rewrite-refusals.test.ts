@@ -13,6 +13,7 @@ import { dynamicStrings } from './helpers/readelf.js';
 import { stretchHighestLoad32 } from './helpers/rw-elf.js';
 import { assertCliBuilt, runCli, stderrLines, type CliResult } from './helpers/run-cli.js';
 import { useTempDir } from './helpers/use-temp-dir.js';
+import { bytes } from './helpers/byte-strings.js';
 
 /** Long enough that it never fits in the .dynstr of the small fixtures: the plan appends. */
 const LONG = '/nix/store/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-cuda_compat/compat:/run/opengl-driver/lib:/some/other/long/directory/entry';
@@ -195,7 +196,7 @@ describe('a plan that cannot be carried out', () => {
 
   it('is refused by the library with a typed error carrying the file', async () => {
     const before = await fileState(file);
-    const error = await editElfFile(file, (editor) => editor.setRunpath(LONG, 'keep')).then(
+    const error = await editElfFile(file, (editor) => editor.setRunpath(bytes(LONG), 'keep')).then(
       () => null,
       (e: unknown) => e,
     );
@@ -345,7 +346,7 @@ describe('a file that changes between planning and writing is left alone', () =>
   async function attempt(file: string, change: () => Promise<void>): Promise<unknown> {
     return editElfFile(file, async (editor) => {
       await change();
-      editor.setRunpath(LONG, 'keep');
+      editor.setRunpath(bytes(LONG), 'keep');
     }).then(
       () => null,
       (e: unknown) => e,

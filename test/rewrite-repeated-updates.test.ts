@@ -11,6 +11,7 @@ import { fixtures, type Fixture } from './helpers/fixtures.js';
 import { dynamicNumber, dynamicStrings, loadSegments, programHeaders, segmentOfType } from './helpers/readelf.js';
 import { runOk, useRegressionDirs } from './helpers/rewrite-regression.js';
 import { loadProblems } from './helpers/rw-build.js';
+import { bytes } from './helpers/byte-strings.js';
 
 const dir = useRegressionDirs('rw-repeated-updates');
 
@@ -50,7 +51,7 @@ describe.each(BUILD_ARCHES)('%s', (arch) => {
       const dynstr = await dynamicNumber(program, 'STRSZ');
       const dynamicSize = segmentOfType(await programHeaders(program), 'DYNAMIC').filesz;
 
-      for (const value of runpaths) await editElfFile(program, (editor) => editor.setRunpath(value, 'keep'));
+      for (const value of runpaths) await editElfFile(program, (editor) => editor.setRunpath(bytes(value), 'keep'));
 
       const rows = await programHeaders(program);
       expect(loadSegments(rows).length).toBeLessThanOrEqual(loadsBefore + 1);

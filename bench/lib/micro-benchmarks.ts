@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { Bench, type Task } from 'tinybench';
 import { FileByteSource } from '../../src/elf/byte-source.js';
+import { joinRunpath } from '../../src/elf/runpath-list.js';
+import { asciiByteString, textToByteString } from '../../src/elf/byte-string.js';
 import { currentEntries, type EditFacts } from '../../src/plan/edit-facts.js';
 import { readEditFacts, readLaterFact } from '../../src/edit/read-edit-facts.js';
 import { readElfImage } from '../../src/elf/elf-image.js';
@@ -107,7 +109,8 @@ export async function plannerBenchmarks(libraries: readonly string[], cudaCompat
     const facts = await factsOf(path);
     const editor = new DynamicEditor(currentEntries(facts), facts.interpreter?.text ?? null);
     const old = editor.runpath();
-    editor.setRunpath([`${cudaCompat}/compat`, '/run/opengl-driver/lib', ...(old === null || old === '' ? [] : [old])].join(':'));
+    const added = [textToByteString(`${cudaCompat}/compat`), asciiByteString('/run/opengl-driver/lib')];
+    editor.setRunpath(joinRunpath([...added, ...(old === null || old === '' ? [] : [old])]));
     const wanted = editor.wanted();
     const decision = planEdit(facts, wanted);
     cases.push({
@@ -122,7 +125,7 @@ export async function plannerBenchmarks(libraries: readonly string[], cudaCompat
 /** Ordering the hooks and folding them into one runpath for a file. */
 export async function hookBenchmarks(cudaCompat: string): Promise<MicroRow[]> {
   const file = { relativePath: 'lib/libcublas.so.11', path: '/out/lib/libcublas.so.11', isSharedObject: true, machine: 62 };
-  const two = [driverHook(), cudaCompatHook(cudaCompat)];
+  const two = [driverHook(), cudaCompatHook(textToByteString(cudaCompat))];
   const config = parseHookConfig(
     'bench.json',
     JSON.stringify({ hooks: [{ name: 'origin-lib', prepend: ['$ORIGIN/../lib'], include: ['lib/**'], precedes: ['driver'] }] }),
@@ -130,21 +133,23 @@ export async function hookBenchmarks(cudaCompat: string): Promise<MicroRow[]> {
   const four = [...two, removeStubsHook(), ...config];
   const orderedTwo = orderHooks(two, BUILTIN_HOOK_NAMES);
   const orderedFour = orderHooks(four, BUILTIN_HOOK_NAMES);
+  const ORIGIN = asciiByteString('$ORIGIN');
+  const ORIGIN_AND_STUBS = asciiByteString('$ORIGIN:/x/lib/stubs');
   return runCases('hooks: order + compose', [
     { name: 'orderHooks, 4 hooks', fn: () => orderHooks(four, BUILTIN_HOOK_NAMES), note: 'topological sort' },
     {
       name: 'compose driver + cuda-compat',
-      fn: () => composeRunpath(orderedTwo, file, '$ORIGIN', 'default'),
+      fn: () => composeRunpath(orderedTwo, file, ORIGIN, 'default'),
       note: 'default semantics (dedupe)',
     },
     {
       name: 'compose driver + cuda-compat, nixpkgs-compat',
-      fn: () => composeRunpath(orderedTwo, file, '$ORIGIN', 'nixpkgs-compat'),
+      fn: () => composeRunpath(orderedTwo, file, ORIGIN, 'nixpkgs-compat'),
       note: 'byte-identical to Nixpkgs',
     },
     {
       name: 'compose 4 hooks (one with a glob)',
-      fn: () => composeRunpath(orderedFour, file, '$ORIGIN:/x/lib/stubs', 'default'),
+      fn: () => composeRunpath(orderedFour, file, ORIGIN_AND_STUBS, 'default'),
       note: 'picomatch include',
     },
   ]);

@@ -1,5 +1,6 @@
 // What happened to each file of a batch, and the summary counts a run ends with.
 
+import type { ByteString } from '../elf/elf.js';
 import type { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Tier } from '../plan/plan.js';
 import type { TracedEntry } from '../hook-engine/hook.js';
@@ -12,8 +13,8 @@ export type OutcomeSkip = FileSkip | 'symlink' | 'special' | 'no-hook' | 'rewrit
 export interface RunpathChange {
   readonly path: string;
   readonly tier: Exclude<Tier, 'noop'>;
-  readonly oldRunpath: string | null;
-  readonly newRunpath: string;
+  readonly oldRunpath: ByteString | null;
+  readonly newRunpath: ByteString;
   readonly entries: readonly TracedEntry[];
   /** Other names of the same inode: an in-place edit changes them all. */
   readonly otherLinks: number;
@@ -21,7 +22,7 @@ export interface RunpathChange {
 
 export type FileOutcome =
   | { readonly path: string; readonly status: 'skipped'; readonly reason: OutcomeSkip; readonly detail?: string }
-  | { readonly path: string; readonly status: 'unchanged'; readonly runpath: string | null }
+  | { readonly path: string; readonly status: 'unchanged'; readonly runpath: ByteString | null }
   | (RunpathChange & { readonly status: 'patched'; readonly bytesWritten: number })
   /**
    * Only in a dry run (plan, check, apply --dry-run): a file to patch that apply would refuse to write

@@ -2,7 +2,7 @@
 // then written (write/commit-plan.ts) unless the run is a dry run. Runs in the batch's thread or in a
 // worker thread alike (schedule-files.ts); a failure is the file's outcome, never an exception.
 
-import { DT, ET, PT, splitRunpath } from '../elf/elf.js';
+import { type ByteString, DT, EMPTY_BYTE_STRING, ET, PT, splitRunpath } from '../elf/elf.js';
 import type { EditOperations } from '../edit/plan-file.js';
 import { planWalkedFile, type KnownHead, type SkippedFile, type WalkedFileContext } from './walked-file.js';
 import { commitPlan } from '../write/commit-plan.js';
@@ -26,7 +26,7 @@ export interface ResolverAnswer {
   /** The runpath it writes, traced (its directories, then the file's `$ORIGIN` entries it keeps); null: it leaves the runpath as it is. */
   readonly runpath: readonly TracedEntry[] | null;
   /** The interpreter --interpreter sets (a byte string), for a file with PT_INTERP; null: none to set. */
-  readonly interpreter: string | null;
+  readonly interpreter: ByteString | null;
 }
 
 export interface FileItem extends Extract<WalkItem, { kind: 'file' }> {
@@ -57,7 +57,7 @@ export interface FileOptions {
 
 /** What the hook operations found on a file: its runpath, and the one the hooks make of it (null: no hook applies). */
 interface HookAnswer {
-  readonly oldRunpath: string | null;
+  readonly oldRunpath: ByteString | null;
   readonly composed: ComposedRunpath | null;
 }
 
@@ -105,8 +105,12 @@ function hookOperations(item: FileItem, options: FileOptions): EditOperations<Ho
 }
 
 /** The resolver's answer when it leaves the runpath as it is and no other hook applies. */
-function untouchedRunpath(runpath: string | null): ComposedRunpath {
-  return { value: runpath ?? '', entries: splitRunpath(runpath).map((dir) => ({ dir, hook: null })), applied: [RESOLVER_HOOK_NAME] };
+function untouchedRunpath(runpath: ByteString | null): ComposedRunpath {
+  return {
+    value: runpath ?? EMPTY_BYTE_STRING,
+    entries: splitRunpath(runpath).map((dir) => ({ dir, hook: null })),
+    applied: [RESOLVER_HOOK_NAME],
+  };
 }
 
 export function skippedOutcome(path: string, skipped: SkippedFile): FileOutcome {

@@ -8,7 +8,7 @@
 
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { byteStringToText, textToByteString } from '../elf/elf.js';
+import { asciiByteString, type ByteString, bytesToByteString, byteStringToText, textToByteString } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Semantics } from '../hook-engine/compose-hooks.js';
 import type { Hook } from '../hook-engine/hook.js';
@@ -48,12 +48,12 @@ export interface AutoPatchelfOptions {
   /** --libs: directories (or files), scanned in order, not recursively. */
   readonly libs: readonly string[];
   /** --runtime-dependencies and --append-rpaths, byte strings. */
-  readonly runtimeDependencies: readonly string[];
-  readonly appendRpaths: readonly string[];
+  readonly runtimeDependencies: readonly ByteString[];
+  readonly appendRpaths: readonly ByteString[];
   /** --ignore-missing: its patterns compiled once, when the command line is read. */
   readonly ignoredMissing: IgnoredMissing;
   /** --interpreter: its path (a byte string) and the target's machine and OS ABI; null without it. */
-  readonly interpreter: (MachineAndOsAbi & { readonly path: string }) | null;
+  readonly interpreter: (MachineAndOsAbi & { readonly path: ByteString }) | null;
   /** --libc-dir, or the interpreter's real directory; null: no libc rule. */
   readonly libcDir: string | null;
   readonly keepLibc: boolean;
@@ -72,10 +72,10 @@ export interface ResolverReport {
   /** R: each directory, how it is written, and the dependencies it resolves. */
   readonly resolved: readonly ResolvedDirectory[];
   /** Dependencies nothing resolved (each its alternatives), and those of them --ignore-missing matched. */
-  readonly missing: readonly (readonly string[])[];
-  readonly ignoredMissing: readonly (readonly string[])[];
+  readonly missing: readonly (readonly ByteString[])[];
+  readonly ignoredMissing: readonly (readonly ByteString[])[];
   /** The interpreter --interpreter gives the file, when it has another one. */
-  readonly interpreter: { readonly old: string; readonly new: string } | null;
+  readonly interpreter: { readonly old: ByteString; readonly new: ByteString } | null;
 }
 
 export interface TreeResolution {
@@ -101,7 +101,7 @@ export interface TreeResolution {
 function libcCountsAll(libcDir: string, semantics: Semantics): boolean {
   if (semantics === 'nixpkgs-compat') return true;
   try {
-    return holdsOnlyGlibc(readdirSync(libcDir).filter(isLibraryName));
+    return holdsOnlyGlibc(readdirSync(libcDir, { encoding: 'buffer' }).map(bytesToByteString).filter(isLibraryName));
   } catch {
     return true;
   }
@@ -112,7 +112,7 @@ function libcCountsAll(libcDir: string, semantics: Semantics): boolean {
  * --root, real paths are the target's: a link in the root is followed inside it, as the target will.
  */
 function fileSystemOf(libcDir: string | null, countsAll: boolean, root: SystemRoot | null): ResolverFileSystem {
-  const inLibc = new Map<string, boolean>();
+  const inLibc = new Map<ByteString, boolean>();
   return {
     inLibcDir: (name) => {
       if (libcDir === null) return false;
@@ -149,7 +149,7 @@ function fileSystemOf(libcDir: string | null, countsAll: boolean, root: SystemRo
  */
 function targetSpelling(root: SystemRoot | null): (resolution: FileResolution) => FileResolution {
   if (root === null) return (resolution) => resolution;
-  const spell = (entry: string): string => (entry.startsWith('/') ? (root.pathOf(byteStringToText(entry)) ?? entry) : entry);
+  const spell = (entry: ByteString): ByteString => (entry.startsWith('/') ? (root.pathOf(byteStringToText(entry)) ?? entry) : entry);
   return (resolution) => ({
     ...resolution,
     resolved: resolution.resolved.map((directory) => ({ ...directory, entry: spell(directory.entry) })),
@@ -170,7 +170,8 @@ export async function resolveTrees(
   hooks: readonly Hook[],
   poll: InterruptPoll,
 ): Promise<TreeResolution> {
-  const target = options.root === null ? new SystemRoot('/', textToByteString(options.host.cwd)) : new SystemRoot(options.root, '/');
+  const target =
+    options.root === null ? new SystemRoot('/', textToByteString(options.host.cwd)) : new SystemRoot(options.root, asciiByteString('/'));
   const registry = new LoaderRegistry(
     {
       root: target,
@@ -231,7 +232,7 @@ export async function resolveTrees(
   const reports = new Map<string, ResolverReport>();
   const skipped: Partial<Record<TargetSkipReason, number>> = {};
   const warnings: string[] = [];
-  const warnedNames = new Set<string>();
+  const warnedNames = new Set<ByteString>();
   const inodes = new FirstNames();
   const items: (WalkItem | FileItem)[] = [];
   for (const item of walked) {
@@ -265,7 +266,7 @@ export async function resolveTrees(
     for (const { found } of resolution.dependencies) {
       if (found?.by.rule !== 'index' || found.by.shadowed === null || warnedNames.has(found.name)) continue;
       warnedNames.add(found.name);
-      const name = byteStringToText(basename(found.name));
+      const name = basename(byteStringToText(found.name));
       const [used, other] = [byteStringToText(found.by.directory), byteStringToText(found.by.shadowed)];
       const why = found.by.ownRunpath ? "the file's own runpath names it" : 'found first';
       warnings.push(`${name} is in ${used} and in ${other}: ${join(used, name)} is used (${why})`);

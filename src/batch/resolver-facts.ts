@@ -2,7 +2,7 @@
 // OS ABI), the interpreter, the runpath and, for a file to resolve, its DT_NEEDED entries and
 // `.note.dlopen` dependencies. A few small positional reads per file; nothing is written.
 
-import { DT, ElfFile, type ReadSeed, splitRunpath } from '../elf/elf.js';
+import { type ByteString, DT, ElfFile, type ReadSeed, splitRunpath } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { skipReason, type SkipReason } from '../edit/skip-reason.js';
 import type { ObjectFacts, ObjectFactsCache } from '../loader/object-facts.js';
@@ -15,11 +15,11 @@ export interface ResolverFacts {
   /** Why apply leaves the file alone (static, debug-info…), or null when it patches it. */
   readonly skip: SkipReason | null;
   /** PT_INTERP's path (a byte string), or null. */
-  readonly interpreter: string | null;
+  readonly interpreter: ByteString | null;
   /** DT_RUNPATH's entries, else DT_RPATH's (byte strings); empty without either. */
-  readonly runpath: readonly string[];
+  readonly runpath: readonly ByteString[];
   /** DT_NEEDED, in order; empty unless dependencies were asked for. */
-  readonly needed: readonly string[];
+  readonly needed: readonly ByteString[];
   readonly dlopen: readonly DlopenDependency[];
   /** A line for each `.note.dlopen` note that could not be read (it is ignored). */
   readonly malformedNotes: readonly string[];

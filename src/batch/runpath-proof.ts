@@ -6,7 +6,7 @@
 // phase 1 read is not opened again, and a directory is listed once per run.
 
 import { readdirSync, statSync } from 'node:fs';
-import { bytesToByteString, byteStringToText, textToByteString } from '../elf/elf.js';
+import { type ByteString, bytesToByteString, byteStringToText, textToByteString } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { startingMap } from '../loader/emulate-load.js';
 import type { EmulatedLoader, LoaderRegistry } from '../loader/emulated-loader.js';
@@ -34,19 +34,19 @@ export interface ChosenLibrary extends ChosenDependency<LibraryFile> {
 
 /** The runpath a file will have: DT_RUNPATH's value, or DT_RPATH's when that is the tag it keeps. */
 export interface PlannedSearchList {
-  readonly runpath: string | null;
-  readonly rpath: string | null;
+  readonly runpath: ByteString | null;
+  readonly rpath: ByteString | null;
 }
 
 /** A chosen dependency the loader would not take from the chosen file: what it takes instead, in words. */
 export interface ProofMismatch {
-  readonly name: string;
+  readonly name: ByteString;
   readonly chosen: string;
   readonly loads: string;
 }
 
 /** A search that stops the load is no file; its key matches no other. */
-const fatalFile = (path: string): LibraryFile => ({ fileId: `fatal:${path}`, hostPath: path, size: -1 });
+const fatalFile = (path: ByteString): LibraryFile => ({ fileId: `fatal:${path}`, hostPath: byteStringToText(path), size: -1 });
 
 /** The file at a path of this machine, its links followed; null when there is none. */
 export function libraryFileAt(hostPath: string): LibraryFile | null {
@@ -63,13 +63,13 @@ const fileOfFacts = (facts: ObjectFacts): LibraryFile => ({ fileId: facts.fileId
 export class RunpathProver {
   private readonly registry: LoaderRegistry;
   /** --interpreter, as the emulated system names it: the loader of every file of the target; null: each file's own. */
-  private readonly interpreter: string | null;
+  private readonly interpreter: ByteString | null;
   /** What the proofs learned of directories, shared: the file system does not change during phase 1. */
-  private readonly directoryStatus = new Map<string, boolean>();
-  private readonly listings = new Map<string, readonly string[]>();
+  private readonly directoryStatus = new Map<ByteString, boolean>();
+  private readonly listings = new Map<string, readonly ByteString[]>();
   private readonly comparisons = new Map<string, Promise<boolean>>();
 
-  constructor(registry: LoaderRegistry, interpreter: string | null) {
+  constructor(registry: LoaderRegistry, interpreter: ByteString | null) {
     this.registry = registry;
     this.interpreter = interpreter;
   }
@@ -110,7 +110,7 @@ export class RunpathProver {
   }
 
   /** The names of the libraries a directory holds, listed once per run. */
-  libraryNames(hostDirectory: string): readonly string[] {
+  libraryNames(hostDirectory: string): readonly ByteString[] {
     let names = this.listings.get(hostDirectory);
     if (names === undefined) {
       try {
@@ -134,7 +134,7 @@ export class FileView {
   private readonly registry: LoaderRegistry;
   private readonly loader: EmulatedLoader;
   private readonly main: LinkMap;
-  private readonly directoryStatus: Map<string, boolean>;
+  private readonly directoryStatus: Map<ByteString, boolean>;
   /** A namespace with the file as it is, for what one directory holds (a search of one directory reads no runpath). */
   private readonly lookups: LinkNamespace;
 
@@ -143,7 +143,7 @@ export class FileView {
     registry: LoaderRegistry,
     loader: EmulatedLoader,
     main: LinkMap,
-    directoryStatus: Map<string, boolean>,
+    directoryStatus: Map<ByteString, boolean>,
   ) {
     this.prover = prover;
     this.registry = registry;
@@ -159,7 +159,7 @@ export class FileView {
   }
 
   /** The directory an entry names, as the loader splits it ($ORIGIN, $LIB, $PLATFORM); null for a relative one. */
-  private directoryOf(entry: string): string | null {
+  private directoryOf(entry: ByteString): ByteString | null {
     const [directory] = splitSearchList(entry, ':', { ...loaderTokens(this.loader), origin: this.main.origin });
     return directory === undefined || !directory.startsWith('/') ? null : directory;
   }
@@ -193,7 +193,7 @@ export class FileView {
     const facts = { ...this.main.facts, runpath: list.runpath, rpath: list.runpath === null ? list.rpath : null };
     const main = new LinkMap({ ...this.main, facts });
     const namespace = this.namespaceFor(main);
-    const needed = new Map<string, Resolution>();
+    const needed = new Map<ByteString, Resolution>();
     let stopped: Resolution | null = null;
     for (const name of facts.needed) {
       if (stopped !== null) break;
@@ -218,12 +218,16 @@ export class FileView {
     if (resolution === null || resolution.kind === 'fatal') {
       return resolution === null
         ? 'nothing: the load stops before it'
-        : `nothing: the load stops at ${resolution.path} (${resolution.message})`;
+        : `nothing: the load stops at ${byteStringToText(resolution.path)} (${resolution.message})`;
     }
     if (resolution.kind === 'missing') return dependency.entry === null ? null : 'nothing: no entry of the runpath gives it';
     const { map } = resolution;
     if (await this.prover.same(fileOfFacts(map.facts), dependency.file)) return null;
-    const through = map.foundBy.rule === 'runpath' || map.foundBy.rule === 'rpath' ? `, through ${map.foundBy.directory ?? ''}` : '';
+    const directory = map.foundBy.directory;
+    const through =
+      map.foundBy.rule === 'runpath' || map.foundBy.rule === 'rpath'
+        ? `, through ${directory === null ? '' : byteStringToText(directory)}`
+        : '';
     return `${byteStringToText(map.path)}${through}`;
   }
 }

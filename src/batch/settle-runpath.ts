@@ -5,8 +5,7 @@
 // cannot be ordered, or whose proof fails, is refused with one line naming the library and the files:
 // it is not written.
 
-import { join } from 'node:path';
-import { byteStringToText, ET } from '../elf/elf.js';
+import { type ByteString, byteStringToText, EMPTY_BYTE_STRING, ET, joinBytePath, sliceByteString } from '../elf/elf.js';
 import { composeAfterResolver, composeRunpath, RESOLVER_HOOK_NAME, type Semantics } from '../hook-engine/compose-hooks.js';
 import type { FileFacts, Hook, TracedEntry } from '../hook-engine/hook.js';
 import type { FileResolution } from '../resolve/resolve-file.js';
@@ -20,7 +19,7 @@ export interface SettleInputs {
   readonly facts: ResolverFacts;
   readonly resolution: FileResolution;
   /** libc's directory (a byte string), whose libraries the interpreter finds after the runpath; null without one. */
-  readonly libcDir: string | null;
+  readonly libcDir: ByteString | null;
   readonly semantics: Semantics;
   readonly hooks: readonly Hook[];
 }
@@ -30,7 +29,7 @@ export type SettledRunpath =
   { readonly kind: 'settled'; readonly runpath: readonly TracedEntry[] | null } | { readonly kind: 'refused'; readonly message: string };
 
 /** The file name of a dependency (an absolute name resolved through the index by it). */
-const fileNameOf = (name: string): string => name.slice(name.lastIndexOf('/') + 1);
+const fileNameOf = (name: ByteString): ByteString => sliceByteString(name, name.lastIndexOf('/') + 1);
 
 /** The dependencies the resolver chose a file for, and the file: through the index (its entry), or libc's directory. */
 function chosenLibraries(inputs: SettleInputs): ChosenLibrary[] {
@@ -43,23 +42,23 @@ function chosenLibraries(inputs: SettleInputs): ChosenLibrary[] {
     if (found.by.rule === 'index') {
       const directory = found.by.directory;
       const entry = resolution.resolved.find((resolved) => resolved.directory === directory)?.entry ?? directory;
-      const file = libraryFileAt(byteStringToText(join(directory, fileNameOf(found.name))));
+      const file = libraryFileAt(byteStringToText(joinBytePath(directory, fileNameOf(found.name))));
       if (file !== null) chosen.push({ name: found.name, entry, file, by });
     } else if ((rule === 'libc' || rule === 'kept-libc') && libcDir !== null) {
-      const file = libraryFileAt(byteStringToText(join(libcDir, found.name)));
+      const file = libraryFileAt(byteStringToText(joinBytePath(libcDir, found.name)));
       if (file !== null) chosen.push({ name: found.name, entry: null, file, by });
     }
   });
   return chosen;
 }
 
-function conflictLine(conflict: OrderConflict, libcDir: string | null): string {
+function conflictLine(conflict: OrderConflict, libcDir: ByteString | null): string {
   const name = byteStringToText(conflict.name);
   const other = byteStringToText(conflict.other);
   if (conflict.wanted === null)
-    return `${name}: libc's directory ${byteStringToText(libcDir ?? '')} provides it, but the runpath entry ${other} holds another ${name}, which the loader would take first`;
+    return `${name}: libc's directory ${byteStringToText(libcDir ?? EMPTY_BYTE_STRING)} provides it, but the runpath entry ${other} holds another ${name}, which the loader would take first`;
   const wanted = byteStringToText(conflict.wanted);
-  return `cannot order the runpath: ${name} is chosen from ${wanted}, but ${other} holds another ${name} and must come before it (${byteStringToText(conflict.why)})`;
+  return `cannot order the runpath: ${name} is chosen from ${wanted}, but ${other} holds another ${name} and must come before it (${conflict.why})`;
 }
 
 function mismatchLine(mismatches: readonly ProofMismatch[]): string {
@@ -68,7 +67,7 @@ function mismatchLine(mismatches: readonly ProofMismatch[]): string {
 }
 
 /** The search list the file will have: its tag kept (default semantics), or DT_RUNPATH (--nixpkgs-compat). */
-function plannedList(value: string | null, facts: ResolverFacts, semantics: Semantics): PlannedSearchList {
+function plannedList(value: ByteString | null, facts: ResolverFacts, semantics: Semantics): PlannedSearchList {
   const keepsRpath = semantics === 'default' && facts.object.rpath !== null;
   return keepsRpath ? { runpath: null, rpath: value } : { runpath: value, rpath: null };
 }
@@ -77,7 +76,7 @@ export async function settleRunpath(inputs: SettleInputs, prover: RunpathProver)
   const { facts, resolution, semantics } = inputs;
   const chosen = chosenLibraries(inputs);
   const view = await prover.fileView(inputs.path, facts.object);
-  let entries: readonly string[] | null = resolution.runpath?.map((placed) => placed.entry) ?? null;
+  let entries: readonly ByteString[] | null = resolution.runpath?.map((placed) => placed.entry) ?? null;
   if (resolution.runpath !== null && semantics === 'default') {
     const order = await orderRunpath(resolution.runpath, chosen, view.oracle());
     if (order.kind === 'conflict') return { kind: 'refused', message: conflictLine(order, inputs.libcDir) };

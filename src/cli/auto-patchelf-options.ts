@@ -5,7 +5,7 @@ import { existsSync, realpathSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { ResolverReport, AutoPatchelfOptions, TreeResolution } from '../batch/resolve-trees.js';
-import { byteStringToText, ElfFile, textToByteString } from '../elf/elf.js';
+import { asciiByteString, type ByteString, byteStringToText, ElfFile, textToByteString } from '../elf/elf.js';
 import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
 import { SystemRoot } from '../loader/system-root.js';
 import { isGlibcLibrary } from '../loader/glibc-libraries.js';
@@ -75,7 +75,7 @@ class TargetPaths {
   private readonly root: SystemRoot | null;
 
   constructor(root: string | null) {
-    this.root = root === null ? null : new SystemRoot(root, '/');
+    this.root = root === null ? null : new SystemRoot(root, asciiByteString('/'));
   }
 
   /** This machine's path of a path of the target, its links followed inside the root; null when there is none. */
@@ -198,7 +198,7 @@ function isDirectory(path: string): boolean {
 type Findings = NonNullable<Omit<TreeResolution, 'items'>>;
 
 /** A dependency by its alternatives, for people: `libbpf.so.1 (or libbpf.so.0)`. */
-function dependencyText(alternatives: readonly string[]): string {
+function dependencyText(alternatives: readonly ByteString[]): string {
   const [first, ...others] = alternatives.map((name) => oneLine(byteStringToText(name)));
   return others.length === 0 ? (first ?? '') : `${first} (or ${others.join(', or ')})`;
 }
@@ -235,8 +235,8 @@ export function libcText(findings: Findings): string {
  * Without a libc directory (no --interpreter, no --libc-dir), glibc's own libraries are found nowhere
  * in most trees: one line for all of them, with what to pass, instead of one per file.
  */
-function glibcMissingLine(findings: Findings): { line: string | null; glibc: (missing: readonly string[]) => boolean } {
-  const glibc = (missing: readonly string[]): boolean => findings.libc === null && missing.every(isGlibcLibrary);
+function glibcMissingLine(findings: Findings): { line: string | null; glibc: (missing: readonly ByteString[]) => boolean } {
+  const glibc = (missing: readonly ByteString[]): boolean => findings.libc === null && missing.every(isGlibcLibrary);
   const names = new Set<string>();
   let files = 0;
   for (const report of findings.reports.values()) {
@@ -290,12 +290,12 @@ export function resolverLines(findings: Findings, quiet: boolean): string[] {
 }
 
 /** The names an entry of the runpath resolves, when the resolver put it there: `libz.so.1, libm.so.6`. */
-export function namesResolvedBy(report: ResolverReport | undefined, entry: string): string | null {
+export function namesResolvedBy(report: ResolverReport | undefined, entry: ByteString): string | null {
   const names = report?.resolved.find((directory) => directory.entry === entry)?.names ?? [];
   return names.length === 0 ? null : names.map((name) => byteStringToText(name)).join(', ');
 }
 
-const texts = (names: readonly string[]): string[] => names.map(byteStringToText);
+const texts = (names: readonly ByteString[]): string[] => names.map(byteStringToText);
 
 /** The resolver's fields of one file in the JSON report. */
 export function resolverJson(report: ResolverReport): object {

@@ -3,7 +3,7 @@
 
 import { isAbsolute, relative } from 'node:path';
 import { statSync } from 'node:fs';
-import { textToByteString } from '../elf/elf.js';
+import { byteStringToText } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { isDriverVersion, readKernelDriverVersion, type DriverVersion } from '../doctor/driver-version.js';
 import { driverVersionInCache, LOADER_CACHE } from '../driver-link/driver-release.js';
@@ -44,10 +44,10 @@ function checkArguments(paths: readonly string[], options: DoctorOptions, cwd: s
   }
   if (!isDirectory) throw new CudaPatchelfError('usage', `--root ${options.root} is not a directory`);
   const root = emulationRoot({ root: options.root, cwd });
-  if (!defaultLoaders().some((loader) => root.lookUp(textToByteString(loader)).ok)) {
+  if (!defaultLoaders().some((loader) => root.lookUp(loader).ok)) {
     throw new CudaPatchelfError(
       'usage',
-      `--root ${options.root} has no dynamic loader (${defaultLoaders().join(', ')}): not a system root`,
+      `--root ${options.root} has no dynamic loader (${defaultLoaders().map(byteStringToText).join(', ')}): not a system root`,
     );
   }
   const outside = paths.find((path) => root.pathOf(path) === null);

@@ -5,39 +5,41 @@
 
 import { statSync } from 'node:fs';
 import type { FileOutcome } from '../batch/file-outcome.js';
-import { byteStringToText } from '../elf/elf.js';
+import { asciiByteString, type ByteString, byteStringToBytes, byteStringToText, concatByteStrings } from '../elf/elf.js';
 import { counted } from './report.js';
 import { oneLine } from '../errors/cuda-patchelf-error.js';
 import { driverDirectories, entriesPutBehindDriver } from '../hook-engine/driver-precedence.js';
 import type { Hook, TracedEntry } from '../hook-engine/hook.js';
 import { normalizeRunpathEntry } from '../hook-engine/runpath-entry.js';
 
+const LIBCUDA_IN_DIRECTORY = asciiByteString('/libcuda.so.1');
+
 /** A regular file (through links, as the loader opens it) named libcuda.so.1 in the directory, a byte string. */
-function holdsLibcuda(dir: string): boolean {
+function holdsLibcuda(dir: ByteString): boolean {
   try {
-    return statSync(Buffer.from(`${dir}/libcuda.so.1`, 'latin1')).isFile();
+    return statSync(byteStringToBytes(concatByteStrings(dir, LIBCUDA_IN_DIRECTORY))).isFile();
   } catch {
     return false;
   }
 }
 
 /** `cache`'s value for `key`, computed the first time it is asked for. */
-function memoizedIn<T>(cache: Map<string, T>, key: string, compute: () => T): T {
+function memoizedIn<K, T>(cache: Map<K, T>, key: K, compute: () => T): T {
   if (cache.has(key)) return cache.get(key) as T;
   const value = compute();
   cache.set(key, value);
   return value;
 }
 
-function memoized<T>(compute: (key: string) => T): (key: string) => T {
-  const cache = new Map<string, T>();
+function memoized<K, T>(compute: (key: K) => T): (key: K) => T {
+  const cache = new Map<K, T>();
   return (key) => memoizedIn(cache, key, () => compute(key));
 }
 
 /** The driver's directory a file gets first, and the directory with a libcuda.so.1 that it now precedes. */
 interface Demotion {
-  readonly driver: string;
-  readonly dir: string;
+  readonly driver: ByteString;
+  readonly dir: ByteString;
 }
 
 /**
@@ -57,7 +59,7 @@ export function driverAheadWarning(
   const holds = memoized(holdsLibcuda);
   const spell = memoized(normalizeRunpathEntry);
   const demotions = new Map<string, Demotion | null>();
-  const demotionOf = (oldRunpath: string | null, newRunpath: string, entries: readonly TracedEntry[]): Demotion | null =>
+  const demotionOf = (oldRunpath: ByteString | null, newRunpath: ByteString, entries: readonly TracedEntry[]): Demotion | null =>
     memoizedIn(demotions, `${oldRunpath ?? ''}\0${newRunpath}`, () => {
       const moved = entriesPutBehindDriver(oldRunpath, entries, driverDirs, spell);
       const dir = moved?.behind.find(holds);

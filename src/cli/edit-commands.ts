@@ -3,7 +3,7 @@
 // the tier), and goes on after failures.
 
 import type { Command } from 'commander';
-import { runpathFields, textToByteString } from '../elf/elf.js';
+import { type ByteString, EMPTY_BYTE_STRING, runpathFields, textToByteString } from '../elf/elf.js';
 import { editElfFile, type EditOperations, type EditOptions, type EditResult } from '../edit/edit-file.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { addRunpathEntries, type DynamicEditor, removeRunpathEntries, type RunpathTagPolicy } from '../plan/dynamic-editor.js';
@@ -72,16 +72,16 @@ async function editFiles(io: CliIo, files: readonly string[], operations: EditOp
 }
 
 const policyOf = (options: CommonOptions): RunpathTagPolicy => (options.forceRpath ? 'rpath' : 'keep');
-const dirsOf = (value: string): string[] => runpathFields(textToByteString(value));
+const dirsOf = (value: string): ByteString[] => runpathFields(textToByteString(value));
 
 /**
  * add-runpath's directories. An empty one (an unset variable: `add-runpath "$LIBDIR" lib.so`) would be
  * an empty entry, which the loader takes as the working directory: a usage error, as every other empty
  * argument is.
  */
-function addedDirectories(value: string): string[] {
+function addedDirectories(value: string): ByteString[] {
   const dirs = dirsOf(value);
-  if (dirs.includes('')) {
+  if (dirs.includes(EMPTY_BYTE_STRING)) {
     throw new CudaPatchelfError(
       'usage',
       `add-runpath: ${value === '' ? 'DIRS is empty' : `"${value}" has an empty entry`}, which the loader takes as the working directory`,
@@ -95,7 +95,7 @@ const ONE_NEEDED_COMMANDS: readonly {
   readonly name: string;
   readonly description: string;
   readonly library: string;
-  readonly edit: (editor: DynamicEditor, library: string) => void;
+  readonly edit: (editor: DynamicEditor, library: ByteString) => void;
 }[] = [
   {
     name: 'add-needed',

@@ -3,16 +3,16 @@
 // operation. The words come from the entries before and after the operations, so they say what was
 // done, whichever command asked for it (a set-runpath that only converts DT_RPATH says so).
 
-import { byteStringToText, DT_NAMES, joinRunpath, nameOf, splitRunpath } from '../elf/elf.js';
+import { type ByteString, byteStringToText, DT_NAMES, EMPTY_BYTE_STRING, joinRunpath, nameOf, splitRunpath } from '../elf/elf.js';
 import type { EditOperations, EditResult } from '../edit/edit-file.js';
 import type { DynamicEditor } from '../plan/dynamic-editor.js';
 import type { Tier } from '../plan/plan.js';
 
 interface DynamicState {
-  readonly runpath: string | null;
+  readonly runpath: ByteString | null;
   readonly runpathTag: number | null;
-  readonly needed: readonly string[];
-  readonly interpreter: string | null;
+  readonly needed: readonly ByteString[];
+  readonly interpreter: ByteString | null;
 }
 
 function stateOf(editor: DynamicEditor): DynamicState {
@@ -28,12 +28,12 @@ export function watchChanges(operations: EditOperations): EditOperations<string[
   };
 }
 
-const quoted = (value: string): string => `'${byteStringToText(value)}'`;
+const quoted = (value: ByteString): string => `'${byteStringToText(value)}'`;
 const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((item, i) => item === b[i]);
 
 /** The entries of `from` that are not matched, in order, by `kept` (null when `kept` is not a subsequence). */
-function removedFrom(from: readonly string[], kept: readonly string[]): string[] | null {
-  const removed: string[] = [];
+function removedFrom(from: readonly ByteString[], kept: readonly ByteString[]): ByteString[] | null {
+  const removed: ByteString[] = [];
   let next = 0;
   for (const item of from) {
     if (next < kept.length && kept[next] === item) next++;
@@ -73,7 +73,9 @@ function neededChanges(before: DynamicState, after: DynamicState): string[] {
     before.needed.every((name, i) => name === after.needed[i] || removed.includes(name));
   if (renamed)
     return before.needed.flatMap((name, i) =>
-      name === after.needed[i] ? [] : [`${quoted(name)} replaced by ${quoted(after.needed[i] ?? '')} in the needed libraries`],
+      name === after.needed[i]
+        ? []
+        : [`${quoted(name)} replaced by ${quoted(after.needed[i] ?? EMPTY_BYTE_STRING)} in the needed libraries`],
     );
   const changes: string[] = [];
   if (added.length > 0) changes.push(`${added.map(quoted).join(', ')} added to the needed libraries`);

@@ -3,7 +3,15 @@
 
 import { readFile } from 'node:fs/promises';
 import { ioError } from '../errors/io-error.js';
-import { bytesToByteString, byteStringToText, textToByteString } from '../elf/elf.js';
+import {
+  asciiByteString,
+  type ByteString,
+  bytesToByteString,
+  byteStringToText,
+  EMPTY_BYTE_STRING,
+  splitByteString,
+  textToByteString,
+} from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { rejectEmptyPaths } from './report.js';
 
@@ -97,24 +105,25 @@ export function patchelfHelp(): string {
   ].join('\n');
 }
 
+/** What a patchelf command line asks: files and --output as text (paths), the flags' values as byte strings. */
 export interface PatchelfRequest {
   files: string[];
   output?: string;
   /** The new interpreter path; an empty one is no edit, as in patchelf 0.18. */
-  setInterpreter?: string;
-  setRpath?: string;
-  addRpath?: string;
+  setInterpreter?: ByteString;
+  setRpath?: ByteString;
+  addRpath?: ByteString;
   removeRpath: boolean;
   shrinkRpath: boolean;
-  allowedPrefixes: string[];
+  allowedPrefixes: ByteString[];
   forceRpath: boolean;
   printRpath: boolean;
   printNeeded: boolean;
   printSoname: boolean;
   printInterpreter: boolean;
-  addNeeded: string[];
-  removeNeeded: string[];
-  replaceNeeded: [string, string][];
+  addNeeded: ByteString[];
+  removeNeeded: ByteString[];
+  replaceNeeded: [ByteString, ByteString][];
   debug: boolean;
   makeWritable: boolean;
 }
@@ -122,11 +131,11 @@ export interface PatchelfRequest {
 const usageError = (message: string): CudaPatchelfError => new CudaPatchelfError('usage', message);
 
 /** A flag's value as a byte string: the argument's UTF-8 bytes, or FILE's bytes for `@FILE` where patchelf reads it. */
-async function resolveValue(spec: FlagSpec, argument: string): Promise<string> {
+async function resolveValue(spec: FlagSpec, argument: string): Promise<ByteString> {
   if (!spec.fromFile || !argument.startsWith('@')) return textToByteString(argument);
   const path = argument.slice(1);
   if (path === '') throw usageError(`${spec.flag} @: no file name after @`);
-  let value: string;
+  let value: ByteString;
   try {
     value = bytesToByteString(await readFile(path));
   } catch (error) {
@@ -165,13 +174,13 @@ export async function parsePatchelfArguments(argv: readonly string[]): Promise<P
       request.files.push(arg);
       continue;
     }
-    const values: string[] = [];
+    const values: ByteString[] = [];
     for (let n = 0; n < spec.values.length; n++) {
       const argument = argv[++i];
       if (argument === undefined) throw usageError(`${arg} needs ${spec.values.join(' ')}`);
       values.push(await resolveValue(spec, argument));
     }
-    const [first = '', second = ''] = values;
+    const [first = EMPTY_BYTE_STRING, second = EMPTY_BYTE_STRING] = values;
     switch (arg) {
       case '--set-interpreter':
       case '--interpreter':
@@ -190,7 +199,7 @@ export async function parsePatchelfArguments(argv: readonly string[]): Promise<P
         request.shrinkRpath = true;
         break;
       case '--allowed-rpath-prefixes':
-        request.allowedPrefixes = first.split(':');
+        request.allowedPrefixes = splitByteString(first, asciiByteString(':'));
         break;
       case '--force-rpath':
         request.forceRpath = true;

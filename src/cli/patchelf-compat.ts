@@ -5,7 +5,17 @@
 // remove, replace and add needed libraries. Unlike patchelf, a failing file does not stop the others.
 
 import type { Stats } from 'node:fs';
-import { byteStringToText, DT, type ElfFile, ET, withElfFile } from '../elf/elf.js';
+import {
+  asciiByteString,
+  type ByteString,
+  byteStringToText,
+  concatByteStrings,
+  DT,
+  type ElfFile,
+  EMPTY_BYTE_STRING,
+  ET,
+  withElfFile,
+} from '../elf/elf.js';
 import { editElfFile, type EditOperations } from '../edit/edit-file.js';
 import { shrinkRunpath } from '../edit/shrink-runpath.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
@@ -21,6 +31,8 @@ import { errorLine, forEachFile } from './report.js';
 const PATCHELF_FAILURE = 1;
 
 const DEBUG_INFO = 'a debug-info file (objcopy --only-keep-debug)';
+
+const COLON = asciiByteString(':');
 
 /**
  * The queries, answered from the file as it is: patchelf prints before it edits, and no edit changes
@@ -42,7 +54,7 @@ async function printQueries(file: ElfFile, request: PatchelfRequest, io: CliIo):
     throw new CudaPatchelfError('format', 'no dynamic section (PT_DYNAMIC): the file is statically linked');
   if (request.printRpath && !debugInfo) {
     const runpath = await file.lastDynString(DT.DT_RUNPATH);
-    io.out(byteStringToText(runpath ?? (await file.lastDynString(DT.DT_RPATH)) ?? ''));
+    io.out(byteStringToText(runpath ?? (await file.lastDynString(DT.DT_RPATH)) ?? EMPTY_BYTE_STRING));
   }
   if (request.printNeeded) for (const name of await file.dynStrings(DT.DT_NEEDED)) io.out(byteStringToText(name));
 }
@@ -54,7 +66,7 @@ function hasEdits(request: PatchelfRequest): boolean {
 }
 
 /** The interpreter to set: patchelf 0.18 takes an empty --set-interpreter value as none. */
-function interpreterEdit(request: PatchelfRequest): string | null {
+function interpreterEdit(request: PatchelfRequest): ByteString | null {
   return request.setInterpreter === undefined || request.setInterpreter === '' ? null : request.setInterpreter;
 }
 
@@ -71,7 +83,7 @@ function editsOf(request: PatchelfRequest): EditOperations {
     } else if (request.removeRpath) editor.setRunpath(null);
     else if (request.setRpath !== undefined) editor.setRunpath(request.setRpath, policy);
     else if (request.addRpath !== undefined)
-      editor.setRunpath(old === null || old === '' ? request.addRpath : `${old}:${request.addRpath}`, policy);
+      editor.setRunpath(old === null || old === '' ? request.addRpath : concatByteStrings(old, COLON, request.addRpath), policy);
     for (const name of request.removeNeeded) editor.removeNeeded(name);
     for (const [from, to] of request.replaceNeeded) editor.replaceNeeded(from, to);
     // patchelf keeps the names in a sorted set and inserts them as one block before the others.

@@ -2,7 +2,14 @@
 // interpreter path alone.
 
 import type { Command } from 'commander';
-import { byteStringToText, CUDA_COMPAT_NOTE_SECTION, describeCudaCompatNote, type ElfFile, withElfFile } from '../elf/elf.js';
+import {
+  type ByteString,
+  byteStringToText,
+  CUDA_COMPAT_NOTE_SECTION,
+  describeCudaCompatNote,
+  type ElfFile,
+  withElfFile,
+} from '../elf/elf.js';
 import { CudaPatchelfError, oneLine } from '../errors/cuda-patchelf-error.js';
 import { summarize, type ElfSummary } from '../edit/summary.js';
 import { forEachFile, rejectEmptyPaths } from './report.js';
@@ -11,12 +18,21 @@ import { docPath } from './package-files.js';
 
 const hex = (value: number): string => `0x${value.toString(16)}`;
 
-function text(value: string | null): string {
+function text(value: ByteString | null): string {
   return value === null ? '-' : byteStringToText(value);
 }
 
+/** The summary as `print --json` shows it: its byte strings decoded. */
+type SummaryOutput = Omit<ElfSummary, 'interpreter' | 'soname' | 'needed' | 'rpath' | 'runpath'> & {
+  readonly interpreter: string | null;
+  readonly soname: string | null;
+  readonly needed: string[];
+  readonly rpath: string | null;
+  readonly runpath: string | null;
+};
+
 /** The summary with byte strings decoded for output. */
-function summaryForOutput(summary: ElfSummary): ElfSummary {
+function summaryForOutput(summary: ElfSummary): SummaryOutput {
   return {
     ...summary,
     interpreter: summary.interpreter === null ? null : byteStringToText(summary.interpreter),
@@ -60,7 +76,7 @@ function humanLines(file: string, s: ElfSummary): string[] {
 }
 
 /** A program's interpreter path (a byte string); a file without one, or a debug-info file, is refused. */
-export function interpreterOf(file: ElfFile): string {
+export function interpreterOf(file: ElfFile): ByteString {
   if (file.image.debugInfo)
     throw new CudaPatchelfError('unsupported', 'a debug-info file (objcopy --only-keep-debug): the interpreter path is not in it');
   if (file.interpreter === null)

@@ -2,7 +2,7 @@
 
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { textToByteString } from '../elf/elf.js';
+import { byteStringToText, textToByteString } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import {
   BUILTIN_HOOK_NAMES,
@@ -69,7 +69,7 @@ export function withTreeOptions(command: Command, cpuCount: number): Command {
     .option('--cuda-compat <dir>', 'add the cuda_compat hook (absolute DIR): DIR/compat goes before the driver directory')
     .option(
       '--drop-cuda-compat',
-      `remove cuda_compat's directories (entries matching ${CUDA_COMPAT_PATTERNS.join(' ')}), for a ` +
+      `remove cuda_compat's directories (entries matching ${CUDA_COMPAT_PATTERNS.map(byteStringToText).join(' ')}), for a ` +
         'compat libcuda older than the kernel driver (CUDA error 803); not with --cuda-compat',
     )
     .option(
@@ -78,7 +78,7 @@ export function withTreeOptions(command: Command, cpuCount: number): Command {
     )
     .option(
       '--stubs-pattern <glob>',
-      `what marks a stubs entry, a shell pattern on the whole entry; repeatable (default: ${NIXPKGS_STUBS_PATTERNS.join(' ')})`,
+      `what marks a stubs entry, a shell pattern on the whole entry; repeatable (default: ${NIXPKGS_STUBS_PATTERNS.map(byteStringToText).join(' ')})`,
       collect,
     )
     .option('--config <file>', `more hooks from a JSON file, placing their entries with "precedes"/"follows" (see ${docPath('hooks.md')})`)
@@ -145,10 +145,9 @@ export function rejectOverlappingTrees(dirs: readonly string[]): void {
 /** `resolver`: --auto-patchelf is on, a hook of its own (composed first, outside this list). */
 export async function hooksFrom(options: TreeOptions, resolver: boolean): Promise<Hook[]> {
   const hooks: Hook[] = [];
-  const driverLink = textToByteString(hookDirectory(options.driverLink, '--driver-link', false));
+  const driverLink = hookDirectory(options.driverLink, '--driver-link', false);
   if (options.driver) hooks.push(driverHook(driverLink));
-  if (options.cudaCompat !== undefined)
-    hooks.push(cudaCompatHook(textToByteString(hookDirectory(options.cudaCompat, '--cuda-compat', false))));
+  if (options.cudaCompat !== undefined) hooks.push(cudaCompatHook(hookDirectory(options.cudaCompat, '--cuda-compat', false)));
   if (options.removeStubs) {
     const patterns = options.stubsPattern?.map(textToByteString);
     // Compiled here so that a bad pattern is a usage error before any file is read.

@@ -2,7 +2,7 @@
 
 import { type BatchSummary, type FileOutcome, patchedCount } from '../batch/file-outcome.js';
 import type { ResolverReport } from '../batch/resolve-trees.js';
-import { byteStringToText } from '../elf/elf.js';
+import { type ByteString, byteStringToText } from '../elf/elf.js';
 import { oneLine } from '../errors/cuda-patchelf-error.js';
 import { RESOLVER_HOOK_NAME } from '../hook-engine/compose-hooks.js';
 import type { TracedEntry } from '../hook-engine/hook.js';
@@ -35,7 +35,7 @@ export function verboseLines(outcome: FileOutcome, verb: string): string[] {
 export const refusalLines = (outcome: PendingOutcome): string[] =>
   outcome.status === 'would-refuse' ? [`  apply would refuse it: ${oneLine(outcome.refusal)}`] : [];
 
-export const text = (value: string | null): string => (value === null ? '(none)' : `"${oneLine(byteStringToText(value))}"`);
+export const text = (value: ByteString | null): string => (value === null ? '(none)' : `"${oneLine(byteStringToText(value))}"`);
 
 export function summaryLine(verb: string, run: TreeRun): string {
   const s = run.summary;

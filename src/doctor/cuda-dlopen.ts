@@ -11,6 +11,7 @@
 
 import { realpathSync } from 'node:fs';
 import { basename } from 'node:path';
+import { asciiByteString, type ByteString, sliceByteString } from '../elf/elf.js';
 import type { LoadEmulation } from '../loader/emulate-load.js';
 import type { LinkMap } from '../loader/link-map.js';
 import type { ObjectFacts } from '../loader/object-facts.js';
@@ -21,7 +22,14 @@ import type { ObjectStrings } from './object-strings.js';
 
 export const LIBCUDA = 'libcuda.so.1';
 /** The fixed names: the driver, NVML, the PTX JIT compiler, the debugger back end. */
-export const CUDA_DLOPEN_NAMES: readonly string[] = [LIBCUDA, 'libnvidia-ml.so.1', 'libnvidia-ptxjitcompiler.so.1', 'libcudadebugger.so.1'];
+export const CUDA_DLOPEN_NAMES: readonly ByteString[] = [
+  LIBCUDA,
+  'libnvidia-ml.so.1',
+  'libnvidia-ptxjitcompiler.so.1',
+  'libcudadebugger.so.1',
+].map(asciiByteString);
+const LIBCUDA_NAME = asciiByteString(LIBCUDA);
+const PTX_JIT_COMPILER = asciiByteString('libnvidia-ptxjitcompiler.so.1');
 
 /** Why an object is taken to dlopen a name. */
 export type CallerReason =
@@ -36,7 +44,7 @@ export type CallerReason =
   | 'sibling';
 
 export interface DlopenCall {
-  readonly name: string;
+  readonly name: ByteString;
   readonly caller: LinkMap;
   readonly reason: CallerReason;
   /** The note's priority when a `.note.dlopen` names it (required, recommended, suggested). */
@@ -48,11 +56,11 @@ export interface DlopenCall {
   readonly loads: readonly LinkMap[];
 }
 
-const isCudart = (soname: string | null): boolean => soname !== null && /^libcudart\.so(\.|$)/.test(soname);
-const isNvrtc = (soname: string | null): boolean => soname !== null && /^libnvrtc\.so(\.|$)/.test(soname);
+const isCudart = (soname: ByteString | null): boolean => soname !== null && /^libcudart\.so(\.|$)/.test(soname);
+const isNvrtc = (soname: ByteString | null): boolean => soname !== null && /^libnvrtc\.so(\.|$)/.test(soname);
 
 /** libnvrtc.so.12.4.127 loads libnvrtc-builtins.so.12.4: the major and minor of its own file name. */
-function nvrtcBuiltinsName(map: LinkMap): string | null {
+function nvrtcBuiltinsName(map: LinkMap): ByteString | null {
   let real: string;
   try {
     real = basename(realpathSync(map.facts.hostPath));
@@ -60,26 +68,34 @@ function nvrtcBuiltinsName(map: LinkMap): string | null {
     return null;
   }
   const version = /^libnvrtc\.so\.(\d+)\.(\d+)/.exec(real);
-  return version === null ? null : `libnvrtc-builtins.so.${version[1]}.${version[2]}`;
+  return version === null ? null : asciiByteString(`libnvrtc-builtins.so.${version[1]}.${version[2]}`);
 }
 
 interface Candidate {
-  readonly name: string;
+  readonly name: ByteString;
   readonly caller: LinkMap;
   readonly reason: CallerReason;
   readonly notePriority: string | null;
 }
 
 /** `libcudnn_ops.so` of `libcudnn_ops.so.9`: the name without its version, which a library may hold and complete. */
-const unversioned = (name: string): string | null => /^(.+\.so)\.\d[\d.]*$/.exec(name)?.[1] ?? null;
+const unversioned = (name: ByteString): ByteString | null => {
+  const match = /^(.+\.so)\.\d[\d.]*$/.exec(name);
+  // The stem is the name's start, up to the version.
+  return match === null ? null : sliceByteString(name, 0, (match[1] ?? name).length);
+};
 
 /**
  * Which of `libraries` (names of one directory) the object names in its .dynstr or .rodata, whole or
  * without its version: cuDNN holds `libcudnn_ops.so` and adds `.9`, so of a name held without its
  * version, the library named with the major version alone is the one opened.
  */
-export async function librariesNamed(facts: ObjectFacts, libraries: ReadonlySet<string>, strings: ObjectStrings): Promise<string[]> {
-  const stems = new Map<string, string[]>();
+export async function librariesNamed(
+  facts: ObjectFacts,
+  libraries: ReadonlySet<ByteString>,
+  strings: ObjectStrings,
+): Promise<ByteString[]> {
+  const stems = new Map<ByteString, ByteString[]>();
   for (const name of libraries) {
     const stem = unversioned(name);
     if (stem !== null && /^.+\.so\.\d+$/.test(name)) stems.set(stem, [...(stems.get(stem) ?? []), name]);
@@ -98,19 +114,19 @@ async function siblingDlopens(
   namespace: LinkNamespace,
   strings: ObjectStrings,
   listings: LibraryListings,
-): Promise<string[]> {
+): Promise<ByteString[]> {
   const { facts } = map;
   if (map.origin === null || (facts.soname !== null && isGlibcLibrary(facts.soname))) return [];
   const siblings = listings.namesIn(map.origin);
   if (siblings.size === 0) return [];
-  const loaded = (name: string): boolean => namespace.maps.some((other) => other.name === name || other.facts.soname === name);
+  const loaded = (name: ByteString): boolean => namespace.maps.some((other) => other.name === name || other.facts.soname === name);
   return (await librariesNamed(facts, siblings, strings)).filter((name) => name !== facts.soname && !loaded(name));
 }
 
 /** Every (name, caller) pair to try, callers in load order, each pair once with its strongest reason. */
 async function candidates(emulation: LoadEmulation, strings: ObjectStrings, listings: LibraryListings): Promise<Candidate[]> {
   const result: Candidate[] = [];
-  const add = (name: string, caller: LinkMap, reason: CallerReason, notePriority: string | null = null): void => {
+  const add = (name: ByteString, caller: LinkMap, reason: CallerReason, notePriority: string | null = null): void => {
     if (!result.some((c) => c.name === name && c.caller === caller)) result.push({ name, caller, reason, notePriority });
   };
   const maps = emulation.namespace.maps.filter((map) => map.foundBy.rule !== 'interpreter');
@@ -121,7 +137,7 @@ async function candidates(emulation: LoadEmulation, strings: ObjectStrings, list
       ? 'cuda-runtime'
       : facts.needed.some((n) => isCudart(n))
         ? 'needs-cudart'
-        : facts.needed.includes(LIBCUDA)
+        : facts.needed.includes(LIBCUDA_NAME)
           ? 'needs-libcuda'
           : null;
     for (const name of CUDA_DLOPEN_NAMES) {
@@ -188,10 +204,7 @@ export async function resolveCudaDlopens(
     const { resolution } = call;
     if (candidate.name !== LIBCUDA || resolution.kind !== 'loaded' || drivers.has(resolution.map.facts.fileId)) continue;
     drivers.add(resolution.map.facts.fileId);
-    calls.push(
-      (await tryDlopen(trial, { name: 'libnvidia-ptxjitcompiler.so.1', caller: resolution.map, reason: 'driver', notePriority: null }))
-        .call,
-    );
+    calls.push((await tryDlopen(trial, { name: PTX_JIT_COMPILER, caller: resolution.map, reason: 'driver', notePriority: null })).call);
   }
   return calls;
 }

@@ -2,8 +2,7 @@
 // described, and what is wrong with all that.
 
 import { readdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { byteStringToText, type ElfFile } from '../elf/elf.js';
+import { type ByteString, byteStringToText, dirnameBytePath, type ElfFile } from '../elf/elf.js';
 import { CUDA_DLOPEN_NAMES, LIBCUDA, resolveCudaDlopens, type CallerReason, type DlopenCall } from './cuda-dlopen.js';
 import type { DriverVersion } from './driver-version.js';
 import type { LoaderRegistry } from '../loader/emulated-loader.js';
@@ -82,7 +81,7 @@ async function chooseLibcuda(
 }
 
 /** Whether a directory holds a CUDA runtime (libcudart.so…): then it is a CUDA installation of its own. */
-function holdsCudaRuntime(root: SystemRoot, directory: string): boolean {
+function holdsCudaRuntime(root: SystemRoot, directory: ByteString): boolean {
   const found = root.lookUp(directory);
   if (!found.ok) return false;
   try {
@@ -118,20 +117,20 @@ function libcudaSearch(calls: readonly DlopenCall[], root: SystemRoot): Searched
 }
 
 /** Diagnoses `file` (open AS_THE_LOADER_READS), run with `ldLibraryPath` (a byte string; null: unset). */
-export async function diagnoseFile(file: ElfFile, context: DoctorContext, ldLibraryPath: string | null): Promise<FileDiagnosis> {
+export async function diagnoseFile(file: ElfFile, context: DoctorContext, ldLibraryPath: ByteString | null): Promise<FileDiagnosis> {
   const emulation = await emulateLoad(file, context.registry, ldLibraryPath);
   const dlopens = await resolveCudaDlopens(emulation, context.strings, context.listings);
   const usesCuda =
     dlopens.some((call) => call.name === LIBCUDA) || emulation.namespace.maps.some((map) => map.depth > 0 && map.name === LIBCUDA);
   const libcuda = usesCuda ? await chooseLibcuda(emulation, dlopens, context) : null;
   const { root } = context.registry.settings;
-  const realPath = (map: LinkMap): string => {
+  const realPath = (map: LinkMap): ByteString => {
     const real = root.realPath(map.path);
     return typeof real === 'string' ? real : map.path;
   };
   const mixed = mixedInstallationsFinding(
     emulation.namespace.maps,
-    (map) => dirname(realPath(map)),
+    (map) => dirnameBytePath(realPath(map)),
     (directory) => holdsCudaRuntime(root, directory),
   );
   const findings = [

@@ -1,7 +1,7 @@
 // The report of one file as plain data with stable field names: what `doctor --json` prints
 // (docs/doctor.md describes every field) and what the text output is drawn from.
 
-import { byteStringToText, cudaCompatNoteRecord, type CudaCompatNoteRecord } from '../elf/elf.js';
+import { type ByteString, byteStringToText, cudaCompatNoteRecord, type CudaCompatNoteRecord, sliceByteString } from '../elf/elf.js';
 import type { DlopenCall } from './cuda-dlopen.js';
 import type { FileDiagnosis } from './diagnose.js';
 import type { Finding } from './findings.js';
@@ -125,9 +125,9 @@ function searched(resolution: Resolution): SearchedRecord[] {
 }
 
 /** Each object once, where its first DT_NEEDED reference puts it: ld.so's breadth-first load order. */
-function loadOrder(edges: readonly Edge[]): { map: LinkMap; name: string; neededBy: LinkMap }[] {
+function loadOrder(edges: readonly Edge[]): { map: LinkMap; name: ByteString; neededBy: LinkMap }[] {
   const listed = new Set<LinkMap>();
-  const order: { map: LinkMap; name: string; neededBy: LinkMap }[] = [];
+  const order: { map: LinkMap; name: ByteString; neededBy: LinkMap }[] = [];
   for (const edge of edges) {
     if (edge.resolution.kind !== 'loaded') continue;
     const { map } = edge.resolution;
@@ -139,7 +139,7 @@ function loadOrder(edges: readonly Edge[]): { map: LinkMap; name: string; needed
   return order;
 }
 
-function loadRecord(map: LinkMap, name: string, neededBy: LinkMap): LoadRecord {
+function loadRecord(map: LinkMap, name: ByteString, neededBy: LinkMap): LoadRecord {
   return {
     name: text(name),
     path: text(map.path),
@@ -196,7 +196,7 @@ export async function fileReport(diagnosis: FileDiagnosis, wrapper: FileReport['
       glibc: version === null ? null : `${version.major}.${version.minor}`,
       systemDirs: loader.facts.systemDirs.map(text),
       cache: { path: text(cacheState.path), format: cacheState.cache?.format ?? null, entries: cacheState.cache?.entries.length ?? 0 },
-      subdirectories: loader.subdirectories.filter((s) => s !== '').map((s) => text(s.slice(0, -1))),
+      subdirectories: loader.subdirectories.filter((s) => s !== '').map((s) => text(sliceByteString(s, 0, -1))),
       platform: text(loader.cpu.platform),
       lib: text(loader.facts.dstLib),
       cpu: loader.cpu.source,

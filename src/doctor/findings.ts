@@ -1,7 +1,7 @@
 // What doctor reports as wrong with one file: each finding says what happens at run time and how to
 // fix it. Errors mean the program will not start or CUDA will not; warnings are worth a look.
 
-import { byteStringToText } from '../elf/elf.js';
+import { type ByteString, byteStringToText } from '../elf/elf.js';
 import { compatFindings } from './compat-findings.js';
 import { LIBCUDA, type DlopenCall } from './cuda-dlopen.js';
 import { compareDriverVersions, type DriverVersion } from './driver-version.js';
@@ -67,7 +67,7 @@ const DRIVER_LINK_EMPTY_FIX =
 /** A directory a dlopen of libcuda.so.1 searched (RPATH, LD_LIBRARY_PATH, RUNPATH) and found no libcuda in. */
 export interface SearchedDirectory {
   /** As the loader spelled it. */
-  readonly directory: string;
+  readonly directory: ByteString;
   /** Whose list named it: "RUNPATH of /…/libcudart.so.12", "LD_LIBRARY_PATH". */
   readonly listedBy: string;
   readonly exists: boolean;
@@ -179,8 +179,8 @@ const TOOLKIT_LIBRARY =
  */
 export function mixedInstallationsFinding(
   maps: readonly LinkMap[],
-  realDirectory: (map: LinkMap) => string,
-  holdsRuntime: (directory: string) => boolean,
+  realDirectory: (map: LinkMap) => ByteString,
+  holdsRuntime: (directory: ByteString) => boolean,
 ): Finding | null {
   const runtime = maps.find((map) => map.depth > 0 && /^libcudart\.so/.test(map.name));
   if (runtime === undefined) return null;
@@ -346,7 +346,7 @@ function dependencyFailures(failed: readonly Edge[]): string {
  */
 export function dlopenFindings(calls: readonly DlopenCall[]): Finding[] {
   const findings: Finding[] = [];
-  const seen = new Set<string>();
+  const seen = new Set<ByteString>();
   for (const call of calls) {
     const failed = call.dependencies.filter((edge) => edge.resolution.kind !== 'loaded');
     if (call.name === LIBCUDA || (call.resolution.kind === 'loaded' && failed.length === 0) || seen.has(call.name)) continue;

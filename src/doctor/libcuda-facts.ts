@@ -7,7 +7,7 @@
 // release is the driver's and any other is compat, wherever it lies (NVIDIA's rule then decides);
 // without the kernel driver's version, or without the note, the directory and the size tell.
 
-import type { CudaCompatNoteReading } from '../elf/elf.js';
+import { type ByteString, byteStringToText, type CudaCompatNoteReading } from '../elf/elf.js';
 import type { ObjectFacts } from '../loader/object-facts.js';
 import type { ObjectStrings } from './object-strings.js';
 import type { SystemRoot } from '../loader/system-root.js';
@@ -19,7 +19,7 @@ export interface LibcudaFacts {
   readonly version: string | null;
   readonly versionSource: 'file name' | 'link target' | 'library contents' | null;
   /** The real path (links resolved), as the emulated system names it. */
-  readonly realPath: string;
+  readonly realPath: ByteString;
   /** Its `.note.cuda.fwd_compatibility` (compat libcudas carry it, and drivers' of recent releases): what NVIDIA's rule reads. */
   readonly compatNote: CudaCompatNoteReading;
 }
@@ -68,7 +68,7 @@ function versionInNames(path: string, realPath: string): Pick<LibcudaFacts, 'ver
  * `kernelDriver`: the running driver's version, null when it is not known.
  */
 export async function describeLibcuda(
-  path: string,
+  path: ByteString,
   facts: ObjectFacts,
   root: SystemRoot,
   strings: ObjectStrings,
@@ -84,7 +84,9 @@ export async function describeLibcuda(
   const carried = mayCarry
     ? await strings.firstInRodata(facts, 'driver-version', VERSION_SHAPE, (text) => DRIVER_VERSION.test(text))
     : null;
-  const versioned = inNames ?? { version: carried, versionSource: carried === null ? null : ('library contents' as const) };
+  // The version's characters are digits and dots (DRIVER_VERSION), ASCII: the same as text.
+  const version = carried === null ? null : byteStringToText(carried);
+  const versioned = inNames ?? { version, versionSource: version === null ? null : ('library contents' as const) };
   const ownRelease = kernelDriver === null || versioned.version === null ? null : versioned.version === kernelDriver;
   return { kind: libcudaKind(path, realPath, facts.codeBytes, noted, ownRelease), ...versioned, realPath, compatNote };
 }

@@ -2,25 +2,25 @@
 // them (what a loader search can be asked for), each directory listed once per run.
 
 import { readdirSync } from 'node:fs';
-import { bytesToByteString } from '../elf/elf.js';
+import { type ByteString, bytesToByteString } from '../elf/elf.js';
 import type { SystemRoot } from '../loader/system-root.js';
 
 const isLibraryName = (name: string): boolean => name.includes('.so');
 
 export class LibraryListings {
   private readonly root: SystemRoot;
-  private readonly listed = new Map<string, ReadonlySet<string>>();
+  private readonly listed = new Map<ByteString, ReadonlySet<ByteString>>();
 
   constructor(root: SystemRoot) {
     this.root = root;
   }
 
   /** The library names in `directory` (a path of the emulated system); none when it cannot be listed. */
-  namesIn(directory: string): ReadonlySet<string> {
+  namesIn(directory: ByteString): ReadonlySet<ByteString> {
     let names = this.listed.get(directory);
     if (names === undefined) {
       const found = this.root.lookUp(directory);
-      let entries: string[] = [];
+      let entries: ByteString[] = [];
       try {
         entries = found.ok && found.stats.isDirectory() ? readdirSync(found.hostPath, { encoding: 'buffer' }).map(bytesToByteString) : [];
       } catch {

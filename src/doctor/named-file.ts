@@ -3,7 +3,17 @@
 // makeWrapper) is followed to the program it runs, with the LD_LIBRARY_PATH it gives it, and that
 // program is diagnosed in its stead; anything else is a finding, since doctor could not check it.
 
-import { bytesToByteString, byteStringToText, ElfFile, ET, FileByteSource, fileKind, PT } from '../elf/elf.js';
+import {
+  type ByteString,
+  bytesToByteString,
+  byteStringToText,
+  ElfFile,
+  ET,
+  FileByteSource,
+  fileKind,
+  PT,
+  sliceByteString,
+} from '../elf/elf.js';
 import { skipReason } from '../edit/skip-reason.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { Finding } from './findings.js';
@@ -27,7 +37,7 @@ export type NotDynamicKind =
 export type FileNature =
   /** A dynamic ELF file, left open for the caller to diagnose and close. */
   | { readonly kind: 'dynamic'; readonly file: ElfFile }
-  | { readonly kind: 'script'; readonly text: string }
+  | { readonly kind: 'script'; readonly text: ByteString }
   | { readonly kind: Exclude<NotDynamicKind, 'script'> };
 
 /** A wrapper is a page or two of shell; a larger script is not read whole. */
@@ -52,7 +62,8 @@ async function natureOf(source: FileByteSource): Promise<FileNature> {
   if (kind === 'elf') return elfNature(await ElfFile.read(source, AS_THE_LOADER_READS));
   if (kind === 'archive') return { kind: 'archive' };
   const text = bytesToByteString(head);
-  if (text.startsWith('#!')) return { kind: 'script', text: source.size <= MAX_SCRIPT ? text : text.slice(0, text.indexOf('\n') + 1) };
+  if (text.startsWith('#!'))
+    return { kind: 'script', text: source.size <= MAX_SCRIPT ? text : sliceByteString(text, 0, text.indexOf('\n') + 1) };
   return { kind: 'not-elf' };
 }
 
@@ -128,7 +139,7 @@ export interface FollowedFile {
    * The program to diagnose in the named file's stead (open: the caller closes it), and its
    * LD_LIBRARY_PATH as a byte string; null when there is none.
    */
-  readonly program: { readonly file: ElfFile; readonly ldLibraryPath: string | null } | null;
+  readonly program: { readonly file: ElfFile; readonly ldLibraryPath: ByteString | null } | null;
 }
 
 /** Wrappers that run wrappers (wrapProgram twice) are followed this far. */
@@ -163,9 +174,9 @@ function stopped(
 }
 
 /** The first line of a script, as text. */
-function shebangOf(text: string): string {
+function shebangOf(text: ByteString): string {
   const end = text.indexOf('\n');
-  return byteStringToText(end < 0 ? text : text.slice(0, end));
+  return byteStringToText(end < 0 ? text : sliceByteString(text, 0, end));
 }
 
 /**
@@ -178,7 +189,7 @@ export async function followNamedFile(
   hostPath: string,
   nature: Exclude<FileNature, { kind: 'dynamic' }>,
   root: SystemRoot,
-  ldLibraryPath: string | null,
+  ldLibraryPath: ByteString | null,
 ): Promise<FollowedFile> {
   if (nature.kind !== 'script') {
     const { what, fix } = NOT_DYNAMIC[nature.kind];

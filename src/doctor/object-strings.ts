@@ -3,7 +3,16 @@
 // linked statically, a libcuda's own version), and the note a compat libcuda carries. Each region is
 // read in bounded chunks, positionally, once per file, however many programs load the file.
 
-import { bytesToByteString, type CudaCompatNoteReading, type ElfFile, SHT, withElfFile } from '../elf/elf.js';
+import {
+  asciiByteString,
+  type ByteString,
+  bytesToByteString,
+  type CudaCompatNoteReading,
+  type ElfFile,
+  SHT,
+  textToByteString,
+  withElfFile,
+} from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { ObjectFacts } from '../loader/object-facts.js';
 
@@ -11,7 +20,7 @@ const CHUNK = 1024 * 1024;
 /** No bytes carried over: one shared empty array, not one per NUL (there are millions). */
 const NOTHING = new Uint8Array(0);
 /** The `.note.dlopen` owner and type (https://systemd.io/ELF_DLOPEN_METADATA/). */
-const FDO_OWNER = 'FDO';
+const FDO_OWNER = asciiByteString('FDO');
 const NT_FDO_DLOPEN_METADATA = 0x407c0c0a;
 
 /**
@@ -51,7 +60,7 @@ class ShapedStrings {
   }
 
   /** The strings of the shape that end in `chunk`, the next chunk of the region. */
-  *endingIn(chunk: Uint8Array): Generator<string> {
+  *endingIn(chunk: Uint8Array): Generator<ByteString> {
     const { shape } = this;
     let start = 0;
     for (let i = 0; i < chunk.length; i++) {
@@ -74,8 +83,14 @@ class ShapedStrings {
 }
 
 /** Which of `names` the region holds as whole strings. */
-async function namesIn(file: ElfFile, region: Region, what: string, shape: StringShape, names: ReadonlySet<string>): Promise<Set<string>> {
-  const found = new Set<string>();
+async function namesIn(
+  file: ElfFile,
+  region: Region,
+  what: string,
+  shape: StringShape,
+  names: ReadonlySet<ByteString>,
+): Promise<Set<ByteString>> {
+  const found = new Set<ByteString>();
   const strings = new ShapedStrings(shape);
   for await (const chunk of chunksOf(file, region, what)) {
     for (const text of strings.endingIn(chunk)) if (names.has(text)) found.add(text);
@@ -89,8 +104,8 @@ async function firstIn(
   region: Region,
   what: string,
   shape: StringShape,
-  match: (text: string) => boolean,
-): Promise<string | null> {
+  match: (text: ByteString) => boolean,
+): Promise<ByteString | null> {
   const strings = new ShapedStrings(shape);
   for await (const chunk of chunksOf(file, region, what)) {
     for (const text of strings.endingIn(chunk)) if (match(text)) return text;
@@ -99,8 +114,8 @@ async function firstIn(
 }
 
 export interface DlopenNote {
-  /** Sonames in the order the note lists them. */
-  readonly sonames: readonly string[];
+  /** Sonames in the order the note lists them, as byte strings (the UTF-8 of the note's JSON text), as DT_NEEDED names are. */
+  readonly sonames: readonly ByteString[];
   /** required, recommended or suggested (the spec's default: recommended). */
   readonly priority: string;
   readonly feature: string | null;
@@ -128,7 +143,7 @@ function parseDlopenPayload(bytes: Uint8Array): DlopenNote[] {
     if (!Array.isArray(soname) || !soname.every((s): s is string => typeof s === 'string')) return [];
     return [
       {
-        sonames: soname,
+        sonames: soname.map(textToByteString),
         priority: typeof priority === 'string' ? priority : 'recommended',
         feature: typeof feature === 'string' ? feature : null,
       },
@@ -137,7 +152,7 @@ function parseDlopenPayload(bytes: Uint8Array): DlopenNote[] {
 }
 
 interface FileStrings {
-  readonly dynstrNames: Set<string>;
+  readonly dynstrNames: Set<ByteString>;
   readonly notes: readonly DlopenNote[];
 }
 
@@ -155,15 +170,15 @@ async function sectionNamed(file: ElfFile, name: string): Promise<Region | null>
 /** The strings doctor asks of files, read once per file and per question. */
 export class ObjectStrings {
   /** The names looked for in .dynstr (the same for every file of a run). */
-  private readonly dynstrNames: ReadonlySet<string>;
+  private readonly dynstrNames: ReadonlySet<ByteString>;
   private readonly files = new Map<string, Promise<FileStrings>>();
-  private readonly rodata = new Map<string, Promise<string | null>>();
-  private readonly held = new Map<string, Promise<ReadonlySet<string>>>();
+  private readonly rodata = new Map<string, Promise<ByteString | null>>();
+  private readonly held = new Map<string, Promise<ReadonlySet<ByteString>>>();
   private readonly compatNotes = new Map<string, Promise<CudaCompatNoteReading>>();
 
   private readonly namesShape: StringShape;
 
-  constructor(dynstrNames: Iterable<string>) {
+  constructor(dynstrNames: Iterable<ByteString>) {
     this.dynstrNames = new Set(dynstrNames);
     const firstBytes = new Set([...this.dynstrNames].map((name) => name.charCodeAt(0)));
     this.namesShape = {
@@ -178,7 +193,7 @@ export class ObjectStrings {
       found = withElfFile(facts.hostPath, async (file) => {
         const table = file.image.dynamicStrings;
         const names =
-          table === null ? new Set<string>() : await namesIn(file, table, 'dynamic string table', this.namesShape, this.dynstrNames);
+          table === null ? new Set<ByteString>() : await namesIn(file, table, 'dynamic string table', this.namesShape, this.dynstrNames);
         return { dynstrNames: names, notes: await readDlopenNotes(file) };
       });
       this.files.set(facts.fileId, found);
@@ -187,7 +202,7 @@ export class ObjectStrings {
   }
 
   /** Which of the run's names the file's .dynstr holds as whole strings. */
-  async dynstrHas(facts: ObjectFacts, name: string): Promise<boolean> {
+  async dynstrHas(facts: ObjectFacts, name: ByteString): Promise<boolean> {
     return (await this.strings(facts)).dynstrNames.has(name);
   }
 
@@ -199,7 +214,7 @@ export class ObjectStrings {
    * Which of `names` the file's .dynstr or .rodata holds as whole strings (a library names what it
    * dlopens there), read once per file and set of names.
    */
-  namesHeld(facts: ObjectFacts, names: ReadonlySet<string>): Promise<ReadonlySet<string>> {
+  namesHeld(facts: ObjectFacts, names: ReadonlySet<ByteString>): Promise<ReadonlySet<ByteString>> {
     const key = `${facts.fileId}\0${[...names].sort().join('\0')}`;
     let found = this.held.get(key);
     if (found === undefined) {
@@ -213,7 +228,7 @@ export class ObjectStrings {
           ...(file.image.dynamicStrings === null ? [] : [{ region: file.image.dynamicStrings, what: 'dynamic string table' }]),
           ...[await sectionNamed(file, '.rodata')].flatMap((region) => (region === null ? [] : [{ region, what: '.rodata' }])),
         ];
-        const held = new Set<string>();
+        const held = new Set<ByteString>();
         for (const { region, what } of regions) for (const name of await namesIn(file, region, what, shape, names)) held.add(name);
         return held;
       });
@@ -233,7 +248,12 @@ export class ObjectStrings {
   }
 
   /** The first string of .rodata of that shape that `match` accepts (keyed by `question`), or null. */
-  firstInRodata(facts: ObjectFacts, question: string, shape: StringShape, match: (text: string) => boolean): Promise<string | null> {
+  firstInRodata(
+    facts: ObjectFacts,
+    question: string,
+    shape: StringShape,
+    match: (text: ByteString) => boolean,
+  ): Promise<ByteString | null> {
     const key = `${facts.fileId}\0${question}`;
     let found = this.rodata.get(key);
     if (found === undefined) {

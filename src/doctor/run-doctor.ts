@@ -4,7 +4,7 @@
 
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ElfFile, textToByteString } from '../elf/elf.js';
+import { asciiByteString, type ByteString, ElfFile, textToByteString } from '../elf/elf.js';
 import { skipReason } from '../edit/skip-reason.js';
 import { walkTrees } from '../walk/walk-trees.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
@@ -67,7 +67,7 @@ async function openDynamic(path: string): Promise<ElfFile | null> {
 async function reportOf(
   file: ElfFile,
   context: DoctorContext,
-  ldLibraryPath: string | null,
+  ldLibraryPath: ByteString | null,
   wrapper: FileReport['wrapper'],
 ): Promise<FileReport> {
   try {
@@ -87,7 +87,7 @@ function walkError(path: string, error: unknown): unknown {
 
 export function emulationRoot(request: Pick<DoctorRequest, 'root' | 'cwd'>): SystemRoot {
   // Inside a system root the emulated process starts in its '/': this machine's working directory is not part of it.
-  return new SystemRoot(request.root ?? '/', request.root === null ? textToByteString(request.cwd) : '/');
+  return new SystemRoot(request.root ?? '/', request.root === null ? textToByteString(request.cwd) : asciiByteString('/'));
 }
 
 /** --driver-lib: the version of a libcuda on this machine, as doctor tells any libcuda's. */

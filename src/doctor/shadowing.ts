@@ -9,7 +9,7 @@
 //     reuses a loaded object by name), though the later one's own search would find another file.
 // The same file, or a byte-identical copy, is no other copy.
 
-import { byteStringToText, usesOrigin } from '../elf/elf.js';
+import { type ByteString, byteStringToText, joinRunpath, splitRunpath, usesOrigin } from '../elf/elf.js';
 import type { LoadEmulation } from '../loader/emulate-load.js';
 import type { LinkMap } from '../loader/link-map.js';
 import type { LinkNamespace } from '../loader/link-namespace.js';
@@ -31,9 +31,9 @@ async function sameLibrary(a: ObjectFacts, b: ObjectFacts): Promise<boolean> {
 }
 
 interface ListEntry {
-  readonly entry: string;
+  readonly entry: ByteString;
   /** The directory as the loader spells it (ending in '/'); null for one it cannot tell (relative, a token without a value). */
-  readonly directory: string | null;
+  readonly directory: ByteString | null;
 }
 
 /** The entries of the object's DT_RUNPATH (else DT_RPATH), each with the directory the loader makes of it. */
@@ -44,7 +44,7 @@ export function searchListOf(
   const value = map.facts.runpath ?? map.facts.rpath;
   if (value === null || value === '') return null;
   const tokens = { ...loaderTokens(namespace.loader), origin: map.origin };
-  const entries = value.split(':').map((entry) => {
+  const entries = splitRunpath(value).map((entry) => {
     const [directory] = splitSearchList(entry, ':', tokens);
     return { entry, directory: directory?.startsWith('/') === true ? directory : null };
   });
@@ -52,12 +52,12 @@ export function searchListOf(
 }
 
 /** The runpath with the object's own (`$ORIGIN`) entries first, each group in its order: what the fix writes. */
-function ownFirst(entries: readonly ListEntry[]): string {
-  return [...entries.filter((e) => usesOrigin(e.entry)), ...entries.filter((e) => !usesOrigin(e.entry))].map((e) => e.entry).join(':');
+function ownFirst(entries: readonly ListEntry[]): ByteString {
+  return joinRunpath([...entries.filter((e) => usesOrigin(e.entry)), ...entries.filter((e) => !usesOrigin(e.entry))].map((e) => e.entry));
 }
 
 /** The names an object asks for by name: its DT_NEEDED, and those of `names` it names (what it dlopens). */
-async function askedFor(map: LinkMap, names: ReadonlySet<string>, strings: ObjectStrings): Promise<Set<string>> {
+async function askedFor(map: LinkMap, names: ReadonlySet<ByteString>, strings: ObjectStrings): Promise<Set<ByteString>> {
   return new Set([...map.facts.needed, ...(await librariesNamed(map.facts, names, strings))]);
 }
 
@@ -71,7 +71,7 @@ async function shadowsOwn(map: LinkMap, namespace: LinkNamespace, strings: Objec
     if (names.size === 0) continue;
     for (const [i, earlier] of list.entries.slice(0, j).entries()) {
       if (earlier.directory === null || usesOrigin(earlier.entry)) continue;
-      const shadowed: string[] = [];
+      const shadowed: ByteString[] = [];
       for (const name of [...names].sort()) {
         const [taken, meant] = await Promise.all([
           namespace.findInDirectory(name, earlier.directory),
@@ -90,7 +90,7 @@ async function shadowsOwn(map: LinkMap, namespace: LinkNamespace, strings: Objec
           `${text(map.path)}: entry ${i + 1} of its ${list.tag}, ${text(earlier.entry)}, holds other copies of ${shown.join(', ')}, ` +
           `which its own entry ${j + 1}, ${text(own.entry)}, holds: the loader takes ${text(earlier.directory)}'s for every ` +
           `lookup of those names${used.length > 0 ? `, and ${text(map.path)} asks for ${used.length === 1 ? 'it' : 'them'}` : ''}`,
-        fix: `put its own entries first: cuda-patchelf set-runpath '${text(ownFirst(list.entries))}' ${text(map.facts.hostPath)}`,
+        fix: `put its own entries first: cuda-patchelf set-runpath '${text(ownFirst(list.entries))}' ${map.facts.hostPath}`,
       });
     }
   }
@@ -98,7 +98,7 @@ async function shadowsOwn(map: LinkMap, namespace: LinkNamespace, strings: Objec
 }
 
 /** A name one requester gets from the object another loaded first, where its own search finds another file. */
-async function conflict(namespace: LinkNamespace, requester: LinkMap, name: string, loaded: LinkMap): Promise<Finding | null> {
+async function conflict(namespace: LinkNamespace, requester: LinkMap, name: ByteString, loaded: LinkMap): Promise<Finding | null> {
   if (name.includes('/')) return null;
   const own = await namespace.wouldFind(requester, name);
   if (own.kind !== 'found' || (await sameLibrary(own.facts, loaded.facts))) return null;

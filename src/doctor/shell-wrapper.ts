@@ -23,17 +23,27 @@
 // combination. A line that touches LD_LIBRARY_PATH in another way (command substitution, another
 // variable, a `--run` command) is reported as not followed.
 
+import type { ByteString } from '../elf/elf.js';
+
 const VARIABLE = 'LD_LIBRARY_PATH';
 
+/**
+ * White space, ASCII's alone: the script is bytes, one char each, and \s or trim() would take the byte
+ * 0xa0 (U+00A0 as a char), the last byte of à and of many another UTF-8 letter, for a space.
+ */
+const SPACE = '[\\t\\n\\v\\f\\r ]';
+const AROUND = new RegExp(`^${SPACE}+|${SPACE}+$`, 'g');
+
+/** What a script says, as byte strings: the script's own bytes (and those of LD_LIBRARY_PATH's value). */
 export interface WrapperReading {
   /** The `#!` line. */
-  readonly shebang: string;
+  readonly shebang: ByteString;
   /** The absolute path the last `exec` runs, or null when the script ends in no `exec` of one. */
-  readonly program: string | null;
+  readonly program: ByteString | null;
   /** LD_LIBRARY_PATH as that program gets it (exported), or null when it does not get one. */
-  readonly ldLibraryPath: string | null;
+  readonly ldLibraryPath: ByteString | null;
   /** The lines that touch LD_LIBRARY_PATH in a way this reading does not follow. */
-  readonly unfollowed: readonly string[];
+  readonly unfollowed: readonly ByteString[];
 }
 
 /** What a variable holds while the script runs: its value (null: unset) and whether it is exported. */
@@ -189,7 +199,7 @@ function evaluate(text: string, value: string | null): string | null {
 function assignment(line: string, state: State): State | null {
   if (line === `export ${VARIABLE}`) return { value: state.value, exported: state.value !== null || state.exported };
   if (line === `unset ${VARIABLE}`) return { value: null, exported: false };
-  const match = new RegExp(`^(export\\s+)?${VARIABLE}(\\+?)=(.*)$`).exec(line);
+  const match = new RegExp(`^(export${SPACE}+)?${VARIABLE}(\\+?)=(.*)$`).exec(line);
   if (match === null) return null;
   const word = evaluate(match[3] ?? '', state.value);
   if (word === null) return null;
@@ -205,9 +215,13 @@ function suffixCondition(line: string, state: State): boolean | null {
   return needle === null ? null : !(state.value ?? '').includes(needle);
 }
 
+const EXEC = new RegExp(
+  `^exec${SPACE}+(?:-a${SPACE}+(?:"[^"]*"|'[^']*'|[^\\t\\n\\v\\f\\r ]+)${SPACE}+)?("[^"]*"|'[^']*'|[^\\t\\n\\v\\f\\r '"]+)`,
+);
+
 /** The program of an `exec [-a NAME] PROGRAM ARGS…` line, when it is an absolute path written out. */
 function execProgram(line: string): string | null {
-  const match = /^exec\s+(?:-a\s+(?:"[^"]*"|'[^']*'|\S+)\s+)?("[^"]*"|'[^']*'|[^\s'"]+)/.exec(line);
+  const match = EXEC.exec(line);
   const word = match?.[1];
   if (word === undefined) return null;
   const program = evaluate(word, null);
@@ -218,7 +232,7 @@ function execProgram(line: string): string | null {
  * The program a shell script runs and the LD_LIBRARY_PATH it gets, given the value the script starts
  * with (null: unset); null when the text is not a script (no `#!`).
  */
-export function readShellWrapper(text: string, start: string | null): WrapperReading | null {
+export function readShellWrapper(text: ByteString, start: ByteString | null): WrapperReading | null {
   if (!text.startsWith('#!')) return null;
   const lines = text.split('\n');
   let state: State = { value: start, exported: start !== null };
@@ -227,7 +241,7 @@ export function readShellWrapper(text: string, start: string | null): WrapperRea
   // The open `if` blocks: whether each one's body runs (null: a condition this reading does not follow).
   const blocks: (boolean | null)[] = [];
   for (const raw of lines.slice(1)) {
-    const line = raw.trim();
+    const line = raw.replace(AROUND, '');
     if (line === '' || line.startsWith('#')) continue;
     if (line === 'fi') {
       blocks.pop();
@@ -252,5 +266,14 @@ export function readShellWrapper(text: string, start: string | null): WrapperRea
     if (next === null || blocks.includes(null)) unfollowed.push(line);
     else if (blocks.every((runs) => runs === true)) state = next;
   }
-  return { shebang: lines[0] ?? '', program, ldLibraryPath: state.exported ? state.value : null, unfollowed };
+  // Sound: each of these is made of chars of `text` and of `start` (words with their quotes and
+  // expansions evaluated, lines without their white space), byte strings both, so is one too.
+  const bytes = (value: string): ByteString => value as ByteString;
+  const ldLibraryPath = state.exported ? state.value : null;
+  return {
+    shebang: bytes(lines[0] ?? ''),
+    program: program === null ? null : bytes(program),
+    ldLibraryPath: ldLibraryPath === null ? null : bytes(ldLibraryPath),
+    unfollowed: unfollowed.map(bytes),
+  };
 }

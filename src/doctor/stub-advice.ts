@@ -24,7 +24,7 @@ export function stubAdvice(stub: LinkMap, namespace: LinkNamespace): string {
     const entry = searchListOf(owner, namespace)?.entries.find((e) => e.directory !== null && directory.startsWith(e.directory));
     if (entry !== undefined) {
       const pattern = nixpkgsStubs(entry.entry) ? [] : ['--stubs-pattern', quoted(text(entry.entry))];
-      const command = ['cuda-patchelf', 'apply', quoted(text(owner.facts.hostPath)), '--remove-stubs', ...pattern].join(' ');
+      const command = ['cuda-patchelf', 'apply', quoted(owner.facts.hostPath), '--remove-stubs', ...pattern].join(' ');
       return `take the stubs directory out of the runpath of ${text(owner.path)}, so that the driver's libcuda is found: ${command}`;
     }
   }

@@ -5,7 +5,7 @@
 
 import { endianness } from 'node:os';
 import { basename, join } from 'node:path';
-import { byteStringToText, withFileByteSource } from '../elf/elf.js';
+import { asciiByteString, byteStringToText, withFileByteSource } from '../elf/elf.js';
 import type { DriverVersion } from '../doctor/driver-version.js';
 import { driverVersionInName, liesInCompatDirectory } from '../doctor/libcuda-facts.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
@@ -62,7 +62,7 @@ export async function driverInCache(cachePath: string, abi: MachineAbi): Promise
       problem: `there is no loader cache at ${cachePath} to find the NVIDIA driver through; name its directory with --from`,
     };
   const cache = await withFileByteSource(cachePath, (source) => readLdCache(source, endianness() === 'LE'));
-  const found = lookUpCache(cache, LIBCUDA, plainEntries(abi));
+  const found = lookUpCache(cache, asciiByteString(LIBCUDA), plainEntries(abi));
   if (found === null)
     return {
       found: false,

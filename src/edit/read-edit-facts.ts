@@ -5,6 +5,7 @@ import { CudaPatchelfError, malformedInput } from '../errors/cuda-patchelf-error
 import {
   ADDRESS_TAGS,
   type ByteSource,
+  byteStringToText,
   checkRange,
   DT,
   type DynamicArray,
@@ -103,7 +104,7 @@ export async function readEditFacts(image: ElfImage, purpose: 'plan' | 'check' =
     if (!nextToTable || !inFile || section.sh_type === SHT.SHT_NOBITS || !tagged.has(section.sh_addr)) continue;
     relocatableSections.push({
       offset: section.sh_offset,
-      bytes: await bytesOf(section.sh_offset, section.sh_size, `section ${section.name}`),
+      bytes: await bytesOf(section.sh_offset, section.sh_size, `section ${byteStringToText(section.name)}`),
     });
   }
   // The table grows by one entry at most: the planner looks that far past it for room.

@@ -1,7 +1,9 @@
 // patchelf --shrink-rpath: keep only the runpath directories that hold a needed library of the same
 // machine (relative entries such as $ORIGIN are always kept), optionally only under allowed prefixes.
 
-import { byteStringToText, ElfFile, joinRunpath, splitRunpath } from '../elf/elf.js';
+import { asciiByteString, type ByteString, byteStringToText, concatByteStrings, ElfFile, joinRunpath, splitRunpath } from '../elf/elf.js';
+
+const SLASH = asciiByteString('/');
 
 /** The e_machine of the ELF file at `path`; null for a file that is missing, not ELF or unreadable. */
 async function machineOf(path: string): Promise<number | null> {
@@ -12,13 +14,13 @@ async function machineOf(path: string): Promise<number | null> {
 }
 
 export async function shrinkRunpath(
-  runpath: string | null,
-  needed: readonly string[],
+  runpath: ByteString | null,
+  needed: readonly ByteString[],
   machine: number,
-  allowedPrefixes: readonly string[],
-): Promise<string> {
-  const found = new Set<string>();
-  const kept: string[] = [];
+  allowedPrefixes: readonly ByteString[],
+): Promise<ByteString> {
+  const found = new Set<ByteString>();
+  const kept: ByteString[] = [];
   for (const dir of splitRunpath(runpath)) {
     // An empty entry means the current directory to the loader; patchelf drops it.
     if (dir === '') continue;
@@ -30,7 +32,7 @@ export async function shrinkRunpath(
     let useful = false;
     for (const library of needed) {
       if (found.has(library)) continue;
-      if ((await machineOf(byteStringToText(`${dir}/${library}`))) === machine) {
+      if ((await machineOf(byteStringToText(concatByteStrings(dir, SLASH, library)))) === machine) {
         found.add(library);
         useful = true;
       }

@@ -1,6 +1,7 @@
 // What `cuda-patchelf print` reports about one file: a plain record with stable field names.
 
 import {
+  type ByteString,
   cudaCompatNoteRecord,
   type CudaCompatNoteRecord,
   DF_1_NAMES,
@@ -39,11 +40,12 @@ export interface ElfSummary {
    * interpreter, dynamic entries or runpath to show.
    */
   readonly debugInfo: boolean;
-  readonly interpreter: string | null;
-  readonly soname: string | null;
-  readonly needed: string[];
-  readonly rpath: string | null;
-  readonly runpath: string | null;
+  /** The interpreter path and the dynamic strings, as byte strings. */
+  readonly interpreter: ByteString | null;
+  readonly soname: ByteString | null;
+  readonly needed: ByteString[];
+  readonly rpath: ByteString | null;
+  readonly runpath: ByteString | null;
   /** Names of the DT_FLAGS bits. */
   readonly flags: string[];
   /** Names of the DT_FLAGS_1 bits. */

@@ -7,7 +7,7 @@
 // whether the compat libcuda may be used on a machine; the driver's own libcuda has no such note.
 // A note that cannot be read comes back as a value saying why, never as an exception.
 
-import { byteStringToText } from './byte-string.js';
+import { type ByteString, byteStringToText } from './byte-string.js';
 import { SHT } from './constants.js';
 import type { ElfImage } from './elf-image.js';
 import { readNoteSection } from './notes.js';
@@ -114,7 +114,7 @@ export async function readCudaCompatNote(image: ElfImage): Promise<CudaCompatNot
     (candidate) => candidate.sh_type === SHT.SHT_NOTE && candidate.name === CUDA_COMPAT_NOTE_SECTION,
   );
   if (section === undefined) return { kind: 'absent' };
-  let first: { owner: string; descriptor: Uint8Array } | undefined;
+  let first: { owner: ByteString; descriptor: Uint8Array } | undefined;
   try {
     first = (await readNoteSection(image, section))[0];
   } catch (error) {

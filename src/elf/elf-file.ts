@@ -4,6 +4,7 @@
 
 import type { Stats } from 'node:fs';
 import { FileByteSource } from './byte-source.js';
+import type { ByteString } from './byte-string.js';
 import type { ProgramHeader } from './codec.js';
 import {
   dynamicStringsOf,
@@ -48,7 +49,7 @@ export class ElfFile {
   readonly header: ElfHeader;
   readonly programHeaders: readonly ProgramHeader[];
   /** PT_INTERP's path, as a byte string; null without one. */
-  readonly interpreter: string | null;
+  readonly interpreter: ByteString | null;
   private readonly source: FileByteSource;
 
   private constructor(source: FileByteSource, image: ElfImage) {
@@ -103,12 +104,12 @@ export class ElfFile {
   }
 
   /** The strings of every dynamic entry with this tag (DT_NEEDED…), in file order (Go's DynString). */
-  dynStrings(tag: number): Promise<string[]> {
+  dynStrings(tag: number): Promise<ByteString[]> {
     return this.named(dynamicStringsOf(this.image, tag));
   }
 
   /** The string of the last entry with this tag (DT_SONAME, DT_RUNPATH, DT_RPATH), as the loader keeps it; null without one. */
-  lastDynString(tag: number): Promise<string | null> {
+  lastDynString(tag: number): Promise<ByteString | null> {
     return this.named(lastDynamicString(this.image, tag));
   }
 

@@ -6,7 +6,7 @@
 import { checkRange, type ByteSource } from './byte-source.js';
 import { DYN, EHDR, ElfCodec, PHDR, SHDR, type DynamicEntry, type ElfHeaderFields, type ProgramHeader } from './codec.js';
 import { DT, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELF_MAGIC, EI_NIDENT, PN_XNUM, PT, SHT } from './constants.js';
-import { bytesToByteString } from './byte-string.js';
+import { bytesToByteString, type ByteString } from './byte-string.js';
 import { fileKind, startsWith } from './file-kind.js';
 import { readSectionHeaderTable } from './section-headers.js';
 import { StringTable } from './string-table.js';
@@ -44,7 +44,7 @@ export interface ElfImage {
   readonly programHeaders: readonly ProgramHeader[];
   readonly dynamic: DynamicArray | null;
   /** PT_INTERP's path, as a byte string. */
-  readonly interpreter: string | null;
+  readonly interpreter: ByteString | null;
   /** The dynamic string table (DT_STRTAB/DT_STRSZ), read lazily. */
   readonly dynamicStrings: StringTable | null;
   /**
@@ -253,7 +253,7 @@ async function readInterpreter(
   source: ByteSource,
   programHeaders: readonly ProgramHeader[],
   table: ProgramHeaderTable,
-): Promise<string | null> {
+): Promise<ByteString | null> {
   const ph = onlyHeaderOfType(programHeaders, table, PT.PT_INTERP, 'PT_INTERP');
   if (ph === null) return null;
   const bytes = await source.read(ph.p_offset, ph.p_filesz, 'interpreter path (PT_INTERP)');
@@ -326,7 +326,7 @@ function locateDynamicStrings(
 }
 
 /** The strings of all dynamic entries with this tag (DT_NEEDED, DT_RUNPATH…), in order. */
-export async function dynamicStringsOf(image: ElfImage, tag: number): Promise<string[]> {
+export async function dynamicStringsOf(image: ElfImage, tag: number): Promise<ByteString[]> {
   if (image.dynamic === null) return [];
   const entries = image.dynamic.entries.filter((entry) => entry.d_tag === tag);
   if (entries.length === 0) return [];
@@ -342,6 +342,6 @@ export async function dynamicStringsOf(image: ElfImage, tag: number): Promise<st
  * keeps the last of a repeated tag (glibc's elf_get_dynamic_info stores each over the one before), and
  * patchelf reads that one too.
  */
-export async function lastDynamicString(image: ElfImage, tag: number): Promise<string | null> {
+export async function lastDynamicString(image: ElfImage, tag: number): Promise<ByteString | null> {
   return (await dynamicStringsOf(image, tag)).at(-1) ?? null;
 }

@@ -5,7 +5,21 @@
 
 export { FileByteSource, FileHead, checkRange, dataViewOf, withFileByteSource } from './byte-source.js';
 export type { ByteSource, ReadSeed } from './byte-source.js';
-export { byteStringToBytes, byteStringToText, bytesToByteString, textToByteString } from './byte-string.js';
+export {
+  asciiByteString,
+  byteStringToBytes,
+  byteStringToText,
+  bytesToByteString,
+  concatByteStrings,
+  dirnameBytePath,
+  EMPTY_BYTE_STRING,
+  joinByteStrings,
+  joinBytePath,
+  sliceByteString,
+  splitByteString,
+  textToByteString,
+} from './byte-string.js';
+export type { ByteString } from './byte-string.js';
 export { DYN, EHDR, ElfCodec, PHDR, SHDR, SYM } from './codec.js';
 export type { DynamicEntry, ProgramHeader } from './codec.js';
 export {

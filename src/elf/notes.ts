@@ -2,7 +2,7 @@
 // a descriptor (build IDs, ABI tags, the `.note.dlopen` metadata of https://systemd.io/ELF_DLOPEN_METADATA/).
 
 import { dataViewOf } from './byte-source.js';
-import { bytesToByteString, byteStringToText } from './byte-string.js';
+import { bytesToByteString, byteStringToText, type ByteString } from './byte-string.js';
 import { PT, SHT } from './constants.js';
 import type { ElfImage } from './elf-image.js';
 import { malformedInput } from '../errors/cuda-patchelf-error.js';
@@ -15,7 +15,7 @@ const NOTE_HEADER = 12;
 
 export interface ElfNote {
   /** The owner's name without its NUL, as a byte string: 'GNU', 'FDO'… */
-  readonly owner: string;
+  readonly owner: ByteString;
   readonly type: number;
   /** The descriptor's bytes, a view of the read: copy before changing them. */
   readonly descriptor: Uint8Array;

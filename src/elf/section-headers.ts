@@ -2,6 +2,7 @@
 // but the rewriter keeps `.dynstr`/`.dynamic` headers in step with what it moves, and `print` shows them.
 
 import { checkRange, type ByteSource } from './byte-source.js';
+import { EMPTY_BYTE_STRING, type ByteString } from './byte-string.js';
 import { SHDR, type ElfCodec, type ElfHeaderFields, type SectionHeader } from './codec.js';
 import { SHT } from './constants.js';
 import type { ElfImage } from './elf-image.js';
@@ -16,7 +17,7 @@ const WHOLE_NAME_TABLE = 64 * 1024;
 export interface Section extends SectionHeader {
   readonly index: number;
   /** The name from the section header string table, as a byte string ('' when there is none). */
-  readonly name: string;
+  readonly name: ByteString;
   /** File offset of this section's header (where a rewrite patches it). */
   readonly headerOffset: number;
 }
@@ -45,14 +46,14 @@ export async function readSectionHeaders(image: ElfImage): Promise<Section[]> {
   const entrySize = codec.sizeOf(SHDR);
   const namesIndex = header.e_shstrndx === SHN_XINDEX ? (raw[0]?.sh_link ?? 0) : header.e_shstrndx;
   // The fields go onto the decoded record: a spread into a new literal costs microseconds per section.
-  const section = (sh: SectionHeader, index: number, name: string): Section => {
-    const record = sh as SectionHeader & { index: number; name: string; headerOffset: number };
+  const section = (sh: SectionHeader, index: number, name: ByteString): Section => {
+    const record = sh as SectionHeader & { index: number; name: ByteString; headerOffset: number };
     record.index = index;
     record.name = name;
     record.headerOffset = header.e_shoff + index * entrySize;
     return record;
   };
-  if (namesIndex === 0) return raw.map((sh, index) => section(sh, index, ''));
+  if (namesIndex === 0) return raw.map((sh, index) => section(sh, index, EMPTY_BYTE_STRING));
   const namesHeader = raw[namesIndex];
   if (namesHeader === undefined) throw malformedInput(`e_shstrndx ${namesIndex} is not a section (there are ${raw.length})`);
   if (namesHeader.sh_type === SHT.SHT_NOBITS) throw malformedInput('the section name table has no bytes in the file (SHT_NOBITS)');

@@ -2,7 +2,7 @@
 // string's NUL, until reading string by string would cost more than reading the table once.
 
 import type { ByteSource } from './byte-source.js';
-import { bytesToByteString } from './byte-string.js';
+import { bytesToByteString, sliceByteString, type ByteString } from './byte-string.js';
 import { malformedInput } from '../errors/cuda-patchelf-error.js';
 
 /** First read for one string; most runpaths and sonames fit, longer ones read on in doubling chunks. */
@@ -15,7 +15,7 @@ export class StringTable {
   readonly size: number;
   private readonly source: ByteSource;
   private readonly what: string;
-  private readonly cache = new Map<number, Promise<string>>();
+  private readonly cache = new Map<number, Promise<ByteString>>();
   private whole: Promise<Uint8Array> | null = null;
   /** Bytes read string by string so far: past the table's size, the table is read whole instead. */
   private spent = 0;
@@ -24,7 +24,7 @@ export class StringTable {
    * tails) are slices of one decoded string, so a hostile table with many entries pointing into one
    * long string costs that string once.
    */
-  private readonly byEnd = new Map<number, { start: number; text: string }>();
+  private readonly byEnd = new Map<number, { start: number; text: ByteString }>();
 
   constructor(source: ByteSource, offset: number, size: number, what: string) {
     this.source = source;
@@ -34,7 +34,7 @@ export class StringTable {
   }
 
   /** The NUL-terminated byte string at `index` (an offset into the table). */
-  get(index: number): Promise<string> {
+  get(index: number): Promise<ByteString> {
     let found = this.cache.get(index);
     if (found === undefined) {
       found = this.readString(index);
@@ -49,7 +49,7 @@ export class StringTable {
     return this.whole;
   }
 
-  private async readString(index: number): Promise<string> {
+  private async readString(index: number): Promise<ByteString> {
     if (!Number.isSafeInteger(index) || index < 0 || index >= this.size) {
       throw malformedInput(`string index ${index} is outside the ${this.what} (size ${this.size})`, this.offset);
     }
@@ -73,11 +73,11 @@ export class StringTable {
     throw this.unterminated(index);
   }
 
-  private fromTable(table: Uint8Array, index: number): string {
+  private fromTable(table: Uint8Array, index: number): ByteString {
     const end = table.indexOf(0, index);
     if (end < 0) throw this.unterminated(index);
     const known = this.byEnd.get(end);
-    if (known !== undefined && known.start <= index) return known.text.slice(index - known.start);
+    if (known !== undefined && known.start <= index) return sliceByteString(known.text, index - known.start);
     const text = bytesToByteString(table.subarray(index, end));
     this.byEnd.set(end, { start: index, text });
     return text;
@@ -89,7 +89,7 @@ export class StringTable {
 }
 
 /** The NUL-terminated byte string at `index` of a table held in memory. */
-export function stringAt(table: Uint8Array, index: number, what = 'dynamic string table', fileOffset?: number): string {
+export function stringAt(table: Uint8Array, index: number, what = 'dynamic string table', fileOffset?: number): ByteString {
   if (!Number.isSafeInteger(index) || index < 0 || index >= table.length) {
     throw malformedInput(`string index ${index} is outside the ${what} (size ${table.length})`, fileOffset);
   }

@@ -1,11 +1,17 @@
 // The built-in hooks: what Nixpkgs' autoAddDriverRunpath, autoAddCudaCompatRunpath and the stubs
 // clean-up do to a runpath.
 
+import { asciiByteString, type ByteString, byteStringToText, concatByteStrings } from '../elf/byte-string.js';
 import { EM } from '../elf/constants.js';
 import type { Hook } from './hook.js';
 import { NIXPKGS_STUBS_PATTERNS } from './stubs-pattern.js';
 
 export const DEFAULT_DRIVER_LINK = '/run/opengl-driver';
+const DEFAULT_DRIVER_LINK_BYTES = asciiByteString(DEFAULT_DRIVER_LINK);
+
+const LIB = asciiByteString('/lib');
+const LIB_32 = asciiByteString('-32/lib');
+const COMPAT = asciiByteString('/compat');
 
 /** The built-in hooks that add entries: constraints may name them whether or not they are turned on. */
 export const BUILTIN_HOOK_NAMES: ReadonlySet<string> = new Set(['driver', 'cuda-compat']);
@@ -21,16 +27,18 @@ export const BUILTIN_REMOVAL_HOOK_NAMES: ReadonlySet<string> = new Set(['remove-
  * directory of Nixpkgs' cuda_compat package (`/nix/store/…-cuda12.8-cuda_compat-…/compat`, what the
  * cuda-compat hook adds), and of NVIDIA's cuda-compat packages (`/usr/local/cuda-12.8/compat`).
  */
-export const CUDA_COMPAT_PATTERNS: readonly string[] = ['*cuda_compat*/compat', '*cuda-compat*/compat', '*/cuda*/compat'];
+export const CUDA_COMPAT_PATTERNS: readonly ByteString[] = ['*cuda_compat*/compat', '*cuda-compat*/compat', '*/cuda*/compat'].map(
+  asciiByteString,
+);
 
 /**
  * `driver`: prepends `<driverLink>/lib`. Nixpkgs uses `/run/opengl-driver-32` on i686; here the choice
  * is made per file, so that i386 files in a mixed tree get the 32-bit link.
  */
-export function driverHook(driverLink: string = DEFAULT_DRIVER_LINK): Hook {
+export function driverHook(driverLink: ByteString = DEFAULT_DRIVER_LINK_BYTES): Hook {
   return {
     name: 'driver',
-    transform: { kind: 'prepend', dirs: [`${driverLink}/lib`] },
+    transform: { kind: 'prepend', dirs: [concatByteStrings(driverLink, LIB)] },
     machineDirs: driverMachineDirs(driverLink),
     files: {},
     precedes: [],
@@ -42,11 +50,12 @@ export function driverHook(driverLink: string = DEFAULT_DRIVER_LINK): Hook {
  * `cuda-compat`: prepends `<cudaCompat>/compat`, before the driver's entry: the compat libcuda must be
  * found before the system driver's. Never applied to cuda_compat itself.
  */
-export function cudaCompatHook(cudaCompat: string): Hook {
+export function cudaCompatHook(cudaCompat: ByteString): Hook {
   return {
     name: 'cuda-compat',
-    transform: { kind: 'prepend', dirs: [`${cudaCompat}/compat`] },
-    files: { excludeUnder: [cudaCompat] },
+    transform: { kind: 'prepend', dirs: [concatByteStrings(cudaCompat, COMPAT)] },
+    // The walk's paths are text: the directory is compared with them as text.
+    files: { excludeUnder: [byteStringToText(cudaCompat)] },
     precedes: ['driver'],
     follows: [],
   };
@@ -68,8 +77,8 @@ export function dropCudaCompatHook(): Hook {
   };
 }
 
-function driverMachineDirs(driverLink: string): ReadonlyMap<number, readonly string[]> {
-  return new Map([[EM.EM_386, [`${driverLink}-32/lib`]]]);
+function driverMachineDirs(driverLink: ByteString): ReadonlyMap<number, readonly ByteString[]> {
+  return new Map([[EM.EM_386, [concatByteStrings(driverLink, LIB_32)]]]);
 }
 
 /**
@@ -79,11 +88,15 @@ function driverMachineDirs(driverLink: string): ReadonlyMap<number, readonly str
  * The driver link is needed even when the driver hook is off, as in Nixpkgs. A replacement runs after
  * every other hook (orderHooks), as Nixpkgs' stubs hook does.
  */
-export function removeStubsHook(options: { patterns?: readonly string[]; driverLink?: string } = {}): Hook {
-  const driverLink = options.driverLink ?? DEFAULT_DRIVER_LINK;
+export function removeStubsHook(options: { patterns?: readonly ByteString[]; driverLink?: ByteString } = {}): Hook {
+  const driverLink = options.driverLink ?? DEFAULT_DRIVER_LINK_BYTES;
   return {
     name: 'remove-stubs',
-    transform: { kind: 'replace-matching', patterns: options.patterns ?? NIXPKGS_STUBS_PATTERNS, dirs: [`${driverLink}/lib`] },
+    transform: {
+      kind: 'replace-matching',
+      patterns: options.patterns ?? NIXPKGS_STUBS_PATTERNS,
+      dirs: [concatByteStrings(driverLink, LIB)],
+    },
     machineDirs: driverMachineDirs(driverLink),
     files: {},
     precedes: [],

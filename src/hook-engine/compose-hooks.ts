@@ -2,6 +2,7 @@
 
 import { resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
+import type { ByteString } from '../elf/byte-string.js';
 import { dedupeEntries, joinRunpath, runpathFields, splitRunpath } from '../elf/runpath-list.js';
 import type { FileFacts, FileSelector, Hook, RunpathTransform, TracedEntry } from './hook.js';
 import { normalizeRunpathEntry } from './runpath-entry.js';
@@ -16,7 +17,7 @@ import { stubsMatcher } from './stubs-pattern.js';
 export type Semantics = 'default' | 'nixpkgs-compat';
 
 export interface ComposedRunpath {
-  readonly value: string;
+  readonly value: ByteString;
   readonly entries: readonly TracedEntry[];
   /** The hooks that applied to this file, in order. */
   readonly applied: readonly string[];
@@ -58,19 +59,19 @@ function selects(selector: FileSelector, file: FileFacts): boolean {
 }
 
 /** Nixpkgs substitutes one driver link per derivation; only the default picks one per file's machine. */
-function dirsFor(hook: Hook, file: FileFacts, semantics: Semantics): readonly string[] {
+function dirsFor(hook: Hook, file: FileFacts, semantics: Semantics): readonly ByteString[] {
   if (hook.transform.kind === 'remove-matching' || hook.transform.kind === 'remove-pattern') return [];
   return (semantics === 'default' ? hook.machineDirs?.get(file.machine) : undefined) ?? hook.transform.dirs;
 }
 
 type ReplaceMatching = Extract<RunpathTransform, { kind: 'replace-matching' }>;
-type PatternTransform = Extract<RunpathTransform, { patterns: readonly string[] }>;
+type PatternTransform = Extract<RunpathTransform, { patterns: readonly ByteString[] }>;
 
 /** Compiled once per transform (hooks travel to worker threads as plain data). */
-const matchers = new WeakMap<PatternTransform, (entry: string) => boolean>();
+const matchers = new WeakMap<PatternTransform, (entry: ByteString) => boolean>();
 
 /** The stubs patterns' rules (stubsMatcher) are those of every transform with shell-style patterns. */
-function matcherOf(transform: PatternTransform): (entry: string) => boolean {
+function matcherOf(transform: PatternTransform): (entry: ByteString) => boolean {
   const known = matchers.get(transform);
   if (known !== undefined) return known;
   const matcher = stubsMatcher(transform.patterns);
@@ -93,7 +94,7 @@ function replaceMatching(
   semantics: Semantics,
 ): TracedEntry[] {
   const matches = matcherOf(transform);
-  const spelling = semantics === 'default' ? normalizeRunpathEntry : (dir: string): string => dir;
+  const spelling = semantics === 'default' ? normalizeRunpathEntry : (dir: ByteString): ByteString => dir;
   const replacements = new Set(added.map((entry) => spelling(entry.dir)));
   let replaced = false;
   const result: TracedEntry[] = [];
@@ -157,7 +158,7 @@ function applyHookRuns(entries: TracedEntry[], hook: Hook, file: FileFacts, sema
 export function composeRunpath(
   orderedHooks: readonly Hook[],
   file: FileFacts,
-  current: string | null,
+  current: ByteString | null,
   semantics: Semantics,
   names = 1,
 ): ComposedRunpath | null {
@@ -222,7 +223,7 @@ function foldHooks(
  * trailing entries taken off must compose back to itself. `names` as for composeRunpath: one run
  * gives a file with three names in the trees each hook's entries three times.
  */
-export function isOneHookRun(orderedHooks: readonly Hook[], file: FileFacts, current: string, names = 1): boolean {
+export function isOneHookRun(orderedHooks: readonly Hook[], file: FileFacts, current: ByteString, names = 1): boolean {
   const entries = runpathFields(current);
   const composesBack = (lead: number, trail: number): boolean =>
     composeRunpath(orderedHooks, file, joinRunpath(entries.slice(lead, entries.length - trail)), 'nixpkgs-compat', names)?.value ===

@@ -5,6 +5,7 @@
 // not counted: the driver belongs ahead of them. Whether a directory holds a libcuda.so.1 is for the
 // caller to find out: nothing here touches the disk.
 
+import type { ByteString } from '../elf/byte-string.js';
 import { runpathFields } from '../elf/runpath-list.js';
 import { BUILTIN_DRIVER_HOOK_NAMES } from './builtin-hooks.js';
 import type { Hook, TracedEntry } from './hook.js';
@@ -14,13 +15,13 @@ import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from './stubs-pattern.js';
 const isNixpkgsStubs = stubsMatcher(NIXPKGS_STUBS_PATTERNS);
 
 /** Link-time stubs (some ship a libcuda.so.1 too): a `stubs` directory, or what Nixpkgs' stubs hook matches. */
-function isStubsDirectory(dir: string): boolean {
+function isStubsDirectory(dir: ByteString): boolean {
   return dir.split('/').includes('stubs') || isNixpkgsStubs(dir);
 }
 
 /** Every spelling of the driver's directory the hooks may add (the driver hook's and the stubs replacement's, per machine too). */
-export function driverDirectories(hooks: readonly Hook[]): ReadonlySet<string> {
-  const dirs = new Set<string>();
+export function driverDirectories(hooks: readonly Hook[]): ReadonlySet<ByteString> {
+  const dirs = new Set<ByteString>();
   for (const hook of hooks) {
     if (!BUILTIN_DRIVER_HOOK_NAMES.has(hook.name) || !('dirs' in hook.transform)) continue;
     for (const dir of [...hook.transform.dirs, ...[...(hook.machineDirs?.values() ?? [])].flat()]) dirs.add(normalizeRunpathEntry(dir));
@@ -30,8 +31,8 @@ export function driverDirectories(hooks: readonly Hook[]): ReadonlySet<string> {
 
 /** The driver's directory that a run puts first, and the entries it puts behind it (one spelling each). */
 export interface PutBehindDriver {
-  readonly driver: string;
-  readonly behind: readonly string[];
+  readonly driver: ByteString;
+  readonly behind: readonly ByteString[];
 }
 
 /**
@@ -41,10 +42,10 @@ export interface PutBehindDriver {
  * going over a whole tree passes it memoised: the same entries come back in file after file).
  */
 export function entriesPutBehindDriver(
-  oldRunpath: string | null,
+  oldRunpath: ByteString | null,
   entries: readonly TracedEntry[],
-  driverDirs: ReadonlySet<string>,
-  spell: (entry: string) => string = normalizeRunpathEntry,
+  driverDirs: ReadonlySet<ByteString>,
+  spell: (entry: ByteString) => ByteString = normalizeRunpathEntry,
 ): PutBehindDriver | null {
   const composed = entries.map((entry) => spell(entry.dir));
   const driverAt = composed.findIndex((dir) => driverDirs.has(dir));

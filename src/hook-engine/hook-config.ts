@@ -48,7 +48,7 @@ function transformOf(file: string, name: string, raw: Record<string, unknown>): 
   if (listed.length === 0) throw configError(file, `hook "${name}": ${kind} needs directories, without ':'`);
   const dirs = listed.map((dir) => {
     try {
-      return textToByteString(hookDirectory(dir, `hook "${name}": ${kind} entry`, true));
+      return hookDirectory(dir, `hook "${name}": ${kind} entry`, true);
     } catch (error) {
       throw error instanceof CudaPatchelfError ? configError(file, error.message) : error;
     }

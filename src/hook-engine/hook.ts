@@ -2,25 +2,27 @@
 // stand relative to other hooks' entries in the runpath. The engine (order-hooks.ts, compose-hooks.ts)
 // orders hooks and folds them into one runpath per file; nothing here touches a file.
 
+import type { ByteString } from '../elf/byte-string.js';
+
 /** One runpath entry and the hook that put it there (null: it was in the file already). */
 export interface TracedEntry {
-  readonly dir: string;
+  readonly dir: ByteString;
   readonly hook: string | null;
 }
 
 /** What a hook does to a runpath. Directories are byte strings. */
 export type RunpathTransform =
-  | { readonly kind: 'prepend'; readonly dirs: readonly string[] }
-  | { readonly kind: 'append'; readonly dirs: readonly string[] }
+  | { readonly kind: 'prepend'; readonly dirs: readonly ByteString[] }
+  | { readonly kind: 'append'; readonly dirs: readonly ByteString[] }
   /** Drop entries whose directory contains this path fragment (e.g. `/build/`). */
-  | { readonly kind: 'remove-matching'; readonly fragment: string }
+  | { readonly kind: 'remove-matching'; readonly fragment: ByteString }
   /** Drop entries that, in one spelling (normalizeRunpathEntry), match one of `patterns` (shell-style, see stubs-pattern.ts). */
-  | { readonly kind: 'remove-pattern'; readonly patterns: readonly string[] }
+  | { readonly kind: 'remove-pattern'; readonly patterns: readonly ByteString[] }
   /**
    * Nixpkgs' stubs rule: the first entry matching one of `patterns` (shell-style, see stubs-pattern.ts)
    * becomes `dirs`, unless one of `dirs` came earlier; later matches are dropped.
    */
-  | { readonly kind: 'replace-matching'; readonly patterns: readonly string[]; readonly dirs: readonly string[] };
+  | { readonly kind: 'replace-matching'; readonly patterns: readonly ByteString[]; readonly dirs: readonly ByteString[] };
 
 /** What a hook may know about a file when deciding whether it applies. */
 export interface FileFacts {
@@ -40,7 +42,7 @@ export interface FileSelector {
   readonly include?: readonly string[];
   /** Globs on relative paths that exclude a file. */
   readonly exclude?: readonly string[];
-  /** Absolute directories whose files the hook never touches (cuda_compat itself). */
+  /** Absolute directories whose files the hook never touches (cuda_compat itself): text, as the walk's paths are. */
   readonly excludeUnder?: readonly string[];
 }
 
@@ -49,7 +51,7 @@ export interface Hook {
   /** The transform; `machineDirs` lets a hook pick a directory per machine (see builtin-hooks.ts). */
   readonly transform: RunpathTransform;
   /** Per-machine replacement of `transform`'s dirs (e_machine → dirs). */
-  readonly machineDirs?: ReadonlyMap<number, readonly string[]>;
+  readonly machineDirs?: ReadonlyMap<number, readonly ByteString[]>;
   readonly files: FileSelector;
   /**
    * Hooks (by name) whose entries this hook's entries come before / after in the resulting runpath: its

@@ -4,6 +4,7 @@
 // them (a directory marked missing, a file passed over) stays the search's (link-namespace.ts), so a
 // cached answer leaves every search as the loader's own.
 
+import type { ByteString } from '../elf/elf.js';
 import type { Lookup, SystemRoot } from './system-root.js';
 import type { MachineAbi } from './machine-abi.js';
 import type { ObjectFacts, ObjectFactsCache } from './object-facts.js';
@@ -18,7 +19,7 @@ export type CandidateCheck =
 export class CandidateFiles {
   private readonly root: SystemRoot;
   private readonly objects: ObjectFactsCache;
-  private readonly lookups = new Map<string, Lookup>();
+  private readonly lookups = new Map<ByteString, Lookup>();
   private readonly checks = new Map<string, Promise<CandidateCheck>>();
 
   constructor(root: SystemRoot, objects: ObjectFactsCache) {
@@ -27,7 +28,7 @@ export class CandidateFiles {
   }
 
   /** What `path` names (a directory of a search list), its links followed: root.lookUp, once per path. */
-  lookUp(path: string): Lookup {
+  lookUp(path: ByteString): Lookup {
     let found = this.lookups.get(path);
     if (found === undefined) {
       found = this.root.lookUp(path);
@@ -37,7 +38,7 @@ export class CandidateFiles {
   }
 
   /** What a loader of `abi` makes of the file at `path`: a usable object and its facts, one to go past, or the end of the load. */
-  check(path: string, abi: MachineAbi, littleEndian: boolean): Promise<CandidateCheck> {
+  check(path: ByteString, abi: MachineAbi, littleEndian: boolean): Promise<CandidateCheck> {
     const key = `${abi.machine}/${abi.elfClass}/${littleEndian ? 'le' : 'be'}:${path}`;
     let check = this.checks.get(key);
     if (check === undefined) {
@@ -47,7 +48,7 @@ export class CandidateFiles {
     return check;
   }
 
-  private async checkFile(path: string, abi: MachineAbi, littleEndian: boolean): Promise<CandidateCheck> {
+  private async checkFile(path: ByteString, abi: MachineAbi, littleEndian: boolean): Promise<CandidateCheck> {
     const found = verifyPath(this.root, path);
     if ('kind' in found) return found.kind === 'fatal' ? found : { kind: 'next', errno: found.errno, reason: found.reason };
     const known = await this.objects.tryGet(found.hostPath, found.stats);

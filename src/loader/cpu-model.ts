@@ -6,16 +6,18 @@
 // architecture), which is assumed, and for what a loader does not list.
 
 import { readFileSync } from 'node:fs';
+import { asciiByteString, type ByteString, concatByteStrings, EMPTY_BYTE_STRING, joinByteStrings } from '../elf/elf.js';
 import type { LoaderCpuView } from './loader-help.js';
 import type { MachineAbi } from './machine-abi.js';
 
+/** The names are byte strings: directory names, as the loader's own help prints them. */
 export interface CpuModel {
   /** $PLATFORM (GLRO(dl_platform)). */
-  readonly platform: string;
+  readonly platform: ByteString;
   /** glibc-hwcaps subdirectories this CPU can use, best first (x86-64-v4, v3, v2). */
-  readonly glibcHwcaps: readonly string[];
+  readonly glibcHwcaps: readonly ByteString[];
   /** Legacy hwcap subdirectory names in glibc's order: hwcap names by bit, then the platform, then tls. */
-  readonly legacyNames: readonly string[];
+  readonly legacyNames: readonly ByteString[];
   /** Legacy hwcap bits the loader accepts in a cache entry (hwcaps it has, platform bits, the TLS bit). */
   readonly acceptedHwcapBits: bigint;
   readonly platformMask: bigint;
@@ -27,6 +29,8 @@ export interface CpuModel {
 }
 
 const TLS_BIT = 1n << 63n;
+const TLS = asciiByteString('tls');
+const SLASH = asciiByteString('/');
 /** sysdeps/x86/dl-procinfo: platform bits start at 48, in the order i586, i686, haswell, xeon_phi. */
 const X86_PLATFORMS = ['i586', 'i686', 'haswell', 'xeon_phi'];
 const X86_PLATFORM_MASK = 0xfn << 48n;
@@ -68,10 +72,10 @@ export function readCpuInfo(path = '/proc/cpuinfo'): CpuInfo | null {
 
 function x86Model(abi: MachineAbi, cpu: CpuInfo): CpuModel {
   const has = (...flags: string[]): boolean => flags.every((flag) => cpu.flags.has(flag));
-  const levels: string[] = [];
+  const levels: ByteString[] = [];
   for (const level of X86_LEVELS) {
     if (!has(...level.flags)) break;
-    levels.push(level.name);
+    levels.push(asciiByteString(level.name));
   }
   // Intel CPUs get a platform of their own and the avx512_1 hwcap (sysdeps/x86/cpu-features.c).
   let platform = abi.platform;
@@ -84,17 +88,17 @@ function x86Model(abi: MachineAbi, cpu: CpuInfo): CpuModel {
       } else if (has('avx512bw', 'avx512dq', 'avx512vl')) hwcaps |= HWCAP_X86_AVX512_1;
     }
     if (intelPlatform === null && has('avx2', 'fma', 'bmi1', 'bmi2', 'abm', 'movbe', 'popcnt')) intelPlatform = 'haswell';
-    if (intelPlatform !== null) platform = intelPlatform;
+    if (intelPlatform !== null) platform = asciiByteString(intelPlatform);
   }
   const platformIndex = X86_PLATFORMS.indexOf(platform);
   return {
     platform,
     glibcHwcaps: [...levels].reverse(),
     legacyNames: [
-      ...((hwcaps & HWCAP_X86_64) !== 0n ? ['x86_64'] : []),
-      ...((hwcaps & HWCAP_X86_AVX512_1) !== 0n ? ['avx512_1'] : []),
+      ...((hwcaps & HWCAP_X86_64) !== 0n ? [asciiByteString('x86_64')] : []),
+      ...((hwcaps & HWCAP_X86_AVX512_1) !== 0n ? [asciiByteString('avx512_1')] : []),
       platform,
-      'tls',
+      TLS,
     ],
     acceptedHwcapBits: hwcaps | X86_PLATFORM_MASK | TLS_BIT,
     platformMask: X86_PLATFORM_MASK,
@@ -113,12 +117,12 @@ export function cpuModel(abi: MachineAbi, native: boolean, cpu: CpuInfo | null):
   if (abi.name === 'x86_64' && native && cpu !== null) return x86Model(abi, cpu);
   const atomics = abi.name === 'aarch64' && (!native || cpu === null || cpu.flags.has('atomics'));
   const hwcaps = atomics ? HWCAP_AARCH64_ATOMICS : abi.name === 'x86_64' ? HWCAP_X86_64 : 0n;
-  const names = atomics ? ['atomics'] : abi.name === 'x86_64' ? ['x86_64'] : [];
+  const names = (atomics ? ['atomics'] : abi.name === 'x86_64' ? ['x86_64'] : []).map(asciiByteString);
   const x86 = abi.name !== 'aarch64';
   return {
     platform: abi.platform,
     glibcHwcaps: [],
-    legacyNames: [...names, abi.platform, 'tls'],
+    legacyNames: [...names, abi.platform, TLS],
     acceptedHwcapBits: hwcaps | (x86 ? X86_PLATFORM_MASK : 0n) | TLS_BIT,
     platformMask: x86 ? X86_PLATFORM_MASK : 0n,
     platformBit: x86 && X86_PLATFORMS.includes(abi.platform) ? 1n << BigInt(48 + X86_PLATFORMS.indexOf(abi.platform)) : null,
@@ -154,7 +158,7 @@ export function cpuModelOfLoader(abi: MachineAbi, view: LoaderCpuView, table: Cp
   return {
     platform,
     glibcHwcaps,
-    legacyNames: [...hwcapNames, platform, 'tls'],
+    legacyNames: [...hwcapNames, platform, TLS],
     acceptedHwcapBits: hwcaps | (x86 ? X86_PLATFORM_MASK : 0n) | TLS_BIT,
     platformMask: x86 ? X86_PLATFORM_MASK : 0n,
     platformBit: x86 && platformIndex >= 0 ? 1n << BigInt(48 + platformIndex) : null,
@@ -167,12 +171,15 @@ export function cpuModelOfLoader(abi: MachineAbi, view: LoaderCpuView, table: Cp
  * The legacy hwcap subdirectories glibc before 2.37 tries in each directory, best first: every
  * combination of the names, the last name outermost (tls/x86_64/x86_64, tls/x86_64, …, x86_64, '').
  */
-export function legacySubdirectories(names: readonly string[]): string[] {
-  const result: string[] = [];
+export function legacySubdirectories(names: readonly ByteString[]): ByteString[] {
+  const result: ByteString[] = [];
   for (let mask = (1 << names.length) - 1; mask >= 0; mask--) {
-    const parts: string[] = [];
-    for (let bit = names.length - 1; bit >= 0; bit--) if ((mask & (1 << bit)) !== 0) parts.push(names[bit] as string);
-    result.push(parts.length === 0 ? '' : `${parts.join('/')}/`);
+    const parts: ByteString[] = [];
+    for (let bit = names.length - 1; bit >= 0; bit--) {
+      const name = names[bit];
+      if ((mask & (1 << bit)) !== 0 && name !== undefined) parts.push(name);
+    }
+    result.push(parts.length === 0 ? EMPTY_BYTE_STRING : concatByteStrings(joinByteStrings(parts, SLASH), SLASH));
   }
   return result;
 }

@@ -4,7 +4,7 @@
 // of every DT_NEEDED.
 
 import { readFileSync } from 'node:fs';
-import { type ElfFile, textToByteString } from '../elf/elf.js';
+import { type ByteString, bytesToByteString, type ElfFile, splitByteString } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { EmulatedLoader, LoaderRegistry } from './emulated-loader.js';
 import { LinkMap, originOf } from './link-map.js';
@@ -15,7 +15,7 @@ import type { ObjectFacts } from './object-facts.js';
 
 export interface InterpreterState {
   /** PT_INTERP, or the machine's loader for a library. */
-  readonly path: string;
+  readonly path: ByteString;
   /** False when PT_INTERP names no file: the kernel cannot start the program at all. */
   readonly found: boolean;
 }
@@ -36,13 +36,11 @@ export interface LoadEmulation {
  * The names in the loader's preload file (rtld.c: separated by blanks, tabs, newlines and colons); a
  * missing file is the usual case. A preload the loader cannot find is ignored with a message, not fatal.
  */
-function preloadNames(root: SystemRoot, path: string): string[] {
+function preloadNames(root: SystemRoot, path: ByteString): ByteString[] {
   const found = root.lookUp(path);
   if (!found.ok || !found.stats.isFile()) return [];
   try {
-    return textToByteString(readFileSync(found.hostPath, 'utf8'))
-      .split(/[: \t\n]/)
-      .filter((name) => name !== '');
+    return splitByteString(bytesToByteString(readFileSync(found.hostPath)), /[: \t\n]/).filter((name) => name !== '');
   } catch {
     return [];
   }
@@ -73,7 +71,7 @@ async function loaderFor(
  * The object a load starts from: a program (it has PT_INTERP) as the kernel maps it, $ORIGIN from its
  * real path; a library as `ld.so --list LIB` or a dlopen by path opens it, $ORIGIN from `path`.
  */
-export function startingMap(root: SystemRoot, path: string, facts: ObjectFacts): LinkMap {
+export function startingMap(root: SystemRoot, path: ByteString, facts: ObjectFacts): LinkMap {
   const kind = facts.interpreter === null ? 'library' : 'program';
   const real = root.realPath(path);
   return new LinkMap({
@@ -94,7 +92,7 @@ export function startingMap(root: SystemRoot, path: string, facts: ObjectFacts):
  * Loads the dynamic ELF file `file` (a file doctor was asked about, open AS_THE_LOADER_READS) in an
  * emulated namespace, with `ldLibraryPath` (a byte string; null: unset) as the process's LD_LIBRARY_PATH.
  */
-export async function emulateLoad(file: ElfFile, registry: LoaderRegistry, ldLibraryPath: string | null): Promise<LoadEmulation> {
+export async function emulateLoad(file: ElfFile, registry: LoaderRegistry, ldLibraryPath: ByteString | null): Promise<LoadEmulation> {
   const hostPath = file.path;
   const { root } = registry.settings;
   const path = root.pathOf(hostPath);

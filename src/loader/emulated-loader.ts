@@ -3,7 +3,16 @@
 // lists it, for this machine's architecture), the subdirectories it tries in every directory and its
 // ld.so.cache.
 
-import { withElfFile, withFileByteSource } from '../elf/elf.js';
+import {
+  asciiByteString,
+  type ByteString,
+  byteStringToText,
+  concatByteStrings,
+  EMPTY_BYTE_STRING,
+  sliceByteString,
+  withElfFile,
+  withFileByteSource,
+} from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { CandidateFiles } from './candidate-files.js';
 import { legacySubdirectories, cpuModel, cpuModelOfLoader, type CpuInfo, type CpuModel } from './cpu-model.js';
@@ -18,7 +27,7 @@ import type { SystemRoot } from './system-root.js';
 export interface EmulationSettings {
   readonly root: SystemRoot;
   /** LD_LIBRARY_PATH of the emulated process; null when it is not set. */
-  readonly ldLibraryPath: string | null;
+  readonly ldLibraryPath: ByteString | null;
   /** The ABI of the machine doctor runs on: its CPU is the emulated one for that ABI. */
   readonly hostAbi: MachineAbi | null;
   readonly cpuInfo: CpuInfo | null;
@@ -26,7 +35,7 @@ export interface EmulationSettings {
 
 export interface CacheState {
   /** The cache file as the loader names it. */
-  readonly path: string;
+  readonly path: ByteString;
   /** Null when there is no cache file (the loader then goes on without one). */
   readonly cache: LdCache | null;
 }
@@ -35,22 +44,25 @@ export interface EmulatedLoader {
   readonly abi: MachineAbi;
   readonly littleEndian: boolean;
   /** The loader's path as programs name it (PT_INTERP). */
-  readonly path: string;
+  readonly path: ByteString;
   /** The loader file as an object of the namespace (ld.so is always loaded, under its soname too). */
   readonly object: ObjectFacts;
   readonly facts: LoaderFacts;
   readonly cpu: CpuModel;
   /** Tried in every directory, best first, ending with '' (the directory itself). */
-  readonly subdirectories: readonly string[];
+  readonly subdirectories: readonly ByteString[];
   readonly cacheTarget: CacheLookupTarget;
   cache(): Promise<CacheState>;
 }
 
 /** glibc-hwcaps subdirectories came with glibc 2.33; legacy hwcap subdirectories went with 2.37 (unknown: the newest behaviour). */
-function subdirectoriesFor(facts: LoaderFacts, cpu: CpuModel): string[] {
+const GLIBC_HWCAPS = asciiByteString('glibc-hwcaps/');
+const SLASH = asciiByteString('/');
+
+function subdirectoriesFor(facts: LoaderFacts, cpu: CpuModel): ByteString[] {
   const version = facts.glibc === null ? Infinity : facts.glibc.major * 1000 + facts.glibc.minor;
-  const named = version >= 2033 ? cpu.glibcHwcaps.map((name) => `glibc-hwcaps/${name}/`) : [];
-  return [...named, ...(version < 2037 ? legacySubdirectories(cpu.legacyNames) : [''])];
+  const named = version >= 2033 ? cpu.glibcHwcaps.map((name) => concatByteStrings(GLIBC_HWCAPS, name, SLASH)) : [];
+  return [...named, ...(version < 2037 ? legacySubdirectories(cpu.legacyNames) : [EMPTY_BYTE_STRING])];
 }
 
 function cacheTargetFor(abi: MachineAbi, cpu: CpuModel): CacheLookupTarget {
@@ -75,17 +87,22 @@ function cpuOf(settings: EmulationSettings, abi: MachineAbi, loaderHostPath: str
   const native = settings.hostAbi?.name === abi.name;
   const table = cpuModel(abi, native, settings.cpuInfo);
   if (!native) return table;
-  const help = runLoaderHelp(settings.root.isHost ? loaderHostPath : abi.defaultLoader);
+  const help = runLoaderHelp(settings.root.isHost ? loaderHostPath : byteStringToText(abi.defaultLoader));
   const view = help === null ? null : parseLoaderHelp(help);
   return view === null ? { ...table, source: 'assumed' } : cpuModelOfLoader(abi, view, table);
 }
 
-async function readCacheState(root: SystemRoot, path: string, littleEndian: boolean): Promise<CacheState> {
+/** A file of the emulated system as an error names it: its path on this machine, the root's directory before it. */
+function hostFileName(root: SystemRoot, path: ByteString): string {
+  return root.isHost ? byteStringToText(path) : `${root.hostRoot}${byteStringToText(path)}`;
+}
+
+async function readCacheState(root: SystemRoot, path: ByteString, littleEndian: boolean): Promise<CacheState> {
   const found = root.lookUp(path);
   if (!found.ok && (found.code === 'ENOENT' || found.code === 'ENOTDIR')) return { path, cache: null };
   if (!found.ok)
     throw new CudaPatchelfError('io', `cannot read the loader's cache (${found.code}); doctor cannot tell what ld.so finds through it`, {
-      file: root.isHost ? path : `${root.hostRoot}${path}`,
+      file: hostFileName(root, path),
     });
   return { path, cache: await withFileByteSource(found.hostPath, (source) => readLdCache(source, littleEndian)) };
 }
@@ -105,7 +122,7 @@ export class LoaderRegistry {
   }
 
   /** The loader at `path` (a PT_INTERP), for objects of `abi`; an io error when it is not there. */
-  loaderAt(path: string, abi: MachineAbi, littleEndian: boolean): Promise<EmulatedLoader> {
+  loaderAt(path: ByteString, abi: MachineAbi, littleEndian: boolean): Promise<EmulatedLoader> {
     const key = `${abi.name}:${path}`;
     let loader = this.loaders.get(key);
     if (loader === undefined) {
@@ -120,7 +137,7 @@ export class LoaderRegistry {
    * interpreter at hand): its facts assumed from the Debian layout (loader-facts.ts), the CPU from the
    * table, and no cache: what it would find there is not known here.
    */
-  assumedLoader(path: string, abi: MachineAbi, littleEndian: boolean): EmulatedLoader {
+  assumedLoader(path: ByteString, abi: MachineAbi, littleEndian: boolean): EmulatedLoader {
     const facts = assumedLoaderFacts(abi);
     const cpu = cpuModel(abi, false, null);
     return {
@@ -136,7 +153,7 @@ export class LoaderRegistry {
     };
   }
 
-  private async readLoader(path: string, abi: MachineAbi, littleEndian: boolean): Promise<EmulatedLoader> {
+  private async readLoader(path: ByteString, abi: MachineAbi, littleEndian: boolean): Promise<EmulatedLoader> {
     const { root } = this.settings;
     const found = root.lookUp(path);
     if (!found.ok) {
@@ -146,11 +163,12 @@ export class LoaderRegistry {
       // Named by the loader, not by the file that needs it: every file of that machine fails the same
       // way, and the command says a line once however many files it fails (doctor-command.ts).
       throw new CudaPatchelfError('io', `no dynamic loader there (${found.code})${hint}`, {
-        file: root.isHost ? path : `${root.hostRoot}${path}`,
+        file: hostFileName(root, path),
       });
     }
     const real = root.realPath(path);
-    const ownDirectory = typeof real === 'string' ? `${real.slice(0, real.lastIndexOf('/'))}/` : '';
+    const ownDirectory =
+      typeof real === 'string' ? concatByteStrings(sliceByteString(real, 0, real.lastIndexOf('/')), SLASH) : EMPTY_BYTE_STRING;
     // The loader file is also an object of every namespace: its facts come from the same open. A file
     // that reads as a loader reads the same AS_THE_LOADER_READS (only a PT_DYNAMIC without bytes differs).
     const { facts, object } = await withElfFile(found.hostPath, async (file) => ({

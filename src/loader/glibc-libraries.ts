@@ -2,7 +2,9 @@
 // else, but a Debian or Ubuntu interpreter's directory (/usr/lib/<triplet>) holds every library of the
 // system. There, only glibc's own libraries are libc's (rule 2 of docs/auto-patchelf.md): a tree's own
 // copy of any other library is never passed over for the system's. doctor leaves glibc's own dlopens
-// (libnss_*, libgcc_s) to glibc.
+// (libnss_*, libgcc_s) to glibc. Names are byte strings, compared with the ASCII names below.
+
+import type { ByteString } from '../elf/elf.js';
 
 /** The sonames glibc installs (2.17 to 2.40), besides the dynamic loader; alpha and ia64 name libc and libm `.so.6.1`. */
 const GLIBC_SONAMES: ReadonlySet<string> = new Set([
@@ -39,7 +41,7 @@ const LOADER = /^ld(?:-linux[-\w]*|64)?\.so\.\d+$/;
 const GLIBC_COMPANION = /^libgcc_s\.so\.\d+$/;
 
 /** Whether a library (by file name) is one glibc installs. */
-export function isGlibcLibrary(name: string): boolean {
+export function isGlibcLibrary(name: ByteString): boolean {
   return GLIBC_SONAMES.has(name) || LOADER.test(name);
 }
 
@@ -51,7 +53,7 @@ const GLIBC_LINK_NAMES: ReadonlySet<string> = new Set([...GLIBC_SONAMES].map((so
  * glibc lib/, and its companion libgcc_s): then every library in it is libc's, as auto-patchelf.py
  * counts them; otherwise only glibc's own are.
  */
-export function holdsOnlyGlibc(libraryNames: Iterable<string>): boolean {
+export function holdsOnlyGlibc(libraryNames: Iterable<ByteString>): boolean {
   for (const name of libraryNames) if (!isGlibcLibrary(name) && !GLIBC_LINK_NAMES.has(name) && !GLIBC_COMPANION.test(name)) return false;
   return true;
 }

@@ -2,6 +2,7 @@
 // step — binary search in ldconfig's order, then among the entries for the name: the machine's ABI
 // flags, glibc-hwcaps entries by subdirectory priority, legacy hwcap and platform bits.
 
+import { type ByteString, EMPTY_BYTE_STRING } from '../elf/elf.js';
 import type { LdCache, LdCacheEntry } from './ld-cache.js';
 
 /** What the lookup needs to know about the loader and the CPU it runs on. */
@@ -11,7 +12,7 @@ export interface CacheLookupTarget {
   /** _dl_cache_check_flags: the flags the loader accepts at all. */
   readonly acceptsFlags: (flags: number) => boolean;
   /** Priority of a glibc-hwcaps subdirectory, 1 the best; 0 when this CPU cannot use it. */
-  readonly glibcHwcapsPriority: (subdirectory: string) => number;
+  readonly glibcHwcapsPriority: (subdirectory: ByteString) => number;
   /** Whether this CPU has the x86 ISA level ldconfig recorded for an entry (always true elsewhere). */
   readonly isaLevelSupported: (level: number) => boolean;
   /** Legacy hwcap bits the loader accepts: (AT_HWCAP & hwcap_mask) | platform bits | the TLS bit. */
@@ -48,7 +49,7 @@ function cacheNameCompare(a: string, b: string): number {
 }
 
 /** The first of the entries for `name`, found by the loader's binary search, or -1. */
-function firstMatch(entries: readonly LdCacheEntry[], name: string): number {
+function firstMatch(entries: readonly LdCacheEntry[], name: ByteString): number {
   let left = 0;
   let right = entries.length - 1;
   while (left <= right) {
@@ -67,9 +68,9 @@ function firstMatch(entries: readonly LdCacheEntry[], name: string): number {
 }
 
 /** The path the loader would try for `name` from the cache, or null when the cache has none for this ABI and CPU. */
-export function lookUpCache(cache: LdCache, name: string, target: CacheLookupTarget): string | null {
+export function lookUpCache(cache: LdCache, name: ByteString, target: CacheLookupTarget): ByteString | null {
   const entries = cache.entries;
-  let best: string | null = null;
+  let best: ByteString | null = null;
   let bestPriority = 0;
   for (let i = firstMatch(entries, name); i >= 0 && i < entries.length; i++) {
     const entry = entries[i] as LdCacheEntry;
@@ -84,7 +85,7 @@ export function lookUpCache(cache: LdCache, name: string, target: CacheLookupTar
       const platform = entry.hwcap & target.platformMask;
       if (platform !== 0n && platform !== target.platformBit) continue;
       if (named) {
-        const priority = target.glibcHwcapsPriority(entry.glibcHwcaps ?? '');
+        const priority = target.glibcHwcapsPriority(entry.glibcHwcaps ?? EMPTY_BYTE_STRING);
         if (priority === 0) continue;
         if (best !== null && priority >= bestPriority) continue;
         bestPriority = priority;

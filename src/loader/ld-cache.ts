@@ -7,7 +7,7 @@
 // new header (new format) or from the end of the old entries (old format); the glibc-hwcaps extension
 // holds file offsets.
 
-import { type ByteSource, dataViewOf, StringTable } from '../elf/elf.js';
+import { type ByteSource, type ByteString, dataViewOf, EMPTY_BYTE_STRING, StringTable } from '../elf/elf.js';
 import { malformedInput } from '../errors/cuda-patchelf-error.js';
 
 const NEW_MAGIC = 'glibc-ld.so.cache1.1';
@@ -35,16 +35,16 @@ export type LdCacheFormat = 'new' | 'old' | 'old+new';
 
 export interface LdCacheEntry {
   /** The soname the loader looks up (a byte string). */
-  readonly key: string;
+  readonly key: ByteString;
   /** The path the loader opens (a byte string). */
-  readonly value: string;
+  readonly value: ByteString;
   /** The ABI: FLAG_ELF_LIBC6 (3) with the machine's bits, e.g. 0x0303 for x86-64, 0x0a03 for aarch64. */
   readonly flags: number;
   readonly osVersion: number;
   /** Legacy hwcap bits, or a glibc-hwcaps reference (see glibcHwcaps); 0 in the old format. */
   readonly hwcap: bigint;
   /** The glibc-hwcaps subdirectory the entry was found in (x86-64-v3…), or null. */
-  readonly glibcHwcaps: string | null;
+  readonly glibcHwcaps: ByteString | null;
   /** The x86 ISA level ldconfig recorded for a glibc-hwcaps entry (0: baseline). */
   readonly isaLevel: number;
 }
@@ -140,7 +140,7 @@ async function readNewFormat(source: ByteSource, start: number, format: LdCacheF
       osVersion: bytes.getUint32(at + 12, littleEndian),
       hwcap,
       // An index past the section gets no subdirectory name: the loader gives it priority 0 (unusable).
-      glibcHwcaps: extension ? (hwcapsNames[Number(hwcap & 0xffffffffn)] ?? '') : null,
+      glibcHwcaps: extension ? (hwcapsNames[Number(hwcap & 0xffffffffn)] ?? EMPTY_BYTE_STRING) : null,
       isaLevel: extension ? high & ISA_LEVEL_MASK : 0,
     });
   }
@@ -152,7 +152,7 @@ async function readNewFormat(source: ByteSource, start: number, format: LdCacheF
  * subdirectories that entries refer to by index. A missing or malformed directory means no named
  * hwcaps, as for the loader (cache_extension_load).
  */
-async function readGlibcHwcapsNames(source: ByteSource, extensionOffset: number, littleEndian: boolean): Promise<string[]> {
+async function readGlibcHwcapsNames(source: ByteSource, extensionOffset: number, littleEndian: boolean): Promise<ByteString[]> {
   if (extensionOffset === 0 || extensionOffset % 4 !== 0 || extensionOffset + 8 > source.size) return [];
   const directory = dataViewOf(await source.read(extensionOffset, 8, 'cache extension directory'));
   if (directory.getUint32(0, littleEndian) !== EXTENSION_MAGIC) return [];
@@ -170,11 +170,11 @@ async function readGlibcHwcapsNames(source: ByteSource, extensionOffset: number,
   if (hwcaps === null || hwcaps.size === 0 || hwcaps.offset % 4 !== 0 || hwcaps.size % 4 !== 0) return [];
   const indices = dataViewOf(await source.read(hwcaps.offset, hwcaps.size, 'glibc-hwcaps extension'));
   const names = new StringTable(source, 0, source.size, 'cache string table');
-  const result: string[] = [];
+  const result: ByteString[] = [];
   for (let at = 0; at < hwcaps.size; at += 4) {
     const index = indices.getUint32(at, littleEndian);
     // A name outside the file gets priority 0 from the loader, as an unknown subdirectory does.
-    result.push(index < source.size ? await names.get(index) : '');
+    result.push(index < source.size ? await names.get(index) : EMPTY_BYTE_STRING);
   }
   return result;
 }

@@ -5,6 +5,7 @@
 // object's own DT_RUNPATH, ld.so.cache, the default directories (DF_1_NODEFLIB skips those two). A
 // file found under a new name that is an object already loaded (same device and inode) is that object.
 
+import { type ByteString, concatByteStrings, EMPTY_BYTE_STRING } from '../elf/elf.js';
 import type { CandidateFiles } from './candidate-files.js';
 import { lookUpCache } from './ld-cache-lookup.js';
 import type { EmulatedLoader, EmulationSettings } from './emulated-loader.js';
@@ -18,12 +19,12 @@ export interface SearchedList {
   readonly rule: 'rpath' | 'ld-library-path' | 'runpath' | 'cache' | 'default';
   /** The object whose DT_RPATH or DT_RUNPATH it is. */
   readonly owner: LinkMap | null;
-  readonly directories: readonly string[];
+  readonly directories: readonly ByteString[];
 }
 
 /** A file the search met and went past: another class or machine, or a cache entry it could not use. */
 export interface PassedOver {
-  readonly path: string;
+  readonly path: ByteString;
   readonly reason: string;
 }
 
@@ -42,11 +43,11 @@ export type Resolution =
       readonly searched: readonly SearchedList[];
     }
   /** The loader stops here: the program does not start, the dlopen fails. */
-  | { readonly kind: 'fatal'; readonly path: string; readonly message: string };
+  | { readonly kind: 'fatal'; readonly path: ByteString; readonly message: string };
 
 export interface Edge {
   readonly from: LinkMap;
-  readonly name: string;
+  readonly name: ByteString;
   readonly resolution: Resolution;
   /** Named by the loader's preload file, not by a DT_NEEDED of `from`. */
   readonly preload: boolean;
@@ -54,9 +55,9 @@ export interface Edge {
 
 /** What a search of a list, or of one directory, found. */
 export type Search =
-  | { readonly kind: 'found'; readonly path: string; readonly directory: string | null; readonly facts: ObjectFacts }
+  | { readonly kind: 'found'; readonly path: ByteString; readonly directory: ByteString | null; readonly facts: ObjectFacts }
   | { readonly kind: 'none' }
-  | { readonly kind: 'fatal'; readonly path: string; readonly message: string };
+  | { readonly kind: 'fatal'; readonly path: ByteString; readonly message: string };
 
 /** What one search for a name has seen so far. */
 interface SearchLog {
@@ -75,13 +76,13 @@ export class LinkNamespace {
   /** Load order: the program, ld.so, then each object as it was loaded. */
   readonly maps: LinkMap[];
   /** Names each object answers to besides its path (l_libname), grown as other names find it. */
-  private readonly names: Map<LinkMap, Set<string>>;
+  private readonly names: Map<LinkMap, Set<ByteString>>;
   /**
    * Per directory (with subdirectory): whether it exists, as the loader caches it. Shared with the
    * namespace's forks: the loader keeps a directory's status for the whole process, and a dlopen that
    * fails leaves what it learned.
    */
-  private readonly directoryStatus: Map<string, boolean>;
+  private readonly directoryStatus: Map<ByteString, boolean>;
   /** The search lists, split once; shared with the forks (they follow from the lists alone). */
   private readonly searchLists: SearchLists;
 
@@ -91,8 +92,8 @@ export class LinkNamespace {
     candidates: CandidateFiles,
     state: {
       maps: LinkMap[];
-      names: Map<LinkMap, Set<string>>;
-      directoryStatus: Map<string, boolean>;
+      names: Map<LinkMap, Set<ByteString>>;
+      directoryStatus: Map<ByteString, boolean>;
       searchLists: SearchLists;
     },
   ) {
@@ -115,7 +116,7 @@ export class LinkNamespace {
     settings: EmulationSettings,
     candidates: CandidateFiles,
     main: LinkMap,
-    directoryStatus = new Map<string, boolean>(),
+    directoryStatus = new Map<ByteString, boolean>(),
   ): LinkNamespace {
     const rtld = new LinkMap({
       name: loader.path,
@@ -129,8 +130,8 @@ export class LinkNamespace {
     });
     // The kernel maps a program: its l_name is "", the name it answers to, not its path (ld.so --list
     // opens a library under the path it is given).
-    const names = new Map<LinkMap, Set<string>>([
-      [main, new Set([main.foundBy.rule === 'program' ? '' : main.name])],
+    const names = new Map<LinkMap, Set<ByteString>>([
+      [main, new Set([main.foundBy.rule === 'program' ? EMPTY_BYTE_STRING : main.name])],
       [rtld, new Set([loader.path])],
     ]);
     const searchLists = new SearchLists(loaderTokens(loader), main, settings.ldLibraryPath);
@@ -160,16 +161,16 @@ export class LinkNamespace {
    * as, or by soname. A query only: glibc adds a soname that matched to the object's names, which
    * spares the next search the comparison and changes no answer.
    */
-  private alreadyLoaded(name: string): LinkMap | null {
+  private alreadyLoaded(name: ByteString): LinkMap | null {
     for (const map of this.maps) {
-      const names = this.names.get(map) as Set<string>;
+      const names = this.names.get(map) as Set<ByteString>;
       if ((map.path === name && map.foundBy.rule !== 'program') || names.has(name) || map.facts.soname === name) return map;
     }
     return null;
   }
 
   /** Whether a directory exists, as the loader caches it; the stat's error code when it does not. */
-  private checkDirectory(directory: string): { readonly exists: boolean; readonly code: string | null } {
+  private checkDirectory(directory: ByteString): { readonly exists: boolean; readonly code: string | null } {
     const known = this.directoryStatus.get(directory);
     if (known !== undefined) return { exists: known, code: null };
     const found = this.candidates.lookUp(directory);
@@ -180,7 +181,7 @@ export class LinkNamespace {
 
   /** One candidate path: usable, passed over (logged when it exists), or the end of the load. */
   private async tryCandidate(
-    path: string,
+    path: ByteString,
     log: SearchLog,
   ): Promise<{ kind: 'found'; facts: ObjectFacts } | { kind: 'next'; errno: string } | { kind: 'fatal'; message: string }> {
     const check = await this.candidates.check(path, this.loader.abi, this.loader.littleEndian);
@@ -196,7 +197,7 @@ export class LinkNamespace {
    * default directories), whatever the namespace has loaded already: what it would get were it the
    * first to ask. Nothing is loaded.
    */
-  async wouldFind(requester: LinkMap, name: string): Promise<Search> {
+  async wouldFind(requester: LinkMap, name: ByteString): Promise<Search> {
     return (await this.search(requester, name, { passedOver: [], searched: [], wrongClass: false })).search;
   }
 
@@ -204,7 +205,7 @@ export class LinkNamespace {
    * What the loader takes for `name` from one directory of a search list (`directory` as the lists spell
    * it, ending in '/'), its hwcaps subdirectories first, as open_path does; nothing is loaded.
    */
-  findInDirectory(name: string, directory: string): Promise<Search> {
+  findInDirectory(name: ByteString, directory: ByteString): Promise<Search> {
     return this.searchDirectories(name, [directory], { passedOver: [], searched: [], wrongClass: false });
   }
 
@@ -212,16 +213,16 @@ export class LinkNamespace {
    * open_path: each directory with each hwcaps subdirectory; a directory that exists but fails otherwise than "no such file" ends
    * the list.
    */
-  private async searchDirectories(name: string, directories: readonly string[], log: SearchLog): Promise<Search> {
+  private async searchDirectories(name: ByteString, directories: readonly ByteString[], log: SearchLog): Promise<Search> {
     for (const directory of directories) {
       let hereAny = false;
       let errno = 'ENOENT';
       for (const subdirectory of this.loader.subdirectories) {
-        const where = directory + subdirectory;
+        const where = concatByteStrings(directory, subdirectory);
         // Relative directories are never marked missing: the working directory may change.
         const relative = !directory.startsWith('/');
         if (!relative && this.directoryStatus.get(where) === false) continue;
-        const path = where + name;
+        const path = concatByteStrings(where, name);
         const tried = await this.tryCandidate(path, log);
         if (tried.kind === 'fatal') return { kind: 'fatal', path, message: tried.message };
         if (tried.kind === 'found') {
@@ -242,7 +243,7 @@ export class LinkNamespace {
     return { kind: 'none' };
   }
 
-  private async searchCache(name: string, nodeflib: boolean, log: SearchLog): Promise<Search> {
+  private async searchCache(name: ByteString, nodeflib: boolean, log: SearchLog): Promise<Search> {
     const { cache } = await this.loader.cache();
     if (cache === null) return { kind: 'none' };
     const cached = lookUpCache(cache, name, this.loader.cacheTarget);
@@ -266,7 +267,7 @@ export class LinkNamespace {
    * names (`requester` is the caller, and the object gets no l_loader), 'dlopen-dependency' for what
    * that object needs (mapped in dlopen's mode: DF_1_NOOPEN refuses it; its l_loader is its requester).
    */
-  async mapObject(requester: LinkMap | null, name: string, mode: MapMode): Promise<Resolution> {
+  async mapObject(requester: LinkMap | null, name: ByteString, mode: MapMode): Promise<Resolution> {
     const dlopen = mode === 'dlopen';
     const known = this.alreadyLoaded(name);
     if (known !== null) return { kind: 'loaded', map: known, how: 'already-loaded', passedOver: [] };
@@ -301,7 +302,7 @@ export class LinkNamespace {
   /** A name with a slash: opened as it is, tokens substituted with the requester's values. */
   private async openPath(
     requester: LinkMap | null,
-    name: string,
+    name: ByteString,
     log: SearchLog,
   ): Promise<{ search: Search; rule: Rule; owner: LinkMap | null }> {
     const { platform, lib } = loaderTokens(this.loader);
@@ -320,12 +321,12 @@ export class LinkNamespace {
   /** The search of a bare name, rule by rule, until one finds it or stops the load. */
   private async search(
     requester: LinkMap | null,
-    name: string,
+    name: ByteString,
     log: SearchLog,
   ): Promise<{ search: Search; rule: Rule; owner: LinkMap | null }> {
     const main = this.main;
     const lists = this.searchLists;
-    const inDirectories = (rule: SearchedList['rule'], owner: LinkMap | null, directories: readonly string[]) => ({
+    const inDirectories = (rule: SearchedList['rule'], owner: LinkMap | null, directories: readonly ByteString[]) => ({
       rule,
       owner,
       directories,

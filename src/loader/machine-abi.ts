@@ -1,7 +1,7 @@
 // The glibc ABIs doctor emulates: what the loader of each machine checks, where it lives, and the
 // Debian multiarch layout assumed when a loader's own facts cannot be read from it.
 
-import { EM, EM_NAMES, nameOf } from '../elf/elf.js';
+import { asciiByteString, type ByteString, EM, EM_NAMES, EMPTY_BYTE_STRING, nameOf } from '../elf/elf.js';
 
 export interface MachineAbi {
   /** As people and ldconfig -p name it: x86_64, aarch64, i386. */
@@ -13,11 +13,11 @@ export interface MachineAbi {
   /** _dl_cache_check_flags: x86-64 and aarch64 accept their own flags only; i386 also plain FLAG_ELF (1). */
   readonly acceptsCacheFlags: (flags: number) => boolean;
   /** Where programs of this machine name their interpreter (PT_INTERP) on a glibc system. */
-  readonly defaultLoader: string;
+  readonly defaultLoader: ByteString;
   /** The Debian multiarch triplet (x86_64-linux-gnu): the default directories and $LIB. */
   readonly multiarch: string;
   /** The kernel's AT_PLATFORM string, glibc's $PLATFORM unless the CPU says otherwise (x86). */
-  readonly platform: string;
+  readonly platform: ByteString;
 }
 
 const ABIS: readonly MachineAbi[] = [
@@ -27,9 +27,9 @@ const ABIS: readonly MachineAbi[] = [
     elfClass: 64,
     cacheFlags: 0x0303,
     acceptsCacheFlags: (flags) => flags === 0x0303,
-    defaultLoader: '/lib64/ld-linux-x86-64.so.2',
+    defaultLoader: asciiByteString('/lib64/ld-linux-x86-64.so.2'),
     multiarch: 'x86_64-linux-gnu',
-    platform: 'x86_64',
+    platform: asciiByteString('x86_64'),
   },
   {
     name: 'aarch64',
@@ -37,9 +37,9 @@ const ABIS: readonly MachineAbi[] = [
     elfClass: 64,
     cacheFlags: 0x0a03,
     acceptsCacheFlags: (flags) => flags === 0x0a03,
-    defaultLoader: '/lib/ld-linux-aarch64.so.1',
+    defaultLoader: asciiByteString('/lib/ld-linux-aarch64.so.1'),
     multiarch: 'aarch64-linux-gnu',
-    platform: 'aarch64',
+    platform: asciiByteString('aarch64'),
   },
   {
     name: 'i386',
@@ -47,9 +47,9 @@ const ABIS: readonly MachineAbi[] = [
     elfClass: 32,
     cacheFlags: 0x0003,
     acceptsCacheFlags: (flags) => flags === 0x0001 || flags === 0x0003,
-    defaultLoader: '/lib/ld-linux.so.2',
+    defaultLoader: asciiByteString('/lib/ld-linux.so.2'),
     multiarch: 'i386-linux-gnu',
-    platform: 'i686',
+    platform: asciiByteString('i686'),
   },
 ];
 
@@ -70,9 +70,9 @@ export function otherAbi(machine: number, elfClass: 32 | 64): MachineAbi {
     elfClass,
     cacheFlags: -1,
     acceptsCacheFlags: () => false,
-    defaultLoader: '',
+    defaultLoader: EMPTY_BYTE_STRING,
     multiarch: '',
-    platform: '',
+    platform: EMPTY_BYTE_STRING,
   };
 }
 
@@ -83,12 +83,12 @@ export function hostAbi(arch: string): MachineAbi | null {
 }
 
 /** Debian's default directories (what `ld.so --help` lists as the system search path). */
-export function debianSystemDirs(abi: MachineAbi): string[] {
+export function debianSystemDirs(abi: MachineAbi): ByteString[] {
   const multiarch = abi.multiarch === '' ? [] : [`/lib/${abi.multiarch}/`, `/usr/lib/${abi.multiarch}/`];
-  return [...multiarch, '/lib/', '/usr/lib/'];
+  return [...multiarch, '/lib/', '/usr/lib/'].map(asciiByteString);
 }
 
 /** The loaders of every emulated ABI: a system root has at least one of them. */
-export function defaultLoaders(): string[] {
+export function defaultLoaders(): ByteString[] {
   return ABIS.map((abi) => abi.defaultLoader);
 }

@@ -4,7 +4,20 @@
 // twice, the loader keeps the last (elf_get_dynamic_info stores each entry over the one before).
 
 import type { Stats } from 'node:fs';
-import { DF_1, DT, EI_NIDENT, type ElfFile, ET, type OpenOptions, PF_X, PT, withElfFile } from '../elf/elf.js';
+import {
+  type ByteString,
+  byteStringToText,
+  DF_1,
+  DT,
+  EI_NIDENT,
+  type ElfFile,
+  ET,
+  type OpenOptions,
+  PF_X,
+  PT,
+  sliceByteString,
+  withElfFile,
+} from '../elf/elf.js';
 import type { HeaderCheck } from './open-verify.js';
 
 export interface ObjectFacts {
@@ -16,12 +29,12 @@ export interface ObjectFacts {
   readonly littleEndian: boolean;
   readonly machine: number;
   readonly type: number;
-  readonly interpreter: string | null;
-  readonly soname: string | null;
-  readonly needed: readonly string[];
+  readonly interpreter: ByteString | null;
+  readonly soname: ByteString | null;
+  readonly needed: readonly ByteString[];
   /** DT_RPATH as the loader uses it: null when the object also has DT_RUNPATH (glibc then ignores DT_RPATH). */
-  readonly rpath: string | null;
-  readonly runpath: string | null;
+  readonly rpath: ByteString | null;
+  readonly runpath: ByteString | null;
   /** DF_1_NODEFLIB: neither the cache nor the default directories for this object's dependencies. */
   readonly nodeflib: boolean;
   /** DF_1_PIE: a position-independent executable, which the loader maps only as the program. */
@@ -100,17 +113,17 @@ async function readObjectFacts(file: ElfFile, fileId: string): Promise<ObjectFac
  * The facts of a loader that is not on this machine (loader-facts.ts assumes its layout): it answers to
  * its own name alone, and no file of this machine is it.
  */
-export function absentLoaderObject(path: string, elfClass: 32 | 64, littleEndian: boolean, machine: number): ObjectFacts {
+export function absentLoaderObject(path: ByteString, elfClass: 32 | 64, littleEndian: boolean, machine: number): ObjectFacts {
   return {
     fileId: `absent:${path}`,
-    hostPath: path,
+    hostPath: byteStringToText(path),
     size: 0,
     elfClass,
     littleEndian,
     machine,
     type: ET.ET_DYN,
     interpreter: null,
-    soname: path.slice(path.lastIndexOf('/') + 1) || null,
+    soname: sliceByteString(path, path.lastIndexOf('/') + 1) || null,
     needed: [],
     rpath: null,
     runpath: null,

@@ -4,6 +4,7 @@
 
 import type { Stats } from 'node:fs';
 import {
+  type ByteString,
   EHDR,
   EI_NIDENT,
   ELFCLASS32,
@@ -169,7 +170,7 @@ export async function verifyFile(found: FoundFile, known: HeaderCheck | null, ab
 }
 
 /** What the loader makes of what `path` names before it reads the file: nothing there, a directory, a device. */
-export function verifyPath(root: SystemRoot, path: string): Exclude<Verdict, { kind: 'usable' }> | FoundFile {
+export function verifyPath(root: SystemRoot, path: ByteString): Exclude<Verdict, { kind: 'usable' }> | FoundFile {
   const found = root.lookUp(path);
   if (!found.ok) return { kind: 'passed-over', errno: found.code, reason: null };
   // open(O_RDONLY) succeeds on a directory; the read of the header then fails with EISDIR.

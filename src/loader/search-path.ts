@@ -3,12 +3,16 @@
 // dropped and one added, an empty entry kept as the directory "" (the working directory: ld.so then
 // tries the bare name), an entry naming an unknown origin dropped, and each directory once per list.
 
+import { asciiByteString, type ByteString, concatByteStrings, EMPTY_BYTE_STRING, sliceByteString, splitByteString } from '../elf/elf.js';
+
+const SLASH = asciiByteString('/');
+
 /** The values the dynamic string tokens stand for in one object's lists. */
 export interface TokenValues {
   /** The directory of the object (l_origin), or null when the loader cannot tell it. */
-  readonly origin: string | null;
-  readonly platform: string;
-  readonly lib: string;
+  readonly origin: ByteString | null;
+  readonly platform: ByteString;
+  readonly lib: ByteString;
 }
 
 /** Length of the token `name` at `input[at]` (just after '$'), braces included, or 0 when it is not that token. */
@@ -22,46 +26,44 @@ function tokenLength(input: string, at: number, name: string): number {
 }
 
 /** One entry with its tokens replaced; null when it names a token without a value (the loader drops it). */
-export function substituteTokens(entry: string, values: TokenValues): string | null {
-  let result = '';
+export function substituteTokens(entry: ByteString, values: TokenValues): ByteString | null {
+  const parts: ByteString[] = [];
+  /** Where the bytes not yet in `parts` start. */
+  let start = 0;
   for (let i = 0; i < entry.length; i++) {
-    if (entry[i] !== '$') {
-      result += entry[i];
-      continue;
-    }
-    const tokens: [string, string | null][] = [
+    if (entry[i] !== '$') continue;
+    const tokens: [string, ByteString | null][] = [
       ['ORIGIN', values.origin],
       ['PLATFORM', values.platform],
       ['LIB', values.lib],
     ];
     const match = tokens.map(([name, value]) => ({ length: tokenLength(entry, i + 1, name), value })).find((t) => t.length > 0);
-    if (match === undefined) {
-      result += '$';
-      continue;
-    }
+    if (match === undefined) continue;
     if (match.value === null) return null;
-    result += match.value;
+    parts.push(sliceByteString(entry, start, i), match.value);
     i += match.length;
+    start = i + 1;
   }
-  return result;
+  parts.push(sliceByteString(entry, start));
+  return concatByteStrings(...parts);
 }
 
 /**
  * The directories of a list (DT_RPATH, DT_RUNPATH: separators ':'; LD_LIBRARY_PATH: ':;'), each ending
  * in '/' or the empty directory, in order, each once.
  */
-export function splitSearchList(list: string, separators: string, values: TokenValues): string[] {
+export function splitSearchList(list: ByteString, separators: string, values: TokenValues): ByteString[] {
   if (list === '') return [];
-  const directories: string[] = [];
-  for (const entry of list.split(new RegExp(`[${separators}]`))) {
-    let directory = '';
+  const directories: ByteString[] = [];
+  for (const entry of splitByteString(list, new RegExp(`[${separators}]`))) {
+    let directory = EMPTY_BYTE_STRING;
     if (entry !== '') {
       const substituted = substituteTokens(entry, values);
       if (substituted === null || substituted === '') continue;
       let length = substituted.length;
       while (length > 1 && substituted[length - 1] === '/') length--;
-      directory = substituted.slice(0, length);
-      if (!directory.endsWith('/')) directory += '/';
+      directory = sliceByteString(substituted, 0, length);
+      if (!directory.endsWith('/')) directory = concatByteStrings(directory, SLASH);
     }
     if (!directories.includes(directory)) directories.push(directory);
   }

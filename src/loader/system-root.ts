@@ -7,7 +7,9 @@
 
 import { lstatSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { byteStringToText, textToByteString } from '../elf/elf.js';
+import { asciiByteString, type ByteString, byteStringToText, concatByteStrings, textToByteString } from '../elf/elf.js';
+
+const SLASH = asciiByteString('/');
 
 /** The kernel's limit on symbolic links followed in one lookup (ELOOP past it). */
 const MAX_LINKS = 40;
@@ -24,15 +26,15 @@ export class SystemRoot {
   /** The root on this machine, absolute; '/' for this machine's own file system. */
   readonly hostRoot: string;
   /** The working directory of the emulated process (relative runpath entries resolve against it), a byte string. */
-  readonly cwd: string;
+  readonly cwd: ByteString;
 
-  constructor(hostRoot: string, cwd: string) {
+  constructor(hostRoot: string, cwd: ByteString) {
     this.hostRoot = resolve(hostRoot);
     this.cwd = cwd;
   }
 
   /** This machine's path of an emulated path, without following links (for messages). */
-  hostPathOf(path: string): string {
+  hostPathOf(path: ByteString): string {
     const text = byteStringToText(this.absolute(path));
     return this.isHost ? text : join(this.hostRoot, text);
   }
@@ -45,12 +47,13 @@ export class SystemRoot {
    * The emulated system's absolute path of a path relative to its working directory (not normalized: '..' after a link is the
    * kernel's business).
    */
-  absolute(path: string): string {
-    return path.startsWith('/') ? path : `${this.cwd.endsWith('/') ? this.cwd : `${this.cwd}/`}${path}`;
+  absolute(path: ByteString): ByteString {
+    if (path.startsWith('/')) return path;
+    return this.cwd.endsWith('/') ? concatByteStrings(this.cwd, path) : concatByteStrings(this.cwd, SLASH, path);
   }
 
   /** The emulated path of a file on this machine, or null when it lies outside the root. */
-  pathOf(hostPath: string): string | null {
+  pathOf(hostPath: string): ByteString | null {
     const absolute = resolve(hostPath);
     if (this.isHost) return textToByteString(absolute);
     const inside = relative(this.hostRoot, absolute);
@@ -59,7 +62,7 @@ export class SystemRoot {
   }
 
   /** The file a path names, its symbolic links followed inside the root; stat's error code when there is none. */
-  lookUp(path: string): Lookup {
+  lookUp(path: ByteString): Lookup {
     const absolute = byteStringToText(this.absolute(path));
     if (this.isHost) {
       try {
@@ -78,7 +81,7 @@ export class SystemRoot {
   }
 
   /** The path with every symbolic link resolved (realpath), as the emulated system names it. */
-  realPath(path: string): string | { readonly ok: false; readonly code: string } {
+  realPath(path: ByteString): ByteString | { readonly ok: false; readonly code: string } {
     const found = this.lookUp(path);
     if (!found.ok) return found;
     // Inside a root the lookup has already resolved every link.

@@ -2,7 +2,7 @@
 // changes, as a person asks for them, turned into the WantedDynamic the planner places. Pure: strings
 // are byte strings.
 
-import { dedupeEntries, DT, joinRunpath, splitRunpath } from '../elf/elf.js';
+import { type ByteString, dedupeEntries, DT, EMPTY_BYTE_STRING, joinRunpath, splitRunpath } from '../elf/elf.js';
 import type { CurrentEntry } from './edit-facts.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import type { WantedDynamic, WantedEntry } from './wanted.js';
@@ -18,14 +18,14 @@ export type RunpathTagPolicy = 'keep' | 'runpath' | 'rpath';
 interface WorkingEntry {
   d_tag: number;
   readonly d_val: number;
-  text: string | null;
+  text: ByteString | null;
   /** The index of the original string, when this entry came from the file. */
   readonly previous: number | null;
 }
 
 const isRunpathTag = (tag: number): boolean => tag === DT.DT_RPATH || tag === DT.DT_RUNPATH;
 
-function checkString(value: string, what: string): void {
+function checkString(value: ByteString, what: string): void {
   if (value.includes('\0')) throw new CudaPatchelfError('usage', `${what} must not contain a NUL byte`);
 }
 
@@ -37,19 +37,19 @@ const INTERPRETER_MAX = 4096;
 
 export class DynamicEditor {
   private readonly entries: WorkingEntry[];
-  private readonly renames = new Map<string, string>();
+  private readonly renames = new Map<ByteString, ByteString>();
   private readonly hasInterpreter: boolean;
-  private interpreterPath: string | null;
+  private interpreterPath: ByteString | null;
 
   /** `interpreter`: the file's PT_INTERP path, null when it has none. */
-  constructor(current: readonly CurrentEntry[], interpreter: string | null) {
+  constructor(current: readonly CurrentEntry[], interpreter: ByteString | null) {
     this.entries = current.map((e) => ({ d_tag: e.d_tag, d_val: e.d_val, text: e.text, previous: e.text === null ? null : e.d_val }));
     this.hasInterpreter = interpreter !== null;
     this.interpreterPath = interpreter;
   }
 
   /** The interpreter path (PT_INTERP, without its NUL), null when the file has none. */
-  interpreter(): string | null {
+  interpreter(): ByteString | null {
     return this.interpreterPath;
   }
 
@@ -57,7 +57,7 @@ export class DynamicEditor {
    * Sets the interpreter path. A file without PT_INTERP (a library, a static program) is refused: a
    * program without one is not loaded through an interpreter, and adding one is not an edit of it.
    */
-  setInterpreter(path: string): void {
+  setInterpreter(path: ByteString): void {
     if (!this.hasInterpreter)
       throw new CudaPatchelfError('unsupported', 'no interpreter (PT_INTERP) to set: the file is a library or statically linked');
     if (path === '') throw new CudaPatchelfError('usage', 'an interpreter path must not be empty');
@@ -76,7 +76,7 @@ export class DynamicEditor {
   }
 
   /** The search path the loader uses: DT_RUNPATH if there is one, else DT_RPATH; null when neither. */
-  runpath(): string | null {
+  runpath(): ByteString | null {
     return (this.last(DT.DT_RUNPATH) ?? this.last(DT.DT_RPATH))?.text ?? null;
   }
 
@@ -85,16 +85,16 @@ export class DynamicEditor {
     return (this.last(DT.DT_RUNPATH) ?? this.last(DT.DT_RPATH))?.d_tag ?? null;
   }
 
-  needed(): string[] {
-    return this.entries.filter((e) => e.d_tag === DT.DT_NEEDED).map((e) => e.text ?? '');
+  needed(): ByteString[] {
+    return this.entries.filter((e) => e.d_tag === DT.DT_NEEDED).map((e) => e.text ?? EMPTY_BYTE_STRING);
   }
 
-  soname(): string | null {
+  soname(): ByteString | null {
     return this.last(DT.DT_SONAME)?.text ?? null;
   }
 
   /** Sets the runpath (null removes DT_RUNPATH and DT_RPATH entirely). */
-  setRunpath(value: string | null, policy: RunpathTagPolicy = 'keep'): void {
+  setRunpath(value: ByteString | null, policy: RunpathTagPolicy = 'keep'): void {
     const existing = this.entries.filter((e) => isRunpathTag(e.d_tag));
     if (value === null) {
       for (const entry of existing) this.entries.splice(this.entries.indexOf(entry), 1);
@@ -118,14 +118,14 @@ export class DynamicEditor {
   }
 
   /** Adds a DT_NEEDED entry before the existing ones (as patchelf does), unless the name is there. */
-  addNeeded(name: string): void {
+  addNeeded(name: ByteString): void {
     checkString(name, 'a needed library name');
     if (this.needed().includes(name)) return;
     const firstNeeded = this.entries.findIndex((e) => e.d_tag === DT.DT_NEEDED);
     this.entries.splice(Math.max(firstNeeded, 0), 0, { d_tag: DT.DT_NEEDED, d_val: 0, text: name, previous: null });
   }
 
-  removeNeeded(name: string): void {
+  removeNeeded(name: ByteString): void {
     for (let i = this.entries.length - 1; i >= 0; i--) {
       const entry = this.entries[i];
       if (entry?.d_tag === DT.DT_NEEDED && entry.text === name) this.entries.splice(i, 1);
@@ -133,7 +133,7 @@ export class DynamicEditor {
   }
 
   /** Renames a DT_NEEDED entry; the version needs that name the library follow. */
-  replaceNeeded(from: string, to: string): void {
+  replaceNeeded(from: ByteString, to: ByteString): void {
     checkString(to, 'a needed library name');
     // A rename to the same name changes nothing; recorded, it would rewrite the version needs' names.
     if (from === to) return;
@@ -159,12 +159,17 @@ export class DynamicEditor {
  * Adds directories to a runpath. With `dedupe`, entries already present are not added again and
  * empty entries are dropped.
  */
-export function addRunpathEntries(value: string | null, dirs: readonly string[], position: 'prepend' | 'append', dedupe: boolean): string {
+export function addRunpathEntries(
+  value: ByteString | null,
+  dirs: readonly ByteString[],
+  position: 'prepend' | 'append',
+  dedupe: boolean,
+): ByteString {
   const old = splitRunpath(value);
   const added = position === 'prepend' ? [...dirs, ...old] : [...old, ...dirs];
   return joinRunpath(dedupe ? dedupeEntries(added) : added);
 }
 
-export function removeRunpathEntries(value: string | null, dirs: readonly string[]): string {
+export function removeRunpathEntries(value: ByteString | null, dirs: readonly ByteString[]): ByteString {
   return joinRunpath(splitRunpath(value).filter((dir) => !dirs.includes(dir)));
 }

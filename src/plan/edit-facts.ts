@@ -2,6 +2,7 @@
 // src/edit/read-edit-facts.ts) so that planning itself is pure.
 
 import {
+  type ByteString,
   type DynamicArray,
   type ElfCodec,
   type ElfHeader,
@@ -27,7 +28,7 @@ export interface InterpreterFact {
   /** p_filesz: the path, its NUL, and any zeros after it. */
   readonly size: number;
   /** The path, as a byte string (without the NUL). */
-  readonly text: string;
+  readonly text: ByteString;
   /**
    * The bytes from p_offset that a new path may take in place: p_filesz when every byte after the
    * path's NUL is zero (room an earlier, longer path left), else the path and its NUL.
@@ -80,7 +81,7 @@ export interface CurrentEntry {
   readonly d_tag: number;
   readonly d_val: number;
   /** The string for string-valued tags, null otherwise. */
-  readonly text: string | null;
+  readonly text: ByteString | null;
 }
 
 export function currentEntries(facts: Pick<EditFacts, 'dynamic' | 'dynstr'>): CurrentEntry[] {

@@ -9,7 +9,10 @@
 // needs a fact read only on request, or no tier fits, it returns that instead of a plan.
 
 import {
+  asciiByteString,
+  type ByteString,
   byteStringToBytes,
+  concatByteStrings,
   DT,
   DYN,
   type DynamicEntry,
@@ -43,8 +46,10 @@ interface WantedChange {
 
 interface VersionNeedRename {
   readonly ref: StringReference;
-  readonly text: string;
+  readonly text: ByteString;
 }
+
+const NUL = asciiByteString('\0');
 
 /**
  * The plan for one file, cheapest tier first, or the decision that only the whole-file rewrite can
@@ -102,7 +107,7 @@ function wantedChange(facts: EditFacts, wanted: WantedDynamic): WantedChange {
   const interpreter =
     old === null || wanted.interpreter === null || wanted.interpreter === old.text
       ? null
-      : { old, bytes: byteStringToBytes(`${wanted.interpreter}\0`) };
+      : { old, bytes: byteStringToBytes(concatByteStrings(wanted.interpreter, NUL)) };
   return { entries, renames, interpreter };
 }
 
@@ -142,7 +147,7 @@ function tablesMove(facts: EditFacts, change: WantedChange): boolean {
   if (outgrowsSlots(facts, change.entries.length)) return true;
   const table = facts.dynstr.bytes;
   const buffer = Buffer.from(table.buffer, table.byteOffset, table.byteLength);
-  return change.entries.some((entry) => isStringEntry(entry) && buffer.indexOf(byteStringToBytes(`${entry.text}\0`)) < 0);
+  return change.entries.some((entry) => isStringEntry(entry) && buffer.indexOf(byteStringToBytes(concatByteStrings(entry.text, NUL))) < 0);
 }
 
 /** The new string table: what stays referenced, what is released, what must be placed. */

@@ -1,7 +1,7 @@
 // The section headers of what an edit moved, and the .symtab symbols defined in those sections: tools
 // only (readelf, strip, debuggers), never the loader, so they come after the cleanup (plan.ts).
 
-import { dataViewOf, type Section, SHDR, SHT, SYM } from '../elf/elf.js';
+import { byteStringToText, dataViewOf, type Section, SHDR, SHT, SYM } from '../elf/elf.js';
 import type { EditFacts } from './edit-facts.js';
 import type { PlannedWrite } from './plan.js';
 import type { SectionRepair } from './resume-edit.js';
@@ -41,7 +41,8 @@ export function sectionWrites(facts: EditFacts, moves: SectionMoves): PlannedWri
     if (fields.sh_addr !== undefined && fields.sh_addr !== section.sh_addr) moved.set(section.index, fields.sh_addr - section.sh_addr);
   };
   // Repairs first: a header this edit moves again is written once more, later in the same phase.
-  for (const { section, fields } of moves.repairs) update(section, fields, `section header of ${section.name}, as the tags say`);
+  for (const { section, fields } of moves.repairs)
+    update(section, fields, `section header of ${byteStringToText(section.name)}, as the tags say`);
   for (const section of facts.sections) {
     if (moves.interpreter !== null && isInterpreterSection(section)) {
       update(
@@ -74,7 +75,7 @@ export function sectionWrites(facts: EditFacts, moves: SectionMoves): PlannedWri
         update(
           section,
           { sh_offset: section.sh_offset + (range.to - range.from), sh_addr: section.sh_addr + range.vaddrDelta },
-          `section header of ${section.name}`,
+          `section header of ${byteStringToText(section.name)}`,
         );
       }
     }

@@ -3,7 +3,7 @@
 // (which makes the table move or grow). Strings nothing refers to any more are zeroed, so that no
 // dead store path lingers in the file.
 
-import { byteStringToBytes } from '../elf/elf.js';
+import { type ByteString, byteStringToBytes } from '../elf/elf.js';
 
 /** A half-open byte range [start, end) of the table. */
 export interface Range {
@@ -12,14 +12,14 @@ export interface Range {
 }
 
 export interface StringRequest {
-  readonly text: string;
+  readonly text: ByteString;
   /** The index of the string this one replaces, when it belongs to the same entry. */
   readonly previous: number | null;
 }
 
 export interface StringPlacement {
   /** Where each requested text ends up. */
-  readonly indexOf: ReadonlyMap<string, number>;
+  readonly indexOf: ReadonlyMap<ByteString, number>;
   /** The table as it will be: new strings put in, dead strings zeroed, appended strings at the end. */
   readonly table: Uint8Array;
   /** The size of the old table (bytes from here on are appended). */
@@ -123,7 +123,7 @@ export function placeStrings(
   requests: readonly StringRequest[],
 ): StringPlacement {
   const liveIndices = new LiveIndices(table.length, live);
-  const indexOf = new Map<string, number>();
+  const indexOf = new Map<ByteString, number>();
   const pending: StringRequest[] = [];
   const releasedList = [...new Set(released)].filter((index) => !liveIndices.has(index));
 
@@ -198,7 +198,7 @@ export function placeStrings(
   return { indexOf, table: result, oldSize: table.length, slackWrites, inPlaceWrites, deadRanges: dead };
 }
 
-function stringEquals(table: Uint8Array, index: number, text: string): boolean {
+function stringEquals(table: Uint8Array, index: number, text: ByteString): boolean {
   const bytes = byteStringToBytes(text);
   if (index + bytes.length >= table.length || table[index + bytes.length] !== 0) return false;
   for (let i = 0; i < bytes.length; i++) if (table[index + i] !== bytes[i]) return false;

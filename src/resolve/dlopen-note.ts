@@ -6,15 +6,15 @@
 // The notes themselves come from the ELF reader's one note walker (src/elf/notes.ts); this is what a
 // descriptor means. Bad input comes back as a value naming what is wrong, never as an exception.
 
-import { textToByteString } from '../elf/byte-string.js';
+import { asciiByteString, type ByteString, textToByteString } from '../elf/byte-string.js';
 import { noteJson } from '../elf/note-json.js';
 
 /** NT_FDO_DLOPEN_METADATA (glibc elf.h). */
 const NT_FDO_DLOPEN_METADATA = 0x407c0c0a;
-const FDO_OWNER = 'FDO';
+const FDO_OWNER = asciiByteString('FDO');
 
 /** One dependency: the names that can satisfy it, in order of preference (byte strings). */
-export type DlopenDependency = readonly string[];
+export type DlopenDependency = readonly ByteString[];
 
 export type DlopenDescriptor =
   | { readonly ok: true; readonly dependencies: readonly DlopenDependency[] }
@@ -29,7 +29,7 @@ export interface DlopenNotes {
 /** A note as the ELF reader gives it (src/elf/notes.ts walks the note segments and sections). */
 interface Note {
   /** The owner's name without its NUL, as a byte string. */
-  readonly owner: string;
+  readonly owner: ByteString;
   readonly type: number;
   readonly descriptor: Uint8Array;
 }

@@ -22,6 +22,8 @@
 // - libnvdla_compiler.so (Jetson): some TensorRT releases ship it in their own tree, which the index
 //   must then find.
 
+import { asciiByteString, type ByteString } from '../elf/byte-string.js';
+
 /** The hook whose runpath entry provides a driver library. */
 export type DriverLibraryHook = 'driver' | 'cuda-compat';
 
@@ -68,14 +70,16 @@ export const DRIVER_LIBRARIES: readonly DriverLibrary[] = [
   { name: 'libnvos.so', inCudaCompat: false, why: 'Jetson (L4T): the OS layer under libcuda and libnvdla_compiler' },
 ];
 
-const BY_NAME: ReadonlyMap<string, DriverLibrary> = new Map(DRIVER_LIBRARIES.map((library) => [library.name, library]));
+const BY_NAME: ReadonlyMap<ByteString, DriverLibrary> = new Map(
+  DRIVER_LIBRARIES.map((library) => [asciiByteString(library.name), library]),
+);
 
 /**
  * The hook whose entry provides `name` (a file name, no directory), or null when it is not a driver
  * library or that hook is off. cuda_compat's entry comes first in the composed runpath
  * (`compat:driver:…`), so a library it holds is its.
  */
-export function driverLibraryHook(name: string, hooks: DriverLibraryHooks): DriverLibraryHook | null {
+export function driverLibraryHook(name: ByteString, hooks: DriverLibraryHooks): DriverLibraryHook | null {
   const library = BY_NAME.get(name);
   if (library === undefined) return null;
   if (hooks.cudaCompat && library.inCudaCompat) return 'cuda-compat';

@@ -5,7 +5,7 @@
 // after `[` or `[!` and a `-` at either end are themselves; a `[` without its `]` is itself. No
 // backslash escapes. Case counts. The whole name must match.
 
-import { byteStringToText } from '../elf/byte-string.js';
+import { type ByteString, byteStringToText, sliceByteString } from '../elf/byte-string.js';
 
 /** The characters that mean something in a regular expression (a `u` expression allows `\-` only inside a set). */
 const SYNTAX = /[\\^$.*+?()[\]{}|/]/;
@@ -78,13 +78,13 @@ export function fnmatch(name: string, pattern: string): boolean {
  * Alternatives are byte strings, matched as the text they spell (UTF-8), as Python decodes them.
  */
 /** Whether --ignore-missing silences a dependency, given as its alternatives. */
-export type IgnoredMissing = (alternatives: readonly string[]) => boolean;
+export type IgnoredMissing = (alternatives: readonly ByteString[]) => boolean;
 
 export function ignoreMissingMatcher(patterns: readonly string[]): IgnoredMissing {
   const regExps = patterns.map(patternRegExp);
   return (alternatives) =>
     alternatives.some((alternative) => {
-      const name = byteStringToText(alternative.slice(alternative.lastIndexOf('/') + 1));
+      const name = byteStringToText(sliceByteString(alternative, alternative.lastIndexOf('/') + 1));
       return regExps.some((regExp) => regExp.test(name));
     });
 }

@@ -3,11 +3,12 @@
 // walk (which directories, in which order, what counts as a library) is the caller's; this is the data
 // and its one lookup.
 
+import type { ByteString } from '../elf/byte-string.js';
 import { osAbisCompatible } from './os-abi.js';
 
 /** One library found by the walk: the directory it is recorded under, and its OS ABI. */
 export interface IndexedLibrary {
-  readonly directory: string;
+  readonly directory: ByteString;
   readonly osAbi: number;
 }
 
@@ -22,7 +23,7 @@ export interface IndexMatch {
 }
 
 /** Names are file names (not DT_SONAME), as byte strings; `/` cannot occur in one, so it separates the key. */
-const keyOf = (name: string, machine: number): string => `${machine}/${name}`;
+const keyOf = (name: ByteString, machine: number): string => `${machine}/${name}`;
 
 export class LibraryIndex {
   private readonly libraries = new Map<string, IndexedLibrary[]>();
@@ -31,7 +32,7 @@ export class LibraryIndex {
    * Records a library, after those recorded before it. The same name in the same directory again (the
    * walk reached that directory through a symbolic link's target) adds nothing.
    */
-  add(name: string, machine: number, library: IndexedLibrary): void {
+  add(name: ByteString, machine: number, library: IndexedLibrary): void {
     const key = keyOf(name, machine);
     const known = this.libraries.get(key);
     if (known === undefined) this.libraries.set(key, [library]);
@@ -39,7 +40,7 @@ export class LibraryIndex {
   }
 
   /** Every library of this name and machine, in walk order. */
-  entries(name: string, machine: number): readonly IndexedLibrary[] {
+  entries(name: ByteString, machine: number): readonly IndexedLibrary[] {
     return this.libraries.get(keyOf(name, machine)) ?? [];
   }
 
@@ -48,7 +49,12 @@ export class LibraryIndex {
    * order, unless `preference` ranks another's directory before it (a lower rank first; null: unranked,
    * after every ranked one). Null when there is none.
    */
-  lookup(name: string, machine: number, osAbi: number, preference: (directory: string) => number | null = () => null): IndexMatch | null {
+  lookup(
+    name: ByteString,
+    machine: number,
+    osAbi: number,
+    preference: (directory: ByteString) => number | null = () => null,
+  ): IndexMatch | null {
     const compatible = this.entries(name, machine).filter((entry) => osAbisCompatible(osAbi, entry.osAbi));
     const ranked = compatible
       .map((library, walkOrder) => ({ library, walkOrder, rank: preference(library.directory) ?? Number.POSITIVE_INFINITY }))

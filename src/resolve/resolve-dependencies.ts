@@ -12,6 +12,7 @@
 //   5. a name present in the libc directory (with --keep-libc, or not one of glibc's own).
 // Only rule 4 adds a directory. Everything the rules need from the disk comes in as functions.
 
+import { type ByteString, sliceByteString } from '../elf/byte-string.js';
 import { type DriverLibraryHook, type DriverLibraryHooks, driverLibraryHook } from './driver-libraries.js';
 import type { LibraryIndex } from './library-index.js';
 import { libcAlwaysKept } from './os-abi.js';
@@ -25,22 +26,22 @@ export type FoundBy =
    * `shadowed`: another directory of the index holds a library this file could have used; `ownRunpath`:
    * the file's own runpath names the directory chosen (else it came first in walk order).
    */
-  | { readonly rule: 'index'; readonly directory: string; readonly shadowed: string | null; readonly ownRunpath: boolean }
+  | { readonly rule: 'index'; readonly directory: ByteString; readonly shadowed: ByteString | null; readonly ownRunpath: boolean }
   | { readonly rule: 'kept-libc' };
 
 export interface DependencyOutcome {
   /** The names that can satisfy the dependency, as the file lists them (byte strings). */
-  readonly alternatives: readonly string[];
+  readonly alternatives: readonly ByteString[];
   /** The alternative that resolved and how; null: the dependency is missing. */
-  readonly found: { readonly name: string; readonly by: FoundBy } | null;
+  readonly found: { readonly name: ByteString; readonly by: FoundBy } | null;
 }
 
 /** What the rules read of a file. */
 export interface DependencyFacts {
   readonly machine: number;
   readonly osAbi: number;
-  readonly needed: readonly string[];
-  readonly dlopen: readonly (readonly string[])[];
+  readonly needed: readonly ByteString[];
+  readonly dlopen: readonly (readonly ByteString[])[];
 }
 
 export interface RuleInputs {
@@ -49,17 +50,17 @@ export interface RuleInputs {
   /** The hooks rule 3 counts on; null turns the rule off (--nixpkgs-compat: the anchor has no such rule). */
   readonly driverHooks: DriverLibraryHooks | null;
   /** Whether the libc directory holds this name; always false when there is no libc directory. */
-  readonly inLibcDir: (name: string) => boolean;
+  readonly inLibcDir: (name: ByteString) => boolean;
   /** Whether a name the libc directory holds counts as libc's for rule 2 (glibc-libraries.ts). */
-  readonly libcOwns: (name: string) => boolean;
+  readonly libcOwns: (name: ByteString) => boolean;
   /** Whether an absolute path names a file that exists. */
-  readonly isFile: (path: string) => boolean;
+  readonly isFile: (path: ByteString) => boolean;
   /** Where the file's own `$ORIGIN` entries name a directory, their rank (first entry 0); null elsewhere. */
-  readonly ownRank: (directory: string) => number | null;
+  readonly ownRank: (directory: ByteString) => number | null;
 }
 
 /** The file name of an alternative: the index, the driver list and the patterns know libraries by it. */
-const fileNameOf = (alternative: string): string => alternative.slice(alternative.lastIndexOf('/') + 1);
+const fileNameOf = (alternative: ByteString): ByteString => sliceByteString(alternative, alternative.lastIndexOf('/') + 1);
 
 /** Each dependency of the file, in DT_NEEDED-then-dlopen order, with how it resolved. */
 export function resolveDependencies(file: DependencyFacts, inputs: RuleInputs): DependencyOutcome[] {
@@ -74,7 +75,7 @@ export function resolveDependencies(file: DependencyFacts, inputs: RuleInputs): 
   });
 }
 
-function findAlternative(name: string, file: DependencyFacts, keepLibc: boolean, inputs: RuleInputs): FoundBy | null {
+function findAlternative(name: ByteString, file: DependencyFacts, keepLibc: boolean, inputs: RuleInputs): FoundBy | null {
   const absolute = name.startsWith('/');
   if (absolute && inputs.isFile(name)) return { rule: 'absolute-path' };
   // An absolute path that does not exist is looked up by its file name below, as the anchor does; the

@@ -7,6 +7,7 @@
 // that the loader then opens what was chosen is runpath-order.ts's. The driver and cuda-compat hooks
 // prepend to the result, as composed after it whatever the order the hooks were given in.
 
+import type { ByteString } from '../elf/byte-string.js';
 import type { DriverLibraryHooks } from './driver-libraries.js';
 import type { LibraryIndex } from './library-index.js';
 import { type DependencyFacts, type DependencyOutcome, resolveDependencies } from './resolve-dependencies.js';
@@ -16,11 +17,11 @@ import { ownDirectoryRanks, spellRunpath, type SpelledEntry } from './runpath-sp
 /** What the resolver reads of a file (names and entries are byte strings). */
 export interface ResolverFileFacts extends DependencyFacts {
   /** The file's directory, absolute: what `$ORIGIN` stands for. */
-  readonly directory: string;
+  readonly directory: ByteString;
   /** PT_INTERP: --runtime-dependencies are for such files only. */
   readonly hasInterpreter: boolean;
   /** Its runpath entries before this hook: DT_RUNPATH, else DT_RPATH; empty when it has neither. */
-  readonly runpath: readonly string[];
+  readonly runpath: readonly ByteString[];
 }
 
 export type ResolverSemantics =
@@ -29,7 +30,7 @@ export type ResolverSemantics =
       /** The hooks on in this run, for the driver library rule (both off: the rule finds nothing). */
       readonly driverHooks: DriverLibraryHooks;
       /** The trees' roots with --relative-to-tree, else empty. */
-      readonly relativeToTrees: readonly string[];
+      readonly relativeToTrees: readonly ByteString[];
     }
   /** Nixpkgs' auto-patchelf exactly: no driver library rule, R replaces the runpath as it is. */
   | { readonly kind: 'nixpkgs-compat' };
@@ -38,27 +39,27 @@ export interface ResolverOptions {
   readonly semantics: ResolverSemantics;
   readonly keepLibc: boolean;
   /** Absolute directories, each in one spelling (the command line's), as are the index's. */
-  readonly runtimeDependencies: readonly string[];
-  readonly appendRunpaths: readonly string[];
+  readonly runtimeDependencies: readonly ByteString[];
+  readonly appendRunpaths: readonly ByteString[];
 }
 
 /** What the resolver asks of the disk, so that it stays a function of its inputs. */
 export interface ResolverFileSystem {
   /** Whether the libc directory holds this name; always false without a libc directory. */
-  readonly inLibcDir: (name: string) => boolean;
+  readonly inLibcDir: (name: ByteString) => boolean;
   /** Whether a name the libc directory holds counts as libc's for rule 2 (glibc-libraries.ts). */
-  readonly libcOwns: (name: string) => boolean;
+  readonly libcOwns: (name: ByteString) => boolean;
   /** Whether an absolute path names a file that exists. */
-  readonly isFile: (path: string) => boolean;
+  readonly isFile: (path: ByteString) => boolean;
   /** The canonical path of an existing file or directory, or null when there is none. */
-  readonly realPath: (path: string) => string | null;
+  readonly realPath: (path: ByteString) => ByteString | null;
 }
 
 /** One directory of R: how it is written, and the dependencies it resolves (none for the command line's own). */
 export interface ResolvedDirectory {
-  readonly directory: string;
-  readonly entry: string;
-  readonly names: readonly string[];
+  readonly directory: ByteString;
+  readonly entry: ByteString;
+  readonly names: readonly ByteString[];
 }
 
 /**
@@ -69,7 +70,7 @@ export interface ResolvedDirectory {
 export type EntryPlace = 'first' | 'own' | 'added' | 'last';
 
 export interface PlacedEntry {
-  readonly entry: string;
+  readonly entry: ByteString;
   readonly place: EntryPlace;
   /** Where it stood in the file's runpath, when it is one of the file's own entries. */
   readonly ownIndex: number | null;
@@ -80,14 +81,14 @@ export interface FileResolution {
   /** R, in order. */
   readonly resolved: readonly ResolvedDirectory[];
   /** The file's `$ORIGIN` entries written beside R (default semantics). */
-  readonly kept: readonly string[];
+  readonly kept: readonly ByteString[];
   /**
    * The runpath this hook writes, in its base order (runtime dependencies, R's other directories, the
    * kept entries, --append-rpaths), or null when it leaves the runpath as it is (R empty).
    */
   readonly runpath: readonly PlacedEntry[] | null;
   /** The alternatives of each dependency nothing resolved. */
-  readonly missing: readonly (readonly string[])[];
+  readonly missing: readonly (readonly ByteString[])[];
 }
 
 export function resolveFile(
@@ -111,8 +112,8 @@ export function resolveFile(
         : ownDirectoryRanks({ fileDirectory: file.directory, currentRunpath: file.runpath, realPath: fileSystem.realPath }),
   });
   const missing = dependencies.flatMap((outcome) => (outcome.found === null ? [outcome.alternatives] : []));
-  const namesByDirectory = new Map<string, { names: string[]; pinned: EntryPlace | null }>();
-  const add = (directory: string, name: string | null, pinned: EntryPlace | null): void => {
+  const namesByDirectory = new Map<ByteString, { names: ByteString[]; pinned: EntryPlace | null }>();
+  const add = (directory: ByteString, name: ByteString | null, pinned: EntryPlace | null): void => {
     const known = namesByDirectory.get(directory) ?? { names: [], pinned };
     namesByDirectory.set(directory, known);
     if (name !== null && !known.names.includes(name)) known.names.push(name);
@@ -143,7 +144,10 @@ export function resolveFile(
     const own = spelling.ownIndex !== null && usesOrigin(spelling.entry);
     return { entry: spelling.entry, ownIndex: own ? spelling.ownIndex : null, place: pinned ?? (own ? 'own' : 'added') };
   };
-  const pinnedOf = (i: number): EntryPlace | null => namesByDirectory.get(directories[i] as string)?.pinned ?? null;
+  const pinnedOf = (i: number): EntryPlace | null => {
+    const directory = directories[i];
+    return directory === undefined ? null : (namesByDirectory.get(directory)?.pinned ?? null);
+  };
   const all = spelled.spellings.map((spelling, i) => placed(spelling, pinnedOf(i)));
   // Base order: what comes first, the other directories of R, the kept entries, what comes last.
   const base = [

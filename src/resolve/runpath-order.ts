@@ -13,23 +13,24 @@
 // inputs alone; when none keeps them all, the answer is a conflict naming the library and both entries,
 // never a silent choice. What a directory holds is asked of an oracle (the batch asks the loader model).
 
+import { type ByteString, byteStringToText, EMPTY_BYTE_STRING } from '../elf/byte-string.js';
 import type { PlacedEntry } from './resolve-file.js';
 
 /** A dependency the resolver chose a file for: through `entry`, or after the runpath (null: libc's directory). */
 export interface ChosenDependency<F> {
-  readonly name: string;
-  readonly entry: string | null;
+  readonly name: ByteString;
+  readonly entry: ByteString | null;
   readonly file: F;
 }
 
 /** What the order asks of the disk, as the loader sees it; `F` identifies a file. */
 export interface DirectoryOracle<F> {
   /** The file the loader takes for `name` from the directory an entry names; null: none, or not known (a relative entry). */
-  holder(entry: string, name: string): Promise<F | null>;
+  holder(entry: ByteString, name: ByteString): Promise<F | null>;
   /** Whether two files are one library: the same file, or a byte-identical copy. */
   same(a: F, b: F): Promise<boolean>;
   /** The names of the libraries (`*.so*`) the directory an entry names holds. */
-  libraryNames(entry: string): Promise<readonly string[]>;
+  libraryNames(entry: ByteString): Promise<readonly ByteString[]>;
 }
 
 /** Why one entry must come before another. */
@@ -37,22 +38,22 @@ type Because =
   | { readonly kind: 'pinned' }
   | { readonly kind: 'own-order' }
   /** The resolver chose `name` from the earlier entry; the later one holds another file of that name. */
-  | { readonly kind: 'chosen'; readonly name: string }
+  | { readonly kind: 'chosen'; readonly name: ByteString }
   /** The earlier entry is the file's own and holds `name`; the later, added one holds another file of that name. */
-  | { readonly kind: 'own-library'; readonly name: string };
+  | { readonly kind: 'own-library'; readonly name: ByteString };
 
 export interface OrderConflict {
-  readonly name: string;
+  readonly name: ByteString;
   /** The entry that should come first for `name` (null: libc's directory, after the runpath). */
-  readonly wanted: string | null;
+  readonly wanted: ByteString | null;
   /** The entry that holds another `name` and cannot come after it. */
-  readonly other: string;
-  /** Why `other` must come before `wanted`: a sentence end, for the one-line error. */
+  readonly other: ByteString;
+  /** Why `other` must come before `wanted`: a sentence end, for the one-line error (text, the names in it decoded). */
   readonly why: string;
 }
 
 export type OrderResult =
-  | { readonly kind: 'ordered'; readonly entries: readonly string[] }
+  | { readonly kind: 'ordered'; readonly entries: readonly ByteString[] }
   | ({ readonly kind: 'conflict' } & OrderConflict);
 
 interface Edge {
@@ -85,21 +86,21 @@ function placeEdges(entries: readonly PlacedEntry[]): Edge[] {
 }
 
 /** Whether `entry` holds a file of `name` other than `file`. */
-async function holdsAnother<F>(oracle: DirectoryOracle<F>, entry: string, name: string, file: F): Promise<boolean> {
+async function holdsAnother<F>(oracle: DirectoryOracle<F>, entry: ByteString, name: ByteString, file: F): Promise<boolean> {
   const held = await oracle.holder(entry, name);
   return held !== null && !(await oracle.same(held, file));
 }
 
-function describe(because: Because, earlier: string, later: string): string {
+function describe(because: Because, earlier: ByteString, later: ByteString): string {
   switch (because.kind) {
     case 'pinned':
       return 'it is a --runtime-dependencies or --append-rpaths entry, whose place is fixed';
     case 'own-order':
       return "the file's own entries keep their order";
     case 'chosen':
-      return `the resolver chose ${because.name} from ${earlier}, and ${later} holds another`;
+      return `the resolver chose ${byteStringToText(because.name)} from ${byteStringToText(earlier)}, and ${byteStringToText(later)} holds another`;
     case 'own-library':
-      return `it is the file's own entry and holds ${because.name}, of which ${later} holds another`;
+      return `it is the file's own entry and holds ${byteStringToText(because.name)}, of which ${byteStringToText(later)} holds another`;
   }
 }
 
@@ -132,7 +133,7 @@ function conflictOf(entries: readonly PlacedEntry[], cycle: readonly Edge[]): Or
   const back = cycle[(cycle.indexOf(named) + 1) % cycle.length] as Edge;
   const wanted = (entries[named.from] as PlacedEntry).entry;
   const other = (entries[named.to] as PlacedEntry).entry;
-  const name = named.because.kind === 'chosen' || named.because.kind === 'own-library' ? named.because.name : '';
+  const name = named.because.kind === 'chosen' || named.because.kind === 'own-library' ? named.because.name : EMPTY_BYTE_STRING;
   return { kind: 'conflict', name, wanted, other, why: describe(back.because, other, (entries[back.to] as PlacedEntry).entry) };
 }
 
@@ -146,14 +147,14 @@ export async function orderRunpath<F>(
   oracle: DirectoryOracle<F>,
 ): Promise<OrderResult> {
   const edges = placeEdges(entries);
-  const indexOf = (entry: string): number => entries.findIndex((placed) => placed.entry === entry);
+  const indexOf = (entry: ByteString): number => entries.findIndex((placed) => placed.entry === entry);
   for (const dependency of chosen) {
     const at = dependency.entry === null ? -1 : indexOf(dependency.entry);
     for (let j = 0; j < entries.length; j++) {
       const other = (entries[j] as PlacedEntry).entry;
       if (j === at || !(await holdsAnother(oracle, other, dependency.name, dependency.file))) continue;
       if (at < 0) {
-        const why = `it holds another ${dependency.name} than libc's directory, which the loader reaches after the runpath`;
+        const why = `it holds another ${byteStringToText(dependency.name)} than libc's directory, which the loader reaches after the runpath`;
         return { kind: 'conflict', name: dependency.name, wanted: null, other, why };
       }
       edges.push({ from: at, to: j, because: { kind: 'chosen', name: dependency.name } });

@@ -7,6 +7,7 @@ import { readFile, stat } from 'node:fs/promises';
 import type { FileOutcome } from '../../src/batch/file-outcome.js';
 import { processFile } from '../../src/batch/process-file.js';
 import { FileByteSource } from '../../src/elf/byte-source.js';
+import type { ByteString } from '../../src/elf/byte-string.js';
 import { DT, PT } from '../../src/elf/constants.js';
 import { currentEntries, type CurrentEntry } from '../../src/plan/edit-facts.js';
 import { readEditFacts } from '../../src/edit/read-edit-facts.js';
@@ -22,6 +23,7 @@ import type { DynamicEditor } from '../../src/plan/dynamic-editor.js';
 import { isStringEntry, type WantedEntry } from '../../src/plan/wanted.js';
 import type { Plan } from '../../src/plan/plan.js';
 import { COMPAT_DIR } from '../campaign/kill-campaign.js';
+import { ascii, latin1 } from '../helpers/byte-strings.js';
 import type { Rng } from '../helpers/fuzz-mutations.js';
 import { planFile } from '../helpers/fuzz-plan-file.js';
 import { rawLayout, type RawProgramHeader } from '../helpers/malformed.js';
@@ -62,20 +64,22 @@ function printable(value: string, limit = 80): string {
   return value.length > limit ? `${shown}…(${value.length} bytes)` : shown;
 }
 
-function runpathValue(r: Rng): string {
-  return r.pick([
-    () => '',
-    () => '$ORIGIN',
-    () => '/run/opengl-driver/lib',
-    () => `/nix/store/${pathBytes(r, 32)}-cuda_compat/compat:/run/opengl-driver/lib:$ORIGIN/../lib`,
-    () => pathBytes(r, 1 + r.below(16)),
-    () => pathBytes(r, 200 + r.below(4000)),
-    () => Array.from({ length: 1 + r.below(8) }, () => `/${pathBytes(r, 1 + r.below(40))}`).join(':'),
-  ])();
+function runpathValue(r: Rng): ByteString {
+  return latin1(
+    r.pick([
+      () => '',
+      () => '$ORIGIN',
+      () => '/run/opengl-driver/lib',
+      () => `/nix/store/${pathBytes(r, 32)}-cuda_compat/compat:/run/opengl-driver/lib:$ORIGIN/../lib`,
+      () => pathBytes(r, 1 + r.below(16)),
+      () => pathBytes(r, 200 + r.below(4000)),
+      () => Array.from({ length: 1 + r.below(8) }, () => `/${pathBytes(r, 1 + r.below(40))}`).join(':'),
+    ])(),
+  );
 }
 
-function libraryName(r: Rng): string {
-  return `lib${pathBytes(r, 1 + r.below(r.below(4) === 0 ? 300 : 12)).replaceAll('/', '_')}.so.${r.below(10)}`;
+function libraryName(r: Rng): ByteString {
+  return latin1(`lib${pathBytes(r, 1 + r.below(r.below(4) === 0 ? 300 : 12)).replaceAll('/', '_')}.so.${r.below(10)}`);
 }
 
 /** The dynamic array as an editor (the operation's intent) or the written file (the result) has it. */
@@ -253,7 +257,11 @@ export function editOperation(name: string, apply: (editor: DynamicEditor) => vo
 /** apply's path: processFile with the built-in hooks, as the batch runs it. */
 export function hooksOperation(semantics: Semantics, removeStubs: boolean): Operation {
   const hooks = orderHooks(
-    [driverHook(), cudaCompatHook(COMPAT_DIR), ...(removeStubs ? [removeStubsHook({ patterns: ['*/lib/stubs*'] })] : [])],
+    [
+      driverHook(),
+      cudaCompatHook(ascii<ByteString>(COMPAT_DIR)),
+      ...(removeStubs ? [removeStubsHook({ patterns: [ascii<ByteString>('*/lib/stubs*')] })] : []),
+    ],
     BUILTIN_HOOK_NAMES,
   );
   const options = { hooks, semantics, dryRun: false };
@@ -313,8 +321,8 @@ export function hooksOperation(semantics: Semantics, removeStubs: boolean): Oper
  * The DT_NEEDED name at a position of the input, chosen on the first call and the same name after:
  * asking for the same edit again must name the same library, not the one that moved into its place.
  */
-function neededPicker(which: number): { which: number; name(editor: DynamicEditor): string | undefined } {
-  let chosen: { name: string | undefined } | null = null;
+function neededPicker(which: number): { which: number; name(editor: DynamicEditor): ByteString | undefined } {
+  let chosen: { name: ByteString | undefined } | null = null;
   return {
     which,
     name(editor) {
@@ -325,8 +333,8 @@ function neededPicker(which: number): { which: number; name(editor: DynamicEdito
 }
 
 /** A path for set-interpreter: shorter than a loader's (in place when it fits), a little longer, or much longer (appended). */
-function interpreterPath(r: Rng): string {
-  return `/${pathBytes(r, r.pick([1 + r.below(26), 27 + r.below(100), 200 + r.below(3000)]))}`;
+function interpreterPath(r: Rng): ByteString {
+  return latin1(`/${pathBytes(r, r.pick([1 + r.below(26), 27 + r.below(100), 200 + r.below(3000)]))}`);
 }
 
 /**
@@ -385,7 +393,7 @@ export function drawOperation(r: Rng, interpreter: Rng | null): Operation {
       return edit(`add-runpath "${printable(dirs.join(':'), 400)}"`, (e) => {
         const current = e.runpath();
         const kept = current === null || current === '' ? [] : current.split(':').filter((dir) => !dirs.includes(dir));
-        e.setRunpath([...dirs, ...kept].join(':'));
+        e.setRunpath(latin1([...dirs, ...kept].join(':')));
       });
     }
   }

@@ -10,7 +10,7 @@ import { copyFile, cp, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { expect } from 'vitest';
 import { FileByteSource } from '../../src/elf/byte-source.js';
-import { byteStringToText } from '../../src/elf/byte-string.js';
+import { type ByteString, byteStringToText } from '../../src/elf/byte-string.js';
 import type { ProgramHeader } from '../../src/elf/codec.js';
 import { fileOffsetOf, readElfImage, type ElfImage } from '../../src/elf/elf-image.js';
 import { readSectionHeaders, type Section } from '../../src/elf/section-headers.js';
@@ -188,7 +188,7 @@ export async function tiersForNewStrings(path: string, strings: readonly string[
   }
 }
 
-const text = (value: string | null): string | null => (value === null ? null : byteStringToText(value));
+const text = (value: ByteString | null): string | null => (value === null ? null : byteStringToText(value));
 
 /** The version records readelf prints, without the lines that carry section addresses. */
 function versionLines(output: string): string[] {

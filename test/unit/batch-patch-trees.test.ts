@@ -15,6 +15,7 @@ import { type BatchOptions, patchTrees } from '../../src/batch/patch-tree.js';
 import { processFile } from '../../src/batch/process-file.js';
 import { asFileError, CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
 import { driverHook } from '../../src/hook-engine/builtin-hooks.js';
+import { ascii, latin1 } from '../helpers/byte-strings.js';
 import { useTempDir } from '../helpers/use-temp-dir.js';
 import { corpus, MIXED_TREE, textFile, treeIn } from './helpers/corpus-tree.js';
 import { dynamicStrings } from './helpers/plan-in-memory.js';
@@ -167,7 +168,7 @@ describe('Ctrl-C', () => {
 /** An outcome as a worker thread sends it: serialized, then structured-cloned as postMessage does. */
 const transferred = (outcome: FileOutcome): FileOutcome => deserializeOutcome(structuredClone(serializeOutcome(outcome)));
 
-const patched: FileOutcome = {
+const patched = ascii<Extract<FileOutcome, { status: 'patched' }>>({
   path: '/t/lib.so',
   status: 'patched',
   tier: 'append',
@@ -179,7 +180,7 @@ const patched: FileOutcome = {
   ],
   otherLinks: 1,
   bytesWritten: 120,
-};
+});
 
 describe('outcome transfer', () => {
   it('carries every outcome but a failure as it is', () => {
@@ -258,7 +259,7 @@ describe('the summary', () => {
       { ...patched, tier: 'in-place', otherLinks: 0, bytesWritten: 8 },
       { ...patched, tier: 'in-place', otherLinks: 0, bytesWritten: 0 },
       { ...patched, status: 'would-refuse', refusal: 'read-only' },
-      { path: '/t/a', status: 'unchanged', runpath: '/x' },
+      { path: '/t/a', status: 'unchanged', runpath: latin1('/x') },
       { path: '/t/b', status: 'skipped', reason: 'not-elf' },
       { path: '/t/c', status: 'skipped', reason: 'not-elf' },
       { path: '/t/d', status: 'failed', error: new CudaPatchelfError('io', 'gone') },

@@ -2,24 +2,30 @@
 // with under each policy, where DT_NEEDED entries go, what reaches the planner.
 
 import { describe, expect, it } from 'vitest';
+import type { ByteString } from '../../src/elf/byte-string.js';
 import { DT } from '../../src/elf/constants.js';
 import type { CurrentEntry } from '../../src/plan/edit-facts.js';
 import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
 import { dedupeEntries, splitRunpath } from '../../src/elf/runpath-list.js';
 import { DynamicEditor, addRunpathEntries, removeRunpathEntries, type RunpathTagPolicy } from '../../src/plan/dynamic-editor.js';
+import { ascii } from '../helpers/byte-strings.js';
 
-const NEEDED = (text: string, at: number): CurrentEntry => ({ d_tag: DT.DT_NEEDED, d_val: at, text });
+/** Names and runpaths are written here as ASCII text. */
+const b = (text: string): ByteString => ascii<ByteString>(text);
+const all = (texts: readonly string[]): ByteString[] => texts.map(b);
+
+const NEEDED = (text: string, at: number): CurrentEntry => ({ d_tag: DT.DT_NEEDED, d_val: at, text: b(text) });
 const STRTAB: CurrentEntry = { d_tag: DT.DT_STRTAB, d_val: 0x400, text: null };
-const RPATH: CurrentEntry = { d_tag: DT.DT_RPATH, d_val: 30, text: '/r' };
-const RUNPATH: CurrentEntry = { d_tag: DT.DT_RUNPATH, d_val: 40, text: '/u' };
-const SONAME: CurrentEntry = { d_tag: DT.DT_SONAME, d_val: 50, text: 'libx.so.1' };
+const RPATH: CurrentEntry = { d_tag: DT.DT_RPATH, d_val: 30, text: b('/r') };
+const RUNPATH: CurrentEntry = { d_tag: DT.DT_RUNPATH, d_val: 40, text: b('/u') };
+const SONAME: CurrentEntry = { d_tag: DT.DT_SONAME, d_val: 50, text: b('libx.so.1') };
 
 const tagsAndTexts = (editor: DynamicEditor): [number, string | null][] =>
   editor.wanted().entries.map((e) => [e.d_tag, 'text' in e ? e.text : null]);
 
 describe('a tag given twice: the last is the one the loader uses', () => {
-  const RUNPATH_TOO: CurrentEntry = { d_tag: DT.DT_RUNPATH, d_val: 60, text: '/u2' };
-  const SONAME_TOO: CurrentEntry = { d_tag: DT.DT_SONAME, d_val: 70, text: 'libx.so.2' };
+  const RUNPATH_TOO: CurrentEntry = { d_tag: DT.DT_RUNPATH, d_val: 60, text: b('/u2') };
+  const SONAME_TOO: CurrentEntry = { d_tag: DT.DT_SONAME, d_val: 70, text: b('libx.so.2') };
   it('runpath and soname read the last', () => {
     const editor = new DynamicEditor([RUNPATH, SONAME, RUNPATH_TOO, SONAME_TOO], null);
     expect(editor.runpath()).toBe('/u2');
@@ -28,7 +34,7 @@ describe('a tag given twice: the last is the one the loader uses', () => {
 
   it('setting the runpath gives every entry of it the value: the loader reads the new one whichever it takes', () => {
     const editor = new DynamicEditor([RUNPATH, RUNPATH_TOO], null);
-    editor.setRunpath(`/new:${editor.runpath() ?? ''}`);
+    editor.setRunpath(b(`/new:${editor.runpath() ?? ''}`));
     expect(tagsAndTexts(editor)).toEqual([
       [DT.DT_RUNPATH, '/new:/u2'],
       [DT.DT_RUNPATH, '/new:/u2'],
@@ -84,7 +90,7 @@ describe('setRunpath: the tag each policy writes', () => {
   ];
   it.each(cases)('$start.length entries, policy $policy', ({ start, policy, tags }) => {
     const editor = new DynamicEditor(start, null);
-    editor.setRunpath('/new', policy);
+    editor.setRunpath(b('/new'), policy);
     expect(tagsAndTexts(editor)).toEqual(tags);
     expect(editor.runpath()).toBe('/new');
   });
@@ -111,8 +117,8 @@ describe('reading', () => {
 describe('DT_NEEDED', () => {
   it('adds before the existing entries, as patchelf does, and not twice', () => {
     const editor = new DynamicEditor([SONAME, NEEDED('liba.so', 1), NEEDED('libb.so', 9)], null);
-    editor.addNeeded('libnew.so');
-    editor.addNeeded('liba.so');
+    editor.addNeeded(b('libnew.so'));
+    editor.addNeeded(b('liba.so'));
     expect(tagsAndTexts(editor)).toEqual([
       [DT.DT_SONAME, 'libx.so.1'],
       [DT.DT_NEEDED, 'libnew.so'],
@@ -123,7 +129,7 @@ describe('DT_NEEDED', () => {
 
   it('adds first when there is none', () => {
     const editor = new DynamicEditor([STRTAB], null);
-    editor.addNeeded('libnew.so');
+    editor.addNeeded(b('libnew.so'));
     expect(tagsAndTexts(editor)).toEqual([
       [DT.DT_NEEDED, 'libnew.so'],
       [DT.DT_STRTAB, null],
@@ -132,14 +138,14 @@ describe('DT_NEEDED', () => {
 
   it('removes every entry of a name', () => {
     const editor = new DynamicEditor([NEEDED('liba.so', 1), NEEDED('libb.so', 9), NEEDED('liba.so', 1)], null);
-    editor.removeNeeded('liba.so');
+    editor.removeNeeded(b('liba.so'));
     expect(editor.needed()).toEqual(['libb.so']);
   });
 
   it('renames, and the version needs follow (versionNeedRenames)', () => {
     const editor = new DynamicEditor([NEEDED('liba.so', 1), NEEDED('libb.so', 9)], null);
-    editor.replaceNeeded('liba.so', 'liba.so.2');
-    editor.replaceNeeded('libmissing.so', 'libz.so');
+    editor.replaceNeeded(b('liba.so'), b('liba.so.2'));
+    editor.replaceNeeded(b('libmissing.so'), b('libz.so'));
     expect(editor.needed()).toEqual(['liba.so.2', 'libb.so']);
     expect([...editor.wanted().versionNeedRenames]).toEqual([['liba.so', 'liba.so.2']]);
   });
@@ -148,8 +154,8 @@ describe('DT_NEEDED', () => {
 describe('what the planner gets', () => {
   it('kept entries as values, string entries as text with the index they replace', () => {
     const editor = new DynamicEditor([NEEDED('liba.so', 1), STRTAB, RUNPATH], null);
-    editor.setRunpath('/new');
-    editor.addNeeded('libnew.so');
+    editor.setRunpath(b('/new'));
+    editor.addNeeded(b('libnew.so'));
     expect(editor.wanted().entries).toEqual([
       { d_tag: DT.DT_NEEDED, text: 'libnew.so', previous: null },
       { d_tag: DT.DT_NEEDED, text: 'liba.so', previous: 1 },
@@ -159,9 +165,9 @@ describe('what the planner gets', () => {
   });
 
   it.each([
-    ['a runpath', (editor: DynamicEditor) => editor.setRunpath('/a\0b')],
-    ['a new DT_NEEDED', (editor: DynamicEditor) => editor.addNeeded('lib\0.so')],
-    ['a renamed DT_NEEDED', (editor: DynamicEditor) => editor.replaceNeeded('liba.so', 'lib\0.so')],
+    ['a runpath', (editor: DynamicEditor) => editor.setRunpath(b('/a\0b'))],
+    ['a new DT_NEEDED', (editor: DynamicEditor) => editor.addNeeded(b('lib\0.so'))],
+    ['a renamed DT_NEEDED', (editor: DynamicEditor) => editor.replaceNeeded(b('liba.so'), b('lib\0.so'))],
   ])('refuses a NUL byte in %s as a usage error', (_what, operation) => {
     const editor = new DynamicEditor([NEEDED('liba.so', 1)], null);
     let caught: unknown;
@@ -182,7 +188,7 @@ describe('runpath lists', () => {
     ['/a', ['/a']],
     ['/a::/b', ['/a', '', '/b']],
   ] as const)('splitRunpath(%j)', (value, dirs) => {
-    expect(splitRunpath(value)).toEqual(dirs);
+    expect(splitRunpath(value === null ? null : b(value))).toEqual(dirs);
   });
 
   it.each([
@@ -191,11 +197,11 @@ describe('runpath lists', () => {
     ['/a::/b', ['/c'], 'append', true, '/a:/b:/c'],
     [null, ['/c'], 'append', false, '/c'],
   ] as const)('addRunpathEntries(%j, %j, %s, dedupe %s) = %j', (value, dirs, position, dedupe, result) => {
-    expect(addRunpathEntries(value, dirs, position, dedupe)).toBe(result);
+    expect(addRunpathEntries(value === null ? null : b(value), all(dirs), position, dedupe)).toBe(result);
   });
 
   it('removes exact entries only', () => {
-    expect(removeRunpathEntries('/a:/a/b:/c:/a', ['/a'])).toBe('/a/b:/c');
-    expect(dedupeEntries(['/a', '', '/b', '/a'])).toEqual(['/a', '/b']);
+    expect(removeRunpathEntries(b('/a:/a/b:/c:/a'), all(['/a']))).toBe('/a/b:/c');
+    expect(dedupeEntries(all(['/a', '', '/b', '/a']))).toEqual(['/a', '/b']);
   });
 });

@@ -12,10 +12,11 @@ import {
   dropCudaCompatHook,
   removeStubsHook,
 } from '../../src/hook-engine/builtin-hooks.js';
-import { composeRunpath, isOneHookRun, type Semantics } from '../../src/hook-engine/compose-hooks.js';
+import type { Semantics } from '../../src/hook-engine/compose-hooks.js';
 import { driverDirectories, entriesPutBehindDriver } from '../../src/hook-engine/driver-precedence.js';
 import type { FileFacts, Hook } from '../../src/hook-engine/hook.js';
 import { orderHooks } from '../../src/hook-engine/order-hooks.js';
+import { b, composeRunpath, isOneHookRun } from './helpers/hooks-as-text.js';
 import { permutations } from './helpers/permutations.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda12.8-cuda_compat-12.8.40136012/compat';
@@ -83,12 +84,16 @@ describe('entriesPutBehindDriver', () => {
     hooks: readonly Hook[] = driverOnly,
     semantics: Semantics = 'default',
   ): ReturnType<typeof entriesPutBehindDriver> =>
-    entriesPutBehindDriver(old, composeRunpath(orderHooks(hooks), FILE, old, semantics)?.entries ?? [], driverDirectories(hooks));
+    entriesPutBehindDriver(
+      old === null ? null : b(old),
+      composeRunpath(orderHooks(hooks), FILE, old, semantics)?.entries ?? [],
+      driverDirectories(hooks),
+    );
 
   it("knows every spelling of the driver's directory the hooks add: per machine, and the stubs replacement's", () => {
     expect([...dirs]).toEqual([DRIVER, '/run/opengl-driver-32/lib']);
-    expect([...driverDirectories([removeStubsHook({ driverLink: '/opt/gl' })])]).toEqual(['/opt/gl/lib', '/opt/gl-32/lib']);
-    expect([...driverDirectories([cudaCompatHook('/c'), dropCudaCompatHook()])]).toEqual([]);
+    expect([...driverDirectories([removeStubsHook({ driverLink: b('/opt/gl') })])]).toEqual(['/opt/gl/lib', '/opt/gl-32/lib']);
+    expect([...driverDirectories([cudaCompatHook(b('/c')), dropCudaCompatHook()])]).toEqual([]);
   });
 
   it('finds cuda_compat put behind the driver by a driver-only run over a tree patched with it, in both semantics', () => {
@@ -99,7 +104,7 @@ describe('entriesPutBehindDriver', () => {
   });
 
   it('finds nothing where the order of the file stays: compat kept first, the driver already ahead, or no driver entry', () => {
-    expect(behind(`${COMPAT}:${DRIVER}`, [driverHook(), cudaCompatHook(COMPAT.slice(0, -'/compat'.length))])).toBeNull();
+    expect(behind(`${COMPAT}:${DRIVER}`, [driverHook(), cudaCompatHook(b(COMPAT.slice(0, -'/compat'.length)))])).toBeNull();
     expect(behind(`${DRIVER}:${COMPAT}`)).toBeNull();
     expect(behind(`${COMPAT}:${DRIVER}`, [dropCudaCompatHook(), driverHook()])).toBeNull();
     expect(behind(`${COMPAT}:${STUBS}`, [removeStubsHook()])).toBeNull();
@@ -108,6 +113,6 @@ describe('entriesPutBehindDriver', () => {
     expect(
       behind(`${STUBS}:/opt/stubs:/nix/store/33333333333333333333333333333333-cuda12.8-libcublas-12.8.4.1-stubs/lib:${COMPAT}`),
     ).toEqual({ driver: DRIVER, behind: [COMPAT] });
-    expect(entriesPutBehindDriver(COMPAT, [{ dir: COMPAT, hook: null }], dirs)).toBeNull();
+    expect(entriesPutBehindDriver(b(COMPAT), [{ dir: b(COMPAT), hook: null }], dirs)).toBeNull();
   });
 });

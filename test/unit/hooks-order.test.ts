@@ -6,12 +6,15 @@ import { describe, expect, it } from 'vitest';
 import { EM } from '../../src/elf/constants.js';
 import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
 import { cudaCompatHook, driverHook, removeStubsHook } from '../../src/hook-engine/builtin-hooks.js';
-import { composeAfterResolver, composeRunpath, type Semantics } from '../../src/hook-engine/compose-hooks.js';
+import type { Semantics } from '../../src/hook-engine/compose-hooks.js';
 import type { FileFacts, Hook } from '../../src/hook-engine/hook.js';
 import { orderHooks } from '../../src/hook-engine/order-hooks.js';
+import { hookDirectory } from '../../src/hook-engine/runpath-entry.js';
+import { type AsText, bytes } from '../helpers/byte-strings.js';
+import { b, composeAfterResolver, composeRunpath, hookOf } from './helpers/hooks-as-text.js';
 import { permutations } from './helpers/permutations.js';
 
-const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
+const COMPAT = b('/nix/store/00000000000000000000000000000000-cuda_compat');
 const DRIVER = '/run/opengl-driver/lib';
 const STUBS = '/nix/store/11111111111111111111111111111111-cuda_cudart/lib/stubs';
 
@@ -25,8 +28,8 @@ function file(overrides: Partial<FileFacts> = {}): FileFacts {
   };
 }
 
-function hook(name: string, fields: Partial<Omit<Hook, 'name'>> = {}): Hook {
-  return { name, transform: { kind: 'prepend', dirs: [`/${name}`] }, files: {}, precedes: [], follows: [], ...fields };
+function hook(name: string, fields: AsText<Partial<Omit<Hook, 'name'>>> = {}): Hook {
+  return hookOf({ name, transform: { kind: 'prepend', dirs: [`/${name}`] }, files: {}, precedes: [], follows: [], ...fields });
 }
 
 const names = (hooks: readonly Hook[]): string[] => hooks.map((h) => h.name);
@@ -156,7 +159,7 @@ describe('orderHooks', () => {
   });
 
   it('rejects two hooks with one name', () => {
-    const twice = usageError(() => orderHooks([driverHook(), driverHook('/opt/driver')]));
+    const twice = usageError(() => orderHooks([driverHook(), driverHook(b('/opt/driver'))]));
     expect(twice.message).toContain('"driver"');
   });
 
@@ -222,10 +225,10 @@ describe('composeRunpath', () => {
     const i386 = file({ machine: EM.EM_386 });
     expect(compose([driverHook()], null, 'default', i386)).toBe('/run/opengl-driver-32/lib');
     expect(compose([driverHook()], null, 'nixpkgs-compat', i386)).toBe('/run/opengl-driver/lib:');
-    expect(compose([driverHook('/opt/gl')], '$ORIGIN', 'default', i386)).toBe('/opt/gl-32/lib:$ORIGIN');
+    expect(compose([driverHook(b('/opt/gl'))], '$ORIGIN', 'default', i386)).toBe('/opt/gl-32/lib:$ORIGIN');
     for (const machine of [EM.EM_X86_64, EM.EM_AARCH64]) {
       expect(compose([driverHook()], null, 'default', file({ machine }))).toBe(DRIVER);
-      expect(compose([driverHook('/opt/gl')], null, 'default', file({ machine }))).toBe('/opt/gl/lib');
+      expect(compose([driverHook(b('/opt/gl'))], null, 'default', file({ machine }))).toBe('/opt/gl/lib');
     }
     // The compat hook has no 32-bit variant.
     expect(compose(all(), null, 'default', i386)).toBe(`${COMPAT}/compat:/run/opengl-driver-32/lib`);
@@ -244,12 +247,20 @@ describe('composeRunpath', () => {
     expect(sibling?.value).toBe(`${COMPAT}/compat:${DRIVER}`);
     // A relative spelling of the same directory is the same directory.
     const relative = composeRunpath(
-      orderHooks([driverHook(), cudaCompatHook(`${COMPAT}/../${COMPAT.split('/').pop() ?? ''}`)]),
+      orderHooks([driverHook(), cudaCompatHook(b(`${COMPAT}/../${COMPAT.split('/').pop() ?? ''}`))]),
       file({ path: `${COMPAT}/compat/libcuda.so.1` }),
       null,
       'default',
     );
     expect(relative?.applied).toEqual(['driver']);
+  });
+
+  it('never applies cuda-compat to files under its own directory when its name is not ASCII', () => {
+    // The command line's directory is text, its runpath entry the bytes of its UTF-8; the walk's paths are text.
+    const compat = '/nix/store/00000000000000000000000000000000-cudé_compat';
+    const hooks = [cudaCompatHook(hookDirectory(compat, '--cuda-compat', false))];
+    expect(composeRunpath(hooks, file({ path: `${compat}/compat/libcuda.so.1` }), null, 'default')).toBeNull();
+    expect(composeRunpath(hooks, file(), null, 'default')?.value).toBe(bytes(`${compat}/compat`));
   });
 
   it('records which hook put each entry there', () => {

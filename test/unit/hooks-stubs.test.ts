@@ -2,17 +2,27 @@
 // what `check --nixpkgs-compat` counts as done (isOneHookRun); no disk.
 
 import { describe, expect, it } from 'vitest';
+import type { ByteString } from '../../src/elf/byte-string.js';
 import { EM } from '../../src/elf/constants.js';
 import { CudaPatchelfError } from '../../src/errors/cuda-patchelf-error.js';
 import { cudaCompatHook, driverHook, removeStubsHook } from '../../src/hook-engine/builtin-hooks.js';
-import { composeRunpath, isOneHookRun, type Semantics } from '../../src/hook-engine/compose-hooks.js';
+import { composeRunpath as composeBytes, isOneHookRun as isOneHookRunBytes, type Semantics } from '../../src/hook-engine/compose-hooks.js';
 import type { FileFacts, Hook } from '../../src/hook-engine/hook.js';
 import { orderHooks } from '../../src/hook-engine/order-hooks.js';
 import { hookDirectory, normalizeRunpathEntry } from '../../src/hook-engine/runpath-entry.js';
 import { NIXPKGS_STUBS_PATTERNS, stubsMatcher } from '../../src/hook-engine/stubs-pattern.js';
+import { type AsText, ascii } from '../helpers/byte-strings.js';
 import { rng, type Rng } from '../helpers/fuzz-mutations.js';
 
-const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
+/** Runpaths, entries and patterns are written here as ASCII text. */
+const b = (text: string): ByteString => ascii<ByteString>(text);
+const hook = (written: AsText<Hook>): Hook => ascii<Hook>(written);
+const composeRunpath = (hooks: readonly Hook[], file: FileFacts, current: string | null, semantics: Semantics, names?: number) =>
+  composeBytes(hooks, file, current === null ? null : b(current), semantics, names);
+const isOneHookRun = (hooks: readonly Hook[], file: FileFacts, current: string, names?: number): boolean =>
+  isOneHookRunBytes(hooks, file, b(current), names);
+
+const COMPAT = b('/nix/store/00000000000000000000000000000000-cuda_compat');
 const DRIVER = '/run/opengl-driver/lib';
 const STUBS = '/nix/store/11111111111111111111111111111111-cuda_cudart/lib/stubs';
 const STUBS_OUTPUT = '/nix/store/22222222222222222222222222222222-cuda_cudart-12.8.90-stubs/lib';
@@ -27,9 +37,9 @@ describe('remove-stubs, as Nixpkgs', () => {
     expect(removeStubsHook().transform).toEqual({ kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: [DRIVER] });
     const isStubs = stubsMatcher(NIXPKGS_STUBS_PATTERNS);
     for (const entry of [STUBS, STUBS_OUTPUT, `${STUBS_OUTPUT}64`, '/nix/store/x-cudatoolkit-12/lib/stubs'])
-      expect(isStubs(entry), entry).toBe(true);
+      expect(isStubs(b(entry)), entry).toBe(true);
     for (const entry of ['/usr/local/cuda/lib64/stubs', `${STUBS}/more`, '/opt/lib/stubs', DRIVER, '$ORIGIN'])
-      expect(isStubs(entry), entry).toBe(false);
+      expect(isStubs(b(entry)), entry).toBe(false);
   });
 
   it('replaces the first stubs entry with the driver directory, even with the driver hook off, and drops the others', () => {
@@ -46,7 +56,7 @@ describe('remove-stubs, as Nixpkgs', () => {
   });
 
   it('takes its driver directory from the driver link, per machine by default', () => {
-    expect(compose([removeStubsHook({ driverLink: '/opt/gl' })], STUBS)).toBe('/opt/gl/lib');
+    expect(compose([removeStubsHook({ driverLink: b('/opt/gl') })], STUBS)).toBe('/opt/gl/lib');
     const i386 = { ...FILE, machine: EM.EM_386 };
     expect(compose([removeStubsHook()], STUBS, 'default', i386)).toBe('/run/opengl-driver-32/lib');
     expect(compose([removeStubsHook()], STUBS, 'nixpkgs-compat', i386)).toBe(DRIVER);
@@ -62,15 +72,17 @@ describe('remove-stubs, as Nixpkgs', () => {
   });
 
   it('takes other patterns, and refuses one that would match every entry', () => {
-    expect(compose([removeStubsHook({ patterns: ['*/lib64/stubs'] })], `/usr/local/cuda/lib64/stubs:${STUBS}`)).toBe(`${DRIVER}:${STUBS}`);
-    expect(compose([removeStubsHook({ patterns: ['/opt/?/stubs'] })], '/opt/a/stubs:/opt/ab/stubs')).toBe(`${DRIVER}:/opt/ab/stubs`);
+    expect(compose([removeStubsHook({ patterns: [b('*/lib64/stubs')] })], `/usr/local/cuda/lib64/stubs:${STUBS}`)).toBe(
+      `${DRIVER}:${STUBS}`,
+    );
+    expect(compose([removeStubsHook({ patterns: [b('/opt/?/stubs')] })], '/opt/a/stubs:/opt/ab/stubs')).toBe(`${DRIVER}:/opt/ab/stubs`);
     // Regular-expression characters are plain characters in a pattern.
-    expect(compose([removeStubsHook({ patterns: ['/opt/a.b+(c)/stubs'] })], '/opt/a.b+(c)/stubs:/opt/aXb+(c)/stubs')).toBe(
+    expect(compose([removeStubsHook({ patterns: [b('/opt/a.b+(c)/stubs')] })], '/opt/a.b+(c)/stubs:/opt/aXb+(c)/stubs')).toBe(
       `${DRIVER}:/opt/aXb+(c)/stubs`,
     );
     for (const bad of ['', '/', '*', '/*', '**/', '?']) {
-      expect(() => stubsMatcher([bad]), bad).toThrow(CudaPatchelfError);
-      expect(() => stubsMatcher([bad]), bad).toThrow(/would match every runpath entry/);
+      expect(() => stubsMatcher([b(bad)]), bad).toThrow(CudaPatchelfError);
+      expect(() => stubsMatcher([b(bad)]), bad).toThrow(/would match every runpath entry/);
     }
   });
 });
@@ -86,12 +98,12 @@ describe('runpath entries', () => {
       ['$ORIGIN/../lib/', '$ORIGIN/../lib'],
       ['', ''],
     ];
-    for (const [entry, spelled] of cases) expect(normalizeRunpathEntry(entry), entry).toBe(spelled);
+    for (const [entry, spelled] of cases) expect(normalizeRunpathEntry(b(entry)), entry).toBe(spelled);
   });
 
   it('dedupe by that spelling, first occurrence wins', () => {
     expect(compose([driverHook()], '/run/opengl-driver//lib:/opt/lib/:/opt/lib')).toBe(`${DRIVER}:/opt/lib/`);
-    expect(compose([driverHook('/run/opengl-driver')], '/run/opengl-driver/lib/')).toBe(DRIVER);
+    expect(compose([driverHook(b('/run/opengl-driver'))], '/run/opengl-driver/lib/')).toBe(DRIVER);
     // nixpkgs-compat keeps every entry as it is.
     expect(compose([driverHook()], '/run/opengl-driver//lib', 'nixpkgs-compat')).toBe(`${DRIVER}:/run/opengl-driver//lib`);
   });
@@ -148,27 +160,27 @@ describe('a file with many names, against running each hook once per name', () =
   // step, as in Nixpkgs; and every split of the runpath tried. Seeded: a failure replays from its case.
   // 1,000 cases keep the unit tier fast; with this pool of hooks the test has passed at 20,000.
   const extraHooks: Hook[] = [
-    { name: 'append', transform: { kind: 'append', dirs: ['/z'] }, files: {}, precedes: [], follows: [] },
-    { name: 'append-stubs', transform: { kind: 'append', dirs: [STUBS] }, files: {}, precedes: [], follows: [] },
-    { name: 'drop-build', transform: { kind: 'remove-matching', fragment: '/build/' }, files: {}, precedes: [], follows: [] },
-    {
+    hook({ name: 'append', transform: { kind: 'append', dirs: ['/z'] }, files: {}, precedes: [], follows: [] }),
+    hook({ name: 'append-stubs', transform: { kind: 'append', dirs: [STUBS] }, files: {}, precedes: [], follows: [] }),
+    hook({ name: 'drop-build', transform: { kind: 'remove-matching', fragment: '/build/' }, files: {}, precedes: [], follows: [] }),
+    hook({
       name: 'two-for-stubs',
       transform: { kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: ['/r1', '/r2'] },
       files: {},
       precedes: [],
       follows: [],
-    },
-    { name: 'two-first', transform: { kind: 'prepend', dirs: ['/p1', '/p2'] }, files: {}, precedes: [], follows: [] },
-    { name: 'two-last', transform: { kind: 'append', dirs: ['/z', '/y'] }, files: {}, precedes: [], follows: [] },
+    }),
+    hook({ name: 'two-first', transform: { kind: 'prepend', dirs: ['/p1', '/p2'] }, files: {}, precedes: [], follows: [] }),
+    hook({ name: 'two-last', transform: { kind: 'append', dirs: ['/z', '/y'] }, files: {}, precedes: [], follows: [] }),
     // Replacements that match the pattern themselves, and a filter that drops what other hooks add.
-    {
+    hook({
       name: 'stubs-for-stubs',
       transform: { kind: 'replace-matching', patterns: NIXPKGS_STUBS_PATTERNS, dirs: [STUBS_OUTPUT, '/r1'] },
       files: {},
       precedes: [],
       follows: [],
-    },
-    { name: 'drop-compat', transform: { kind: 'remove-matching', fragment: 'cuda_compat' }, files: {}, precedes: [], follows: [] },
+    }),
+    hook({ name: 'drop-compat', transform: { kind: 'remove-matching', fragment: 'cuda_compat' }, files: {}, precedes: [], follows: [] }),
   ];
   const hookPool = [driverHook(), cudaCompatHook(COMPAT), removeStubsHook(), ...extraHooks];
   const entryPool = [`${COMPAT}/compat`, DRIVER, STUBS, STUBS_OUTPUT, '$ORIGIN', '', '/a', '/build/x', '/z', '/r1', '/p2'];

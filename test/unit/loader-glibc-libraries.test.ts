@@ -4,6 +4,11 @@
 
 import { describe, expect, it } from 'vitest';
 import { holdsOnlyGlibc, isGlibcLibrary } from '../../src/loader/glibc-libraries.js';
+import type { ByteString } from '../../src/elf/byte-string.js';
+import { ascii } from '../helpers/byte-strings.js';
+
+/** Names are written here as ASCII text. */
+const b = (text: string): ByteString => ascii<ByteString>(text);
 
 describe("glibc's own libraries", () => {
   it.each([
@@ -29,19 +34,19 @@ describe("glibc's own libraries", () => {
     ['libcudnn_graph.so.9', false],
     ['libc.so.7', false],
   ])('%s is glibc’s: %s', (name, glibc) => {
-    expect(isGlibcLibrary(name)).toBe(glibc);
+    expect(isGlibcLibrary(b(name))).toBe(glibc);
   });
 });
 
 describe('a directory of glibc alone', () => {
   it("Nix's glibc lib/: glibc's libraries, their link-time names, and libgcc_s", () => {
     expect(
-      holdsOnlyGlibc(['ld-linux-x86-64.so.2', 'libc.so.6', 'libc.so', 'libm.so.6', 'libm.so', 'libgcc_s.so.1', 'libpcprofile.so']),
+      holdsOnlyGlibc(['ld-linux-x86-64.so.2', 'libc.so.6', 'libc.so', 'libm.so.6', 'libm.so', 'libgcc_s.so.1', 'libpcprofile.so'].map(b)),
     ).toBe(true);
   });
 
   it("Debian's /usr/lib/x86_64-linux-gnu holds more", () => {
-    expect(holdsOnlyGlibc(['libc.so.6', 'libm.so.6', 'libstdc++.so.6'])).toBe(false);
-    expect(holdsOnlyGlibc(['libc.so.6', 'libtorch.so'])).toBe(false);
+    expect(holdsOnlyGlibc(['libc.so.6', 'libm.so.6', 'libstdc++.so.6'].map(b))).toBe(false);
+    expect(holdsOnlyGlibc(['libc.so.6', 'libtorch.so'].map(b))).toBe(false);
   });
 });

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { cpuModel, cpuModelOfLoader, legacySubdirectories } from '../../src/loader/cpu-model.js';
 import { type LoaderCpuView, parseLoaderHelp } from '../../src/loader/loader-help.js';
 import { hostAbi } from '../../src/loader/machine-abi.js';
+import { latin1 } from '../helpers/byte-strings.js';
 
 /** The first section, the same in the three: the search path of a Debian or Ubuntu system of `triplet`. */
 const searchPath = (triplet: string): string => `Shared library search path:
@@ -52,14 +53,14 @@ if (x86 === null || arm === null) throw new Error('no ABI');
 
 /** What parseLoaderHelp reads in a text it must understand. */
 function viewOf(text: string): LoaderCpuView {
-  const view = parseLoaderHelp(text);
+  const view = parseLoaderHelp(latin1(text));
   if (view === null) throw new Error('no view');
   return view;
 }
 
 describe('parseLoaderHelp', () => {
   it('glibc 2.36 on x86-64: the glibc-hwcaps subdirectories with their marks, the platform and the searched hwcaps', () => {
-    expect(parseLoaderHelp(DEBIAN_12_EPYC)).toEqual({
+    expect(parseLoaderHelp(latin1(DEBIAN_12_EPYC))).toEqual({
       glibcHwcaps: [
         { name: 'x86-64-v4', supported: false, searched: false },
         { name: 'x86-64-v3', supported: true, searched: true },
@@ -70,15 +71,18 @@ describe('parseLoaderHelp', () => {
   });
 
   it('aarch64 before glibc-hwcaps subdirectories existed there: none, and the legacy names', () => {
-    expect(parseLoaderHelp(DEBIAN_12_AARCH64)).toEqual({ glibcHwcaps: [], legacy: { platform: 'aarch64', searchedHwcaps: ['atomics'] } });
+    expect(parseLoaderHelp(latin1(DEBIAN_12_AARCH64))).toEqual({
+      glibcHwcaps: [],
+      legacy: { platform: 'aarch64', searchedHwcaps: ['atomics'] },
+    });
   });
 
   it('glibc 2.37 and later list no legacy subdirectories', () => {
-    expect(parseLoaderHelp(UBUNTU_24_04_XEON)?.legacy).toBeNull();
+    expect(parseLoaderHelp(latin1(UBUNTU_24_04_XEON))?.legacy).toBeNull();
   });
 
   it('a loader that lists no glibc-hwcaps section (before 2.33) tells nothing', () => {
-    expect(parseLoaderHelp(DEBIAN_12_EPYC.replace(/\nSubdirectories of glibc-hwcaps[\s\S]*$/, '\n'))).toBeNull();
+    expect(parseLoaderHelp(latin1(DEBIAN_12_EPYC.replace(/\nSubdirectories of glibc-hwcaps[\s\S]*$/, '\n')))).toBeNull();
   });
 });
 

@@ -15,6 +15,7 @@ import {
   type DynamicStrings,
   type Operations,
 } from './helpers/plan-in-memory.js';
+import { bytes } from '../helpers/byte-strings.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat-12.8/lib:/run/opengl-driver/lib';
 
@@ -33,14 +34,14 @@ const runpathOf = (file: CorpusFile, value: string | null): Partial<DynamicStrin
 const EDITS: readonly Edit[] = [
   {
     label: 'a shorter runpath',
-    operations: (editor) => editor.setRunpath('/a'),
+    operations: (editor) => editor.setRunpath(bytes('/a')),
     // The old string's bytes take it in place; a file without a runpath has no bytes to reuse.
     tier: { otherwise: 'in-place', 'x86_64-lib-plain.so': 'append' },
     expect: (file) => runpathOf(file, '/a'),
   },
   {
     label: 'a long CUDA runpath',
-    operations: (editor) => editor.setRunpath(COMPAT),
+    operations: (editor) => editor.setRunpath(bytes(COMPAT)),
     tier: { otherwise: 'append' },
     expect: (file) => runpathOf(file, COMPAT),
   },
@@ -52,13 +53,13 @@ const EDITS: readonly Edit[] = [
   },
   {
     label: 'DT_RUNPATH forced (patchelf --set-rpath)',
-    operations: (editor) => editor.setRunpath('/opt', 'runpath'),
+    operations: (editor) => editor.setRunpath(bytes('/opt'), 'runpath'),
     tier: { otherwise: 'in-place', 'x86_64-lib-plain.so': 'append' },
     expect: () => ({ runpath: '/opt', rpath: null }),
   },
   {
     label: 'one more DT_NEEDED',
-    operations: (editor) => editor.addNeeded('libcuda.so.1'),
+    operations: (editor) => editor.addNeeded(bytes('libcuda.so.1')),
     tier: { otherwise: 'append' },
     expect: (file) => ({ needed: ['libcuda.so.1', ...file.needed] }),
   },

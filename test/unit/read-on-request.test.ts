@@ -12,6 +12,7 @@ import type { PlanDecision } from '../../src/plan/plan.js';
 import { CORPUS } from './corpus-table.js';
 import { corpusBytes, readImage } from './helpers/corpus.js';
 import { factsOf, withoutRewrite, type Operations } from './helpers/plan-in-memory.js';
+import { bytes } from '../helpers/byte-strings.js';
 
 const COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat-12.8/lib:/run/opengl-driver/lib';
 
@@ -23,8 +24,8 @@ interface Case {
 }
 
 const CASES: readonly Case[] = [
-  { label: 'a long CUDA runpath', operations: (editor) => editor.setRunpath(COMPAT), frees: (hasRunpath) => hasRunpath },
-  { label: 'one more DT_NEEDED', operations: (editor) => editor.addNeeded('libcuda-patchelf-test.so.1'), frees: () => false },
+  { label: 'a long CUDA runpath', operations: (editor) => editor.setRunpath(bytes(COMPAT)), frees: (hasRunpath) => hasRunpath },
+  { label: 'one more DT_NEEDED', operations: (editor) => editor.addNeeded(bytes('libcuda-patchelf-test.so.1')), frees: () => false },
   { label: 'no runpath', operations: (editor) => editor.setRunpath(null), frees: (hasRunpath) => hasRunpath },
 ];
 

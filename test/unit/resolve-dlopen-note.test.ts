@@ -5,7 +5,7 @@
 // test/apply-auto-patchelf.test.ts.
 
 import { describe, expect, it } from 'vitest';
-import { textToByteString } from '../../src/elf/byte-string.js';
+import { type ByteString, textToByteString } from '../../src/elf/byte-string.js';
 import { dlopenDependencies, parseDlopenDescriptor } from '../../src/resolve/dlopen-note.js';
 
 const NT_FDO_DLOPEN_METADATA = 0x407c0c0a;
@@ -14,8 +14,10 @@ const NT_GNU_BUILD_ID = 3;
 const text = (value: string): Uint8Array => new TextEncoder().encode(value);
 /** A JSON descriptor as the toolchain writes it: the text and its terminating NUL. */
 const json = (value: string): Uint8Array => text(`${value}\0`);
-const dlopenNote = (descriptor: string): { owner: string; type: number; descriptor: Uint8Array } => ({
-  owner: 'FDO',
+/** A note's owner, written as ASCII text. */
+const owner = (name: string): ByteString => textToByteString(name);
+const dlopenNote = (descriptor: string): { owner: ByteString; type: number; descriptor: Uint8Array } => ({
+  owner: owner('FDO'),
   type: NT_FDO_DLOPEN_METADATA,
   descriptor: json(descriptor),
 });
@@ -24,7 +26,7 @@ const BPF_JSON = '[{"feature":"bpf","description":"BPF","priority":"suggested","
 
 describe('.note.dlopen notes', () => {
   it('reads the FDO dlopen note among the others: the alternatives in order', () => {
-    const buildId = { owner: 'GNU', type: NT_GNU_BUILD_ID, descriptor: new Uint8Array(20) };
+    const buildId = { owner: owner('GNU'), type: NT_GNU_BUILD_ID, descriptor: new Uint8Array(20) };
     expect(dlopenDependencies([buildId, dlopenNote(BPF_JSON)])).toEqual({ dependencies: [['libbpf.so.1', 'libbpf.so.0']], malformed: [] });
   });
 
@@ -32,8 +34,8 @@ describe('.note.dlopen notes', () => {
     const notes = [
       dlopenNote('[{"soname":["libzstd.so.1"]},{"soname":["liblz4.so.1"],"priority":"required"}]'),
       // Another owner's note of the same type, and an FDO note of another type: not dlopen metadata.
-      { owner: 'GNU', type: NT_FDO_DLOPEN_METADATA, descriptor: json('[{"soname":["libnot.so"]}]') },
-      { owner: 'FDO', type: 0xcafe1a7e, descriptor: json('{"type":"rpm","name":"x"}') },
+      { owner: owner('GNU'), type: NT_FDO_DLOPEN_METADATA, descriptor: json('[{"soname":["libnot.so"]}]') },
+      { owner: owner('FDO'), type: 0xcafe1a7e, descriptor: json('{"type":"rpm","name":"x"}') },
       dlopenNote('[{"soname":["libarchive.so.13"],"x-vendor-key":{"any":[1]}}]'),
     ];
     expect(dlopenDependencies(notes)).toEqual({ dependencies: [['libzstd.so.1'], ['liblz4.so.1'], ['libarchive.so.13']], malformed: [] });

@@ -4,13 +4,14 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DRIVER_LIBRARIES, driverLibraryHook } from '../../src/resolve/driver-libraries.js';
+import { bytes } from '../helpers/byte-strings.js';
 
 const DOC = readFileSync(new URL('../../docs/auto-patchelf.md', import.meta.url), 'utf8');
 
 describe('driver libraries', () => {
   it("are the driver hook's, or cuda-compat's for what cuda_compat holds when that hook is on", () => {
     const hooks = (driver: boolean, cudaCompat: boolean): (string | null)[] =>
-      ['libcuda.so.1', 'libnvidia-ml.so.1', 'libz.so.1'].map((name) => driverLibraryHook(name, { driver, cudaCompat }));
+      ['libcuda.so.1', 'libnvidia-ml.so.1', 'libz.so.1'].map((name) => driverLibraryHook(bytes(name), { driver, cudaCompat }));
     expect(hooks(true, false)).toEqual(['driver', 'driver', null]);
     expect(hooks(true, true)).toEqual(['cuda-compat', 'driver', null]);
     expect(hooks(false, true)).toEqual(['cuda-compat', null, null]);

@@ -2,7 +2,11 @@
 // pattern) on Linux), and which names of a missing dependency the patterns are matched against.
 
 import { describe, expect, it } from 'vitest';
-import { textToByteString } from '../../src/elf/byte-string.js';
+import { type ByteString, textToByteString } from '../../src/elf/byte-string.js';
+import { ascii } from '../helpers/byte-strings.js';
+
+/** Names are written here as ASCII text. */
+const all = (texts: readonly string[]): ByteString[] => ascii<ByteString[]>(texts);
 import { fnmatch, ignoreMissingMatcher } from '../../src/resolve/ignore-missing.js';
 
 describe("fnmatch, as Python's", () => {
@@ -68,19 +72,19 @@ describe("fnmatch, as Python's", () => {
 describe('which missing dependencies --ignore-missing ignores', () => {
   it('matches the file name of each alternative, against each pattern', () => {
     const ignored = ignoreMissingMatcher(['libcuda.so*', 'libnvrm_*.so']);
-    expect(ignored(['libcuda.so.1'])).toBe(true);
-    expect(ignored(['/usr/lib/libcuda.so.1'])).toBe(true);
-    expect(ignored(['libnvrm_gpu.so'])).toBe(true);
-    expect(ignored(['libz.so.1'])).toBe(false);
+    expect(ignored(all(['libcuda.so.1']))).toBe(true);
+    expect(ignored(all(['/usr/lib/libcuda.so.1']))).toBe(true);
+    expect(ignored(all(['libnvrm_gpu.so']))).toBe(true);
+    expect(ignored(all(['libz.so.1']))).toBe(false);
     // A dlopen dependency: any of its alternatives.
-    expect(ignored(['libbpf.so.1', 'libcuda.so'])).toBe(true);
-    expect(ignored(['libbpf.so.1', 'libbpf.so.0'])).toBe(false);
+    expect(ignored(all(['libbpf.so.1', 'libcuda.so']))).toBe(true);
+    expect(ignored(all(['libbpf.so.1', 'libbpf.so.0']))).toBe(false);
   });
 
   it('no pattern ignores nothing; `*` (autoPatchelfIgnoreMissingDeps = true) everything', () => {
-    expect(ignoreMissingMatcher([])(['libz.so.1'])).toBe(false);
-    expect(ignoreMissingMatcher(['*'])(['libz.so.1'])).toBe(true);
-    expect(ignoreMissingMatcher(['*'])(['libbpf.so.1', 'libbpf.so.0'])).toBe(true);
+    expect(ignoreMissingMatcher([])(all(['libz.so.1']))).toBe(false);
+    expect(ignoreMissingMatcher(['*'])(all(['libz.so.1']))).toBe(true);
+    expect(ignoreMissingMatcher(['*'])(all(['libbpf.so.1', 'libbpf.so.0']))).toBe(true);
   });
 
   it('matches names as the text their bytes spell', () => {

@@ -4,9 +4,11 @@
 // directory and the files that exist are given.
 
 import { describe, expect, it } from 'vitest';
+import type { ByteString } from '../../src/elf/byte-string.js';
 import { libcAlwaysKept, osAbisCompatible, targetSkipReason } from '../../src/resolve/os-abi.js';
 import type { DriverLibraryHooks } from '../../src/resolve/driver-libraries.js';
 import { type DependencyFacts, type DependencyOutcome, resolveDependencies } from '../../src/resolve/resolve-dependencies.js';
+import { type AsText, ascii } from '../helpers/byte-strings.js';
 import {
   AARCH64,
   type FakeDisk,
@@ -55,7 +57,10 @@ interface RuleCase {
 }
 
 /** An x86_64 SYSV file with these dependencies, unless `facts` says otherwise. */
-const fileOf = (facts: Partial<DependencyFacts>): DependencyFacts => ({ machine: X86_64, osAbi: SYSV, needed: [], dlopen: [], ...facts });
+/** Names are written here as ASCII text. */
+const b = (text: string): ByteString => ascii<ByteString>(text);
+const fileOf = (facts: AsText<Partial<DependencyFacts>>): DependencyFacts =>
+  ascii<DependencyFacts>({ machine: X86_64, osAbi: SYSV, needed: [], dlopen: [], ...facts });
 
 function outcomesOf(file: DependencyFacts, rows: readonly IndexRow[], rule: Omit<RuleCase, 'name' | 'outcomes'> = {}): string[] {
   const fileSystem = fakeFileSystem(rule.disk);
@@ -315,12 +320,12 @@ describe('the index: order, duplicates, determinism', () => {
       ['libz.so.1', X86_64, OTHER_ZLIB, GNU],
       ['libz.so.1', X86_64, ZLIB, SYSV],
     ]);
-    expect(index.entries('libz.so.1', X86_64)).toEqual([
+    expect(index.entries(b('libz.so.1'), X86_64)).toEqual([
       { directory: ZLIB, osAbi: SYSV },
       { directory: OTHER_ZLIB, osAbi: GNU },
     ]);
-    expect(index.entries('libz.so.1', AARCH64)).toEqual([{ directory: '/arm/lib', osAbi: SYSV }]);
-    expect(index.entries('libz.so', X86_64)).toEqual([]);
+    expect(index.entries(b('libz.so.1'), AARCH64)).toEqual([{ directory: '/arm/lib', osAbi: SYSV }]);
+    expect(index.entries(b('libz.so'), X86_64)).toEqual([]);
   });
 
   it('the first compatible library wins, and a later compatible one in another directory is reported', () => {
@@ -328,12 +333,12 @@ describe('the index: order, duplicates, determinism', () => {
       ['libz.so.1', X86_64, ZLIB, SYSV],
       ['libz.so.1', X86_64, OTHER_ZLIB, SYSV],
     ];
-    expect(indexOf(rows).lookup('libz.so.1', X86_64, SYSV)).toEqual({
+    expect(indexOf(rows).lookup(b('libz.so.1'), X86_64, SYSV)).toEqual({
       library: { directory: ZLIB, osAbi: SYSV },
       shadowed: { directory: OTHER_ZLIB, osAbi: SYSV },
     });
     // The walk's order decides, nothing else (the walk sorts each directory's names by byte value).
-    expect(indexOf([...rows].reverse()).lookup('libz.so.1', X86_64, SYSV)?.library.directory).toBe(OTHER_ZLIB);
+    expect(indexOf([...rows].reverse()).lookup(b('libz.so.1'), X86_64, SYSV)?.library.directory).toBe(OTHER_ZLIB);
     const resolve = (): string[] => outcomesOf(fileOf({ needed: ['libz.so.1'] }), rows);
     expect(resolve()).toEqual([`libz.so.1 -> libz.so.1: index ${ZLIB} (also ${OTHER_ZLIB})`]);
     expect(resolve()).toEqual(resolve());
@@ -344,9 +349,9 @@ describe('the index: order, duplicates, determinism', () => {
       ['libz.so.1', X86_64, ZLIB, GNU],
       ['libz.so.1', X86_64, '/freebsd/lib', FREEBSD],
     ]);
-    expect(index.lookup('libz.so.1', X86_64, GNU)).toEqual({ library: { directory: ZLIB, osAbi: GNU }, shadowed: null });
+    expect(index.lookup(b('libz.so.1'), X86_64, GNU)).toEqual({ library: { directory: ZLIB, osAbi: GNU }, shadowed: null });
     // A SYSV file could use either: the second is reported.
-    expect(index.lookup('libz.so.1', X86_64, SYSV)?.shadowed).toEqual({ directory: '/freebsd/lib', osAbi: FREEBSD });
-    expect(index.lookup('libz.so.1', X86_64, 12)).toBeNull();
+    expect(index.lookup(b('libz.so.1'), X86_64, SYSV)?.shadowed).toEqual({ directory: '/freebsd/lib', osAbi: FREEBSD });
+    expect(index.lookup(b('libz.so.1'), X86_64, 12)).toBeNull();
   });
 });

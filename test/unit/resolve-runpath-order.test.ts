@@ -5,8 +5,13 @@
 // entry's directory is a table of names to files.
 
 import { describe, expect, it } from 'vitest';
+import type { ByteString } from '../../src/elf/byte-string.js';
 import type { PlacedEntry } from '../../src/resolve/resolve-file.js';
 import { type ChosenDependency, type DirectoryOracle, orderRunpath } from '../../src/resolve/runpath-order.js';
+import { ascii } from '../helpers/byte-strings.js';
+
+/** Entries and names are written here as ASCII text. */
+const b = (text: string): ByteString => ascii<ByteString>(text);
 
 /** Entry → library name → the file (an id; ids in one IDENTICAL group are byte-identical copies). */
 type Disk = Readonly<Record<string, Readonly<Record<string, string>>>>;
@@ -16,15 +21,22 @@ function oracleOf(disk: Disk): DirectoryOracle<string> {
   return {
     holder: async (entry, name) => disk[entry]?.[name] ?? null,
     same: async (a, b) => a === b || IDENTICAL.some((group) => group.includes(a) && group.includes(b)),
-    libraryNames: async (entry) => Object.keys(disk[entry] ?? {}).sort(),
+    libraryNames: async (entry) =>
+      Object.keys(disk[entry] ?? {})
+        .sort()
+        .map(b),
   };
 }
 
-const own = (entry: string, ownIndex: number): PlacedEntry => ({ entry, place: 'own', ownIndex });
-const added = (entry: string): PlacedEntry => ({ entry, place: 'added', ownIndex: null });
-const first = (entry: string): PlacedEntry => ({ entry, place: 'first', ownIndex: null });
-const last = (entry: string): PlacedEntry => ({ entry, place: 'last', ownIndex: null });
-const chose = (name: string, entry: string | null, file: string): ChosenDependency<string> => ({ name, entry, file });
+const own = (entry: string, ownIndex: number): PlacedEntry => ({ entry: b(entry), place: 'own', ownIndex });
+const added = (entry: string): PlacedEntry => ({ entry: b(entry), place: 'added', ownIndex: null });
+const first = (entry: string): PlacedEntry => ({ entry: b(entry), place: 'first', ownIndex: null });
+const last = (entry: string): PlacedEntry => ({ entry: b(entry), place: 'last', ownIndex: null });
+const chose = (name: string, entry: string | null, file: string): ChosenDependency<string> => ({
+  name: b(name),
+  entry: entry === null ? null : b(entry),
+  file,
+});
 
 describe('the chosen copy comes first', () => {
   it('an added directory that holds another copy goes after the chosen one (the small repro: d1 ahead of t/lib)', async () => {

@@ -6,7 +6,12 @@
 
 import { describe, expect, it } from 'vitest';
 import { type FileResolution, resolveFile, type ResolverFileFacts, type ResolverOptions } from '../../src/resolve/resolve-file.js';
+import { type AsText, ascii } from '../helpers/byte-strings.js';
 import { type FakeDisk, fakeFileSystem, type IndexRow, indexOf, SYSV, X86_64, ZLIB } from './helpers/resolver-inputs.js';
+
+/** The file's facts and the options, as the cases write them (ASCII text). */
+type Facts = AsText<Partial<ResolverFileFacts>>;
+type Options = AsText<Partial<ResolverOptions>>;
 
 const BZIP2 = '/nix/store/bbbb-bzip2/lib';
 const GLIBC = '/nix/store/cccc-glibc/lib';
@@ -24,30 +29,39 @@ const INDEX: readonly IndexRow[] = [
 /** The entries of the runpath the resolver writes, in its base order; null when it leaves the runpath alone. */
 const entriesOf = (resolution: FileResolution): string[] | null => resolution.runpath?.map((placed) => placed.entry) ?? null;
 
-function resolve(facts: Partial<ResolverFileFacts>, options: Partial<ResolverOptions> = {}, disk: FakeDisk = OUT_DISK): FileResolution {
+function resolve(facts: Facts, options: Options = {}, disk: FakeDisk = OUT_DISK): FileResolution {
   return resolveFile(fileFacts(facts), indexOf(INDEX), resolverOptions(options), fakeFileSystem(disk));
 }
 
 /** An x86_64 SYSV program in /out/bin with no dependencies and no runpath, unless `facts` says otherwise. */
-function fileFacts(facts: Partial<ResolverFileFacts>): ResolverFileFacts {
-  return { directory: '/out/bin', machine: X86_64, osAbi: SYSV, hasInterpreter: true, needed: [], dlopen: [], runpath: [], ...facts };
+function fileFacts(facts: Facts): ResolverFileFacts {
+  return ascii<ResolverFileFacts>({
+    directory: '/out/bin',
+    machine: X86_64,
+    osAbi: SYSV,
+    hasInterpreter: true,
+    needed: [],
+    dlopen: [],
+    runpath: [],
+    ...facts,
+  });
 }
 
 /** Default semantics with the driver hook on, nothing else, unless `options` says otherwise. */
-function resolverOptions(options: Partial<ResolverOptions>): ResolverOptions {
-  return {
+function resolverOptions(options: Options): ResolverOptions {
+  return ascii<ResolverOptions>({
     semantics: { kind: 'default', driverHooks: { driver: true, cudaCompat: false }, relativeToTrees: [] },
     keepLibc: false,
     runtimeDependencies: [],
     appendRunpaths: [],
     ...options,
-  };
+  });
 }
 
-const DEFAULT_RELATIVE: Partial<ResolverOptions> = {
+const DEFAULT_RELATIVE: Options = {
   semantics: { kind: 'default', driverHooks: { driver: true, cudaCompat: false }, relativeToTrees: ['/out'] },
 };
-const COMPAT: Partial<ResolverOptions> = { semantics: { kind: 'nixpkgs-compat' } };
+const COMPAT: Options = { semantics: { kind: 'nixpkgs-compat' } };
 
 describe('the list R', () => {
   it('--runtime-dependencies (files with an interpreter), then each dependency in DT_NEEDED-then-dlopen order, then --append-rpaths', () => {
@@ -105,8 +119,8 @@ describe('--nixpkgs-compat: R replaces the runpath', () => {
 
 interface SpellingCase {
   readonly name: string;
-  readonly file?: Partial<ResolverFileFacts>;
-  readonly options?: Partial<ResolverOptions>;
+  readonly file?: Facts;
+  readonly options?: Options;
   readonly disk?: FakeDisk;
   /** The entry written for each directory of R, then the kept ones, then the runpath. */
   readonly spellings: readonly string[];
@@ -243,7 +257,7 @@ describe('default semantics: the spelling of each entry, and the kept ones', () 
   });
 
   it('is a function of its inputs: the same file, index and options give the same resolution', () => {
-    const file: Partial<ResolverFileFacts> = {
+    const file: Facts = {
       needed: ['libz.so.1', 'libout.so'],
       dlopen: [['libbz2.so.1']],
       runpath: ['$ORIGIN/../lib/plugins'],

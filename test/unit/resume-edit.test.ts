@@ -13,9 +13,11 @@ import { corpusBytes } from './helpers/corpus.js';
 import { DYN } from '../../src/elf/codec.js';
 import { DT } from '../../src/elf/constants.js';
 import { applyInMemory, applyPlanInMemory, contains, dynamicStrings, factsOf, planOn } from './helpers/plan-in-memory.js';
+import type { ByteString } from '../../src/elf/byte-string.js';
+import { bytes } from '../helpers/byte-strings.js';
 
 const LONG = '/nix/store/00000000000000000000000000000000-cuda_compat-12.8/lib:/run/opengl-driver/lib';
-const setLong = (editor: { setRunpath(value: string): void }): void => editor.setRunpath(LONG);
+const setLong = (editor: { setRunpath(value: ByteString): void }): void => editor.setRunpath(bytes(LONG));
 
 it('stringStarts lists every non-empty string of a table', () => {
   expect(stringStarts(new Uint8Array(Buffer.from('\0ab\0\0c\0', 'latin1')))).toEqual([1, 5]);

@@ -16,6 +16,7 @@ import { layOutRegion } from '../../src/plan/segment-layout.js';
 import { CORPUS } from './corpus-table.js';
 import { corpusBytes } from './helpers/corpus.js';
 import { applyPlanInMemory, factsOf, planOn } from './helpers/plan-in-memory.js';
+import { bytes as textBytes } from '../helpers/byte-strings.js';
 
 // GNU ld puts .gnu.hash/.dynsym right after the table: it grows over them after moving them (and the
 // tags) away. lld leaves the table followed by zero padding: it grows where it is.
@@ -110,7 +111,7 @@ describe.each(CORPUS)('$name', (file) => {
   it('returns a refusal, not an exception, when no new segment fits below 2^53 or in a first page of its own', async () => {
     const facts = await factsOf(corpusBytes(file.name));
     const editor = new DynamicEditor(currentEntries(facts), facts.interpreter?.text ?? null);
-    editor.setRunpath(`/${'x'.repeat(4000)}`);
+    editor.setRunpath(textBytes(`/${'x'.repeat(4000)}`));
     const decision = planEdit({ ...facts, largestSymbolSize: 2 ** 53 }, editor.wanted());
     expect(decision).toMatchObject({ kind: 'unsupported', why: expect.stringMatching(/^no room for a new segment below 2\^53/) });
     expect(file.type).toBe(ET.ET_DYN);
@@ -122,12 +123,12 @@ describe.each(CORPUS)('$name', (file) => {
 
   it('extends the segment an earlier edit appended', async () => {
     const bytes = corpusBytes(file.name);
-    const once = applyPlanInMemory(bytes, (await planOn(bytes, (editor) => editor.setRunpath(`/first/${'x'.repeat(64)}`))).plan);
+    const once = applyPlanInMemory(bytes, (await planOn(bytes, (editor) => editor.setRunpath(textBytes(`/first/${'x'.repeat(64)}`)))).plan);
     const onceFacts = await factsOf(once);
     const segment = segmentFor(onceFacts);
     expect(segment.strategy).toBe('extend');
     expect(layOutRegion(onceFacts, segment, []).strategy).toBe('extend');
-    const twice = await planOn(once, (editor) => editor.setRunpath(`/second/${'y'.repeat(200)}`));
+    const twice = await planOn(once, (editor) => editor.setRunpath(textBytes(`/second/${'y'.repeat(200)}`)));
     expect(twice.plan.tier).toBe('append');
     expect(twice.plan.newSize).toBeGreaterThan(once.length);
   });

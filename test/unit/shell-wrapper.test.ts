@@ -3,8 +3,11 @@
 
 import { describe, expect, it } from 'vitest';
 import { readShellWrapper } from '../../src/doctor/shell-wrapper.js';
+import type { ByteString } from '../../src/elf/byte-string.js';
+import { bytes } from '../helpers/byte-strings.js';
 
-const wrapper = (...lines: string[]): string => ['#! /bin/bash -e', ...lines, ''].join('\n');
+/** A script of these lines (text), as its bytes. */
+const wrapper = (...lines: string[]): ByteString => bytes(['#! /bin/bash -e', ...lines, ''].join('\n'));
 
 describe('readShellWrapper', () => {
   it('the program of the last exec, in the forms makeWrapper has written over the years', () => {
@@ -21,7 +24,7 @@ describe('readShellWrapper', () => {
     expect(readShellWrapper(wrapper('exec "$dir/.foo-wrapped" "$@"'), null)?.program).toBeNull();
     expect(readShellWrapper(wrapper('exec python3 "$@"'), null)?.program).toBeNull();
     expect(readShellWrapper(wrapper('echo hello'), null)?.program).toBeNull();
-    expect(readShellWrapper('echo hello\n', null)).toBeNull();
+    expect(readShellWrapper(bytes('echo hello\n'), null)).toBeNull();
   });
 
   it('the lines on LD_LIBRARY_PATH it does not follow are named, and leave the value as it was', () => {
@@ -53,8 +56,14 @@ describe('readShellWrapper', () => {
     expect(reading?.unfollowed).toEqual(["export LD_LIBRARY_PATH='/opt/lib'", "LD_LIBRARY_PATH='/c'"]);
   });
 
+  it('reads a name that is not ASCII as its bytes: 0xa0, the last byte of à in UTF-8, is no white space', () => {
+    const reading = readShellWrapper(wrapper('export LD_LIBRARY_PATH=/opt/là', 'exec /opt/voilà/bin/prog "$@"'), null);
+    expect(reading?.program).toBe(bytes('/opt/voilà/bin/prog'));
+    expect(reading?.ldLibraryPath).toBe(bytes('/opt/là'));
+  });
+
   it('a value set without export reaches the program only when the variable came exported', () => {
     expect(readShellWrapper(wrapper("LD_LIBRARY_PATH='/a'", 'exec /x'), null)?.ldLibraryPath).toBeNull();
-    expect(readShellWrapper(wrapper("LD_LIBRARY_PATH='/a'", 'exec /x'), '/start')?.ldLibraryPath).toBe('/a');
+    expect(readShellWrapper(wrapper("LD_LIBRARY_PATH='/a'", 'exec /x'), bytes('/start'))?.ldLibraryPath).toBe('/a');
   });
 });

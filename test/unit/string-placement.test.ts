@@ -2,7 +2,12 @@
 // are zeroed once nothing refers to them.
 
 import { describe, expect, it } from 'vitest';
+import type { ByteString } from '../../src/elf/byte-string.js';
 import { placeStrings, type Range, type StringRequest } from '../../src/plan/string-placement.js';
+import { type AsText, ascii } from '../helpers/byte-strings.js';
+
+/** Strings are written here as ASCII text. */
+const b = (text: string): ByteString => ascii<ByteString>(text);
 
 /** A table from its strings: "\0" + each string and its NUL; `zeros` NULs of slack at the end. */
 function tableOf(strings: readonly string[], zeros = 0): { table: Uint8Array; at: (text: string) => number } {
@@ -19,7 +24,7 @@ interface Case {
   /** Strings of the table, or raw indices (the tail of a string). */
   readonly live: readonly (string | number)[];
   readonly released: readonly (string | number)[];
-  readonly requests: readonly (Omit<StringRequest, 'previous'> & { previous: string | null })[];
+  readonly requests: readonly (Omit<AsText<StringRequest>, 'previous'> & { previous: string | null })[];
   /** Where each request ends up: a string of the old table (its index), 'slack' at an index, or 'end'. */
   readonly placed: Readonly<Record<string, number | 'end'>>;
   readonly slackWrites?: readonly Range[];
@@ -116,13 +121,13 @@ describe.each(CASES)('$name', (c) => {
     const where = (s: string | number): number => (typeof s === 'number' ? s : at(s));
     const live = c.live.map(where);
     const released = c.released.map(where);
-    const requests = c.requests.map((r) => ({ text: r.text, previous: r.previous === null ? null : at(r.previous) }));
+    const requests = c.requests.map((r) => ({ text: b(r.text), previous: r.previous === null ? null : at(r.previous) }));
     const placement = placeStrings(table, [live], released, requests);
 
     expect(placement.oldSize).toBe(table.length);
     expect(placement.table.length > table.length).toBe(c.grows ?? false);
     for (const [request, where] of Object.entries(c.placed)) {
-      const index = placement.indexOf.get(request);
+      const index = placement.indexOf.get(b(request));
       expect(index, request).toBe(where === 'end' ? table.length : where);
       // Whatever the way, the table as it will be holds the string at its index.
       expect(text(placement.table.subarray(index, (index ?? 0) + request.length + 1)), request).toBe(`${request}\0`);
@@ -146,8 +151,8 @@ it('places each distinct text once, however many entries ask for it', () => {
     [],
     [],
     [
-      { text: '/lib', previous: null },
-      { text: '/lib', previous: null },
+      { text: b('/lib'), previous: null },
+      { text: b('/lib'), previous: null },
     ],
   );
   expect([...placement.indexOf]).toEqual([['/lib', table.length]]);
@@ -160,12 +165,12 @@ it('fills many slack runs over a large live set (past the scans, a sorted copy a
   const bytes = Buffer.from(`\0${live.map((s) => `${s}\0\0\0\0`).join('')}`, 'latin1');
   const table = new Uint8Array(bytes);
   const liveAt = live.map((s) => bytes.indexOf(`\0${s}\0`) + 1);
-  const requests = Array.from({ length: 20 }, (_, i) => ({ text: `q${String.fromCharCode(97 + i)}`, previous: null }));
+  const requests = Array.from({ length: 20 }, (_, i) => ({ text: b(`q${String.fromCharCode(97 + i)}`), previous: null }));
   const placement = placeStrings(table, [liveAt], [], requests);
   expect(placement.table.length).toBe(table.length);
   expect(placement.slackWrites).toHaveLength(requests.length);
   for (const { text: request } of requests) {
-    const index = placement.indexOf.get(request) ?? -1;
+    const index = placement.indexOf.get(b(request)) ?? -1;
     expect(text(placement.table.subarray(index, index + request.length + 1)), request).toBe(`${request}\0`);
   }
   for (const [i, s] of live.entries()) expect(text(placement.table.subarray(liveAt[i], (liveAt[i] ?? 0) + s.length + 1))).toBe(`${s}\0`);
@@ -180,12 +185,12 @@ it('keeps a NUL between two new strings placed in the same slack run', () => {
     [[1]],
     [],
     [
-      { text: 'xy', previous: null },
-      { text: 'zw', previous: null },
+      { text: b('xy'), previous: null },
+      { text: b('zw'), previous: null },
     ],
   );
   for (const request of ['xy', 'zw']) {
-    const index = placement.indexOf.get(request) ?? -1;
+    const index = placement.indexOf.get(b(request)) ?? -1;
     expect(text(placement.table.subarray(index, index + request.length + 1)), request).toBe(`${request}\0`);
   }
 });

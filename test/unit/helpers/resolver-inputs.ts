@@ -2,8 +2,10 @@
 // as the paths that exist.
 
 import { posix } from 'node:path';
+import type { ByteString } from '../../../src/elf/byte-string.js';
 import { EM } from '../../../src/elf/constants.js';
 import { LibraryIndex } from '../../../src/resolve/library-index.js';
+import { ascii } from '../../helpers/byte-strings.js';
 
 export const X86_64 = EM.EM_X86_64;
 export const AARCH64 = EM.EM_AARCH64;
@@ -19,7 +21,8 @@ export type IndexRow = readonly [string, number, string, number];
 
 export function indexOf(rows: readonly IndexRow[]): LibraryIndex {
   const index = new LibraryIndex();
-  for (const [name, machine, directory, osAbi] of rows) index.add(name, machine, { directory, osAbi });
+  for (const [name, machine, directory, osAbi] of rows)
+    index.add(ascii<ByteString>(name), machine, { directory: ascii<ByteString>(directory), osAbi });
   return index;
 }
 
@@ -39,7 +42,7 @@ export interface FakeFileSystem {
   readonly inLibcDir: (name: string) => boolean;
   readonly libcOwns: (name: string) => boolean;
   readonly isFile: (path: string) => boolean;
-  readonly realPath: (path: string) => string | null;
+  readonly realPath: (path: string) => ByteString | null;
 }
 
 export function fakeFileSystem(disk: FakeDisk = {}): FakeFileSystem {
@@ -56,7 +59,7 @@ export function fakeFileSystem(disk: FakeDisk = {}): FakeFileSystem {
     isFile: (path) => paths.has(path),
     realPath: (path) => {
       const real = canonical(path);
-      return paths.has(real) ? real : null;
+      return paths.has(real) ? ascii<ByteString>(real) : null;
     },
   };
 }
