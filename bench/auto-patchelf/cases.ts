@@ -14,6 +14,8 @@ const FIXTURES = process.env.CUDA_PATCHELF_FIXTURES_CACHE ?? join(repoRoot, 'fix
 const CLOSURE = process.env.CUDA_PATCHELF_BENCH_CACHE ?? join(repoRoot, 'bench', '.cache', 'closure');
 /** What cuda_compat's directory is called in the closure benchmark (closure.ts). */
 export const CUDA_COMPAT = '/nix/store/00000000000000000000000000000000-cuda_compat';
+/** The entries the driver and cuda_compat hooks put ahead of the resolver's. */
+export const DRIVER_DIRS: ReadonlySet<string> = new Set(['/run/opengl-driver/lib', `${CUDA_COMPAT}/compat`]);
 
 /** Stand-ins for $NIX_BINTOOLS: the interpreter and the libc directory (nix-support/orig-libc + /lib). */
 export type Bintools = 'x86_64' | 'x86_64-glibc' | 'aarch64';

@@ -1,100 +1,168 @@
-// The anchor's result against ours, file by file, and each difference classified. Expected ones:
-// - determinism: the anchor took a library from one directory and we from another that holds the
-//   same name (it follows readdir order; we, byte order);
+// The anchor's result against ours, file by file, each difference in the class of the documented rule
+// behind it (docs/auto-patchelf.md), its evidence checked on the disk and by the real loader
+// (loader-list.ts). The classes:
+// - driver: the driver's or cuda_compat's directory, or a library only the driver provides (rule 3:
+//   the anchor has no driver rule, and takes the index's copy or calls it missing);
 // - origin-kept: a directory we keep because the file named it through `$ORIGIN`/`${ORIGIN}`;
-// - driver: the driver's or cuda_compat's directory, or a library only the driver provides
-//   (the anchor has no driver rule and calls it missing).
-// Anything else is unexpected, and so is a file that loads with the anchor's result and not with ours.
+// - determinism: both sides took one name from two directories of the index that hold it, ours not
+//   named by the file's own runpath (the anchor follows readdir order; we, byte order);
+// - own-copy: we took a name from the first of the file's own `$ORIGIN` directories that holds it,
+//   where the anchor took another copy (rule 4);
+// - glibc-only: we added the directory of a library that libc's directory also holds and that is not
+//   glibc's own, which the anchor counts as libc's (rule 2, a libc directory that holds more);
+// - no-shadowing, siblings-first, own-order: the same directories in another order, because the
+//   anchor's order (our base order, where both chose alike) breaks a rule of the runpath's order
+//   (src/resolve/runpath-order.ts): an entry ahead of the one we chose a library from holds another copy
+//   of it; an added entry ahead of one of the file's own entries holds another copy of a library
+//   there, which the file may dlopen by name; the file's own entries keep their order.
+//   compare-order.ts computes the documented order again, and ours must be it; for a rule about a
+//   name, the loader, asked for the name with our runpath (the probe: a DT_NEEDED entry is searched as
+//   a dlopen by name is), must open the copy the rule keeps. --append-rpaths last is checked there too,
+//   never a difference: the anchor writes them last as well;
+// - anchor-shadows: with the anchor's result the loader opens another copy of a library than the one
+//   the anchor chose (a finding about the anchor, compare-loaded.ts);
+// - refused: a file we did not write (exit 3) because its runpath could not be ordered or proven, which
+//   the anchor wrote; the detail is our reason.
+// Anything else is unexpected: a difference no rule explains, an order of ours that is not the
+// documented one, the loader opening with our runpath another copy than the one we chose, a file that
+// loads with the anchor's result and not with ours.
 
-import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { isGlibcLibrary } from '../../src/loader/glibc-libraries.js';
+import { DRIVER_LIBRARIES } from '../../src/resolve/driver-libraries.js';
 import type { FileResult } from './anchor-result.js';
-import { CUDA_COMPAT } from './cases.js';
-import { type LoaderListing, loadsFully } from './loader-list.js';
-import { isOriginEntry, runpathDirs } from './read-back.js';
+import { DRIVER_DIRS } from './cases.js';
+import { compareOrder } from './compare-order.js';
+import { libraryIn } from './library-files.js';
+import { firstOccurrences, isOriginEntry, runpathDirs, unmask } from './read-back.js';
 
-/** What both sides are compared on. */
-export type FileView = Pick<
-  FileResult,
-  'path' | 'machine' | 'needed' | 'interpreter' | 'runpath' | 'resolved' | 'missing' | 'ignoredMissing'
->;
+export const DIFFERENCE_CLASSES = [
+  'driver',
+  'origin-kept',
+  'determinism',
+  'own-copy',
+  'glibc-only',
+  'no-shadowing',
+  'siblings-first',
+  'own-order',
+  'anchor-shadows',
+  'refused',
+  'unexpected',
+] as const;
+export type DifferenceClass = (typeof DIFFERENCE_CLASSES)[number];
 
-export type DifferenceClass = 'determinism' | 'origin-kept' | 'driver' | 'unexpected';
+/** What both sides are compared on; `found`: each dependency resolved through the index, and its directory. */
+export interface FileView
+  extends Pick<
+    FileResult,
+    'path' | 'machine' | 'needed' | 'interpreter' | 'runpath' | 'resolved' | 'found' | 'missing' | 'ignoredMissing'
+  > {
+  /** The error of a file the run did not write (ours only), or null. */
+  readonly failed: string | null;
+  /** R, our resolver's directories in order (ours only; null: the resolver left the file alone). */
+  readonly listR: readonly string[] | null;
+}
 
 export interface Difference {
   readonly file: string;
-  readonly what: 'interpreter' | 'resolved' | 'order' | 'missing' | 'loader';
+  readonly what: 'interpreter' | 'resolved' | 'order' | 'missing' | 'loader' | 'written';
   readonly class: DifferenceClass;
   readonly detail: string;
 }
 
-const DRIVER_DIRS = new Set(['/run/opengl-driver/lib', `${CUDA_COMPAT}/compat`]);
-
-/**
- * Libraries only the NVIDIA driver provides (the specification's list; the resolver's own module is
- * the reference once it exists): found through the driver hook's entry, never through the index.
- */
-const DRIVER_LIBRARIES = [
-  /^libcuda\.so(\.1)?$/,
-  /^libnvidia-(ml|ptxjitcompiler|nvvm|opencl|encode|fbc|cfg)\.so\.[14]$/,
-  /^libcudadebugger\.so\.1$/,
-  /^libnvcuvid\.so\.1$/,
-  /^libnvoptix\.so\.1$/,
-  /^libnvrm_.*\.so$/,
-];
-const isDriverLibrary = (name: string): boolean => DRIVER_LIBRARIES.some((pattern) => pattern.test(name));
-
 export interface CompareContext {
   readonly anchorCopy: string;
   readonly oursCopy: string;
+  /** libc's directory, and whether ours counted only glibc's own libraries there as libc's (rule 2). */
+  readonly libc: { readonly dir: string; readonly glibcOnly: boolean };
+  /** --runtime-dependencies and --append-rpaths, as the runpaths name them (real paths, `<tree>/...` in a copy). */
+  readonly runtimeDependencies: readonly string[];
+  readonly appendRpaths: readonly string[];
 }
 
-/** A `<tree>/...` directory in a copy. */
-const unmask = (dir: string, copy: string): string => (dir.startsWith('<tree>') ? join(copy, dir.slice('<tree>'.length)) : dir);
+const DRIVER_NAMES = new Set(DRIVER_LIBRARIES.map((library) => library.name));
+const isDriverLibrary = (name: string): boolean => DRIVER_NAMES.has(basename(name));
 
-/** The first occurrence of each directory: a repeated one changes nothing for the loader. */
-const firstOccurrences = (dirs: readonly string[]): string[] => [...new Set(dirs)];
+/** Our reasons for not writing a file (src/batch/settle-runpath.ts): the order, or its proof. */
+const REFUSALS = [/^cannot order the runpath: /, /^the loader would not load what was chosen: /, /: libc's directory .* provides it, but /];
+const isRefusal = (failed: string): boolean => REFUSALS.some((pattern) => pattern.test(failed));
 
-function compareResolved(anchorView: FileView, oursView: FileView, context: CompareContext): Difference[] {
-  const file = anchorView.path;
-  const anchor = { ...anchorView, resolved: firstOccurrences(anchorView.resolved) };
-  const ours = { ...oursView, resolved: firstOccurrences(oursView.resolved) };
-  const originEntries = (anchor.runpath.before ?? '').split(':').filter(isOriginEntry).join(':');
-  const kept = new Set(runpathDirs(originEntries === '' ? null : originEntries, context.oursCopy, file));
+/** The directory a side took a dependency from through its index, or null. */
+export const choiceOf = (view: FileView, name: string): string | null => view.found.find((found) => found.name === name)?.dir ?? null;
+
+/** The directories the file's own `$ORIGIN`/`${ORIGIN}` entries name, in order (the same in both copies). */
+export function ownDirectories(view: FileView, context: CompareContext): string[] {
+  const entries = (view.runpath.before ?? '').split(':').filter(isOriginEntry);
+  return firstOccurrences(runpathDirs(entries.length === 0 ? null : entries.join(':'), context.oursCopy, view.path));
+}
+
+/** Why both sides took a name from different places, when a rule says; null when none does. */
+export function choiceClass(
+  name: string,
+  dirs: { readonly anchor: string | null; readonly ours: string | null },
+  own: readonly string[],
+  context: CompareContext,
+  like: string,
+): { readonly class: DifferenceClass; readonly detail: string } | null {
+  const file = basename(name);
+  const { anchor, ours } = dirs;
+  if (anchor !== null && ours !== null && anchor !== ours) {
+    const firstOwn = own.find((dir) => libraryIn(unmask(dir, context.oursCopy), file, like) !== null);
+    if (firstOwn === ours && !own.includes(anchor))
+      return { class: 'own-copy', detail: `${name}: the anchor took ${anchor}, ours the file's own ${ours}` };
+    const anchorHolds = libraryIn(unmask(anchor, context.anchorCopy), file, like) !== null;
+    if (!own.includes(ours) && anchorHolds && libraryIn(unmask(ours, context.oursCopy), file, like) !== null)
+      return { class: 'determinism', detail: `${name}: the anchor took ${anchor}, ours ${ours}` };
+    return null;
+  }
+  if (
+    anchor === null &&
+    ours !== null &&
+    context.libc.glibcOnly &&
+    !isGlibcLibrary(file) &&
+    libraryIn(context.libc.dir, file, like) !== null
+  )
+    return { class: 'glibc-only', detail: `${name}: the anchor counts ${context.libc.dir}'s copy as libc's, ours took ${ours}` };
+  if (anchor !== null && ours === null && isDriverLibrary(name))
+    return { class: 'driver', detail: `${name}: the anchor took ${anchor}, ours leaves it to the driver` };
+  return null;
+}
+
+/** The directories only one side has, each in the class of its rule. */
+function compareResolved(anchor: FileView, ours: FileView, own: readonly string[], context: CompareContext, like: string): Difference[] {
+  const file = anchor.path;
+  const [a, o] = [firstOccurrences(anchor.resolved), firstOccurrences(ours.resolved)];
+  const onlyOurs = o.filter((dir) => !a.includes(dir));
+  const explained = new Set<string>();
   const differences: Difference[] = [];
-  const onlyOurs: string[] = [];
-  for (const dir of ours.resolved.filter((d) => !anchor.resolved.includes(d))) {
+  const unexpected = (detail: string): Difference => ({ file, what: 'resolved', class: 'unexpected', detail });
+  for (const dir of a.filter((d) => !o.includes(d))) {
+    const names = anchor.found.filter((found) => found.dir === dir).map((found) => found.name);
+    if (names.length === 0) differences.push(unexpected(`only the anchor has ${dir}, and took nothing from it`));
+    for (const name of names) {
+      const ourDir = choiceOf(ours, name);
+      const why = choiceClass(name, { anchor: dir, ours: ourDir }, own, context, like);
+      if (ourDir !== null) explained.add(ourDir);
+      differences.push(
+        why === null
+          ? unexpected(`${name}: only the anchor has ${dir}; ours took it from ${ourDir ?? 'no directory'}`)
+          : { file, what: 'resolved', ...why },
+      );
+    }
+  }
+  for (const dir of onlyOurs.filter((d) => !explained.has(d))) {
     if (DRIVER_DIRS.has(dir)) differences.push({ file, what: 'resolved', class: 'driver', detail: `ours adds ${dir}` });
-    else if (kept.has(dir)) differences.push({ file, what: 'resolved', class: 'origin-kept', detail: `ours keeps ${dir}` });
-    else onlyOurs.push(dir);
-  }
-  // A directory only the anchor has, paired with one only we have that holds the same needed library.
-  const holds = (d: string, copy: string, name: string): boolean => existsSync(join(unmask(d, copy), name));
-  for (const dir of anchor.resolved.filter((d) => !ours.resolved.includes(d))) {
-    const servedThere = anchor.needed.filter((name) => holds(dir, context.anchorCopy, name));
-    if (servedThere.length > 0 && servedThere.every(isDriverLibrary)) {
-      differences.push({ file, what: 'resolved', class: 'driver', detail: `the anchor found ${servedThere.join(', ')} in ${dir}` });
-      continue;
+    else if (own.includes(dir) && !ours.found.some((found) => found.dir === dir))
+      differences.push({ file, what: 'resolved', class: 'origin-kept', detail: `ours keeps ${dir}` });
+    else {
+      const names = ours.found.filter((found) => found.dir === dir).map((found) => found.name);
+      if (names.length === 0) differences.push(unexpected(`only ours has ${dir}`));
+      for (const name of names) {
+        const why = choiceClass(name, { anchor: choiceOf(anchor, name), ours: dir }, own, context, like);
+        differences.push(why === null ? unexpected(`${name}: only ours has ${dir}`) : { file, what: 'resolved', ...why });
+      }
     }
-    const pair = onlyOurs.find((other) =>
-      anchor.needed.some((name) => holds(dir, context.anchorCopy, name) && holds(other, context.oursCopy, name)),
-    );
-    if (pair === undefined) {
-      differences.push({ file, what: 'resolved', class: 'unexpected', detail: `only the anchor has ${dir}` });
-      continue;
-    }
-    onlyOurs.splice(onlyOurs.indexOf(pair), 1);
-    differences.push({ file, what: 'resolved', class: 'determinism', detail: `the anchor took ${dir}, ours ${pair}` });
   }
-  for (const dir of onlyOurs) differences.push({ file, what: 'resolved', class: 'unexpected', detail: `only ours has ${dir}` });
-  const common = (from: readonly string[], other: readonly string[]): string => from.filter((d) => other.includes(d)).join(':');
-  if (common(anchor.resolved, ours.resolved) !== common(ours.resolved, anchor.resolved))
-    differences.push({
-      file,
-      what: 'order',
-      class: 'unexpected',
-      detail: `anchor ${anchor.resolved.join(':')}, ours ${ours.resolved.join(':')}`,
-    });
   return differences;
 }
 
@@ -111,50 +179,28 @@ function compareMissing(anchor: FileView, ours: FileView): Difference[] {
   }));
 }
 
-/** Every difference between what the two sides wrote in one file and what they could not find. */
-export function compareFile(anchor: FileView, ours: FileView, context: CompareContext): Difference[] {
+/**
+ * Every difference between what the two sides wrote in one file and what they could not find. A file
+ * we refused is one difference (what the anchor wrote, and our reason), its missing libraries compared.
+ */
+export async function compareFile(anchor: FileView, ours: FileView, context: CompareContext): Promise<Difference[]> {
+  const file = anchor.path;
+  const missing = compareMissing(anchor, ours);
+  if (ours.failed !== null) {
+    const inCopy = (text: string, copy: string): string => text.replaceAll(`${copy}/`, '<tree>/');
+    const detail = `the anchor wrote ${inCopy(anchor.runpath.after ?? 'no runpath', context.anchorCopy)}; ours: ${inCopy(ours.failed, context.oursCopy)}`;
+    return [{ file, what: 'written', class: isRefusal(ours.failed) ? 'refused' : 'unexpected', detail }, ...missing];
+  }
   const interpreter: Difference[] =
     anchor.interpreter.after === ours.interpreter.after
       ? []
-      : [
-          {
-            file: anchor.path,
-            what: 'interpreter',
-            class: 'unexpected',
-            detail: `anchor ${anchor.interpreter.after}, ours ${ours.interpreter.after}`,
-          },
-        ];
-  return [...interpreter, ...compareResolved(anchor, ours, context), ...compareMissing(anchor, ours)];
-}
-
-/**
- * The loader's view: a library the loader finds with the anchor's result must be found with ours,
- * from the same place (determinism when it is the same name elsewhere), and a file that loads with
- * the anchor's result must load with ours.
- */
-export function compareLoaded(file: string, anchor: LoaderListing, ours: LoaderListing, context: CompareContext): Difference[] {
-  const where = (path: string | null | undefined, copy: string): string | null =>
-    path === null || path === undefined ? null : path.startsWith(`${copy}/`) ? `<tree>/${path.slice(copy.length + 1)}` : path;
-  const differences = [...anchor.libraries].flatMap(([name, path]): Difference[] => {
-    const [a, o] = [where(path, context.anchorCopy), where(ours.libraries.get(name), context.oursCopy)];
-    if (a === null || a === o) return [];
-    if (o === null)
-      return [{ file, what: 'loader', class: 'unexpected', detail: `${name}: the anchor's result finds it in ${a}, ours does not` }];
-    return [
-      {
-        file,
-        what: 'loader',
-        class: basename(a) === basename(o) ? 'determinism' : 'unexpected',
-        detail: `${name}: anchor ${a}, ours ${o}`,
-      },
-    ];
-  });
-  if (differences.length === 0 && loadsFully(anchor) && !loadsFully(ours))
-    differences.push({
-      file,
-      what: 'loader',
-      class: 'unexpected',
-      detail: `loads with the anchor's result, not with ours (exit ${ours.exit})`,
-    });
-  return differences;
+      : [{ file, what: 'interpreter', class: 'unexpected', detail: `anchor ${anchor.interpreter.after}, ours ${ours.interpreter.after}` }];
+  const own = ownDirectories(ours, context);
+  const like = join(context.oursCopy, file);
+  return [
+    ...interpreter,
+    ...compareResolved(anchor, ours, own, context, like),
+    ...(await compareOrder(anchor, ours, own, context, like)),
+    ...missing,
+  ];
 }

@@ -2,8 +2,9 @@
 // line has it (--interpreter and --libc-dir from the same stand-in bintools the anchor reads), and
 // what its JSON report says per file.
 
+import { realpathSync } from 'node:fs';
 import { relative } from 'node:path';
-import { type AutoPatchelfCase, bintoolsFacts, CUDA_COMPAT, inCopy } from './cases.js';
+import { type AutoPatchelfCase, bintoolsFacts, CUDA_COMPAT, inCopy, masked } from './cases.js';
 
 export interface OursOptions {
   /** The build to run: DIST/cli/main.js. */
@@ -44,12 +45,17 @@ export async function oursArgv(c: AutoPatchelfCase, copy: string, options: OursO
 }
 
 /**
- * The per-file lists the JSON report carries (report version 4): each missing dependency as its list of
- * alternatives (one name for a DT_NEEDED entry, several for a `.note.dlopen` entry).
+ * What the JSON report (version 4) says of each file: each missing dependency as its list of
+ * alternatives (one name for a DT_NEEDED entry, several for a `.note.dlopen` entry), each directory the
+ * resolver added with the names it resolves there, and the error of a file it did not write.
  */
 interface OursReport {
+  readonly summary: { readonly autoPatchelf?: { readonly libc: { readonly directory: string; readonly glibcOnly: boolean } | null } };
   readonly files: readonly {
     readonly path: string;
+    readonly status: string;
+    readonly error?: { readonly message: string };
+    readonly resolved?: readonly { readonly dir: string; readonly names: readonly string[] }[];
     readonly missing?: readonly (readonly string[])[];
     readonly ignoredMissing?: readonly (readonly string[])[];
   }[];
@@ -59,13 +65,46 @@ interface OursReport {
 const dependencyName = (alternatives: readonly string[]): string =>
   alternatives.length === 1 ? (alternatives[0] as string) : `any(${alternatives.join(', ')})`;
 
-/** Relative path in the copy -> the libraries apply reported missing, and missing but ignored. */
-export function oursMissing(stdout: string, copy: string): Map<string, { missing: readonly string[]; ignoredMissing: readonly string[] }> {
+/** A directory by its real path where it exists, written `<tree>/...` inside the copy. */
+function maskedDirectory(copy: string, dir: string): string {
+  try {
+    return masked(copy, realpathSync(dir));
+  } catch {
+    return masked(copy, dir);
+  }
+}
+
+/** What our run reported of one file (relative to the copy). */
+export interface OursFileReport {
+  readonly missing: readonly string[];
+  readonly ignoredMissing: readonly string[];
+  /** Each dependency resolved through the index, and the directory chosen for it. */
+  readonly found: readonly { readonly name: string; readonly dir: string }[];
+  /** The error of a file the run did not write (a runpath it could not order or prove), or null. */
+  readonly failed: string | null;
+  /** R, the resolver's directories in order (null: the resolver left the file to the other hooks). */
+  readonly listR: readonly string[] | null;
+}
+
+export interface OursReports {
+  readonly files: ReadonlyMap<string, OursFileReport>;
+  /** Whether only glibc's own libraries counted as libc's (a libc directory that holds more: rule 2). */
+  readonly glibcOnly: boolean;
+}
+
+export function oursReports(stdout: string, copy: string): OursReports {
   const report = JSON.parse(stdout) as OursReport;
-  return new Map(
-    report.files.map((file) => [
+  const files = new Map(
+    report.files.map((file): [string, OursFileReport] => [
       relative(copy, file.path),
-      { missing: (file.missing ?? []).map(dependencyName), ignoredMissing: (file.ignoredMissing ?? []).map(dependencyName) },
+      {
+        missing: (file.missing ?? []).map(dependencyName),
+        ignoredMissing: (file.ignoredMissing ?? []).map(dependencyName),
+        found: (file.resolved ?? []).flatMap(({ dir, names }) => names.map((name) => ({ name, dir: maskedDirectory(copy, dir) }))),
+        failed: file.status === 'failed' ? (file.error?.message ?? 'failed') : null,
+        listR: file.resolved === undefined ? null : file.resolved.map(({ dir }) => maskedDirectory(copy, dir)),
+      },
     ]),
   );
+  return { files, glibcOnly: report.summary.autoPatchelf?.libc?.glibcOnly ?? false };
 }

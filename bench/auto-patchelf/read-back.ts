@@ -35,15 +35,19 @@ async function isElf(file: string): Promise<boolean> {
 
 /**
  * Every regular file (symbolic links left out, as both sides leave them) with the ELF magic under
- * each of `paths`, relative to `root`, in byte order.
+ * each of `paths`, relative to `root`, in byte order. Node's recursive readdir goes into a directory
+ * through a symbolic link too, which neither side walks: what is under one is left out, and seen
+ * once, under its own directory.
  */
 export async function elfFilesUnder(root: string, paths: readonly string[]): Promise<string[]> {
+  const realRoot = realpathSync(root);
   const found: string[] = [];
   for (const path of paths) {
     for (const entry of await readdir(join(root, path), { recursive: true })) {
       const rel = join(path, entry);
       const stats = await lstat(join(root, rel));
-      if (stats.isFile() && (await isElf(join(root, rel)))) found.push(rel);
+      const throughLink = realpathSync(join(root, dirname(rel))) !== join(realRoot, dirname(rel));
+      if (stats.isFile() && !throughLink && (await isElf(join(root, rel)))) found.push(rel);
     }
   }
   return found.sort();
@@ -101,3 +105,9 @@ export function runpathDirs(runpath: string | null, copy: string, file: string):
 
 /** Whether a runpath entry is relocatable (names a directory by the file's own place). */
 export const isOriginEntry = (entry: string): boolean => new RegExp(ORIGIN.source).test(entry);
+
+/** A `<tree>/...` directory in a copy. */
+export const unmask = (dir: string, copy: string): string => (dir.startsWith('<tree>') ? join(copy, dir.slice('<tree>'.length)) : dir);
+
+/** The first occurrence of each directory: a repeated one changes nothing for the loader. */
+export const firstOccurrences = (dirs: readonly string[]): string[] => [...new Set(dirs)];
