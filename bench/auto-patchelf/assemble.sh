@@ -14,6 +14,8 @@
 #                                         and in libs/, and libopencv_core, which needs it
 #   trees/origin/out/pkg/                 real libraries (lapack, blas, gfortran, opencv_core, tbb) and a
 #                                         program, with `$ORIGIN` and `${ORIGIN}` runpaths
+#   trees/shadowing/                      small libraries and a program built here, one for each place
+#                                         where the runpath's order or the libc rule decides
 #   bintools/<name>/nix-support/          stand-ins for $NIX_BINTOOLS: dynamic-linker and orig-libc (whose
 #                                         lib/ is the libc directory): x86_64 (/usr/lib/x86_64-linux-gnu),
 #                                         x86_64-glibc (glibc's libraries only, as Nix's glibc/lib), aarch64
@@ -164,6 +166,47 @@ build_origin() {
   patchelf --set-rpath "\$ORIGIN/tbb:\${ORIGIN}/plugins:$amd64/blas" "$lib/libopencv_core.so.4.6.0"
 }
 
+# A shared object built here: LIB (a path) from C source SOURCE, then the linker's arguments.
+shared_object() {
+  local lib=$1 source=$2
+  shift 2
+  printf '%s\n' "$source" | gcc -shared -fPIC -o "$lib" -x c - -Wl,--no-as-needed "$@"
+}
+
+# Where the runpath's order and the libc rule decide (docs/auto-patchelf.md), one file each; every
+# "other copy" differs in its bytes (a byte-identical copy is no other copy):
+#   first/lib/libshadow_w.so            indexed first (the first tree), another copy than the one
+#   out/own/lib/libshadow_own_user.so   needs, which its own $ORIGIN/vendor holds (rule 4)
+#   out/sib/lib/libshadow_sib_user.so   needs libshadow_x.so (deps/lib, through --libs), then its
+#                                       sibling libshadow_y.so; its $ORIGIN holds libshadow_sib.so,
+#                                       which deps/lib holds another copy of (its own entry first)
+#   out/bin/shadow_prog                 needs libshadow_q.so (out/lib); rt/lib, a
+#                                       --runtime-dependencies entry, holds another copy: no order
+#                                       keeps both, the file is refused
+#   out/z/lib/libshadow_z_user.so       needs libz.so.1, which out/z/lib holds as well as the host's
+#                                       libc directory, which holds more than glibc (rule 2)
+build_shadowing() {
+  local out=$1 amd64=$fixtures/debian/amd64/usr/lib/x86_64-linux-gnu
+  mkdir -p "$out/first/lib" "$out/out/own/lib/vendor" "$out/out/sib/lib" "$out/deps/lib" "$out/out/bin" "$out/out/lib" \
+    "$out/rt/lib" "$out/out/z/lib"
+  shared_object "$out/first/lib/libshadow_w.so" 'int w(void) { return 1; }'
+  shared_object "$out/out/own/lib/vendor/libshadow_w.so" 'int w(void) { return 2; }'
+  shared_object "$out/out/own/lib/libshadow_own_user.so" 'int own(void) { return 0; }' \
+    -L"$out/out/own/lib/vendor" -lshadow_w -Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/vendor'
+  shared_object "$out/deps/lib/libshadow_x.so" 'int x(void) { return 1; }'
+  shared_object "$out/deps/lib/libshadow_sib.so" 'int sib(void) { return 1; }'
+  shared_object "$out/out/sib/lib/libshadow_sib.so" 'int sib(void) { return 2; }'
+  shared_object "$out/out/sib/lib/libshadow_y.so" 'int y(void) { return 1; }'
+  shared_object "$out/out/sib/lib/libshadow_sib_user.so" 'int sib_user(void) { return 0; }' \
+    -L"$out/deps/lib" -lshadow_x -L"$out/out/sib/lib" -lshadow_y -Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN'
+  shared_object "$out/out/lib/libshadow_q.so" 'int q(void) { return 1; }'
+  shared_object "$out/rt/lib/libshadow_q.so" 'int q(void) { return 2; }'
+  printf 'int main(void) { return 0; }\n' | gcc -o "$out/out/bin/shadow_prog" -x c - -Wl,--no-as-needed -L"$out/out/lib" -lshadow_q
+  cp "$amd64/libz.so.1.2.13" "$out/out/z/lib/libz.so.1"
+  printf '\0' >>"$out/out/z/lib/libz.so.1"
+  shared_object "$out/out/z/lib/libshadow_z_user.so" 'int z_user(void) { return 0; }' -L"$out/out/z/lib" -l:libz.so.1
+}
+
 # bintools/NAME: nix-support/dynamic-linker holds INTERPRETER; nix-support/orig-libc names
 # bintools/NAME/libc, whose lib is LIBC_DIR (a link to it).
 bintools() {
@@ -209,6 +252,7 @@ part trees/cuda-toolkit build_cuda_toolkit elf_files remove_runpaths
 part trees/packages build_packages
 part trees/duplicate-soname build_duplicate_soname elf_files remove_runpaths
 part trees/origin build_origin
+part trees/shadowing build_shadowing shared_object
 part bintools build_bintools bintools
 part patchelf build_patchelf
 log "ready: $cache"

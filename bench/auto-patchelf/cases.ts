@@ -171,6 +171,17 @@ async function autoPatchelfCases(): Promise<AutoPatchelfCase[]> {
     },
     {
       ...plain,
+      name: 'shadowing',
+      description:
+        "one file for each place where the runpath's order or the libc rule decides: a file's own copy, a sibling its $ORIGIN holds, a --runtime-dependencies entry holding another copy, a library the host's libc directory holds too",
+      tree: join(trees, 'shadowing'),
+      paths: ['first', 'out'],
+      bintools: 'x86_64',
+      libs: ['deps/lib'],
+      runtimeDependencies: ['rt/lib'],
+    },
+    {
+      ...plain,
       name: 'closure',
       description:
         "the closure benchmark's tree (amd64 and arm64, 5.1 GB), x86_64 patched; glibc's libc directory, the fixtures' libraries through --libs, every missing library ignored",
