@@ -29,6 +29,7 @@
 
 import { basename, join } from 'node:path';
 import { isGlibcLibrary } from '../../src/loader/glibc-libraries.js';
+import { textToByteString } from '../../src/elf/byte-string.js';
 import { DRIVER_LIBRARIES } from '../../src/resolve/driver-libraries.js';
 import type { FileResult } from './anchor-result.js';
 import { DRIVER_DIRS } from './cases.js';
@@ -119,7 +120,7 @@ export function choiceClass(
     anchor === null &&
     ours !== null &&
     context.libc.glibcOnly &&
-    !isGlibcLibrary(file) &&
+    !isGlibcLibrary(textToByteString(file)) &&
     libraryIn(context.libc.dir, file, like) !== null
   )
     return { class: 'glibc-only', detail: `${name}: the anchor counts ${context.libc.dir}'s copy as libc's, ours took ${ours}` };
