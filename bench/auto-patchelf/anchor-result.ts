@@ -7,7 +7,7 @@ import { join, relative } from 'node:path';
 import type { Measurement } from '../lib/measure.js';
 import { anchorArgv, anchorEnv, type AnchorLog, parseAnchorLog } from './anchor.js';
 import { AP_CACHE, type AutoPatchelfCase, masked, type PatchelfVersion } from './cases.js';
-import { type ElfFacts, readElfFacts, runpathDirs } from './read-back.js';
+import { type ElfFacts, readElfFacts, realDirectory, runpathDirs } from './read-back.js';
 import { type TimedRun, timedRunOnCopy } from './timed-run.js';
 
 export interface FileResult {
@@ -24,7 +24,7 @@ export interface FileResult {
   readonly runpathSet: boolean;
   /** The directories the runpath names afterwards, `$ORIGIN` expanded, `<tree>/...` inside the copy. */
   readonly resolved: readonly string[];
-  /** What it resolved through its index, and where. */
+  /** What it resolved through its index, and where (the directory's real path). */
   readonly found: readonly { readonly name: string; readonly dir: string }[];
   readonly missing: readonly string[];
   readonly ignoredMissing: readonly string[];
@@ -90,7 +90,7 @@ function fileResults(
       skipped: said?.skipped?.replace(/\s*\([^)]*\)/g, '') ?? null,
       interpreterSet: said?.interpreterSet ?? false,
       runpathSet: (said?.runpathSet ?? null) !== null,
-      found: (said?.found ?? []).map(({ name, dir }) => ({ name, dir: masked(copy, dir) })),
+      found: (said?.found ?? []).map(({ name, dir }) => ({ name, dir: realDirectory(copy, dir) })),
       missing: missing.get(path) ?? [],
       ignoredMissing: ignored.get(path) ?? [],
     };

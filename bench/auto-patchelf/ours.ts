@@ -2,9 +2,9 @@
 // line has it (--interpreter and --libc-dir from the same stand-in bintools the anchor reads), and
 // what its JSON report says per file.
 
-import { realpathSync } from 'node:fs';
 import { relative } from 'node:path';
-import { type AutoPatchelfCase, bintoolsFacts, CUDA_COMPAT, inCopy, masked } from './cases.js';
+import { type AutoPatchelfCase, bintoolsFacts, CUDA_COMPAT, inCopy } from './cases.js';
+import { realDirectory } from './read-back.js';
 
 export interface OursOptions {
   /** The build to run: DIST/cli/main.js. */
@@ -65,15 +65,6 @@ interface OursReport {
 const dependencyName = (alternatives: readonly string[]): string =>
   alternatives.length === 1 ? (alternatives[0] as string) : `any(${alternatives.join(', ')})`;
 
-/** A directory by its real path where it exists, written `<tree>/...` inside the copy. */
-function maskedDirectory(copy: string, dir: string): string {
-  try {
-    return masked(copy, realpathSync(dir));
-  } catch {
-    return masked(copy, dir);
-  }
-}
-
 /** What our run reported of one file (relative to the copy). */
 export interface OursFileReport {
   readonly missing: readonly string[];
@@ -100,9 +91,9 @@ export function oursReports(stdout: string, copy: string): OursReports {
       {
         missing: (file.missing ?? []).map(dependencyName),
         ignoredMissing: (file.ignoredMissing ?? []).map(dependencyName),
-        found: (file.resolved ?? []).flatMap(({ dir, names }) => names.map((name) => ({ name, dir: maskedDirectory(copy, dir) }))),
+        found: (file.resolved ?? []).flatMap(({ dir, names }) => names.map((name) => ({ name, dir: realDirectory(copy, dir) }))),
         failed: file.status === 'failed' ? (file.error?.message ?? 'failed') : null,
-        listR: file.resolved === undefined ? null : file.resolved.map(({ dir }) => maskedDirectory(copy, dir)),
+        listR: file.resolved === undefined ? null : file.resolved.map(({ dir }) => realDirectory(copy, dir)),
       },
     ]),
   );

@@ -93,14 +93,7 @@ export function runpathDirs(runpath: string | null, copy: string, file: string):
   return runpath
     .split(':')
     .filter((entry) => entry !== '')
-    .map((entry) => {
-      const dir = resolve(entry.replace(ORIGIN, dirname(join(copy, file))));
-      try {
-        return masked(copy, realpathSync(dir));
-      } catch {
-        return masked(copy, dir);
-      }
-    });
+    .map((entry) => realDirectory(copy, resolve(entry.replace(ORIGIN, dirname(join(copy, file))))));
 }
 
 /** Whether a runpath entry is relocatable (names a directory by the file's own place). */
@@ -111,3 +104,12 @@ export const unmask = (dir: string, copy: string): string => (dir.startsWith('<t
 
 /** The first occurrence of each directory: a repeated one changes nothing for the loader. */
 export const firstOccurrences = (dirs: readonly string[]): string[] => [...new Set(dirs)];
+
+/** A directory a side names, by its real path where it exists, written `<tree>/...` inside the copy. */
+export function realDirectory(copy: string, dir: string): string {
+  try {
+    return masked(copy, realpathSync(dir));
+  } catch {
+    return masked(copy, dir);
+  }
+}
