@@ -6,13 +6,11 @@
 import { realpathSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { byteStringToText, textToByteString, usesOrigin } from '../elf/elf.js';
+import { isLibraryName } from '../loader/library-listings.js';
 import type { ObjectFactsCache } from '../loader/object-facts.js';
 import { LibraryIndex } from '../resolve/library-index.js';
 import { walkTrees } from '../walk/walk-trees.js';
 import { readResolverFacts, type ResolverFacts } from './resolver-facts.js';
-
-/** What the anchor globs for: a name with `.so` in it (`*.so*`). */
-export const isLibraryName = (name: string): boolean => name.includes('.so');
 
 /** The real path, or null where there is none (a dangling link, a name gone). */
 export function realPathOf(path: string): string | null {

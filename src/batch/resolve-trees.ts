@@ -18,6 +18,7 @@ import { hostAbi } from '../loader/machine-abi.js';
 import { ObjectFactsCache } from '../loader/object-facts.js';
 import { SystemRoot } from '../loader/system-root.js';
 import { holdsOnlyGlibc, isGlibcLibrary } from '../loader/glibc-libraries.js';
+import { isLibraryName } from '../loader/library-listings.js';
 import type { IgnoredMissing } from '../resolve/ignore-missing.js';
 import { targetSkipReason, type MachineAndOsAbi, type TargetSkipReason } from '../resolve/os-abi.js';
 import {
@@ -30,7 +31,7 @@ import {
 import type { WalkItem } from '../walk/walk-trees.js';
 import { FirstNames } from './first-names.js';
 import type { InterruptPoll } from './interrupt.js';
-import { isLibraryName, LibraryIndexWalk, realPathOf } from './library-index-walk.js';
+import { LibraryIndexWalk, realPathOf } from './library-index-walk.js';
 import type { FileItem } from './process-file.js';
 import { readResolverFacts, readWalkedFileFacts, type ResolverFacts } from './resolver-facts.js';
 import { RunpathProver } from './runpath-proof.js';

@@ -5,11 +5,12 @@
 // loader takes for a name from each entry. Everything is read through the registry's caches: a file
 // phase 1 read is not opened again, and a directory is listed once per run.
 
-import { readdirSync, statSync } from 'node:fs';
-import { type ByteString, bytesToByteString, byteStringToText, textToByteString } from '../elf/elf.js';
+import { statSync } from 'node:fs';
+import { type ByteString, byteStringToText, textToByteString } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { startingMap } from '../loader/emulate-load.js';
 import type { EmulatedLoader, LoaderRegistry } from '../loader/emulated-loader.js';
+import { LibraryListings } from '../loader/library-listings.js';
 import { LinkMap } from '../loader/link-map.js';
 import { LinkNamespace, type Resolution } from '../loader/link-namespace.js';
 import { machineAbi, otherAbi } from '../loader/machine-abi.js';
@@ -18,7 +19,6 @@ import { loaderTokens } from '../loader/search-lists.js';
 import { splitSearchList } from '../loader/search-path.js';
 import type { ChosenDependency, DirectoryOracle } from '../resolve/runpath-order.js';
 import { sameBytes } from '../loader/same-bytes.js';
-import { isLibraryName } from './library-index-walk.js';
 
 /** A library file as the proof tells files apart: by device and inode, and by bytes for two copies of one size. */
 export interface LibraryFile {
@@ -66,12 +66,14 @@ export class RunpathProver {
   private readonly interpreter: ByteString | null;
   /** What the proofs learned of directories, shared: the file system does not change during phase 1. */
   private readonly directoryStatus = new Map<ByteString, boolean>();
-  private readonly listings = new Map<string, readonly ByteString[]>();
+  /** The library names each directory holds, listed once per run: what the runpath order is told of. */
+  readonly listings: LibraryListings;
   private readonly comparisons = new Map<string, Promise<boolean>>();
 
   constructor(registry: LoaderRegistry, interpreter: ByteString | null) {
     this.registry = registry;
     this.interpreter = interpreter;
+    this.listings = new LibraryListings(registry.settings.root);
   }
 
   /** Whether two library files are one library: the same file, or a byte-identical copy. */
@@ -107,24 +109,6 @@ export class RunpathProver {
     const { root } = this.registry.settings;
     const path = root.pathOf(hostPath) ?? textToByteString(hostPath);
     return new FileView(this, this.registry, await this.loaderOf(facts), startingMap(root, path, facts), this.directoryStatus);
-  }
-
-  /** The names of the libraries a directory holds, listed once per run. */
-  libraryNames(hostDirectory: string): readonly ByteString[] {
-    let names = this.listings.get(hostDirectory);
-    if (names === undefined) {
-      try {
-        names = readdirSync(hostDirectory, { encoding: 'buffer' })
-          .map((name) => bytesToByteString(name))
-          .filter(isLibraryName)
-          .sort();
-      } catch {
-        // A directory that cannot be listed holds nothing the order can be told of; the proof still searches it.
-        names = [];
-      }
-      this.listings.set(hostDirectory, names);
-    }
-    return names;
   }
 }
 
@@ -177,8 +161,7 @@ export class FileView {
       libraryNames: async (entry) => {
         const directory = this.directoryOf(entry);
         if (directory === null) return [];
-        const found = this.registry.candidates.lookUp(directory);
-        return found.ok && found.stats.isDirectory() ? this.prover.libraryNames(found.hostPath) : [];
+        return this.prover.listings.namesIn(directory);
       },
     };
   }

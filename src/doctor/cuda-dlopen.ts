@@ -17,7 +17,7 @@ import type { LinkMap } from '../loader/link-map.js';
 import type { ObjectFacts } from '../loader/object-facts.js';
 import type { Edge, LinkNamespace, Resolution } from '../loader/link-namespace.js';
 import { isGlibcLibrary } from '../loader/glibc-libraries.js';
-import type { LibraryListings } from './library-listings.js';
+import type { LibraryListings } from '../loader/library-listings.js';
 import type { ObjectStrings } from './object-strings.js';
 
 export const LIBCUDA = 'libcuda.so.1';

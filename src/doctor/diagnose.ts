@@ -19,7 +19,7 @@ import {
 } from './findings.js';
 import { describeLibcuda, driverVersionInName } from './libcuda-facts.js';
 import type { LinkMap } from '../loader/link-map.js';
-import { LibraryListings } from './library-listings.js';
+import { LibraryListings } from '../loader/library-listings.js';
 import { ObjectStrings } from './object-strings.js';
 import { shadowingFindings } from './shadowing.js';
 import { stubAdvice } from './stub-advice.js';

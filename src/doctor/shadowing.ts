@@ -19,7 +19,7 @@ import { loaderTokens } from '../loader/search-lists.js';
 import { splitSearchList } from '../loader/search-path.js';
 import { librariesNamed, type DlopenCall } from './cuda-dlopen.js';
 import type { Finding } from './findings.js';
-import type { LibraryListings } from './library-listings.js';
+import type { LibraryListings } from '../loader/library-listings.js';
 import type { ObjectStrings } from './object-strings.js';
 
 const text = byteStringToText;

@@ -29,8 +29,8 @@ export interface DirectoryOracle<F> {
   holder(entry: ByteString, name: ByteString): Promise<F | null>;
   /** Whether two files are one library: the same file, or a byte-identical copy. */
   same(a: F, b: F): Promise<boolean>;
-  /** The names of the libraries (`*.so*`) the directory an entry names holds. */
-  libraryNames(entry: ByteString): Promise<readonly ByteString[]>;
+  /** The names of the libraries (`*.so*`) the directory an entry names holds, in byte order. */
+  libraryNames(entry: ByteString): Promise<Iterable<ByteString>>;
 }
 
 /** Why one entry must come before another. */
