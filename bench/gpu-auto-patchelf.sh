@@ -5,6 +5,8 @@
 # --auto-patchelf`; then proof on the GPU that the copy ours patched still works, without
 # LD_LIBRARY_PATH, and that every shared object still resolves where the original did.
 #   bash bench/gpu-auto-patchelf.sh OUT_DIR CARRY_DIR        (ROUNDS=3: paired rounds, each on fresh copies)
+# BEFORE=DIR (a directory with another build's dist/, relative to CARRY_DIR or absolute): each round also
+# times that build's `apply` on a fresh copy, so that two builds are compared on one boot of the machine.
 # CARRY_DIR holds what the GPU machine lacks: node.xz (this machine's node, xz-compressed),
 # auto-patchelf.py (bench/auto-patchelf/README.md says where it comes from), elftools/ (pyelftools,
 # pure Python) and patchelf-0.18/ (bash bench/closure/assemble.sh --only patchelf-0.18), which is run
@@ -45,11 +47,16 @@ anchor_fixup() {
 ours=(apply --jobs "$(nproc)" --auto-patchelf --ignore-missing '*' --libs "${libs[@]}" --interpreter "$interpreter"
   --libc-dir "$libc" --driver-link "$driver" --cuda-compat "$compat" "$work/tree")
 
+before=${BEFORE:+$(cd "$carry" && cd "$BEFORE" && pwd)}
 for round in $(seq "${ROUNDS:-3}"); do
   copy
   timed "anchor-$round" anchor_fixup
   copy
   timed "ours-$round" "${cli[@]}" "${ours[@]}"
+  if [[ -n $before ]]; then
+    copy
+    timed "before-$round" "${cli[0]}" "$before/dist/cli/main.js" "${ours[@]}"
+  fi
 done
 log "ours: $(grep -c 'not found' "$out/ours-1.log" || true) missing-library warnings; the anchor: $(grep -c 'could not satisfy' "$out/anchor-1.log" || true)"
 ours_check=("${ours[@]}")

@@ -7,10 +7,9 @@ import { realpathSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { byteStringToText, textToByteString, usesOrigin } from '../elf/elf.js';
 import { isLibraryName } from '../loader/library-listings.js';
-import type { ObjectFactsCache } from '../loader/object-facts.js';
 import { LibraryIndex } from '../resolve/library-index.js';
 import { walkTrees } from '../walk/walk-trees.js';
-import { readResolverFacts, type ResolverFacts } from './resolver-facts.js';
+import { type LibraryFacts, readLibraryFacts } from './resolver-facts.js';
 
 /** The real path, or null where there is none (a dangling link, a name gone). */
 export function realPathOf(path: string): string | null {
@@ -36,12 +35,8 @@ export class LibraryIndexWalk {
   /** Real paths of the directories scanned (or being scanned: the trees). */
   private readonly scanned = new Set<string>();
 
-  /** What the loader reads of each library, read from the open that indexes it (the runpath proof's). */
-  private readonly objects: ObjectFactsCache;
-
   /** The trees count as scanned: a runpath that names one is not walked again. */
-  constructor(trees: readonly string[], objects: ObjectFactsCache) {
-    this.objects = objects;
+  constructor(trees: readonly string[]) {
     for (const tree of trees) this.scanned.add(realPathOf(tree) ?? tree);
   }
 
@@ -49,7 +44,7 @@ export class LibraryIndexWalk {
    * A library met at `path` (a walked file, or a symbolic link to follow): recorded when its name is a
    * library's and it is not a separate debug object; returns the runpath entries the index follows.
    */
-  addLibrary(path: string, isLink: boolean, facts: ResolverFacts): string[] {
+  addLibrary(path: string, isLink: boolean, facts: LibraryFacts): string[] {
     if (!isLibraryName(basename(path)) || facts.skip === 'debug-info') return [];
     this.index.add(textToByteString(basename(path)), facts.machine, {
       directory: textToByteString(recordedDirectory(path, isLink)),
@@ -74,7 +69,7 @@ export class LibraryIndexWalk {
       for (const item of walkTrees([directory], { recursive })) {
         const isLink = item.kind === 'skip' && item.reason === 'symlink';
         if ((item.kind !== 'file' && !isLink) || !isLibraryName(basename(item.path))) continue;
-        const facts = await readResolverFacts(item.path, true, false, this.objects);
+        const facts = await readLibraryFacts(item.path);
         if (facts !== null) worklist.push(...this.addLibrary(item.path, isLink, facts));
       }
     }

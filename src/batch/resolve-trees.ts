@@ -33,7 +33,7 @@ import { FirstNames } from './first-names.js';
 import type { InterruptPoll } from './interrupt.js';
 import { LibraryIndexWalk, realPathOf } from './library-index-walk.js';
 import type { FileItem } from './process-file.js';
-import { readResolverFacts, readWalkedFileFacts, type ResolverFacts } from './resolver-facts.js';
+import { readLibraryFacts, readWalkedFileFacts, type ResolverFacts } from './resolver-facts.js';
 import { RunpathProver } from './runpath-proof.js';
 import { settleRunpath } from './settle-runpath.js';
 import type { KnownHead } from './walked-file.js';
@@ -108,12 +108,26 @@ function libcCountsAll(libcDir: string, semantics: Semantics): boolean {
   }
 }
 
+/** The real path of a path (a byte string) on this machine, or inside --root as the target resolves it; null where there is none. */
+function realPathIn(root: SystemRoot | null, path: ByteString): ByteString | null {
+  if (root === null) {
+    const real = realPathOf(byteStringToText(path));
+    return real === null ? null : textToByteString(real);
+  }
+  const inRoot = root.pathOf(byteStringToText(path));
+  const real = inRoot === null ? null : root.realPath(inRoot);
+  return typeof real === 'string' ? textToByteString(root.hostPathOf(real)) : null;
+}
+
 /**
- * What the rules ask of the disk, byte strings in and out; the libc directory's answers cached. With
- * --root, real paths are the target's: a link in the root is followed inside it, as the target will.
+ * What the rules ask of the disk, byte strings in and out; the libc directory's answers and real paths
+ * cached (the rules ask of the same directories for every file, and the disk does not change during
+ * phase 1). With --root, real paths are the target's: a link in the root is followed inside it, as the
+ * target will.
  */
 function fileSystemOf(libcDir: string | null, countsAll: boolean, root: SystemRoot | null): ResolverFileSystem {
   const inLibc = new Map<ByteString, boolean>();
+  const realPaths = new Map<ByteString, ByteString | null>();
   return {
     inLibcDir: (name) => {
       if (libcDir === null) return false;
@@ -133,13 +147,12 @@ function fileSystemOf(libcDir: string | null, countsAll: boolean, root: SystemRo
       }
     },
     realPath: (path) => {
-      if (root === null) {
-        const real = realPathOf(byteStringToText(path));
-        return real === null ? null : textToByteString(real);
+      let real = realPaths.get(path);
+      if (real === undefined) {
+        real = realPathIn(root, path);
+        realPaths.set(path, real);
       }
-      const inRoot = root.pathOf(byteStringToText(path));
-      const real = inRoot === null ? null : root.realPath(inRoot);
-      return typeof real === 'string' ? textToByteString(root.hostPathOf(real)) : null;
+      return real;
     },
   };
 }
@@ -182,7 +195,7 @@ export async function resolveTrees(
     },
     new ObjectFactsCache(),
   );
-  const indexWalk = new LibraryIndexWalk(roots, registry.objects);
+  const indexWalk = new LibraryIndexWalk(roots);
   const walked = [...walk];
   const factsOf = new Map<string, ResolverFacts>();
   const heads = new Map<string, KnownHead>();
@@ -204,7 +217,7 @@ export async function resolveTrees(
       if (read.facts.skip === null) factsOf.set(item.path, read.facts);
       runpathDirectories.push(...indexWalk.addLibrary(item.path, false, read.facts));
     } else if (isLink && isLibraryName(basename(item.path))) {
-      const facts = await readResolverFacts(item.path, true, false, registry.objects);
+      const facts = await readLibraryFacts(item.path);
       if (facts !== null) runpathDirectories.push(...indexWalk.addLibrary(item.path, true, facts));
     }
   }

@@ -9,16 +9,21 @@ import type { ObjectFacts, ObjectFactsCache } from '../loader/object-facts.js';
 import { type DlopenDependency, dlopenDependencies } from '../resolve/dlopen-note.js';
 import { sniffWalkedFile } from './walked-file.js';
 
-export interface ResolverFacts {
+/** What the library index records of a library, and the runpath entries it follows from it. */
+export interface LibraryFacts {
   readonly machine: number;
   readonly osAbi: number;
   /** Why apply leaves the file alone (static, debug-info…), or null when it patches it. */
   readonly skip: SkipReason | null;
-  /** PT_INTERP's path (a byte string), or null. */
-  readonly interpreter: ByteString | null;
   /** DT_RUNPATH's entries, else DT_RPATH's (byte strings); empty without either. */
   readonly runpath: readonly ByteString[];
-  /** DT_NEEDED, in order; empty unless dependencies were asked for. */
+}
+
+/** What the resolver reads of a file of the trees. */
+export interface ResolverFacts extends LibraryFacts {
+  /** PT_INTERP's path (a byte string), or null. */
+  readonly interpreter: ByteString | null;
+  /** DT_NEEDED, in order; empty when apply leaves the file alone. */
   readonly needed: readonly ByteString[];
   readonly dlopen: readonly DlopenDependency[];
   /** A line for each `.note.dlopen` note that could not be read (it is ignored). */
@@ -27,26 +32,27 @@ export interface ResolverFacts {
   readonly object: ObjectFacts;
 }
 
+/** The runpath of an open ELF file: DT_RUNPATH's entries, else DT_RPATH's. */
+async function runpathOf(file: ElfFile): Promise<readonly ByteString[]> {
+  return splitRunpath((await file.lastDynString(DT.DT_RUNPATH)) ?? (await file.lastDynString(DT.DT_RPATH)));
+}
+
 /**
- * The facts of the ELF file at `path`, or null when it is not an ELF file or cannot be read: a library
- * candidate that cannot be read is not one. `followLink`: a symbolic link in a library directory is
- * followed; a walked file that became a link is not. `dependencies`: also read DT_NEEDED and the dlopen notes.
+ * What the index records of the library at `path` (a symbolic link followed), or null when it is not
+ * an ELF file or cannot be read: a library candidate that cannot be read is not one. What the loader
+ * reads of it is read when a proof first looks for it (most indexed libraries no proof looks at).
  */
-export async function readResolverFacts(
-  path: string,
-  followLink: boolean,
-  dependencies: boolean,
-  objects: ObjectFactsCache,
-): Promise<ResolverFacts | null> {
-  const opened = await ElfFile.open(path, { followLink });
+export async function readLibraryFacts(path: string): Promise<LibraryFacts | null> {
+  const opened = await ElfFile.open(path, { followLink: true });
   if (opened.kind !== 'elf') return null;
+  const { file } = opened;
   try {
-    return await factsOf(opened.file, dependencies, objects);
+    return { machine: file.header.e_machine, osAbi: file.header.osabi, skip: skipReason(file.image), runpath: await runpathOf(file) };
   } catch (error) {
     if (!(error instanceof CudaPatchelfError)) throw error;
     return null;
   } finally {
-    opened.file.close();
+    file.close();
   }
 }
 
@@ -65,7 +71,7 @@ export async function readWalkedFileFacts(path: string, seedBytes: number, objec
   if (sniffed.kind === 'skipped') return sniffed.reason === 'archive' || sniffed.reason === 'not-elf' ? { kind: sniffed.reason } : null;
   const { source } = sniffed;
   try {
-    const facts = await factsOf(await ElfFile.read(source), true, objects);
+    const facts = await factsOf(await ElfFile.read(source), objects);
     return { kind: 'elf', facts, seed: source.seed(seedBytes) };
   } catch (error) {
     // A file whose structures cannot be read is reported by the pass that patches it; a bug is thrown.
@@ -76,17 +82,16 @@ export async function readWalkedFileFacts(path: string, seedBytes: number, objec
   }
 }
 
-async function factsOf(file: ElfFile, dependencies: boolean, objects: ObjectFactsCache): Promise<ResolverFacts> {
+async function factsOf(file: ElfFile, objects: ObjectFactsCache): Promise<ResolverFacts> {
   const skip = skipReason(file.image);
-  const runpath = splitRunpath((await file.lastDynString(DT.DT_RUNPATH)) ?? (await file.lastDynString(DT.DT_RPATH)));
-  const wanted = dependencies && skip === null;
+  const wanted = skip === null;
   const notes = wanted ? dlopenDependencies(await file.notes()) : { dependencies: [], malformed: [] };
   return {
     machine: file.header.e_machine,
     osAbi: file.header.osabi,
     skip,
     interpreter: file.interpreter,
-    runpath,
+    runpath: await runpathOf(file),
     needed: wanted ? await file.dynStrings(DT.DT_NEEDED) : [],
     dlopen: notes.dependencies,
     malformedNotes: notes.malformed,

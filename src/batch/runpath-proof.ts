@@ -9,6 +9,7 @@ import { statSync } from 'node:fs';
 import { type ByteString, byteStringToText, textToByteString } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { startingMap } from '../loader/emulate-load.js';
+import { isFileName } from '../loader/candidate-files.js';
 import type { EmulatedLoader, LoaderRegistry } from '../loader/emulated-loader.js';
 import { LibraryListings } from '../loader/library-listings.js';
 import { LinkMap } from '../loader/link-map.js';
@@ -49,7 +50,7 @@ export interface ProofMismatch {
 const fatalFile = (path: ByteString): LibraryFile => ({ fileId: `fatal:${path}`, hostPath: byteStringToText(path), size: -1 });
 
 /** The file at a path of this machine, its links followed; null when there is none. */
-export function libraryFileAt(hostPath: string): LibraryFile | null {
+function libraryFileAt(hostPath: string): LibraryFile | null {
   try {
     const stats = statSync(hostPath);
     return stats.isFile() ? { fileId: `${stats.dev}:${stats.ino}`, hostPath, size: stats.size } : null;
@@ -69,11 +70,23 @@ export class RunpathProver {
   /** The library names each directory holds, listed once per run: what the runpath order is told of. */
   readonly listings: LibraryListings;
   private readonly comparisons = new Map<string, Promise<boolean>>();
+  /** The chosen files, by path: the same few libraries are chosen for many files. */
+  private readonly files = new Map<ByteString, LibraryFile | null>();
 
   constructor(registry: LoaderRegistry, interpreter: ByteString | null) {
     this.registry = registry;
     this.interpreter = interpreter;
-    this.listings = new LibraryListings(registry.settings.root);
+    this.listings = new LibraryListings(registry.candidates);
+  }
+
+  /** The library file at `path` (a path of this machine, a byte string), its links followed; null when there is none. */
+  libraryFile(path: ByteString): LibraryFile | null {
+    let file = this.files.get(path);
+    if (file === undefined) {
+      file = libraryFileAt(byteStringToText(path));
+      this.files.set(path, file);
+    }
+    return file;
   }
 
   /** Whether two library files are one library: the same file, or a byte-identical copy. */
@@ -119,8 +132,13 @@ export class FileView {
   private readonly loader: EmulatedLoader;
   private readonly main: LinkMap;
   private readonly directoryStatus: Map<ByteString, boolean>;
-  /** A namespace with the file as it is, for what one directory holds (a search of one directory reads no runpath). */
-  private readonly lookups: LinkNamespace;
+  /**
+   * A namespace with the file as it is, for what one directory holds (a search of one directory reads no
+   * runpath); made when the order first asks (most files' orders need no file of a directory).
+   */
+  private lookups: LinkNamespace | null = null;
+  /** Each entry's directory, split once: the order asks of the same entries for every name. */
+  private readonly directories = new Map<ByteString, ByteString | null>();
 
   constructor(
     prover: RunpathProver,
@@ -134,7 +152,6 @@ export class FileView {
     this.loader = loader;
     this.main = main;
     this.directoryStatus = directoryStatus;
-    this.lookups = this.namespaceFor(main);
   }
 
   private namespaceFor(main: LinkMap): LinkNamespace {
@@ -144,8 +161,13 @@ export class FileView {
 
   /** The directory an entry names, as the loader splits it ($ORIGIN, $LIB, $PLATFORM); null for a relative one. */
   private directoryOf(entry: ByteString): ByteString | null {
-    const [directory] = splitSearchList(entry, ':', { ...loaderTokens(this.loader), origin: this.main.origin });
-    return directory === undefined || !directory.startsWith('/') ? null : directory;
+    let directory = this.directories.get(entry);
+    if (directory === undefined) {
+      const [split] = splitSearchList(entry, ':', { ...loaderTokens(this.loader), origin: this.main.origin });
+      directory = split === undefined || !split.startsWith('/') ? null : split;
+      this.directories.set(entry, directory);
+    }
+    return directory;
   }
 
   /** What the runpath order asks of each entry's directory. */
@@ -154,8 +176,15 @@ export class FileView {
       holder: async (entry, name) => {
         const directory = this.directoryOf(entry);
         if (directory === null) return null;
+        this.lookups ??= this.namespaceFor(this.main);
         const search = await this.lookups.findInDirectory(name, directory);
         return search.kind === 'found' ? fileOfFacts(search.facts) : search.kind === 'fatal' ? fatalFile(search.path) : null;
+      },
+      // The directory's listings, and its hwcaps subdirectories', answer for a file name; any other name is the search's.
+      mayHold: (entry, name) => {
+        const directory = this.directoryOf(entry);
+        if (directory === null) return false;
+        return !isFileName(name) || this.loader.pathsTriedIn(directory).some((where) => this.registry.candidates.mayHold(where, name));
       },
       same: (a, b) => this.prover.same(a, b),
       libraryNames: async (entry) => {

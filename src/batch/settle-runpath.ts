@@ -11,7 +11,7 @@ import type { FileFacts, Hook, TracedEntry } from '../hook-engine/hook.js';
 import type { FileResolution } from '../resolve/resolve-file.js';
 import { orderRunpath, type OrderConflict } from '../resolve/runpath-order.js';
 import type { ResolverFacts } from './resolver-facts.js';
-import { type ChosenLibrary, libraryFileAt, type PlannedSearchList, type ProofMismatch, type RunpathProver } from './runpath-proof.js';
+import type { ChosenLibrary, PlannedSearchList, ProofMismatch, RunpathProver } from './runpath-proof.js';
 
 export interface SettleInputs {
   readonly path: string;
@@ -32,7 +32,7 @@ export type SettledRunpath =
 const fileNameOf = (name: ByteString): ByteString => sliceByteString(name, name.lastIndexOf('/') + 1);
 
 /** The dependencies the resolver chose a file for, and the file: through the index (its entry), or libc's directory. */
-function chosenLibraries(inputs: SettleInputs): ChosenLibrary[] {
+function chosenLibraries(inputs: SettleInputs, prover: RunpathProver): ChosenLibrary[] {
   const { resolution, facts, libcDir } = inputs;
   const chosen: ChosenLibrary[] = [];
   resolution.dependencies.forEach(({ found }, i) => {
@@ -42,10 +42,10 @@ function chosenLibraries(inputs: SettleInputs): ChosenLibrary[] {
     if (found.by.rule === 'index') {
       const directory = found.by.directory;
       const entry = resolution.resolved.find((resolved) => resolved.directory === directory)?.entry ?? directory;
-      const file = libraryFileAt(byteStringToText(joinBytePath(directory, fileNameOf(found.name))));
+      const file = prover.libraryFile(joinBytePath(directory, fileNameOf(found.name)));
       if (file !== null) chosen.push({ name: found.name, entry, file, by });
     } else if ((rule === 'libc' || rule === 'kept-libc') && libcDir !== null) {
-      const file = libraryFileAt(byteStringToText(joinBytePath(libcDir, found.name)));
+      const file = prover.libraryFile(joinBytePath(libcDir, found.name));
       if (file !== null) chosen.push({ name: found.name, entry: null, file, by });
     }
   });
@@ -74,7 +74,7 @@ function plannedList(value: ByteString | null, facts: ResolverFacts, semantics: 
 
 export async function settleRunpath(inputs: SettleInputs, prover: RunpathProver): Promise<SettledRunpath> {
   const { facts, resolution, semantics } = inputs;
-  const chosen = chosenLibraries(inputs);
+  const chosen = chosenLibraries(inputs, prover);
   const view = await prover.fileView(inputs.path, facts.object);
   let entries: readonly ByteString[] | null = resolution.runpath?.map((placed) => placed.entry) ?? null;
   if (resolution.runpath !== null && semantics === 'default') {

@@ -35,7 +35,7 @@ export interface DoctorContext {
 }
 
 export function doctorContext(registry: LoaderRegistry, driver: DriverVersion | null): DoctorContext {
-  return { registry, strings: new ObjectStrings(CUDA_DLOPEN_NAMES), listings: new LibraryListings(registry.settings.root), driver };
+  return { registry, strings: new ObjectStrings(CUDA_DLOPEN_NAMES), listings: new LibraryListings(registry.candidates), driver };
 }
 
 export interface FileDiagnosis {

@@ -1,10 +1,11 @@
 // What the loader finds at each path it tries, read once per run however many searches try it: the
-// directory's stat, and for a file the loader's checks of its header (open-verify.ts) and its facts
-// (object-facts.ts), from one open. These follow from the file system alone; what a search makes of
-// them (a directory marked missing, a file passed over) stays the search's (link-namespace.ts), so a
-// cached answer leaves every search as the loader's own.
+// directory's stat and listing, and for a file the loader's checks of its header (open-verify.ts) and
+// its facts (object-facts.ts), from one open. These follow from the file system alone; what a search
+// makes of them (a directory marked missing, a file passed over) stays the search's (link-namespace.ts),
+// so a cached answer leaves every search as the loader's own.
 
-import type { ByteString } from '../elf/elf.js';
+import { readdirSync } from 'node:fs';
+import { type ByteString, bytesToByteString } from '../elf/elf.js';
 import type { Lookup, SystemRoot } from './system-root.js';
 import type { MachineAbi } from './machine-abi.js';
 import type { ObjectFacts, ObjectFactsCache } from './object-facts.js';
@@ -16,11 +17,16 @@ export type CandidateCheck =
   | { readonly kind: 'next'; readonly errno: string; readonly reason: string | null }
   | { readonly kind: 'fatal'; readonly message: string };
 
+/** A name a directory's listing answers for: a file name, not a path, '.' or '..' (the open answers for those). */
+export const isFileName = (name: ByteString): boolean => name !== '' && name !== '.' && name !== '..' && !name.includes('/');
+
 export class CandidateFiles {
   private readonly root: SystemRoot;
   private readonly objects: ObjectFactsCache;
   private readonly lookups = new Map<ByteString, Lookup>();
-  private readonly checks = new Map<string, Promise<CandidateCheck>>();
+  /** By the loader's machine, class and byte order, then by path. */
+  private readonly checks = new Map<string, Map<ByteString, Promise<CandidateCheck>>>();
+  private readonly listings = new Map<ByteString, ReadonlySet<ByteString> | null>();
 
   constructor(root: SystemRoot, objects: ObjectFactsCache) {
     this.root = root;
@@ -37,13 +43,47 @@ export class CandidateFiles {
     return found;
   }
 
+  /** Every name `directory` (a path of the emulated system) holds, listed once per run; null when it cannot be listed. */
+  entriesOf(directory: ByteString): ReadonlySet<ByteString> | null {
+    let entries = this.listings.get(directory);
+    if (entries === undefined) {
+      entries = null;
+      const found = this.lookUp(directory);
+      if (found.ok && found.stats.isDirectory()) {
+        try {
+          entries = new Set(readdirSync(found.hostPath, { encoding: 'buffer' }).map(bytesToByteString));
+        } catch {
+          // Searchable but not readable (or gone): the files in it can still be opened, so nothing is known.
+        }
+      }
+      this.listings.set(directory, entries);
+    }
+    return entries;
+  }
+
+  /**
+   * Whether opening `name` (a file name: see isFileName) in `directory` could find a file:
+   * false when the directory does not exist or is listed without that name; true when it cannot be
+   * listed. A cheap answer from what the run has read, before any candidate is tried.
+   */
+  mayHold(directory: ByteString, name: ByteString): boolean {
+    const found = this.lookUp(directory);
+    if (!found.ok || !found.stats.isDirectory()) return false;
+    return this.entriesOf(directory)?.has(name) ?? true;
+  }
+
   /** What a loader of `abi` makes of the file at `path`: a usable object and its facts, one to go past, or the end of the load. */
   check(path: ByteString, abi: MachineAbi, littleEndian: boolean): Promise<CandidateCheck> {
-    const key = `${abi.machine}/${abi.elfClass}/${littleEndian ? 'le' : 'be'}:${path}`;
-    let check = this.checks.get(key);
+    const loader = `${abi.machine}/${abi.elfClass}/${littleEndian ? 'le' : 'be'}`;
+    let checks = this.checks.get(loader);
+    if (checks === undefined) {
+      checks = new Map();
+      this.checks.set(loader, checks);
+    }
+    let check = checks.get(path);
     if (check === undefined) {
       check = this.checkFile(path, abi, littleEndian);
-      this.checks.set(key, check);
+      checks.set(path, check);
     }
     return check;
   }

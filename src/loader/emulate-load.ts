@@ -73,12 +73,12 @@ async function loaderFor(
  */
 export function startingMap(root: SystemRoot, path: ByteString, facts: ObjectFacts): LinkMap {
   const kind = facts.interpreter === null ? 'library' : 'program';
-  const real = root.realPath(path);
+  const real = kind === 'program' ? root.realPath(path) : path;
   return new LinkMap({
     name: path,
     path,
     facts,
-    origin: kind === 'program' ? (typeof real === 'string' ? originOf(real, root.cwd) : null) : originOf(path, root.cwd),
+    origin: typeof real === 'string' ? originOf(real, root.cwd) : null,
     loader: null,
     foundBy: { rule: kind, owner: null, directory: null },
     depth: 0,

@@ -51,6 +51,11 @@ export interface EmulatedLoader {
   readonly cpu: CpuModel;
   /** Tried in every directory, best first, ending with '' (the directory itself). */
   readonly subdirectories: readonly ByteString[];
+  /**
+   * The paths tried in `directory` (a search list's, ending in '/'): it with each of `subdirectories`,
+   * in their order; made once per directory and loader, as a search tries them for every name.
+   */
+  pathsTriedIn(directory: ByteString): readonly ByteString[];
   readonly cacheTarget: CacheLookupTarget;
   cache(): Promise<CacheState>;
 }
@@ -63,6 +68,18 @@ function subdirectoriesFor(facts: LoaderFacts, cpu: CpuModel): ByteString[] {
   const version = facts.glibc === null ? Infinity : facts.glibc.major * 1000 + facts.glibc.minor;
   const named = version >= 2033 ? cpu.glibcHwcaps.map((name) => concatByteStrings(GLIBC_HWCAPS, name, SLASH)) : [];
   return [...named, ...(version < 2037 ? legacySubdirectories(cpu.legacyNames) : [EMPTY_BYTE_STRING])];
+}
+
+function pathsTriedIn(subdirectories: readonly ByteString[]): (directory: ByteString) => readonly ByteString[] {
+  const made = new Map<ByteString, readonly ByteString[]>();
+  return (directory) => {
+    let paths = made.get(directory);
+    if (paths === undefined) {
+      paths = subdirectories.map((subdirectory) => concatByteStrings(directory, subdirectory));
+      made.set(directory, paths);
+    }
+    return paths;
+  };
 }
 
 function cacheTargetFor(abi: MachineAbi, cpu: CpuModel): CacheLookupTarget {
@@ -140,6 +157,7 @@ export class LoaderRegistry {
   assumedLoader(path: ByteString, abi: MachineAbi, littleEndian: boolean): EmulatedLoader {
     const facts = assumedLoaderFacts(abi);
     const cpu = cpuModel(abi, false, null);
+    const subdirectories = subdirectoriesFor(facts, cpu);
     return {
       abi,
       littleEndian,
@@ -147,7 +165,8 @@ export class LoaderRegistry {
       object: absentLoaderObject(path, abi.elfClass, littleEndian, abi.machine),
       facts,
       cpu,
-      subdirectories: subdirectoriesFor(facts, cpu),
+      subdirectories,
+      pathsTriedIn: pathsTriedIn(subdirectories),
       cacheTarget: cacheTargetFor(abi, cpu),
       cache: async () => ({ path: facts.cachePath, cache: null }),
     };
@@ -177,6 +196,7 @@ export class LoaderRegistry {
     }));
     const cpu = cpuOf(this.settings, abi, found.hostPath);
     let cacheState: Promise<CacheState> | undefined;
+    const subdirectories = subdirectoriesFor(facts, cpu);
     return {
       abi,
       littleEndian,
@@ -184,7 +204,8 @@ export class LoaderRegistry {
       object,
       facts,
       cpu,
-      subdirectories: subdirectoriesFor(facts, cpu),
+      subdirectories,
+      pathsTriedIn: pathsTriedIn(subdirectories),
       cacheTarget: cacheTargetFor(abi, cpu),
       cache: () => (cacheState ??= readCacheState(root, facts.cachePath, littleEndian)),
     };

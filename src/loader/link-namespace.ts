@@ -6,7 +6,7 @@
 // file found under a new name that is an object already loaded (same device and inode) is that object.
 
 import { type ByteString, concatByteStrings, EMPTY_BYTE_STRING } from '../elf/elf.js';
-import type { CandidateFiles } from './candidate-files.js';
+import { type CandidateFiles, isFileName } from './candidate-files.js';
 import { lookUpCache } from './ld-cache-lookup.js';
 import type { EmulatedLoader, EmulationSettings } from './emulated-loader.js';
 import { LinkMap, originOf, type Rule } from './link-map.js';
@@ -214,14 +214,22 @@ export class LinkNamespace {
    * the list.
    */
   private async searchDirectories(name: ByteString, directories: readonly ByteString[], log: SearchLog): Promise<Search> {
+    const listed = isFileName(name);
     for (const directory of directories) {
       let hereAny = false;
       let errno = 'ENOENT';
-      for (const subdirectory of this.loader.subdirectories) {
-        const where = concatByteStrings(directory, subdirectory);
-        // Relative directories are never marked missing: the working directory may change.
-        const relative = !directory.startsWith('/');
+      // Relative directories are never marked missing: the working directory may change.
+      const relative = !directory.startsWith('/');
+      for (const where of this.loader.pathsTriedIn(directory)) {
         if (!relative && this.directoryStatus.get(where) === false) continue;
+        // The open would fail with "no such file" in a directory that exists: what the loader learns
+        // then, without a candidate to try (most names of a search are in few of its directories).
+        if (listed && !relative && this.candidates.entriesOf(where)?.has(name) === false) {
+          this.directoryStatus.set(where, true);
+          hereAny = true;
+          errno = 'ENOENT';
+          continue;
+        }
         const path = concatByteStrings(where, name);
         const tried = await this.tryCandidate(path, log);
         if (tried.kind === 'fatal') return { kind: 'fatal', path, message: tried.message };

@@ -25,28 +25,39 @@ function tokenLength(input: string, at: number, name: string): number {
   return next !== undefined && /[A-Za-z0-9_]/.test(next) ? 0 : name.length;
 }
 
+const TOKENS = ['ORIGIN', 'PLATFORM', 'LIB'] as const;
+
+/** The token `$name` at `input[at]` (just after '$'): its length and value; null when no token starts there. */
+function tokenAt(input: string, at: number, values: TokenValues): { readonly length: number; readonly value: ByteString | null } | null {
+  for (const name of TOKENS) {
+    const length = tokenLength(input, at, name);
+    if (length > 0) return { length, value: name === 'ORIGIN' ? values.origin : name === 'PLATFORM' ? values.platform : values.lib };
+  }
+  return null;
+}
+
 /** One entry with its tokens replaced; null when it names a token without a value (the loader drops it). */
 export function substituteTokens(entry: ByteString, values: TokenValues): ByteString | null {
+  // Most entries are plain directories: nothing to substitute (the searches split lists per object).
+  if (!entry.includes('$')) return entry;
   const parts: ByteString[] = [];
   /** Where the bytes not yet in `parts` start. */
   let start = 0;
   for (let i = 0; i < entry.length; i++) {
     if (entry[i] !== '$') continue;
-    const tokens: [string, ByteString | null][] = [
-      ['ORIGIN', values.origin],
-      ['PLATFORM', values.platform],
-      ['LIB', values.lib],
-    ];
-    const match = tokens.map(([name, value]) => ({ length: tokenLength(entry, i + 1, name), value })).find((t) => t.length > 0);
-    if (match === undefined) continue;
-    if (match.value === null) return null;
-    parts.push(sliceByteString(entry, start, i), match.value);
-    i += match.length;
+    const token = tokenAt(entry, i + 1, values);
+    if (token === null) continue;
+    if (token.value === null) return null;
+    parts.push(sliceByteString(entry, start, i), token.value);
+    i += token.length;
     start = i + 1;
   }
   parts.push(sliceByteString(entry, start));
   return concatByteStrings(...parts);
 }
+
+/** The separators' pattern, made once per set of separators. */
+const separatorPatterns = new Map<string, RegExp>();
 
 /**
  * The directories of a list (DT_RPATH, DT_RUNPATH: separators ':'; LD_LIBRARY_PATH: ':;'), each ending
@@ -55,7 +66,12 @@ export function substituteTokens(entry: ByteString, values: TokenValues): ByteSt
 export function splitSearchList(list: ByteString, separators: string, values: TokenValues): ByteString[] {
   if (list === '') return [];
   const directories: ByteString[] = [];
-  for (const entry of splitByteString(list, new RegExp(`[${separators}]`))) {
+  let pattern = separatorPatterns.get(separators);
+  if (pattern === undefined) {
+    pattern = new RegExp(`[${separators}]`);
+    separatorPatterns.set(separators, pattern);
+  }
+  for (const entry of splitByteString(list, pattern)) {
     let directory = EMPTY_BYTE_STRING;
     if (entry !== '') {
       const substituted = substituteTokens(entry, values);

@@ -27,6 +27,8 @@ export interface ChosenDependency<F> {
 export interface DirectoryOracle<F> {
   /** The file the loader takes for `name` from the directory an entry names; null: none, or not known (a relative entry). */
   holder(entry: ByteString, name: ByteString): Promise<F | null>;
+  /** False when holder(entry, name) is surely null: a quick look at what the run has listed, before holder is asked. */
+  mayHold(entry: ByteString, name: ByteString): boolean;
   /** Whether two files are one library: the same file, or a byte-identical copy. */
   same(a: F, b: F): Promise<boolean>;
   /** The names of the libraries (`*.so*`) the directory an entry names holds, in byte order. */
@@ -87,6 +89,7 @@ function placeEdges(entries: readonly PlacedEntry[]): Edge[] {
 
 /** Whether `entry` holds a file of `name` other than `file`. */
 async function holdsAnother<F>(oracle: DirectoryOracle<F>, entry: ByteString, name: ByteString, file: F): Promise<boolean> {
+  if (!oracle.mayHold(entry, name)) return false;
   const held = await oracle.holder(entry, name);
   return held !== null && !(await oracle.same(held, file));
 }
@@ -164,11 +167,12 @@ export async function orderRunpath<F>(
     const own = entries[i] as PlacedEntry;
     if (own.ownIndex === null) continue;
     for (const name of await oracle.libraryNames(own.entry)) {
-      const file = await oracle.holder(own.entry, name);
+      // Most of a directory's libraries are in no added entry: their file is not asked for.
+      const others = entries.flatMap((added, j) => (added.ownIndex === null && oracle.mayHold(added.entry, name) ? [j] : []));
+      const file = others.length === 0 ? null : await oracle.holder(own.entry, name);
       if (file === null) continue;
-      for (let j = 0; j < entries.length; j++) {
-        const added = entries[j] as PlacedEntry;
-        if (added.ownIndex !== null || !(await holdsAnother(oracle, added.entry, name, file))) continue;
+      for (const j of others) {
+        if (!(await holdsAnother(oracle, (entries[j] as PlacedEntry).entry, name, file))) continue;
         edges.push({ from: i, to: j, because: { kind: 'own-library', name } });
       }
     }

@@ -9,10 +9,9 @@ import { InterruptPoll, newInterruptFlag, raiseInterrupt } from '../../src/batch
 import { LibraryIndexWalk } from '../../src/batch/library-index-walk.js';
 import { patchTrees } from '../../src/batch/patch-tree.js';
 import type { FileItem } from '../../src/batch/process-file.js';
-import { readResolverFacts } from '../../src/batch/resolver-facts.js';
+import { readLibraryFacts } from '../../src/batch/resolver-facts.js';
 import { resolveTrees } from '../../src/batch/resolve-trees.js';
 import { EM, textToByteString } from '../../src/elf/elf.js';
-import { ObjectFactsCache } from '../../src/loader/object-facts.js';
 import { ignoreMissingMatcher } from '../../src/resolve/ignore-missing.js';
 import { walkTrees } from '../../src/walk/walk-trees.js';
 import { useTempDir } from '../helpers/use-temp-dir.js';
@@ -37,10 +36,9 @@ describe('LibraryIndexWalk', () => {
       'links/libbar.so': { symlink: '../real/libfoo.so.1' },
       'real/foo-tool': corpus('x86_64-lib-plain.so'),
     });
-    const objects = new ObjectFactsCache();
-    const walk = new LibraryIndexWalk([], objects);
+    const walk = new LibraryIndexWalk([]);
     const add = async (path: string, isLink: boolean): Promise<string[]> => {
-      const facts = await readResolverFacts(join(root, path), true, false, objects);
+      const facts = await readLibraryFacts(join(root, path));
       if (facts === null) throw new Error(`${path}: no facts`);
       return walk.addLibrary(join(root, path), isLink, facts);
     };
@@ -71,7 +69,7 @@ describe('LibraryIndexWalk', () => {
       'deps2/libm.so.6': corpus('x86_64-lib-lld.so'),
     });
     const tree = join(root, 'tree');
-    const walk = new LibraryIndexWalk([tree], new ObjectFactsCache());
+    const walk = new LibraryIndexWalk([tree]);
     await walk.scan([join(root, 'deps'), join(root, 'missing'), tree, join(root, 'deps2'), join(root, 'deps')], false);
     const directories = (name: string): string[] =>
       walk.index.entries(textToByteString(name), EM.EM_X86_64).map((entry) => entry.directory);

@@ -17,9 +17,11 @@ const b = (text: string): ByteString => ascii<ByteString>(text);
 type Disk = Readonly<Record<string, Readonly<Record<string, string>>>>;
 const IDENTICAL: readonly (readonly string[])[] = [['zstd-copy-a', 'zstd-copy-b']];
 
-function oracleOf(disk: Disk): DirectoryOracle<string> {
+/** `mayHold`: from the table ('listed'), or a yes to every question ('always': the shortcut off). */
+function oracleOf(disk: Disk, mayHold: 'listed' | 'always' = 'listed'): DirectoryOracle<string> {
   return {
     holder: async (entry, name) => disk[entry]?.[name] ?? null,
+    mayHold: (entry, name) => mayHold === 'always' || disk[entry]?.[name] !== undefined,
     same: async (a, b) => a === b || IDENTICAL.some((group) => group.includes(a) && group.includes(b)),
     libraryNames: async (entry) =>
       Object.keys(disk[entry] ?? {})
@@ -159,5 +161,34 @@ describe('conflicts', () => {
     const runs = await Promise.all([1, 2, 3].map(() => orderRunpath(entries, chosen, oracleOf(disk))));
     expect(new Set(runs.map((run) => JSON.stringify(run))).size).toBe(1);
     expect(runs[0]).toMatchObject({ kind: 'conflict', name: 'libfoo.so.1' });
+  });
+});
+
+describe('mayHold is a shortcut only', () => {
+  it('the same orders and conflicts when it says yes to everything', async () => {
+    const cases: [Disk, PlacedEntry[], ChosenDependency<string>[]][] = [
+      [
+        { '/d1': { 'libzstd.so.1': 'zstd', 'libfoo.so.1': 'foo-d1' }, '/t/lib': { 'libfoo.so.1': 'foo-tree' } },
+        [added('/d1'), added('/t/lib')],
+        [chose('libzstd.so.1', '/d1', 'zstd'), chose('libfoo.so.1', '/t/lib', 'foo-tree')],
+      ],
+      [
+        {
+          $ORIGIN: { 'libcudnn_graph.so.9': 'graph-wheel', 'libcudnn.so.9': 'cudnn-wheel' },
+          '/usr/lib': { 'libcudnn_graph.so.9': 'graph-host' },
+        },
+        [added('/usr/lib'), own('$ORIGIN', 0)],
+        [],
+      ],
+      [
+        { '/p': { 'libp.so': 'p', 'libq.so': 'q-p' }, '/q': { 'libq.so': 'q', 'libp.so': 'p-q' } },
+        [added('/p'), added('/q')],
+        [chose('libp.so', '/p', 'p'), chose('libq.so', '/q', 'q')],
+      ],
+    ];
+    for (const [disk, entries, chosen] of cases) {
+      const listed = await orderRunpath(entries, chosen, oracleOf(disk, 'listed'));
+      expect(await orderRunpath(entries, chosen, oracleOf(disk, 'always'))).toEqual(listed);
+    }
   });
 });
