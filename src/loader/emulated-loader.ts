@@ -17,7 +17,7 @@ import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { CandidateFiles } from './candidate-files.js';
 import { legacySubdirectories, cpuModel, cpuModelOfLoader, type CpuInfo, type CpuModel } from './cpu-model.js';
 import { readLdCache, type LdCache } from './ld-cache.js';
-import type { CacheLookupTarget } from './ld-cache-lookup.js';
+import { type CacheLookupTarget, lookUpCache } from './ld-cache-lookup.js';
 import { assumedLoaderFacts, readLoaderFacts, type LoaderFacts } from './loader-facts.js';
 import { parseLoaderHelp, runLoaderHelp } from './loader-help.js';
 import type { MachineAbi } from './machine-abi.js';
@@ -56,8 +56,9 @@ export interface EmulatedLoader {
    * in their order; made once per directory and loader, as a search tries them for every name.
    */
   pathsTriedIn(directory: ByteString): readonly ByteString[];
-  readonly cacheTarget: CacheLookupTarget;
   cache(): Promise<CacheState>;
+  /** The path the cache gives this loader for `name` (ld-cache-lookup.ts), or null; looked up once per name. */
+  cachePath(name: ByteString): Promise<ByteString | null>;
 }
 
 /** glibc-hwcaps subdirectories came with glibc 2.33; legacy hwcap subdirectories went with 2.37 (unknown: the newest behaviour). */
@@ -79,6 +80,19 @@ function pathsTriedIn(subdirectories: readonly ByteString[]): (directory: ByteSt
       made.set(directory, paths);
     }
     return paths;
+  };
+}
+
+/** A loader's cachePath: each name looked up in the cache once (every file of a run asks for libc's libraries). */
+function cachePaths(cache: () => Promise<CacheState>, target: CacheLookupTarget): (name: ByteString) => Promise<ByteString | null> {
+  const found = new Map<ByteString, Promise<ByteString | null>>();
+  return (name) => {
+    let path = found.get(name);
+    if (path === undefined) {
+      path = cache().then((state) => (state.cache === null ? null : lookUpCache(state.cache, name, target)));
+      found.set(name, path);
+    }
+    return path;
   };
 }
 
@@ -158,6 +172,8 @@ export class LoaderRegistry {
     const facts = assumedLoaderFacts(abi);
     const cpu = cpuModel(abi, false, null);
     const subdirectories = subdirectoriesFor(facts, cpu);
+    const cacheTarget = cacheTargetFor(abi, cpu);
+    const cache = async (): Promise<CacheState> => ({ path: facts.cachePath, cache: null });
     return {
       abi,
       littleEndian,
@@ -167,8 +183,8 @@ export class LoaderRegistry {
       cpu,
       subdirectories,
       pathsTriedIn: pathsTriedIn(subdirectories),
-      cacheTarget: cacheTargetFor(abi, cpu),
-      cache: async () => ({ path: facts.cachePath, cache: null }),
+      cache,
+      cachePath: cachePaths(cache, cacheTarget),
     };
   }
 
@@ -197,6 +213,8 @@ export class LoaderRegistry {
     const cpu = cpuOf(this.settings, abi, found.hostPath);
     let cacheState: Promise<CacheState> | undefined;
     const subdirectories = subdirectoriesFor(facts, cpu);
+    const cacheTarget = cacheTargetFor(abi, cpu);
+    const cache = (): Promise<CacheState> => (cacheState ??= readCacheState(root, facts.cachePath, littleEndian));
     return {
       abi,
       littleEndian,
@@ -206,8 +224,8 @@ export class LoaderRegistry {
       cpu,
       subdirectories,
       pathsTriedIn: pathsTriedIn(subdirectories),
-      cacheTarget: cacheTargetFor(abi, cpu),
-      cache: () => (cacheState ??= readCacheState(root, facts.cachePath, littleEndian)),
+      cache,
+      cachePath: cachePaths(cache, cacheTarget),
     };
   }
 }

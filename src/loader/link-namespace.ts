@@ -7,7 +7,6 @@
 
 import { type ByteString, concatByteStrings, EMPTY_BYTE_STRING } from '../elf/elf.js';
 import { type CandidateFiles, isFileName } from './candidate-files.js';
-import { lookUpCache } from './ld-cache-lookup.js';
 import type { EmulatedLoader, EmulationSettings } from './emulated-loader.js';
 import { LinkMap, originOf, type Rule } from './link-map.js';
 import { mappingRefusal, type ObjectFacts } from './object-facts.js';
@@ -252,9 +251,7 @@ export class LinkNamespace {
   }
 
   private async searchCache(name: ByteString, nodeflib: boolean, log: SearchLog): Promise<Search> {
-    const { cache } = await this.loader.cache();
-    if (cache === null) return { kind: 'none' };
-    const cached = lookUpCache(cache, name, this.loader.cacheTarget);
+    const cached = await this.loader.cachePath(name);
     if (cached === null) return { kind: 'none' };
     if (nodeflib && this.loader.facts.systemDirs.some((dir) => cached.startsWith(dir))) {
       log.passedOver.push({ path: cached, reason: 'cache entry in a default directory, and DF_1_NODEFLIB is set' });
