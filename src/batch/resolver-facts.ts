@@ -2,11 +2,10 @@
 // OS ABI), the interpreter, the runpath and, for a file to resolve, its DT_NEEDED entries and
 // `.note.dlopen` dependencies. A few small positional reads per file; nothing is written.
 
-import { type ByteString, DT, ElfFile, type ReadSeed, splitRunpath } from '../elf/elf.js';
+import { type ByteString, type DlopenDependency, dlopenNotes, DT, ElfFile, type ReadSeed, splitRunpath } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { skipReason, type SkipReason } from '../edit/skip-reason.js';
 import type { ObjectFacts, ObjectFactsCache } from '../loader/object-facts.js';
-import { type DlopenDependency, dlopenDependencies } from '../resolve/dlopen-note.js';
 import { sniffWalkedFile } from './walked-file.js';
 
 /** What the library index records of a library, and the runpath entries it follows from it. */
@@ -85,7 +84,7 @@ export async function readWalkedFileFacts(path: string, seedBytes: number, objec
 async function factsOf(file: ElfFile, objects: ObjectFactsCache): Promise<ResolverFacts> {
   const skip = skipReason(file.image);
   const wanted = skip === null;
-  const notes = wanted ? dlopenDependencies(await file.notes()) : { dependencies: [], malformed: [] };
+  const notes = wanted ? dlopenNotes(await file.notes()) : { entries: [], malformed: [] };
   return {
     machine: file.header.e_machine,
     osAbi: file.header.osabi,
@@ -93,7 +92,7 @@ async function factsOf(file: ElfFile, objects: ObjectFactsCache): Promise<Resolv
     interpreter: file.interpreter,
     runpath: await runpathOf(file),
     needed: wanted ? await file.dynStrings(DT.DT_NEEDED) : [],
-    dlopen: notes.dependencies,
+    dlopen: notes.entries.map((entry) => entry.sonames),
     malformedNotes: notes.malformed,
     object: await objects.ofFile(file),
   };

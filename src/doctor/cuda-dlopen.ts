@@ -132,7 +132,7 @@ async function candidates(emulation: LoadEmulation, strings: ObjectStrings, list
   const maps = emulation.namespace.maps.filter((map) => map.foundBy.rule !== 'interpreter');
   for (const map of maps) {
     const { facts } = map;
-    for (const note of await strings.dlopenNotes(facts)) for (const name of note.sonames) add(name, map, 'note', note.priority);
+    for (const note of await strings.dlopenEntries(facts)) for (const name of note.sonames) add(name, map, 'note', note.priority);
     const reason: CallerReason | null = isCudart(facts.soname)
       ? 'cuda-runtime'
       : facts.needed.some((n) => isCudart(n))

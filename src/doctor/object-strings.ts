@@ -4,13 +4,13 @@
 // read in bounded chunks, positionally, once per file, however many programs load the file.
 
 import {
-  asciiByteString,
   type ByteString,
   bytesToByteString,
   type CudaCompatNoteReading,
+  type DlopenEntry,
+  dlopenNotes,
   type ElfFile,
   SHT,
-  textToByteString,
   withElfFile,
 } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
@@ -19,9 +19,6 @@ import type { ObjectFacts } from '../loader/object-facts.js';
 const CHUNK = 1024 * 1024;
 /** No bytes carried over: one shared empty array, not one per NUL (there are millions). */
 const NOTHING = new Uint8Array(0);
-/** The `.note.dlopen` owner and type (https://systemd.io/ELF_DLOPEN_METADATA/). */
-const FDO_OWNER = asciiByteString('FDO');
-const NT_FDO_DLOPEN_METADATA = 0x407c0c0a;
 
 /**
  * Which strings a scan wants to see: binary sections hold millions of NUL-separated pieces, and only a
@@ -113,47 +110,10 @@ async function firstIn(
   return null;
 }
 
-export interface DlopenNote {
-  /** Sonames in the order the note lists them, as byte strings (the UTF-8 of the note's JSON text), as DT_NEEDED names are. */
-  readonly sonames: readonly ByteString[];
-  /** required, recommended or suggested (the spec's default: recommended). */
-  readonly priority: string;
-  readonly feature: string | null;
-}
-
-/** The `.note.dlopen` entries of the file's notes; a payload that is not the spec's JSON is left out. */
-async function readDlopenNotes(file: ElfFile): Promise<DlopenNote[]> {
-  return (await file.notes())
-    .filter((note) => note.owner === FDO_OWNER && note.type === NT_FDO_DLOPEN_METADATA)
-    .flatMap((note) => parseDlopenPayload(note.descriptor));
-}
-
-function parseDlopenPayload(bytes: Uint8Array): DlopenNote[] {
-  const end = bytes.indexOf(0);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(bytes.subarray(0, end < 0 ? bytes.length : end)).toString('utf8'));
-  } catch {
-    return [];
-  }
-  if (!Array.isArray(parsed)) return [];
-  return parsed.flatMap((entry): DlopenNote[] => {
-    if (typeof entry !== 'object' || entry === null) return [];
-    const { soname, priority, feature } = entry as { soname?: unknown; priority?: unknown; feature?: unknown };
-    if (!Array.isArray(soname) || !soname.every((s): s is string => typeof s === 'string')) return [];
-    return [
-      {
-        sonames: soname.map(textToByteString),
-        priority: typeof priority === 'string' ? priority : 'recommended',
-        feature: typeof feature === 'string' ? feature : null,
-      },
-    ];
-  });
-}
-
 interface FileStrings {
   readonly dynstrNames: Set<ByteString>;
-  readonly notes: readonly DlopenNote[];
+  /** The `.note.dlopen` entries (a malformed note left out, as the resolver leaves it). */
+  readonly notes: readonly DlopenEntry[];
 }
 
 async function sectionNamed(file: ElfFile, name: string): Promise<Region | null> {
@@ -194,7 +154,7 @@ export class ObjectStrings {
         const table = file.image.dynamicStrings;
         const names =
           table === null ? new Set<ByteString>() : await namesIn(file, table, 'dynamic string table', this.namesShape, this.dynstrNames);
-        return { dynstrNames: names, notes: await readDlopenNotes(file) };
+        return { dynstrNames: names, notes: dlopenNotes(await file.notes()).entries };
       });
       this.files.set(facts.fileId, found);
     }
@@ -206,7 +166,7 @@ export class ObjectStrings {
     return (await this.strings(facts)).dynstrNames.has(name);
   }
 
-  async dlopenNotes(facts: ObjectFacts): Promise<readonly DlopenNote[]> {
+  async dlopenEntries(facts: ObjectFacts): Promise<readonly DlopenEntry[]> {
     return (await this.strings(facts)).notes;
   }
 

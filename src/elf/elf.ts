@@ -1,7 +1,7 @@
 // The ELF reader's one public module: what the other layers may use of elf/. The modules behind it
 // are its own, and may change shape without touching a caller. hook-engine/ and resolve/, which must
-// not load the reader, import its pure modules directly (byte-string.ts, constants.ts, runpath-list.ts,
-// note-json.ts): this module loads the file reader with them.
+// not load the reader, import its pure modules directly (byte-string.ts, constants.ts, runpath-list.ts):
+// this module loads the file reader with them.
 
 export { FileByteSource, FileHead, checkRange, dataViewOf, withFileByteSource } from './byte-source.js';
 export type { ByteSource, ReadSeed } from './byte-source.js';
@@ -50,6 +50,8 @@ export {
   nameOf,
 } from './constants.js';
 export { CUDA_COMPAT_NOTE_SECTION, cudaCompatNoteRecord, describeCudaCompatNote, readCudaCompatNote } from './cuda-compat-note.js';
+export { dlopenNotes } from './dlopen-note.js';
+export type { DlopenDependency, DlopenEntry } from './dlopen-note.js';
 export type { CudaCompatNote, CudaCompatNoteReading, CudaCompatNoteRecord } from './cuda-compat-note.js';
 export { readDynamicSymbols } from './dynamic-symbols.js';
 export { ElfFile, withElfFile } from './elf-file.js';

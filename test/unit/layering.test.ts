@@ -56,7 +56,7 @@ const ALLOWED: { readonly [L in Layer]: 'any' | Partial<Record<Layer, Allowance>
   walk: { errors: {} },
   'hook-engine': { elf: { modules: ['byte-string.ts', 'constants.ts', 'runpath-list.ts'] }, errors: {} },
   // autoPatchelf's dependency resolution: facts, index and options in, a resolution out; nothing of the disk.
-  resolve: { elf: { modules: ['byte-string.ts', 'constants.ts', 'note-json.ts', 'runpath-list.ts'] }, errors: {} },
+  resolve: { elf: { modules: ['byte-string.ts', 'constants.ts', 'runpath-list.ts'] }, errors: {} },
   plan: { elf: READER, errors: {} },
   // Plans as data: nothing of ELF. The rewrite's temporary name is the walk's rule too.
   write: { plan: { modules: ['plan.ts'], typeOnly: true }, walk: { modules: ['rewrite-temporary.ts'] }, errors: {} },

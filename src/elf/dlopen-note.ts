@@ -1,13 +1,14 @@
 // `.note.dlopen`: the libraries a file may dlopen, as the FDO "dlopen() metadata for ELF files"
 // specification (https://systemd.io/ELF_DLOPEN_METADATA/) writes them. Each note has owner "FDO",
 // type 0x407c0c0a, and a descriptor holding a JSON array of objects, zero-terminated and zero-padded;
-// each object's `soname` array lists alternatives, the preferred first. Other keys (`feature`,
-// `description`, `priority`, and any later ones) are not ours to read: the resolver wants the names.
-// The notes themselves come from the ELF reader's one note walker (src/elf/notes.ts); this is what a
-// descriptor means. Bad input comes back as a value naming what is wrong, never as an exception.
+// each object's `soname` array lists alternatives, the preferred first, with the `priority` of the
+// dependency and the `feature` it serves. Other keys (`description`, and any later ones) are not read.
+// The notes themselves come from the ELF reader's one note walker (notes.ts); this is what a descriptor
+// means, for the resolver (the names) and doctor (the names and their priority) alike. Bad input comes
+// back as a value naming what is wrong, never as an exception.
 
-import { asciiByteString, type ByteString, textToByteString } from '../elf/byte-string.js';
-import { noteJson } from '../elf/note-json.js';
+import { asciiByteString, type ByteString, textToByteString } from './byte-string.js';
+import { noteJson } from './note-json.js';
 
 /** NT_FDO_DLOPEN_METADATA (glibc elf.h). */
 const NT_FDO_DLOPEN_METADATA = 0x407c0c0a;
@@ -16,13 +17,22 @@ const FDO_OWNER = asciiByteString('FDO');
 /** One dependency: the names that can satisfy it, in order of preference (byte strings). */
 export type DlopenDependency = readonly ByteString[];
 
+/** One entry of a note: a dependency, how much the file wants it, and what for. */
+export interface DlopenEntry {
+  /** The names that can satisfy it, in order of preference, as byte strings (the UTF-8 of the JSON text), as DT_NEEDED names are. */
+  readonly sonames: DlopenDependency;
+  /** required, recommended or suggested: the text of the key, else the specification's default, recommended. */
+  readonly priority: string;
+  readonly feature: string | null;
+}
+
 export type DlopenDescriptor =
-  | { readonly ok: true; readonly dependencies: readonly DlopenDependency[] }
+  | { readonly ok: true; readonly entries: readonly DlopenEntry[] }
   | { readonly ok: false; readonly error: string };
 
-/** The dlopen dependencies of a file, and a line for each FDO dlopen note that could not be read. */
+/** The dlopen entries of a file, and a line for each FDO dlopen note that could not be read. */
 export interface DlopenNotes {
-  readonly dependencies: readonly DlopenDependency[];
+  readonly entries: readonly DlopenEntry[];
   readonly malformed: readonly string[];
 }
 
@@ -35,20 +45,20 @@ interface Note {
 }
 
 /**
- * The dependencies listed by a file's FDO dlopen notes, in note order; notes of other owners or types
- * are not ours. A note whose descriptor cannot be read is reported in `malformed` (numbered among the
- * FDO dlopen notes, from 1) and ignored; the others still count.
+ * The entries of a file's FDO dlopen notes, in note order; notes of other owners or types are not
+ * ours. A note whose descriptor cannot be read is reported in `malformed` (numbered among the FDO
+ * dlopen notes, from 1) and ignored whole; the others still count.
  */
-export function dlopenDependencies(notes: readonly Note[]): DlopenNotes {
-  const dependencies: DlopenDependency[] = [];
+export function dlopenNotes(notes: readonly Note[]): DlopenNotes {
+  const entries: DlopenEntry[] = [];
   const malformed: string[] = [];
-  const dlopenNotes = notes.filter((note) => note.type === NT_FDO_DLOPEN_METADATA && note.owner === FDO_OWNER);
-  for (const [index, note] of dlopenNotes.entries()) {
+  const fdoNotes = notes.filter((note) => note.type === NT_FDO_DLOPEN_METADATA && note.owner === FDO_OWNER);
+  for (const [index, note] of fdoNotes.entries()) {
     const descriptor = parseDlopenDescriptor(note.descriptor);
-    if (descriptor.ok) dependencies.push(...descriptor.dependencies);
+    if (descriptor.ok) entries.push(...descriptor.entries);
     else malformed.push(`.note.dlopen note ${index + 1}: ${descriptor.error}`);
   }
-  return { dependencies, malformed };
+  return { entries, malformed };
 }
 
 /**
@@ -62,13 +72,18 @@ export function parseDlopenDescriptor(descriptor: Uint8Array): DlopenDescriptor 
   if (!parsed.ok) return { ok: false, error: parsed.problem };
   const { json } = parsed;
   if (!Array.isArray(json)) return { ok: false, error: 'the JSON is not an array' };
-  const dependencies: DlopenDependency[] = [];
+  const entries: DlopenEntry[] = [];
   for (const [index, entry] of json.entries()) {
     const sonames = sonamesOf(entry);
     if (typeof sonames === 'string') return { ok: false, error: `entry ${index}: ${sonames}` };
-    dependencies.push(sonames.map(textToByteString));
+    const { priority, feature } = entry as Record<string, unknown>;
+    entries.push({
+      sonames: sonames.map(textToByteString),
+      priority: typeof priority === 'string' ? priority : 'recommended',
+      feature: typeof feature === 'string' ? feature : null,
+    });
   }
-  return { ok: true, dependencies };
+  return { ok: true, entries };
 }
 
 /** An entry's `soname` array, or what is wrong with the entry. */

@@ -6,7 +6,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { type ByteString, textToByteString } from '../../src/elf/byte-string.js';
-import { dlopenDependencies, parseDlopenDescriptor } from '../../src/resolve/dlopen-note.js';
+import { type DlopenEntry, dlopenNotes, parseDlopenDescriptor } from '../../src/elf/dlopen-note.js';
 
 const NT_FDO_DLOPEN_METADATA = 0x407c0c0a;
 const NT_GNU_BUILD_ID = 3;
@@ -24,10 +24,16 @@ const dlopenNote = (descriptor: string): { owner: ByteString; type: number; desc
 
 const BPF_JSON = '[{"feature":"bpf","description":"BPF","priority":"suggested","soname":["libbpf.so.1","libbpf.so.0"]}]';
 
+/** An entry without a priority or a feature: the specification's default priority. */
+const entry = (...sonames: string[]): DlopenEntry => ({ sonames: sonames.map(textToByteString), priority: 'recommended', feature: null });
+
 describe('.note.dlopen notes', () => {
-  it('reads the FDO dlopen note among the others: the alternatives in order', () => {
+  it('reads the FDO dlopen note among the others: the alternatives in order, the priority and the feature', () => {
     const buildId = { owner: owner('GNU'), type: NT_GNU_BUILD_ID, descriptor: new Uint8Array(20) };
-    expect(dlopenDependencies([buildId, dlopenNote(BPF_JSON)])).toEqual({ dependencies: [['libbpf.so.1', 'libbpf.so.0']], malformed: [] });
+    expect(dlopenNotes([buildId, dlopenNote(BPF_JSON)])).toEqual({
+      entries: [{ sonames: ['libbpf.so.1', 'libbpf.so.0'], priority: 'suggested', feature: 'bpf' }],
+      malformed: [],
+    });
   });
 
   it('one note per dependency or one for all: every entry of every FDO dlopen note, in order', () => {
@@ -38,32 +44,42 @@ describe('.note.dlopen notes', () => {
       { owner: owner('FDO'), type: 0xcafe1a7e, descriptor: json('{"type":"rpm","name":"x"}') },
       dlopenNote('[{"soname":["libarchive.so.13"],"x-vendor-key":{"any":[1]}}]'),
     ];
-    expect(dlopenDependencies(notes)).toEqual({ dependencies: [['libzstd.so.1'], ['liblz4.so.1'], ['libarchive.so.13']], malformed: [] });
+    expect(dlopenNotes(notes)).toEqual({
+      entries: [entry('libzstd.so.1'), { ...entry('liblz4.so.1'), priority: 'required' }, entry('libarchive.so.13')],
+      malformed: [],
+    });
   });
 
   it('a malformed note is reported and ignored; the notes around it still count', () => {
     const notes = [dlopenNote('[{"soname":["liba.so"]}]'), dlopenNote('[{"soname":"libb.so"}]'), dlopenNote('[{"soname":["libc.so"]}]')];
-    expect(dlopenDependencies(notes)).toEqual({
-      dependencies: [['liba.so'], ['libc.so']],
+    expect(dlopenNotes(notes)).toEqual({
+      entries: [entry('liba.so'), entry('libc.so')],
       malformed: ['.note.dlopen note 2: entry 0: no "soname" array'],
     });
   });
 
   it('a file without notes has no dlopen dependencies', () => {
-    expect(dlopenDependencies([])).toEqual({ dependencies: [], malformed: [] });
+    expect(dlopenNotes([])).toEqual({ entries: [], malformed: [] });
   });
 });
 
 describe('an FDO dlopen descriptor', () => {
   it('is text up to its first NUL; a missing terminator is tolerated', () => {
     const padded = new Uint8Array([...json('[{"soname":["libx.so.1"]}]'), 0, 0, 0]);
-    expect(parseDlopenDescriptor(padded)).toEqual({ ok: true, dependencies: [['libx.so.1']] });
-    expect(parseDlopenDescriptor(text('[{"soname":["libx.so.1"]}]'))).toEqual({ ok: true, dependencies: [['libx.so.1']] });
-    expect(parseDlopenDescriptor(json('[]'))).toEqual({ ok: true, dependencies: [] });
+    expect(parseDlopenDescriptor(padded)).toEqual({ ok: true, entries: [entry('libx.so.1')] });
+    expect(parseDlopenDescriptor(text('[{"soname":["libx.so.1"]}]'))).toEqual({ ok: true, entries: [entry('libx.so.1')] });
+    expect(parseDlopenDescriptor(json('[]'))).toEqual({ ok: true, entries: [] });
   });
 
   it('gives names as byte strings, as DT_NEEDED names are', () => {
-    expect(parseDlopenDescriptor(json('[{"soname":["libé.so"]}]'))).toEqual({ ok: true, dependencies: [[textToByteString('libé.so')]] });
+    expect(parseDlopenDescriptor(json('[{"soname":["libé.so"]}]'))).toEqual({ ok: true, entries: [entry('libé.so')] });
+  });
+
+  it('a priority or feature that is not text is the default, and no feature', () => {
+    expect(parseDlopenDescriptor(json('[{"soname":["libx.so"],"priority":3,"feature":["a"]}]'))).toEqual({
+      ok: true,
+      entries: [entry('libx.so')],
+    });
   });
 
   it.each([
