@@ -26,6 +26,16 @@ type NotByteString<T extends string> = T & (T extends ByteString ? never : unkno
 /** Up to this length a string is built from char codes: names are short, and a Buffer per name costs more. */
 const SHORT_STRING = 64;
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL to DEL is what ASCII is.
+const ASCII = /^[\x00-\x7f]*$/;
+
+/**
+ * Whether every char is ASCII: then text and its byte string are one string (each char is its own UTF-8
+ * byte and its own latin1 char), and the converters below return it as it is, without a Buffer (most
+ * paths and names are ASCII, and the batch converts thousands).
+ */
+const isAscii = (value: string): boolean => ASCII.test(value);
+
 /** Bytes (without NUL) → byte string. */
 export function bytesToByteString(bytes: Uint8Array): ByteString {
   // Sound: each char is one byte's value (0-255), built from bytes.
@@ -40,19 +50,18 @@ export function byteStringToBytes(value: ByteString): Buffer {
 
 /** A byte string as text for people: its bytes decoded as UTF-8 (invalid sequences become U+FFFD). */
 export function byteStringToText(value: ByteString): string {
-  return Buffer.from(value, 'latin1').toString('utf8');
+  return isAscii(value) ? value : Buffer.from(value, 'latin1').toString('utf8');
 }
 
 /** Text from a person (argv, a config file) → the byte string of its UTF-8 encoding. */
 export function textToByteString<T extends string>(value: NotByteString<T>): ByteString {
-  // Sound: latin1 gives each byte of the UTF-8 encoding one char.
-  return Buffer.from(value, 'utf8').toString('latin1') as ByteString;
+  // Sound: latin1 gives each byte of the UTF-8 encoding one char (ASCII: see isAscii).
+  return (isAscii(value) ? value : Buffer.from(value, 'utf8').toString('latin1')) as ByteString;
 }
 
 /** The byte string of ASCII text: the text itself (each ASCII char is its UTF-8 byte); text that is not ASCII throws. */
 export function asciiByteString<T extends string>(value: NotByteString<T>): ByteString {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL to DEL is what ASCII is.
-  if (!/^[\x00-\x7f]*$/.test(value)) throw new Error(`not ASCII: ${JSON.stringify(value)}`);
+  if (!isAscii(value)) throw new Error(`not ASCII: ${JSON.stringify(value)}`);
   // Sound: checked above, every char is below 0x80, so one byte of UTF-8 and of latin1 alike.
   return value as string as ByteString;
 }
