@@ -31,9 +31,14 @@ export interface ResolverFacts extends LibraryFacts {
   readonly object: ObjectFacts;
 }
 
-/** The runpath of an open ELF file: DT_RUNPATH's entries, else DT_RPATH's. */
-async function runpathOf(file: ElfFile): Promise<readonly ByteString[]> {
-  return splitRunpath((await file.lastDynString(DT.DT_RUNPATH)) ?? (await file.lastDynString(DT.DT_RPATH)));
+/** What the index records of an open ELF file. */
+async function libraryFactsOf(file: ElfFile): Promise<LibraryFacts> {
+  return {
+    machine: file.header.e_machine,
+    osAbi: file.header.osabi,
+    skip: skipReason(file.image),
+    runpath: splitRunpath((await file.lastDynString(DT.DT_RUNPATH)) ?? (await file.lastDynString(DT.DT_RPATH))),
+  };
 }
 
 /**
@@ -46,7 +51,7 @@ export async function readLibraryFacts(path: string): Promise<LibraryFacts | nul
   if (opened.kind !== 'elf') return null;
   const { file } = opened;
   try {
-    return { machine: file.header.e_machine, osAbi: file.header.osabi, skip: skipReason(file.image), runpath: await runpathOf(file) };
+    return await libraryFactsOf(file);
   } catch (error) {
     if (!(error instanceof CudaPatchelfError)) throw error;
     return null;
@@ -82,15 +87,12 @@ export async function readWalkedFileFacts(path: string, seedBytes: number, objec
 }
 
 async function factsOf(file: ElfFile, objects: ObjectFactsCache): Promise<ResolverFacts> {
-  const skip = skipReason(file.image);
-  const wanted = skip === null;
+  const library = await libraryFactsOf(file);
+  const wanted = library.skip === null;
   const notes = wanted ? dlopenNotes(await file.notes()) : { entries: [], malformed: [] };
   return {
-    machine: file.header.e_machine,
-    osAbi: file.header.osabi,
-    skip,
+    ...library,
     interpreter: file.interpreter,
-    runpath: await runpathOf(file),
     needed: wanted ? await file.dynStrings(DT.DT_NEEDED) : [],
     dlopen: notes.entries.map((entry) => entry.sonames),
     malformedNotes: notes.malformed,

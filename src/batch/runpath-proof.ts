@@ -9,7 +9,6 @@ import { statSync } from 'node:fs';
 import { type ByteString, byteStringToText, textToByteString } from '../elf/elf.js';
 import { CudaPatchelfError } from '../errors/cuda-patchelf-error.js';
 import { startingMap } from '../loader/emulate-load.js';
-import { isFileName } from '../loader/candidate-files.js';
 import type { EmulatedLoader, LoaderRegistry } from '../loader/emulated-loader.js';
 import { LibraryListings } from '../loader/library-listings.js';
 import { LinkMap } from '../loader/link-map.js';
@@ -180,11 +179,9 @@ export class FileView {
         const search = await this.lookups.findInDirectory(name, directory);
         return search.kind === 'found' ? fileOfFacts(search.facts) : search.kind === 'fatal' ? fatalFile(search.path) : null;
       },
-      // The directory's listings, and its hwcaps subdirectories', answer for a file name; any other name is the search's.
       mayHold: (entry, name) => {
         const directory = this.directoryOf(entry);
-        if (directory === null) return false;
-        return !isFileName(name) || this.loader.pathsTriedIn(directory).some((where) => this.registry.candidates.mayHold(where, name));
+        return directory !== null && this.registry.candidates.mayFind(this.loader.pathsTriedIn(directory), name);
       },
       same: (a, b) => this.prover.same(a, b),
       libraryNames: async (entry) => {

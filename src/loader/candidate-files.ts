@@ -62,14 +62,17 @@ export class CandidateFiles {
   }
 
   /**
-   * Whether opening `name` (a file name: see isFileName) in `directory` could find a file:
-   * false when the directory does not exist or is listed without that name; true when it cannot be
-   * listed. A cheap answer from what the run has read, before any candidate is tried.
+   * Whether a search of `paths` (a directory with its hwcaps subdirectories, as the loader tries them)
+   * could find `name`: false only for a file name (isFileName) that no path can hold, each being missing
+   * or listed without it; any other name may always be found (the open answers for it). A cheap answer
+   * from what the run has read, before any candidate is tried.
    */
-  mayHold(directory: ByteString, name: ByteString): boolean {
-    const found = this.lookUp(directory);
-    if (!found.ok || !found.stats.isDirectory()) return false;
-    return this.entriesOf(directory)?.has(name) ?? true;
+  mayFind(paths: readonly ByteString[], name: ByteString): boolean {
+    if (!isFileName(name)) return true;
+    return paths.some((path) => {
+      const found = this.lookUp(path);
+      return found.ok && found.stats.isDirectory() && (this.entriesOf(path)?.has(name) ?? true);
+    });
   }
 
   /** What a loader of `abi` makes of the file at `path`: a usable object and its facts, one to go past, or the end of the load. */
